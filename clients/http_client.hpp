@@ -1,0 +1,154 @@
+// HTTP/1.1 client on Boost.Beast and C++20 coroutines: keep-alive connections per backend,
+// a deadline per phase (connect, first byte, whole request), a bound on the body, and
+// failures returned as typed values. No thread per request: everything runs on the
+// executor the client was made with.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/expected.hpp"
+
+namespace logitaudit::clients {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+using token_t = net::as_tuple_t<net::use_awaitable_t<>>;
+using tcp_stream = token_t::as_default_on_t<beast::tcp_stream>;
+
+// Steady-clock nanoseconds: the one clock of every client timestamp.
+std::int64_t steady_ns();
+
+enum class client_errc {
+  bad_url,             // the backend URL cannot be used
+  resolve_failed,      // the host name did not resolve
+  connection_refused,  // nothing listens there
+  connection_reset,    // the peer closed or reset the connection mid-exchange
+  connect_timeout,     // no connection within the connect deadline
+  first_byte_timeout,  // connected, but no response within the first-byte deadline
+  request_timeout,     // the whole request outran its deadline
+  http_status,         // the server answered with a non-2xx status
+  malformed_json,      // the body is not JSON
+  unexpected_shape,    // valid JSON, but not the shape this API promises
+  truncated,           // the body or event stream ended early
+  oversized,           // the body exceeded the configured bound
+  protocol_error,      // not valid HTTP
+  cancelled,           // the operation was cancelled by us
+  io_error,            // any other socket error
+};
+
+std::string_view to_string(client_errc e);
+
+struct client_error {
+  client_errc code;
+  std::string message;  // what a user can act on, with the server's own message if any
+  unsigned http_status = 0;
+};
+
+template <class T>
+using client_result = expected<T, client_error>;
+
+// scheme://host:port[/base]; only http is supported.
+struct endpoint {
+  std::string host;
+  std::string port;
+  std::string base_path;  // without trailing slash, e.g. "" or "/api"
+  std::string url() const;
+};
+
+// Parses "http://host:port[/path]"; the error names what is wrong.
+expected<endpoint, std::string> parse_endpoint(std::string_view url);
+
+struct http_options {
+  std::chrono::milliseconds connect_timeout{5'000};
+  std::chrono::milliseconds first_byte_timeout{120'000};
+  std::chrono::milliseconds total_timeout{600'000};
+  std::size_t max_body = 64u << 20;
+  std::string bearer_token;  // sent as "Authorization: Bearer ..." when not empty
+  std::size_t max_idle = 512;  // idle keep-alive connections kept per client
+};
+
+struct http_exchange {
+  unsigned status = 0;
+  std::string body;
+  std::string content_type;
+  std::int64_t write_ns = 0;       // just before the request's write was issued
+  std::int64_t first_byte_ns = 0;  // the response header was complete
+  std::int64_t last_byte_ns = 0;   // the response body was complete
+};
+
+// A connected keep-alive connection. Movable, not shareable.
+struct connection {
+  std::unique_ptr<tcp_stream> stream;
+  beast::flat_buffer buffer;
+  bool reused = false;
+};
+
+// Called for each piece of a streamed body with the time it arrived; return false to stop.
+using chunk_sink = std::function<bool(std::string_view, std::int64_t)>;
+
+// Not thread-safe: use one client from one executor (or strand).
+class http_client {
+ public:
+  http_client(net::any_io_executor ex, endpoint ep, http_options options = {});
+
+  const endpoint& target() const { return endpoint_; }
+  const http_options& options() const { return options_; }
+
+  // One request with a JSON (or empty) body. Suspends. Non-2xx statuses come back as
+  // http_status errors carrying the server's message; the exchange never throws for I/O.
+  net::awaitable<client_result<http_exchange>> request(http::verb method, std::string target,
+                                                       std::string body = {});
+
+  // The same, delivering the body piece by piece to `sink` as it arrives (for SSE).
+  // The returned exchange's body is empty; last_byte_ns is the end of the stream.
+  net::awaitable<client_result<http_exchange>> request_streaming(http::verb method,
+                                                                 std::string target,
+                                                                 std::string body,
+                                                                 chunk_sink sink);
+
+  // A serialized request for `exchange`: built ahead of time so that a burst can write it
+  // with no work between the barrier and the socket.
+  std::string serialize(http::verb method, const std::string& target,
+                        const std::string& body) const;
+
+  // A connection from the idle pool, or a fresh one. Suspends.
+  net::awaitable<client_result<connection>> acquire();
+
+  // Writes a pre-serialized request on `c` and reads the response. The connection goes back
+  // to the pool if the server keeps it alive. `sink` (optional) streams the body.
+  net::awaitable<client_result<http_exchange>> exchange(connection c, std::string wire,
+                                                        chunk_sink sink = {});
+
+  std::size_t idle_connections() const { return idle_.size(); }
+
+ private:
+  net::awaitable<client_result<connection>> connect();
+  net::awaitable<client_result<http_exchange>> exchange_once(connection& c, const std::string& wire,
+                                                             const chunk_sink& sink,
+                                                             bool& keep_alive);
+  void release(connection c);
+
+  net::any_io_executor executor_;
+  endpoint endpoint_;
+  http_options options_;
+  std::vector<connection> idle_;
+  std::vector<net::ip::tcp::endpoint> resolved_;
+};
+
+// One request on a private io_context, for tools and tests that are not coroutines.
+// Blocks until done; same error contract as http_client::request.
+client_result<http_exchange> request_blocking(const endpoint& ep, http::verb method,
+                                              std::string target, std::string body = {},
+                                              http_options options = {});
+
+}  // namespace logitaudit::clients

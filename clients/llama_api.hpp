@@ -1,0 +1,73 @@
+// llama.cpp's native server API: the /completion request, its response and SSE events
+// parsed into logit streams, and the endpoints a fingerprint is read from.
+// JSON stops here: what leaves this file is plain C++ structs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/fingerprint.hpp"
+#include "audit/logit_stream.hpp"
+#include "http_client.hpp"
+
+namespace logitaudit::clients {
+
+// The request fields an audit controls; everything else stays at the server's default.
+struct completion_request {
+  std::string prompt;
+  int n_predict = 32;
+  double temperature = 0.0;
+  std::optional<std::uint64_t> seed;
+  int n_probs = 5;  // top-k logprobs per token
+  bool cache_prompt = false;
+  std::optional<int> id_slot;
+  bool stream = false;
+  std::vector<std::string> samplers;  // empty: the server's default chain
+  std::optional<int> top_k;
+
+  bool operator==(const completion_request&) const = default;
+};
+
+// The JSON body for POST /completion.
+std::string completion_body(const completion_request& r);
+
+// Parses a non-streaming /completion response. Errors: malformed_json, unexpected_shape
+// (including the pre-2025 `probs` shape, named as such).
+client_result<audit::logit_stream> parse_completion(std::string_view body);
+
+// Incremental parser of a /completion SSE stream (`data: {...}` events). Feed it the body
+// in pieces as they arrive; `finish` returns the stream, or `truncated` when the final
+// event (stop: true) never came. Not thread-safe.
+class completion_sse_parser {
+ public:
+  explicit completion_sse_parser(std::size_t max_event_bytes = 16u << 20);
+  // Returns false (and remembers the error) when an event is malformed or oversized.
+  bool feed(std::string_view chunk, std::int64_t now_ns);
+  client_result<audit::logit_stream> finish();
+
+ private:
+  bool on_event(std::string_view data, std::int64_t now_ns);
+
+  std::string pending_;
+  std::size_t max_event_bytes_;
+  audit::logit_stream stream_;
+  bool done_ = false;
+  std::optional<client_error> error_;
+};
+
+// GET /props and GET /v1/models -> the fingerprint fields the server reports.
+client_result<audit::backend_fingerprint> parse_props(std::string_view body);
+
+// POST /tokenize response -> token ids.
+client_result<std::vector<std::int64_t>> parse_tokenize(std::string_view body);
+
+// A Prometheus text exposition value, e.g. "llamacpp:n_busy_slots_per_decode".
+std::optional<double> metric_value(std::string_view metrics_text, std::string_view name);
+
+// XXH3-64 hex of arbitrary bytes (template and settings hashes, prompt-token hashes).
+std::string hash64_hex(std::string_view bytes);
+
+}  // namespace logitaudit::clients

@@ -1,0 +1,166 @@
+// fork/exec of llama-server with its output in a log file, and a deadline-bound wait
+// for /health; the child dies with us (PR_SET_PDEATHSIG) so a crashed test leaks nothing.
+#include "llama_process.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <deque>
+#include <fstream>
+#include <thread>
+
+#include "http_client.hpp"
+
+#ifndef LOGITAUDIT_DEFAULT_CACHE
+#define LOGITAUDIT_DEFAULT_CACHE ""
+#endif
+
+namespace logitaudit::clients {
+namespace fs = std::filesystem;
+
+std::string find_llama_tool(const std::string& name) {
+  std::string env_name = name == "llama-server" ? "LOGITAUDIT_LLAMA_SERVER" : "LOGITAUDIT_LLAMA_QUANTIZE";
+  if (const char* e = std::getenv(env_name.c_str()); e && *e) return e;
+  std::vector<fs::path> candidates;
+  if (const char* c = std::getenv("LOGITAUDIT_CACHE"); c && *c) candidates.push_back(fs::path(c) / "bin" / name);
+  if (*LOGITAUDIT_DEFAULT_CACHE) candidates.push_back(fs::path(LOGITAUDIT_DEFAULT_CACHE) / "bin" / name);
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    for (std::size_t i = 0, j; i <= p.size(); i = j + 1) {
+      j = p.find(':', i);
+      if (j == std::string::npos) j = p.size();
+      if (j > i) candidates.push_back(fs::path(p.substr(i, j - i)) / name);
+    }
+  }
+  for (const auto& c : candidates)
+    if (::access(c.c_str(), X_OK) == 0) return c.string();
+  return "";
+}
+
+int free_loopback_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+expected<std::unique_ptr<llama_server_process>, std::string> llama_server_process::start(
+    llama_server_options o) {
+  if (o.executable.empty()) o.executable = find_llama_tool("llama-server");
+  if (o.executable.empty())
+    return unexpected{std::string("llama-server not found: run scripts/get-llama-server.sh or set "
+                                  "LOGITAUDIT_LLAMA_SERVER")};
+  if (!fs::exists(o.model)) return unexpected{"model file not found: " + o.model};
+
+  std::unique_ptr<llama_server_process> p(new llama_server_process());
+  p->port_ = free_loopback_port();
+  p->log_file_ = o.log_file.empty()
+                     ? fs::temp_directory_path() / ("logitaudit-llama-" + std::to_string(::getpid()) +
+                                                    "-" + std::to_string(p->port_) + ".log")
+                     : o.log_file;
+
+  std::vector<std::string> args = {o.executable, "-m", o.model, "--host", "127.0.0.1", "--port",
+                                   std::to_string(p->port_), "-np", std::to_string(o.parallel),
+                                   "-t", std::to_string(o.threads), "-c", std::to_string(o.ctx),
+                                   "--no-webui"};
+  if (o.metrics) args.push_back("--metrics");
+  args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const int log_fd = ::open(p->log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log_fd < 0) return unexpected{"cannot open log file " + p->log_file_.string()};
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(log_fd);
+    return unexpected{std::string("fork failed")};
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  p->pid_ = pid;
+
+  auto ep = parse_endpoint(p->url());
+  http_options ho;
+  ho.connect_timeout = std::chrono::milliseconds(500);
+  ho.total_timeout = std::chrono::milliseconds(2'000);
+  const auto deadline = std::chrono::steady_clock::now() + o.startup_timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      p->pid_ = -1;
+      return unexpected{"llama-server exited during start-up (status " + std::to_string(status) +
+                        "); log " + p->log_file_.string() + ":\n" + p->log_tail()};
+    }
+    auto r = request_blocking(*ep, http::verb::get, "/health", {}, ho);
+    if (r) return p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string tail = p->log_tail();
+  p->stop();
+  return unexpected{"llama-server did not become healthy within " +
+                    std::to_string(o.startup_timeout.count()) + " ms; log " +
+                    p->log_file_.string() + ":\n" + tail};
+}
+
+llama_server_process::~llama_server_process() { stop(); }
+
+void llama_server_process::stop(std::chrono::milliseconds grace) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill_now();
+}
+
+void llama_server_process::kill_now() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+std::string llama_server_process::log_tail(std::size_t lines) const {
+  std::ifstream in(log_file_);
+  std::deque<std::string> tail;
+  for (std::string line; std::getline(in, line);) {
+    tail.push_back(std::move(line));
+    if (tail.size() > lines) tail.pop_front();
+  }
+  std::string out;
+  for (auto& l : tail) out += "  | " + l + "\n";
+  return out;
+}
+
+}  // namespace logitaudit::clients

@@ -1,0 +1,67 @@
+// A local llama-server process: found, started on a free loopback port, waited for, stopped.
+// Used by the model generator (margin measurement), the tests and the benchmarks; the
+// daemon itself only talks to servers that someone else runs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "audit/expected.hpp"
+
+namespace logitaudit::clients {
+
+// The llama-server to run: $LOGITAUDIT_LLAMA_SERVER, else $LOGITAUDIT_CACHE/bin/llama-server,
+// else the project's .cache/bin/llama-server, else `llama-server` on PATH; "" if none.
+std::string find_llama_tool(const std::string& name);
+
+// A free TCP port on 127.0.0.1 at the time of the call.
+int free_loopback_port();
+
+struct llama_server_options {
+  std::string executable;  // empty: find_llama_tool("llama-server")
+  std::string model;
+  int parallel = 1;        // -np
+  int threads = 2;         // -t
+  int ctx = 4096;          // -c (the whole KV cache, shared by the slots)
+  bool metrics = false;    // --metrics
+  std::vector<std::string> extra_args;
+  std::filesystem::path log_file;  // empty: a file under /tmp
+  std::chrono::milliseconds startup_timeout{60'000};
+};
+
+// Owns the child process. Not thread-safe. The destructor stops the server.
+class llama_server_process {
+ public:
+  // Starts the server and waits until /health answers 200. On failure the process is
+  // already stopped and the error carries the tail of its log.
+  static expected<std::unique_ptr<llama_server_process>, std::string> start(
+      llama_server_options options);
+
+  ~llama_server_process();
+  llama_server_process(const llama_server_process&) = delete;
+  llama_server_process& operator=(const llama_server_process&) = delete;
+
+  // SIGTERM, then SIGKILL after `grace`; reaps the child. Idempotent.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5'000));
+  // SIGKILL at once (fault injection); reaps the child.
+  void kill_now();
+
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  std::string log_tail(std::size_t lines = 30) const;
+
+ private:
+  llama_server_process() = default;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::filesystem::path log_file_;
+};
+
+}  // namespace logitaudit::clients

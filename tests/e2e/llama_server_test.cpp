@@ -1,0 +1,46 @@
+// e2e: a real llama-server serving a model this project generated.
+#include <gtest/gtest.h>
+
+#include "audit/stream_encoding.hpp"
+#include "clients/llama_api.hpp"
+#include "support/llama_server.hpp"
+
+using namespace logitaudit;
+
+TEST(llama_server_e2e, serial_identical_requests_are_bit_identical_with_top5) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 1});
+  clients::completion_request r;
+  r.prompt = "The quick brown fox";
+  r.n_predict = 24;
+  r.n_probs = 5;
+  r.temperature = 0;
+  r.cache_prompt = false;
+  const auto body = clients::completion_body(r);
+
+  auto a = clients::parse_completion(test_support::post_completion(*server, body));
+  auto b = clients::parse_completion(test_support::post_completion(*server, body));
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_FALSE(a->tokens.empty());
+  for (const auto& t : a->tokens) EXPECT_EQ(t.top.size(), 5u);
+  EXPECT_EQ(a->cached_tokens, b->cached_tokens);
+  EXPECT_EQ(audit::digest(*a).token, audit::digest(*b).token);
+  EXPECT_EQ(audit::digest(*a).logit, audit::digest(*b).logit)
+      << "two serial identical requests must give bit-identical logprobs";
+  // And a different prompt must not (the comparison is not vacuous).
+  r.prompt = "Once upon a time";
+  auto c = clients::parse_completion(test_support::post_completion(*server, clients::completion_body(r)));
+  ASSERT_TRUE(c);
+  EXPECT_NE(audit::digest(*a).logit, audit::digest(*c).logit);
+}
+
+TEST(llama_server_e2e, a_server_that_cannot_start_reports_its_log) {
+  clients::llama_server_options o;
+  o.model = test_support::model_path("tiny");
+  o.extra_args = {"--no-such-flag"};
+  o.startup_timeout = std::chrono::milliseconds(20'000);
+  auto s = clients::llama_server_process::start(o);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().find("exited during start-up"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("no-such-flag"), std::string::npos) << "the log tail names the bad flag:\n" << s.error();
+}

@@ -1,0 +1,41 @@
+// Test-side wrappers around clients::llama_server_process.
+#include "llama_server.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+
+#ifndef LOGITAUDIT_TEST_MODELS
+#error "LOGITAUDIT_TEST_MODELS must name the folder of generated test models"
+#endif
+
+namespace logitaudit::test_support {
+
+std::string model_path(const std::string& name) {
+  auto p = std::filesystem::path(LOGITAUDIT_TEST_MODELS) / (name + ".gguf");
+  if (!std::filesystem::exists(p))
+    throw std::runtime_error("test model " + p.string() +
+                             " is missing: the `models` ctest fixture makes it (run through ctest)");
+  return p.string();
+}
+
+std::unique_ptr<clients::llama_server_process> start_llama_server(const server_args& a) {
+  clients::llama_server_options o;
+  o.model = model_path(a.model);
+  o.parallel = a.parallel;
+  o.threads = a.threads;
+  o.ctx = a.ctx;
+  o.metrics = a.metrics;
+  o.extra_args = a.extra;
+  auto s = clients::llama_server_process::start(o);
+  if (!s) throw std::runtime_error(s.error());
+  return std::move(*s);
+}
+
+std::string post_completion(const clients::llama_server_process& server, const std::string& body) {
+  auto ep = clients::parse_endpoint(server.url());
+  auto r = clients::request_blocking(*ep, clients::http::verb::post, "/completion", body);
+  if (!r) throw std::runtime_error(std::string(clients::to_string(r.error().code)) + ": " + r.error().message);
+  return r->body;
+}
+
+}  // namespace logitaudit::test_support

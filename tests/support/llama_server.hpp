@@ -1,0 +1,33 @@
+// Real llama-server processes for tests: started on a free loopback port with a model the
+// project generated, waited for with a deadline, always stopped (RAII, and the child dies
+// with the test process).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "clients/http_client.hpp"
+#include "clients/llama_process.hpp"
+
+namespace logitaudit::test_support {
+
+// Path of a generated test model ("tiny", "small"), made by the `models` ctest fixture.
+std::string model_path(const std::string& name);
+
+struct server_args {
+  std::string model = "tiny";
+  int parallel = 1;
+  int threads = 2;
+  int ctx = 4096;
+  bool metrics = false;
+  std::vector<std::string> extra;
+};
+
+// Starts a server or throws std::runtime_error whose message includes the server's log tail.
+std::unique_ptr<clients::llama_server_process> start_llama_server(const server_args& args);
+
+// POST /completion on a private io_context; throws on any client error.
+std::string post_completion(const clients::llama_server_process& server, const std::string& body);
+
+}  // namespace logitaudit::test_support

@@ -1,0 +1,158 @@
+// logitaudit-make-model: writes a seeded random llama-architecture GGUF (optionally
+// quantized with llama-quantize) and can measure its greedy top1-top2 margin on a real
+// llama-server. Same arguments, same bytes.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "clients/llama_api.hpp"
+#include "clients/llama_process.hpp"
+#include "gguf_writer.hpp"
+#include "margin.hpp"
+
+namespace fs = std::filesystem;
+using namespace logitaudit;
+
+namespace {
+
+// Runs llama-quantize IN OUT TYPE with its output in a log; returns the exit status.
+int run_quantize(const std::string& tool, const fs::path& in, const fs::path& out,
+                 const std::string& type, const fs::path& log) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    std::FILE* f = std::freopen(log.c_str(), "w", stdout);
+    if (f) ::dup2(::fileno(stdout), STDERR_FILENO);
+    ::execl(tool.c_str(), tool.c_str(), in.c_str(), out.c_str(), type.c_str(), "1", nullptr);
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::string tail_of(const fs::path& p, std::size_t n = 15) {
+  std::FILE* f = std::fopen(p.c_str(), "r");
+  if (!f) return {};
+  std::string all;
+  char buf[4096];
+  for (std::size_t k; (k = std::fread(buf, 1, sizeof buf, f)) > 0;) all.append(buf, k);
+  std::fclose(f);
+  std::size_t pos = all.size();
+  for (std::size_t lines = 0; pos > 0 && lines <= n; --pos)
+    if (all[pos - 1] == '\n') ++lines;
+  return all.substr(pos);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Writes a llama-architecture GGUF with seeded random weights (no download needed)."};
+  app.set_version_flag("--version", std::string("logitaudit-make-model ") + LOGITAUDIT_VERSION);
+  std::string preset;
+  tools::model_shape shape;
+  std::uint64_t seed = 1;
+  std::string out;
+  std::string quantize = "Q4_K_M";
+  std::string quantize_tool;
+  bool measure = false;
+  app.add_option("--preset", preset, "tiny (n_embd 256, 4 layers, vocab 512) or small (512, 8, 2048)")
+      ->check(CLI::IsMember(tools::preset_names()));
+  auto* o_embd = app.add_option("--n-embd", shape.n_embd, "embedding width");
+  auto* o_layer = app.add_option("--n-layer", shape.n_layer, "transformer blocks");
+  auto* o_head = app.add_option("--n-head", shape.n_head, "attention heads");
+  auto* o_head_kv = app.add_option("--n-head-kv", shape.n_head_kv, "key/value heads (GQA)");
+  auto* o_ff = app.add_option("--n-ff", shape.n_ff, "feed-forward width");
+  auto* o_vocab = app.add_option("--n-vocab", shape.n_vocab, "vocabulary size (>= 260)");
+  auto* o_logit = app.add_option("--logit-scale", shape.logit_scale,
+                                 "standard deviation of the output logits (sets the top1-top2 margin)");
+  auto* o_resid = app.add_option("--residual-scale", shape.residual_scale,
+                                 "scale of each residual branch (small keeps depth from amplifying jitter)");
+  app.add_option("--seed", seed, "seed of the weight generator");
+  app.add_option("--out", out, "output file (default: <preset or custom>-s<seed>.<quant>.gguf)");
+  app.add_option("--quantize", quantize, "llama-quantize type (Q4_K_M, Q8_0, ...) or none for F32");
+  app.add_option("--llama-quantize", quantize_tool, "llama-quantize to run (default: found like llama-server)");
+  app.add_flag("--measure-margin", measure,
+               "serve the model with llama-server and print the median greedy top1-top2 logprob margin");
+  CLI11_PARSE(app, argc, argv);
+
+  // A preset gives the shape; explicit dimensions override it.
+  tools::model_shape chosen = preset.empty() ? tools::model_shape{} : *tools::preset_shape(preset);
+  auto take = [](CLI::Option* o, auto& dst, auto src) { if (o->count() > 0) dst = src; };
+  take(o_embd, chosen.n_embd, shape.n_embd);
+  take(o_layer, chosen.n_layer, shape.n_layer);
+  take(o_head, chosen.n_head, shape.n_head);
+  take(o_head_kv, chosen.n_head_kv, shape.n_head_kv);
+  take(o_ff, chosen.n_ff, shape.n_ff);
+  take(o_vocab, chosen.n_vocab, shape.n_vocab);
+  take(o_logit, chosen.logit_scale, shape.logit_scale);
+  take(o_resid, chosen.residual_scale, shape.residual_scale);
+
+  const bool quantized = quantize != "none" && quantize != "F32" && quantize != "f32";
+  const bool k_quant = quantized && quantize.find("_K") != std::string::npos;
+  auto errors = tools::validate_shape(chosen, k_quant);
+  if (quantized && !k_quant && (chosen.n_embd % 32 != 0 || chosen.n_ff % 32 != 0))
+    errors.push_back("--n-embd and --n-ff must be multiples of 32 for --quantize " + quantize);
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::cerr << "logitaudit-make-model: " << e << "\n";
+    return 2;
+  }
+  const std::string label = preset.empty() ? "custom" : preset;
+  if (out.empty()) out = label + "-s" + std::to_string(seed) + "." + (quantized ? quantize : "F32") + ".gguf";
+  const fs::path out_path(out);
+  if (out_path.has_parent_path()) fs::create_directories(out_path.parent_path());
+  if (quantized && quantize_tool.empty()) quantize_tool = clients::find_llama_tool("llama-quantize");
+  if (quantized && quantize_tool.empty()) {
+    std::cerr << "logitaudit-make-model: --quantize " << quantize
+              << " needs llama-quantize: run scripts/get-llama-server.sh, set LOGITAUDIT_LLAMA_QUANTIZE, "
+                 "or pass --quantize none\n";
+    return 2;
+  }
+
+  // Written beside the target and renamed into place: a failure never leaves a half file.
+  const fs::path f32 = out_path.string() + ".f32.tmp";
+  const fs::path tmp = out_path.string() + ".tmp";
+  const std::string name = "logitaudit-" + label + "-s" + std::to_string(seed);
+  try {
+    tools::write_random_llama_gguf(chosen, seed, name, quantized ? f32 : tmp);
+  } catch (const std::exception& e) {
+    std::cerr << "logitaudit-make-model: " << e.what() << "\n";
+    fs::remove(f32);
+    fs::remove(tmp);
+    return 1;
+  }
+  if (quantized) {
+    const fs::path log = out_path.string() + ".quantize.log";
+    const int rc = run_quantize(quantize_tool, f32, tmp, quantize, log);
+    fs::remove(f32);
+    if (rc != 0) {
+      std::cerr << "logitaudit-make-model: llama-quantize " << quantize << " failed (exit " << rc
+                << "):\n" << tail_of(log);
+      fs::remove(tmp);
+      return 1;
+    }
+    fs::remove(log);
+  }
+  fs::rename(tmp, out_path);
+  std::cout << out_path.string() << " (" << fs::file_size(out_path) << " bytes; n_embd " << chosen.n_embd
+            << ", n_layer " << chosen.n_layer << ", n_head " << chosen.n_head << "/" << chosen.n_head_kv
+            << ", n_ff " << chosen.n_ff << ", n_vocab " << chosen.n_vocab << ", logit scale "
+            << chosen.logit_scale << ", seed " << seed << ", " << (quantized ? quantize : "F32") << ")\n";
+
+  if (measure) {
+    auto m = tools::measure_margin(out_path.string());
+    if (!m) {
+      std::cerr << "logitaudit-make-model: margin measurement failed: " << m.error() << "\n";
+      return 1;
+    }
+    std::printf("greedy top1-top2 logprob margin over %zu tokens of %zu prompts: median %.3f, p10 %.3f, "
+                "min %.4f nats\n",
+                m->tokens, m->prompts, m->median, m->p10, m->min);
+  }
+  return 0;
+}
