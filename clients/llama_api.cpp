@@ -216,6 +216,18 @@ client_result<audit::backend_fingerprint> parse_props(std::string_view body) {
   return f;
 }
 
+std::string tokenize_body(const std::string& prompt) {
+  return json{{"content", prompt}, {"add_special", true}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string hash_token_ids(const std::vector<std::int64_t>& ids) {
+  std::string bytes;
+  bytes.reserve(ids.size() * 8);
+  for (auto id : ids)
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(static_cast<std::uint64_t>(id) >> (8 * i)));
+  return hash64_hex(bytes);
+}
+
 client_result<std::vector<std::int64_t>> parse_tokenize(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "/tokenize body is not JSON"}};

@@ -61,6 +61,12 @@ class completion_sse_parser {
 // GET /props and GET /v1/models -> the fingerprint fields the server reports.
 client_result<audit::backend_fingerprint> parse_props(std::string_view body);
 
+// The JSON body for POST /tokenize (special tokens parsed as the completion would).
+std::string tokenize_body(const std::string& prompt);
+
+// XXH3-64 hex of token ids (little-endian i64 each): the rendered-prompt hash.
+std::string hash_token_ids(const std::vector<std::int64_t>& ids);
+
 // POST /tokenize response -> token ids.
 client_result<std::vector<std::int64_t>> parse_tokenize(std::string_view body);
 

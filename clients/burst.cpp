@@ -1,0 +1,116 @@
+// Warm connections, prepared wires, one gate: the barrier is a timer that every member waits
+// on and the burst cancels once all are parked, so they resume back to back and each writes
+// its request in the first instructions after waking.
+#include "burst.hpp"
+
+#include <algorithm>
+
+#include "join.hpp"
+
+namespace logitaudit::clients {
+namespace {
+
+// The gate: every member but the last parks on the timer; the last to arrive cancels it,
+// which wakes the others back to back, and goes first itself.
+struct gate_state {
+  net::steady_timer timer;
+  std::size_t parked = 0;
+  std::size_t members = 0;
+};
+
+net::awaitable<client_result<audit::logit_stream>> burst_member(backend* b, client_result<connection> c,
+                                                                prepared_completion p, gate_state* gate) {
+  if (++gate->parked == gate->members) gate->timer.cancel();
+  else co_await gate->timer.async_wait(token_t{});
+  if (!c) co_return unexpected{c.error()};
+  co_return co_await b->complete_on(std::move(*c), std::move(p));
+}
+
+net::awaitable<client_result<http_exchange>> warm_one(http_client* h) {
+  co_return co_await h->request(http::verb::get, "/health");
+}
+
+net::awaitable<client_result<connection>> acquire_one(http_client* h) { co_return co_await h->acquire(); }
+
+}  // namespace
+
+std::size_t burst_result::failures() const {
+  return static_cast<std::size_t>(std::count_if(results.begin(), results.end(), [](const auto& r) { return !r; }));
+}
+
+burst_timing measure_burst(const std::vector<std::pair<std::int64_t, std::int64_t>>& intervals) {
+  burst_timing t;
+  if (intervals.empty()) return t;
+  std::int64_t first_write = intervals[0].first, last_write = first_write;
+  std::int64_t first_end = intervals[0].second, last_end = first_end;
+  for (const auto& [w, e] : intervals) {
+    first_write = std::min(first_write, w);
+    last_write = std::max(last_write, w);
+    first_end = std::min(first_end, e);
+    last_end = std::max(last_end, e);
+  }
+  t.launch_spread_ns = last_write - first_write;
+  t.wall_ns = last_end - first_write;
+  const std::int64_t together = std::max<std::int64_t>(0, first_end - last_write);
+  t.overlap = t.wall_ns > 0 ? static_cast<double>(together) / static_cast<double>(t.wall_ns) : 0.0;
+  return t;
+}
+
+net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_request> requests, burst_options o) {
+  auto ex = co_await net::this_coro::executor;
+  burst_result out;
+  const std::size_t c = requests.size();
+  if (c == 0) co_return out;
+  if (o.total_slots > 0 && static_cast<std::int64_t>(c) > o.total_slots)
+    out.warnings.push_back("burst of " + std::to_string(c) + " exceeds the server's " +
+                           std::to_string(o.total_slots) + " slots: the excess queues instead of batching");
+
+  // 1. Connections: C of them open (and, warm, each proven by one exchange) before the gate.
+  if (o.warm && b.http().idle_connections() < c) {
+    std::vector<net::awaitable<client_result<http_exchange>>> warmups;
+    for (std::size_t i = b.http().idle_connections(); i < c; ++i) warmups.push_back(warm_one(&b.http()));
+    co_await join_all(std::move(warmups));
+  }
+  std::vector<net::awaitable<client_result<connection>>> opens;
+  for (std::size_t i = 0; i < c; ++i) opens.push_back(acquire_one(&b.http()));
+  auto connections = co_await join_all(std::move(opens));
+
+  std::optional<backend::decode_counters> before;
+  if (o.read_metrics) before = co_await b.read_decode_counters();
+
+  if (o.settle.count() > 0) {
+    net::steady_timer settle(ex, o.settle);
+    co_await settle.async_wait(token_t{});
+  }
+
+  // 2. Everything the members need is built before the gate opens.
+  std::vector<prepared_completion> wires;
+  for (const auto& r : requests) wires.push_back(b.prepare(r));
+  gate_state gate{net::steady_timer(ex, net::steady_timer::time_point::max()), 0, c};
+  std::vector<net::awaitable<client_result<audit::logit_stream>>> members;
+  for (std::size_t i = 0; i < c; ++i)
+    members.push_back(burst_member(&b, std::move(connections[i]), std::move(wires[i]), &gate));
+
+  // 3. join_all spawns the members; the last one to park opens the gate.
+  out.results = co_await join_all(std::move(members));
+
+  // The server's counters are cumulative: the burst's own average is the difference.
+  if (before) {
+    if (auto after = co_await b.read_decode_counters(); after && after->decodes > before->decodes)
+      out.busy_slots_per_decode = (after->busy_slots_per_decode * after->decodes -
+                                   before->busy_slots_per_decode * before->decodes) /
+                                  (after->decodes - before->decodes);
+  }
+
+  std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
+  for (const auto& r : out.results)
+    if (r) intervals.emplace_back(r->client.write_ns, r->client.last_byte_ns);
+  const auto t = measure_burst(intervals);
+  out.launch_spread_ns = t.launch_spread_ns;
+  out.wall_ns = t.wall_ns;
+  out.overlap = t.overlap;
+  if (out.failures() > 0) out.warnings.push_back(std::to_string(out.failures()) + " of " + std::to_string(c) + " requests failed");
+  co_return out;
+}
+
+}  // namespace logitaudit::clients

@@ -1,0 +1,175 @@
+// /v1/completions logprobs in llama.cpp's and the legacy OpenAI/vLLM shapes.
+#include "openai_api.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "audit/stream_encoding.hpp"
+
+namespace logitaudit::clients {
+namespace {
+
+using json = nlohmann::json;
+
+client_error shape(std::string m) { return client_error{client_errc::unexpected_shape, std::move(m)}; }
+
+// Field readers that never throw on a wrong type: untrusted bodies are data, not bugs.
+std::string text_field(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+template <class T>
+T number_field(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<T>() : fallback;
+}
+
+// "token_id:123" -> 123 (vLLM with return_tokens_as_token_ids).
+std::optional<std::int64_t> token_id_text(const std::string& s) {
+  constexpr std::string_view prefix = "token_id:";
+  if (!s.starts_with(prefix) || s.size() == prefix.size() || s.size() > prefix.size() + 12) return std::nullopt;
+  std::int64_t v = 0;
+  for (std::size_t i = prefix.size(); i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return std::nullopt;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+std::optional<client_error> parse_content_shape(const json& content, audit::logit_stream& s) {
+  for (std::size_t i = 0; i < content.size(); ++i) {
+    const auto& e = content[i];
+    const std::string at = "logprobs.content[" + std::to_string(i) + "]";
+    if (!e.is_object() || !e.contains("logprob") || !e["logprob"].is_number())
+      return shape(at + " needs a number logprob");
+    audit::token_step t;
+    t.logprob = e["logprob"].get<double>();
+    t.text = text_field(e, "token");
+    if (e.contains("id") && e["id"].is_number_integer()) t.key = e["id"].get<std::int64_t>();
+    else s.keying = audit::token_keying::text;
+    if (auto top = e.find("top_logprobs"); top != e.end()) {
+      if (!top->is_array()) return shape(at + ".top_logprobs is not an array");
+      for (const auto& c : *top) {
+        if (!c.is_object() || !c.contains("logprob") || !c["logprob"].is_number())
+          return shape(at + ".top_logprobs entries need a number logprob");
+        audit::top_logprob tl;
+        tl.logprob = c["logprob"].get<double>();
+        tl.text = text_field(c, "token");
+        if (c.contains("id") && c["id"].is_number_integer()) tl.key = c["id"].get<std::int64_t>();
+        else s.keying = audit::token_keying::text;
+        t.top.push_back(std::move(tl));
+      }
+    }
+    s.tokens.push_back(std::move(t));
+  }
+  return std::nullopt;
+}
+
+std::optional<client_error> parse_legacy_shape(const json& lp, audit::logit_stream& s) {
+  const auto& tokens = lp["tokens"];
+  auto tlp = lp.find("token_logprobs");
+  if (!tokens.is_array() || tlp == lp.end() || !tlp->is_array() || tlp->size() != tokens.size())
+    return shape("logprobs.tokens and logprobs.token_logprobs must be arrays of one length");
+  const json* top = lp.contains("top_logprobs") && lp["top_logprobs"].is_array() ? &lp["top_logprobs"] : nullptr;
+  if (top && top->size() != tokens.size()) return shape("logprobs.top_logprobs must have one entry per token");
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (!tokens[i].is_string() || !(*tlp)[i].is_number())
+      return shape("logprobs.tokens[" + std::to_string(i) + "] must be a string with a number logprob");
+    audit::token_step t;
+    t.text = tokens[i].get<std::string>();
+    t.logprob = (*tlp)[i].get<double>();
+    if (auto id = token_id_text(t.text)) t.key = *id;
+    else s.keying = audit::token_keying::text;
+    if (top && !(*top)[i].is_null()) {
+      if (!(*top)[i].is_object()) return shape("logprobs.top_logprobs[" + std::to_string(i) + "] is not an object");
+      for (const auto& [text, v] : (*top)[i].items()) {
+        if (!v.is_number()) return shape("logprobs.top_logprobs[" + std::to_string(i) + "] values must be numbers");
+        audit::top_logprob tl;
+        tl.text = text;
+        tl.logprob = v.get<double>();
+        if (auto id = token_id_text(text)) tl.key = *id;
+        else s.keying = audit::token_keying::text;
+        t.top.push_back(std::move(tl));
+      }
+    }
+    s.tokens.push_back(std::move(t));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string openai_completion_body(const completion_request& r, const openai_options& o) {
+  json j = {{"prompt", r.prompt},
+            {"max_tokens", r.n_predict},
+            {"temperature", r.temperature},
+            {"logprobs", r.n_probs},
+            {"stream", false}};
+  if (!o.model.empty()) j["model"] = o.model;
+  if (r.seed) j["seed"] = *r.seed;
+  if (r.top_k) j["top_k"] = *r.top_k;
+  if (o.request_token_ids) j["return_tokens_as_token_ids"] = true;
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+client_result<audit::logit_stream> parse_openai_completion(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "response body is not JSON"}};
+  if (!j.is_object()) return unexpected{shape("response is not a JSON object")};
+  auto choices = j.find("choices");
+  if (choices == j.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object())
+    return unexpected{shape("choices[0] is missing")};
+  const auto& c = (*choices)[0];
+  auto lp = c.find("logprobs");
+  if (lp == c.end() || !lp->is_object())
+    return unexpected{shape("choices[0].logprobs is missing (does the server support logprobs?)")};
+  audit::logit_stream s;
+  std::optional<client_error> err;
+  if (lp->contains("content") && (*lp)["content"].is_array()) err = parse_content_shape((*lp)["content"], s);
+  else if (lp->contains("tokens")) err = parse_legacy_shape(*lp, s);
+  else return unexpected{shape("choices[0].logprobs has neither content[] nor tokens[]")};
+  if (err) return unexpected{*err};
+
+  if (s.keying == audit::token_keying::text) {
+    // Without ids for every token, identity falls back to the token bytes (all of them).
+    for (auto& t : s.tokens) {
+      t.key = audit::text_key(t.text);
+      for (auto& e : t.top) e.key = audit::text_key(e.text);
+    }
+  }
+  for (auto& t : s.tokens)  // a stable top-k order, whatever order the server's object had
+    std::stable_sort(t.top.begin(), t.top.end(), [](const auto& a, const auto& b) {
+      return a.logprob != b.logprob ? a.logprob > b.logprob : a.key < b.key;
+    });
+  if (auto t = c.find("text"); t != c.end() && t->is_string()) s.content = t->get<std::string>();
+  if (auto f = c.find("finish_reason"); f != c.end() && f->is_string()) s.stop_reason = f->get<std::string>();
+  if (auto u = j.find("usage"); u != j.end() && u->is_object())
+    s.prompt_tokens = number_field<std::int64_t>(*u, "prompt_tokens", -1);
+  if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
+    s.server.prompt_n = number_field<std::int64_t>(*t, "prompt_n", -1);
+    s.server.prompt_ms = number_field<double>(*t, "prompt_ms", -1.0);
+    s.server.predicted_n = number_field<std::int64_t>(*t, "predicted_n", -1);
+    s.server.predicted_ms = number_field<double>(*t, "predicted_ms", -1.0);
+    s.server.cache_n = number_field<std::int64_t>(*t, "cache_n", -1);
+    s.cached_tokens = s.server.cache_n;
+  }
+  return s;
+}
+
+std::string openai_system_fingerprint(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("system_fingerprint") && j["system_fingerprint"].is_string())
+    return j["system_fingerprint"].get<std::string>();
+  return {};
+}
+
+client_result<std::string> parse_openai_models(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "/v1/models body is not JSON"}};
+  auto d = j.is_object() ? j.find("data") : j.end();
+  if (d == j.end() || !d->is_array()) return unexpected{shape("/v1/models has no data array")};
+  if (d->empty() || !(*d)[0].is_object() || !(*d)[0].contains("id") || !(*d)[0]["id"].is_string()) return std::string();
+  return (*d)[0]["id"].get<std::string>();
+}
+
+}  // namespace logitaudit::clients

@@ -1,0 +1,357 @@
+// The fake backend's server: one coroutine per connection on a single-threaded io_context.
+#include "fake_backend.hpp"
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <atomic>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace logitaudit::test_support {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using json = nlohmann::json;
+using token_t = net::as_tuple_t<net::use_awaitable_t<>>;
+
+struct fake_backend::state {
+  mutable std::mutex mutex;
+  fake_knobs knobs;
+  std::vector<std::int64_t> arrivals;
+  std::size_t served = 0;
+  std::size_t accepted = 0;
+  int in_flight = 0;  // only touched on the server thread
+};
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+std::uint64_t hash_text(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+struct fake_token {
+  std::int64_t id;
+  double logprob;
+  std::vector<std::pair<std::int64_t, double>> top;
+};
+
+std::vector<fake_token> fake_tokens(const std::string& prompt, std::uint64_t seed, double temperature,
+                                    std::size_t n, std::size_t k, bool jitter) {
+  std::uint64_t h = hash_text(prompt);
+  if (temperature > 0) h = mix(h ^ mix(seed) ^ mix(static_cast<std::uint64_t>(temperature * 1000)));
+  std::vector<fake_token> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    h = mix(h + i);
+    fake_token t;
+    t.id = static_cast<std::int64_t>(h % 500) + 3;
+    // Float32-valued logprobs, as llama.cpp computes them.
+    double lp = static_cast<double>(static_cast<float>(-0.05 - static_cast<double>(h % 1000) / 1000.0));
+    if (jitter) lp = std::nextafter(lp, 0.0);
+    t.logprob = lp;
+    for (std::size_t j = 0; j < k; ++j)
+      t.top.emplace_back(j == 0 ? t.id : static_cast<std::int64_t>((h >> (8 + j)) % 500) + 3 + 500,
+                         j == 0 ? lp : lp - 0.5 * static_cast<double>(j));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+json probabilities(const std::vector<fake_token>& tokens) {
+  json arr = json::array();
+  for (const auto& t : tokens) {
+    json top = json::array();
+    for (auto [id, lp] : t.top) top.push_back({{"id", id}, {"token", "t" + std::to_string(id)}, {"bytes", json::array()}, {"logprob", lp}});
+    arr.push_back({{"id", t.id}, {"token", "t" + std::to_string(t.id)}, {"bytes", json::array()}, {"logprob", t.logprob}, {"top_logprobs", top}});
+  }
+  return arr;
+}
+
+json final_fields(std::size_t n) {
+  return {{"stop", true},
+          {"stop_type", "limit"},
+          {"id_slot", 0},
+          {"tokens_evaluated", 5},
+          {"tokens_cached", 0},
+          {"timings", {{"prompt_n", 5}, {"prompt_ms", 1.0}, {"predicted_n", n}, {"predicted_ms", 2.0}, {"cache_n", 0}}}};
+}
+
+json openai_body(const std::vector<fake_token>& tokens, const std::string& shape) {
+  json lp;
+  if (shape == "content") {
+    lp["content"] = probabilities(tokens);
+  } else {
+    json toks = json::array(), lps = json::array(), tops = json::array();
+    for (const auto& t : tokens) {
+      auto name = [&](std::int64_t id) { return shape == "legacy_ids" ? "token_id:" + std::to_string(id) : "w" + std::to_string(id); };
+      toks.push_back(name(t.id));
+      lps.push_back(t.logprob);
+      json top = json::object();
+      for (auto [id, v] : t.top) top[name(id)] = v;
+      tops.push_back(top);
+    }
+    lp = {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}};
+  }
+  return {{"id", "cmpl-fake"},
+          {"object", "text_completion"},
+          {"system_fingerprint", "fp_fake"},
+          {"choices", json::array({{{"index", 0}, {"text", "fake"}, {"finish_reason", "length"}, {"logprobs", lp}}})},
+          {"usage", {{"prompt_tokens", 5}, {"completion_tokens", tokens.size()}}}};
+}
+
+template <class Stream>
+net::awaitable<bool> write_all(Stream& s, const std::string& data) {
+  auto [ec, n] = co_await net::async_write(s, net::buffer(data), token_t{});
+  co_return !ec;
+}
+
+std::string plain_header(unsigned status, std::size_t length, const char* type = "application/json") {
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(http::obsolete_reason(static_cast<http::status>(status))) +
+         "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(length) + "\r\nConnection: keep-alive\r\n\r\n";
+}
+
+net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, tcp::socket socket) {
+  socket.set_option(tcp::no_delay(true));
+  beast::flat_buffer buffer;
+  net::steady_timer timer(socket.get_executor());
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(64 << 20);
+    auto [hec, hn] = co_await http::async_read_header(socket, buffer, parser, token_t{});
+    if (hec) co_return;
+    const std::int64_t arrived = now_ns();
+    auto [bec, bn] = co_await http::async_read(socket, buffer, parser, token_t{});
+    if (bec) co_return;
+    const auto& req = parser.get();
+    const std::string target(req.target());
+    fake_knobs k;
+    {
+      std::lock_guard lock(st->mutex);
+      k = st->knobs;
+    }
+    if (target == "/health") {
+      std::string body = R"({"status":"ok"})";
+      if (!co_await write_all(socket, plain_header(200, body.size()) + body)) co_return;
+      continue;
+    }
+    if (target == "/props") {
+      json p = {{"build_info", "b0-fake"}, {"model_path", "fake.gguf"}, {"model_ftype", "Q4_K - Medium"},
+                {"total_slots", k.total_slots}, {"chat_template", "{{ fake }}"},
+                {"default_generation_settings", {{"n_ctx", 4096}, {"params", {{"temperature", 0.8}}}}}};
+      std::string body = p.dump();
+      if (!co_await write_all(socket, plain_header(200, body.size()) + body)) co_return;
+      continue;
+    }
+    if (target == "/metrics") {
+      std::string body = "# HELP x\nllamacpp:n_decode_total " + std::to_string(st->served) +
+                         "\nllamacpp:n_busy_slots_per_decode 1\n";
+      if (!co_await write_all(socket, plain_header(200, body.size(), "text/plain") + body)) co_return;
+      continue;
+    }
+    if (target == "/tokenize") {
+      json in = json::parse(req.body(), nullptr, false);
+      std::string content = in.is_object() && in.contains("content") && in["content"].is_string() ? in["content"].get<std::string>() : "";
+      json ids = json::array();
+      for (unsigned char c : content) ids.push_back(c);
+      std::string body = json{{"tokens", ids}}.dump();
+      if (!co_await write_all(socket, plain_header(200, body.size()) + body)) co_return;
+      continue;
+    }
+    if (target == "/v1/models") {
+      std::string body = R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})";
+      if (!co_await write_all(socket, plain_header(200, body.size()) + body)) co_return;
+      continue;
+    }
+    const bool native = target == "/completion";
+    if (!native && target != "/v1/completions") {
+      std::string body = R"({"error":{"code":404,"message":"File Not Found","type":"not_found_error"}})";
+      if (!co_await write_all(socket, plain_header(404, body.size()) + body)) co_return;
+      continue;
+    }
+
+    // A completion.
+    {
+      std::lock_guard lock(st->mutex);
+      st->arrivals.push_back(arrived);
+    }
+    ++st->in_flight;
+    struct leave {
+      fake_backend::state* s;
+      ~leave() { --s->in_flight; }
+    } guard{st.get()};
+    bool overlapped = st->in_flight > 1;
+    if (k.never_answer) {
+      timer.expires_after(std::chrono::hours(1));
+      co_await timer.async_wait(token_t{});
+      co_return;
+    }
+    if (k.delay.count() > 0) {
+      timer.expires_after(k.delay);
+      co_await timer.async_wait(token_t{});
+    }
+    overlapped = overlapped || st->in_flight > 1;
+    json in = json::parse(req.body(), nullptr, false);
+    if (!in.is_object()) in = json::object();
+    const std::string prompt = in.contains("prompt") && in["prompt"].is_string() ? in["prompt"].get<std::string>() : "";
+    const std::size_t n = static_cast<std::size_t>(std::clamp<std::int64_t>(
+        in.value(native ? "n_predict" : "max_tokens", std::int64_t{8}), 0, 4096));
+    const std::size_t topk = static_cast<std::size_t>(std::clamp<std::int64_t>(
+        in.value(native ? "n_probs" : "logprobs", std::int64_t{5}), 0, 100));
+    const double temperature = in.contains("temperature") && in["temperature"].is_number() ? in["temperature"].get<double>() : 0.0;
+    const std::uint64_t seed = in.contains("seed") && in["seed"].is_number_unsigned() ? in["seed"].get<std::uint64_t>() : 0;
+    const bool stream = native && in.contains("stream") && in["stream"].is_boolean() && in["stream"].get<bool>();
+    const auto tokens = fake_tokens(prompt, seed, temperature, n, topk, k.jitter_when_overlapping && overlapped);
+    {
+      std::lock_guard lock(st->mutex);
+      ++st->served;
+    }
+
+    if (k.status != 200) {
+      std::string body = R"({"error":{"code":)" + std::to_string(k.status) + R"(,"message":"fake failure","type":"server_error"}})";
+      if (!co_await write_all(socket, plain_header(k.status, body.size()) + body)) co_return;
+      continue;
+    }
+    if (stream) {
+      std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
+      if (!co_await write_all(socket, head)) co_return;
+      auto chunk = [](const std::string& data) {
+        char len[32];
+        std::snprintf(len, sizeof len, "%zx\r\n", data.size());
+        return std::string(len) + data + "\r\n";
+      };
+      for (std::size_t i = 0; i < tokens.size(); ++i) {
+        json ev = {{"content", "t"}, {"stop", false}, {"completion_probabilities", probabilities({tokens[i]})}};
+        if (!co_await write_all(socket, chunk("data: " + ev.dump() + "\n\n"))) co_return;
+        if (k.drip.count() > 0) {
+          timer.expires_after(k.drip);
+          co_await timer.async_wait(token_t{});
+        }
+      }
+      if (k.truncate_sse) {
+        socket.shutdown(tcp::socket::shutdown_both);
+        co_return;
+      }
+      json fin = final_fields(tokens.size());
+      fin["content"] = "";
+      if (!co_await write_all(socket, chunk("data: " + fin.dump() + "\n\n") + "0\r\n\r\n")) co_return;
+      continue;
+    }
+    std::string body;
+    if (!k.raw_body.empty()) {
+      body = k.raw_body;
+    } else if (native) {
+      json j = final_fields(tokens.size());
+      j["content"] = "fake";
+      j["completion_probabilities"] = probabilities(tokens);
+      if (k.padding_bytes) j["padding"] = std::string(k.padding_bytes, 'p');
+      body = j.dump();
+    } else {
+      json j = openai_body(tokens, k.openai_shape);
+      if (k.padding_bytes) j["padding"] = std::string(k.padding_bytes, 'p');
+      body = j.dump();
+    }
+    if (k.reset_mid_body) {
+      co_await write_all(socket, plain_header(200, body.size()) + body.substr(0, body.size() / 2));
+      socket.set_option(net::socket_base::linger(true, 0));
+      socket.close();
+      co_return;
+    }
+    const std::string wire = plain_header(200, body.size()) + body;
+    if (k.drip_bytes > 0) {
+      for (std::size_t i = 0; i < wire.size(); i += k.drip_bytes) {
+        if (!co_await write_all(socket, wire.substr(i, k.drip_bytes))) co_return;
+        timer.expires_after(k.drip);
+        co_await timer.async_wait(token_t{});
+      }
+      continue;
+    }
+    if (!co_await write_all(socket, wire)) co_return;
+  }
+}
+
+net::awaitable<void> accept_loop(std::shared_ptr<fake_backend::state> st, tcp::acceptor* acceptor) {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor->async_accept(token_t{});
+    if (ec) co_return;
+    {
+      std::lock_guard lock(st->mutex);
+      ++st->accepted;
+    }
+    net::co_spawn(acceptor->get_executor(), serve_connection(st, std::move(socket)), net::detached);
+  }
+}
+
+}  // namespace
+
+std::string fake_completion_json(const std::string& prompt, std::uint64_t seed, double temperature, std::size_t n,
+                                 std::size_t k, bool jitter) {
+  json j = final_fields(n);
+  j["content"] = "fake";
+  j["completion_probabilities"] = probabilities(fake_tokens(prompt, seed, temperature, n, k, jitter));
+  return j.dump();
+}
+
+fake_backend::fake_backend(fake_knobs knobs)
+    : state_(std::make_shared<state>()),
+      io_(std::make_unique<net::io_context>(1)),
+      acceptor_(std::make_unique<tcp::acceptor>(*io_)) {
+  state_->knobs = std::move(knobs);
+  tcp::endpoint ep(net::ip::make_address("127.0.0.1"), 0);
+  acceptor_->open(ep.protocol());
+  acceptor_->set_option(net::socket_base::reuse_address(true));
+  acceptor_->bind(ep);
+  acceptor_->listen(4096);
+  port_ = acceptor_->local_endpoint().port();
+  net::co_spawn(*io_, accept_loop(state_, acceptor_.get()), net::detached);
+  thread_ = std::thread([io = io_.get()] { io->run(); });
+}
+
+fake_backend::~fake_backend() {
+  io_->stop();
+  thread_.join();
+  acceptor_.reset();  // nothing listens on the port any more
+  io_.reset();        // destroys every connection coroutine and closes its socket
+}
+
+void fake_backend::set_knobs(const fake_knobs& k) {
+  std::lock_guard lock(state_->mutex);
+  state_->knobs = k;
+}
+fake_knobs fake_backend::knobs() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->knobs;
+}
+std::vector<std::int64_t> fake_backend::header_arrivals() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->arrivals;
+}
+void fake_backend::clear_arrivals() {
+  std::lock_guard lock(state_->mutex);
+  state_->arrivals.clear();
+}
+std::size_t fake_backend::completions_served() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->served;
+}
+std::size_t fake_backend::connections_accepted() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->accepted;
+}
+
+}  // namespace logitaudit::test_support

@@ -1,0 +1,69 @@
+// An in-process fake backend (a Beast server on its own thread) that speaks enough of
+// llama.cpp's and the OpenAI API for fault injection and speed: knobs for delay, status,
+// garbage, reset mid-body, truncated SSE, slow drip, silence, and logprobs that move by one
+// ULP only when requests overlap. It is never a stand-in for the real server in e2e tests.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <vector>
+
+namespace logitaudit::test_support {
+
+struct fake_knobs {
+  std::chrono::milliseconds delay{0};  // before answering a completion
+  unsigned status = 200;               // status of completion answers
+  std::string raw_body;                // when set, the completion body verbatim (garbage)
+  bool reset_mid_body = false;         // send the header and half the body, then RST
+  bool truncate_sse = false;           // streaming: drop the final event, then close
+  std::chrono::milliseconds drip{0};   // pause between pieces of a streamed answer
+  std::size_t drip_bytes = 0;          // > 0: plain answers dripped this many bytes at a time
+  bool never_answer = false;           // read the request, then say nothing
+  bool jitter_when_overlapping = false;  // logprobs move by one ULP if another request is in flight
+  std::size_t padding_bytes = 0;       // extra bytes in each completion body (oversize tests)
+  int total_slots = 8;
+  std::string openai_shape = "content";  // content | legacy_ids | legacy_text
+};
+
+// Thread-safe: knobs and counters are guarded; the server runs on its own thread.
+class fake_backend {
+ public:
+  explicit fake_backend(fake_knobs knobs = {});
+  ~fake_backend();
+  fake_backend(const fake_backend&) = delete;
+  fake_backend& operator=(const fake_backend&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  void set_knobs(const fake_knobs& k);
+  fake_knobs knobs() const;
+
+  // Steady-clock ns at which each completion request's header was complete, in arrival order.
+  std::vector<std::int64_t> header_arrivals() const;
+  void clear_arrivals();
+  std::size_t completions_served() const;
+  std::size_t connections_accepted() const;
+
+  struct state;  // shared with the connection coroutines
+
+ private:
+  std::shared_ptr<state> state_;
+  std::unique_ptr<boost::asio::io_context> io_;
+  std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// The deterministic stream the fake returns for a prompt (ids and logprobs), for tests that
+// need to know the answer. n tokens, top-k of k.
+std::string fake_completion_json(const std::string& prompt, std::uint64_t seed, double temperature,
+                                 std::size_t n, std::size_t k, bool jitter);
+
+}  // namespace logitaudit::test_support
