@@ -44,3 +44,40 @@ TEST(llama_server_e2e, a_server_that_cannot_start_reports_its_log) {
   EXPECT_NE(s.error().find("exited during start-up"), std::string::npos) << s.error();
   EXPECT_NE(s.error().find("no-such-flag"), std::string::npos) << "the log tail names the bad flag:\n" << s.error();
 }
+
+// The independent Python digest agrees with ours on live bodies, plain and streamed.
+#include <filesystem>
+#include <fstream>
+
+#include "support/independent_digest.hpp"
+
+TEST(llama_server_e2e, independent_digests_agree_on_live_bodies) {
+  auto server = test_support::start_llama_server({.model = "small", .parallel = 2});
+  for (bool stream : {false, true}) {
+    clients::completion_request r;
+    r.prompt = "In 1969, the first";
+    r.n_predict = 32;
+    r.n_probs = 8;
+    r.stream = stream;
+    const std::string body = test_support::post_completion(*server, clients::completion_body(r));
+    const auto file = std::filesystem::temp_directory_path() / ("logitaudit-live-" + std::to_string(::getpid()));
+    std::ofstream(file) << body;
+    audit::logit_stream s;
+    if (stream) {
+      clients::completion_sse_parser p;
+      ASSERT_TRUE(p.feed(body, 0));
+      auto x = p.finish();
+      ASSERT_TRUE(x) << x.error().message;
+      s = *x;
+    } else {
+      auto x = clients::parse_completion(body);
+      ASSERT_TRUE(x) << x.error().message;
+      s = *x;
+    }
+    const auto py = test_support::python_digests(file.string());
+    EXPECT_EQ(py.token_hex, audit::digest(s).token.hex());
+    EXPECT_EQ(py.logit_hex, audit::digest(s).logit.hex());
+    EXPECT_EQ(py.tokens, 32u);
+    std::filesystem::remove(file);
+  }
+}

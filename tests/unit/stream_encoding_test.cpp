@@ -137,3 +137,59 @@ TEST(stream_encoding, server_decimals_parse_to_the_exact_float) {
     ASSERT_EQ(std::bit_cast<std::uint64_t>(nlohmann::json::parse(s).get<double>()), std::bit_cast<std::uint64_t>(d)) << s;
   }
 }
+
+// The Python re-implementation (tools/stream_digest.py) agrees with the C++ digests on bodies
+// recorded from a real llama-server, and on the stored encoding.
+#include <filesystem>
+#include <fstream>
+
+#include "clients/llama_api.hpp"
+#include "clients/openai_api.hpp"
+#include "support/independent_digest.hpp"
+
+TEST(stream_encoding, an_independent_program_recomputes_the_same_digests) {
+  const std::string data = LOGITAUDIT_TEST_DATA;
+  for (const char* name : {"completion_n_probs5.json", "completion_n_probs5.sse", "v1_completions_llama.json"}) {
+    const std::string path = data + "/" + name;
+    std::ifstream in(path);
+    std::string body((std::istreambuf_iterator<char>(in)), {});
+    std::optional<logit_stream> s;
+    if (std::string(name).ends_with(".sse")) {
+      logitaudit::clients::completion_sse_parser p;
+      p.feed(body, 0);
+      auto r = p.finish();
+      ASSERT_TRUE(r);
+      s = *r;
+    } else if (std::string(name).starts_with("v1_")) {
+      auto r = logitaudit::clients::parse_openai_completion(body);
+      ASSERT_TRUE(r);
+      s = *r;
+    } else {
+      auto r = logitaudit::clients::parse_completion(body);
+      ASSERT_TRUE(r);
+      s = *r;
+    }
+    const auto py = logitaudit::test_support::python_digests(path);
+    EXPECT_EQ(py.token_hex, digest(*s).token.hex()) << name;
+    EXPECT_EQ(py.logit_hex, digest(*s).logit.hex()) << name;
+    EXPECT_EQ(py.tokens, s->tokens.size());
+
+    const auto bin = std::filesystem::temp_directory_path() / ("logitaudit-enc-" + std::to_string(::getpid()));
+    const auto bytes = encode_canonical(*s);
+    std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    const auto from_disk = logitaudit::test_support::python_digests(bin.string(), true);
+    EXPECT_EQ(from_disk.logit_hex, digest(*s).logit.hex()) << name;
+    EXPECT_EQ(from_disk.token_hex, digest(*s).token.hex()) << name;
+    std::filesystem::remove(bin);
+  }
+}
+
+TEST(stream_encoding, the_independent_program_sees_a_flipped_byte) {
+  auto s = sample_stream();
+  auto bytes = encode_canonical(s);
+  bytes[20] ^= 1;
+  const auto bin = std::filesystem::temp_directory_path() / ("logitaudit-flip-" + std::to_string(::getpid()));
+  std::ofstream(bin, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_NE(logitaudit::test_support::python_digests(bin.string(), true).logit_hex, digest(s).logit.hex());
+  std::filesystem::remove(bin);
+}
