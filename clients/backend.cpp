@@ -31,11 +31,13 @@ prepared_completion backend::prepare(const completion_request& r) const {
   return {http_.serialize(http::verb::post, "/completion", completion_body(r)), r.stream};
 }
 
-net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connection c, prepared_completion p) {
+net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connection c, prepared_completion p,
+                                                                        std::size_t sent, std::int64_t sent_ns) {
   if (p.stream) {
     completion_sse_parser sse(http_.options().max_body);
     auto x = co_await http_.exchange(std::move(c), std::move(p.wire),
-                                     [&sse](std::string_view piece, std::int64_t t) { return sse.feed(piece, t); });
+                                     [&sse](std::string_view piece, std::int64_t t) { return sse.feed(piece, t); },
+                                     sent, sent_ns);
     if (!x) co_return unexpected{x.error()};
     auto s = sse.finish();
     if (!s) co_return s;
@@ -44,7 +46,7 @@ net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connecti
     s->client.last_byte_ns = x->last_byte_ns;
     co_return s;
   }
-  auto x = co_await http_.exchange(std::move(c), std::move(p.wire));
+  auto x = co_await http_.exchange(std::move(c), std::move(p.wire), {}, sent, sent_ns);
   if (!x) co_return unexpected{x.error()};
   auto s = config_.api == api_kind::openai ? parse_openai_completion(x->body) : parse_completion(x->body);
   if (!s) co_return s;

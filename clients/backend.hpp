@@ -50,8 +50,10 @@ class backend {
   // Errors: every client_errc; a stream is never returned partial.
   net::awaitable<client_result<audit::logit_stream>> complete(completion_request r);
 
-  // Writes a prepared completion on an already open connection (bursts). Suspends.
-  net::awaitable<client_result<audit::logit_stream>> complete_on(connection c, prepared_completion p);
+  // Writes a prepared completion on an already open connection (bursts) and reads the
+  // answer; `sent` bytes of the wire were already written at `sent_ns`. Suspends.
+  net::awaitable<client_result<audit::logit_stream>> complete_on(connection c, prepared_completion p,
+                                                                 std::size_t sent = 0, std::int64_t sent_ns = 0);
 
   // GET /health (llama) or /v1/models (openai): ok when the server answers 2xx. Suspends.
   net::awaitable<client_result<bool>> health();

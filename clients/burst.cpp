@@ -1,6 +1,6 @@
-// Warm connections, prepared wires, one gate: the barrier is a timer that every member waits
-// on and the burst cancels once all are parked, so they resume back to back and each writes
-// its request in the first instructions after waking.
+// Warm connections, prepared wires, then the barrier itself: one loop that writes all C
+// requests back to back with one non-blocking send() each, before any response is read.
+// Nothing else runs between two sends, so the launch spread is C send() calls long.
 #include "burst.hpp"
 
 #include <algorithm>
@@ -10,20 +10,11 @@
 namespace logitaudit::clients {
 namespace {
 
-// The gate: every member but the last parks on the timer; the last to arrive cancels it,
-// which wakes the others back to back, and goes first itself.
-struct gate_state {
-  net::steady_timer timer;
-  std::size_t parked = 0;
-  std::size_t members = 0;
-};
-
 net::awaitable<client_result<audit::logit_stream>> burst_member(backend* b, client_result<connection> c,
-                                                                prepared_completion p, gate_state* gate) {
-  if (++gate->parked == gate->members) gate->timer.cancel();
-  else co_await gate->timer.async_wait(token_t{});
+                                                                prepared_completion p, std::size_t sent,
+                                                                std::int64_t sent_ns) {
   if (!c) co_return unexpected{c.error()};
-  co_return co_await b->complete_on(std::move(*c), std::move(p));
+  co_return co_await b->complete_on(std::move(*c), std::move(p), sent, sent_ns);
 }
 
 net::awaitable<client_result<http_exchange>> warm_one(http_client* h) {
@@ -65,7 +56,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
     out.warnings.push_back("burst of " + std::to_string(c) + " exceeds the server's " +
                            std::to_string(o.total_slots) + " slots: the excess queues instead of batching");
 
-  // 1. Connections: C of them open (and, warm, each proven by one exchange) before the gate.
+  // 1. Connections: C of them open (and, warm, each proven by one exchange) before any write.
   if (o.warm && b.http().idle_connections() < c) {
     std::vector<net::awaitable<client_result<http_exchange>>> warmups;
     for (std::size_t i = b.http().idle_connections(); i < c; ++i) warmups.push_back(warm_one(&b.http()));
@@ -74,6 +65,8 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   std::vector<net::awaitable<client_result<connection>>> opens;
   for (std::size_t i = 0; i < c; ++i) opens.push_back(acquire_one(&b.http()));
   auto connections = co_await join_all(std::move(opens));
+  for (auto& conn : connections)  // so that a send() in the write loop can never block
+    if (conn) conn->stream->socket().non_blocking(true);
 
   std::optional<backend::decode_counters> before;
   if (o.read_metrics) before = co_await b.read_decode_counters();
@@ -83,15 +76,27 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
     co_await settle.async_wait(token_t{});
   }
 
-  // 2. Everything the members need is built before the gate opens.
+  // 2. Everything is built before the first byte leaves.
   std::vector<prepared_completion> wires;
   for (const auto& r : requests) wires.push_back(b.prepare(r));
-  gate_state gate{net::steady_timer(ex, net::steady_timer::time_point::max()), 0, c};
+  std::vector<std::size_t> sent(c, 0);
+  std::vector<std::int64_t> sent_ns(c, 0);
+
+  // 3. The barrier: every request written in one tight loop. A send() that the socket buffer
+  //    cannot take whole (would_block) or that fails leaves the rest to the exchange, which
+  //    writes it or reports the error.
+  for (std::size_t i = 0; i < c; ++i) {
+    if (!connections[i]) continue;
+    sent_ns[i] = steady_ns();
+    boost::system::error_code ec;
+    sent[i] = connections[i]->stream->socket().write_some(net::buffer(wires[i].wire), ec);
+    if (ec) sent[i] = 0;
+  }
+
+  // 4. Then every response is read concurrently.
   std::vector<net::awaitable<client_result<audit::logit_stream>>> members;
   for (std::size_t i = 0; i < c; ++i)
-    members.push_back(burst_member(&b, std::move(connections[i]), std::move(wires[i]), &gate));
-
-  // 3. join_all spawns the members; the last one to park opens the gate.
+    members.push_back(burst_member(&b, std::move(connections[i]), std::move(wires[i]), sent[i], sent_ns[i]));
   out.results = co_await join_all(std::move(members));
 
   // The server's counters are cumulative: the burst's own average is the difference.

@@ -1,4 +1,4 @@
-// A burst: C completion requests released together from one barrier on C warm connections,
+// A burst: C completion requests written back to back on C warm connections,
 // so that the server really batches them. It measures how close together they left (launch
 // spread) and how long they were all in flight together (overlap).
 #pragma once
@@ -17,7 +17,7 @@ struct burst_options {
   bool warm = true;           // one GET on each connection before the barrier
   bool read_metrics = false;  // llama.cpp --metrics: n_busy_slots_per_decode around the burst
   std::int64_t total_slots = -1;  // the server's slots, when known: more requests queue
-  // A pause between warming and the gate. On a machine shared with the server, its compute
+  // A pause between warming and the writes. On a machine shared with the server, its compute
   // threads keep spinning for a while after the warm-up requests and would preempt the
   // writers; letting them settle keeps the launch tight.
   std::chrono::milliseconds settle{20};

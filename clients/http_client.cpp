@@ -203,6 +203,8 @@ void http_client::release(connection c) {
 net::awaitable<client_result<http_exchange>> http_client::exchange_once(connection& c,
                                                                          const std::string& wire,
                                                                          const chunk_sink& sink,
+                                                                         std::size_t sent,
+                                                                         std::int64_t sent_ns,
                                                                          bool& keep_alive) {
   auto& stream = *c.stream;
   const auto start = steady_clock::now();
@@ -212,10 +214,12 @@ net::awaitable<client_result<http_exchange>> http_client::exchange_once(connecti
   };
   http_exchange x;
 
-  stream.expires_after(remaining());
-  x.write_ns = steady_ns();
-  auto [wec, wn] = co_await net::async_write(stream, net::buffer(wire));
-  if (wec) co_return unexpected{from_io(wec, phase::write, endpoint_)};
+  x.write_ns = sent > 0 ? sent_ns : steady_ns();
+  if (sent < wire.size()) {
+    stream.expires_after(remaining());
+    auto [wec, wn] = co_await net::async_write(stream, net::buffer(wire.data() + sent, wire.size() - sent));
+    if (wec) co_return unexpected{from_io(wec, phase::write, endpoint_)};
+  }
 
   http::response_parser<http::buffer_body> parser;
   parser.header_limit(kHeaderLimit);
@@ -266,16 +270,18 @@ net::awaitable<client_result<http_exchange>> http_client::exchange_once(connecti
 }
 
 net::awaitable<client_result<http_exchange>> http_client::exchange(connection c, std::string wire,
-                                                                   chunk_sink sink) {
+                                                                   chunk_sink sink, std::size_t sent,
+                                                                   std::int64_t sent_ns) {
   for (int attempt = 0;; ++attempt) {
     bool keep_alive = false;
     const bool reused = c.reused;
-    auto r = co_await exchange_once(c, wire, sink, keep_alive);
+    auto r = co_await exchange_once(c, wire, sink, sent, sent_ns, keep_alive);
     // A pooled connection the server had already closed: one retry on a fresh one.
     if (!r && reused && attempt == 0 && stale_connection_error(r.error().code)) {
       auto fresh = co_await connect();
       if (!fresh) co_return unexpected{fresh.error()};
       c = std::move(*fresh);
+      sent = 0;
       continue;
     }
     if (r && keep_alive) release(std::move(c));

@@ -126,16 +126,19 @@ class http_client {
 
   // Writes a pre-serialized request on `c` and reads the response. The connection goes back
   // to the pool if the server keeps it alive. `sink` (optional) streams the body.
+  // `sent` says how much of `wire` the caller already wrote itself at `sent_ns` (bursts write
+  // the first bytes synchronously the moment the gate opens); the rest is written here.
   net::awaitable<client_result<http_exchange>> exchange(connection c, std::string wire,
-                                                        chunk_sink sink = {});
+                                                        chunk_sink sink = {}, std::size_t sent = 0,
+                                                        std::int64_t sent_ns = 0);
 
   std::size_t idle_connections() const { return idle_.size(); }
 
  private:
   net::awaitable<client_result<connection>> connect();
   net::awaitable<client_result<http_exchange>> exchange_once(connection& c, const std::string& wire,
-                                                             const chunk_sink& sink,
-                                                             bool& keep_alive);
+                                                             const chunk_sink& sink, std::size_t sent,
+                                                             std::int64_t sent_ns, bool& keep_alive);
   void release(connection c);
 
   net::any_io_executor executor_;

@@ -1,6 +1,8 @@
 // Parsing of llama.cpp's /completion (plain and SSE), /props, /tokenize and /metrics.
 #include "llama_api.hpp"
 
+#include "completion_sax.hpp"
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -16,15 +18,6 @@ client_error shape(std::string message) {
   return client_error{client_errc::unexpected_shape, std::move(message)};
 }
 
-// Logprobs arrive as decimals printed from float32; nlohmann reads them with strtod, which
-// rounds correctly, so the same text always gives the same double.
-bool number(const json& j, const char* key, double& out) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return false;
-  out = it->get<double>();
-  return true;
-}
-
 bool integer(const json& j, const char* key, std::int64_t& out) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return false;
@@ -35,61 +28,6 @@ bool integer(const json& j, const char* key, std::int64_t& out) {
 std::string text_of(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// One entry of completion_probabilities -> a token step; the error names the position.
-std::optional<client_error> parse_probability(const json& e, std::size_t pos, audit::token_step& t) {
-  const std::string at = "completion_probabilities[" + std::to_string(pos) + "]";
-  if (!e.is_object()) return shape(at + " is not an object");
-  if (e.contains("probs") && !e.contains("top_logprobs"))
-    return shape(at + " has the old `probs` shape (llama.cpp before the logprob API of 2025); "
-                      "upgrade llama-server: logprobs are needed, not probabilities");
-  if (!integer(e, "id", t.key)) return shape(at + ".id is missing or not an integer");
-  if (!number(e, "logprob", t.logprob)) return shape(at + ".logprob is missing or not a number");
-  t.text = text_of(e, "token");
-  auto top = e.find("top_logprobs");
-  if (top == e.end() || !top->is_array()) return shape(at + ".top_logprobs is missing or not an array");
-  t.top.reserve(top->size());
-  for (std::size_t i = 0; i < top->size(); ++i) {
-    const auto& c = (*top)[i];
-    audit::top_logprob tl;
-    if (!c.is_object() || !integer(c, "id", tl.key) || !number(c, "logprob", tl.logprob))
-      return shape(at + ".top_logprobs[" + std::to_string(i) + "] needs an integer id and a number logprob");
-    tl.text = text_of(c, "token");
-    t.top.push_back(std::move(tl));
-  }
-  return std::nullopt;
-}
-
-std::optional<client_error> append_probabilities(const json& j, audit::logit_stream& s,
-                                                 std::vector<std::int64_t>* times, std::int64_t now) {
-  auto probs = j.find("completion_probabilities");
-  if (probs == j.end()) return std::nullopt;
-  if (!probs->is_array()) return shape("completion_probabilities is not an array");
-  for (const auto& e : *probs) {
-    audit::token_step t;
-    if (auto err = parse_probability(e, s.tokens.size(), t)) return err;
-    s.tokens.push_back(std::move(t));
-    if (times) times->push_back(now);
-  }
-  return std::nullopt;
-}
-
-// The fields of the final object (plain response, or the last SSE event).
-void read_summary(const json& j, audit::logit_stream& s) {
-  if (auto it = j.find("content"); it != j.end() && it->is_string() && s.content.empty())
-    s.content = it->get<std::string>();
-  s.stop_reason = text_of(j, "stop_type");
-  integer(j, "tokens_evaluated", s.prompt_tokens);
-  integer(j, "tokens_cached", s.cached_tokens);
-  integer(j, "id_slot", s.slot);
-  if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
-    integer(*t, "prompt_n", s.server.prompt_n);
-    number(*t, "prompt_ms", s.server.prompt_ms);
-    integer(*t, "predicted_n", s.server.predicted_n);
-    number(*t, "predicted_ms", s.server.predicted_ms);
-    integer(*t, "cache_n", s.server.cache_n);
-  }
 }
 
 }  // namespace
@@ -115,16 +53,27 @@ std::string completion_body(const completion_request& r) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+namespace {
+
+// The final object's summary fields (plain response, or the last SSE event).
+void apply_summary(const completion_object& o, audit::logit_stream& s) {
+  s.stop_reason = o.stop_type;
+  s.prompt_tokens = o.tokens_evaluated;
+  s.cached_tokens = o.tokens_cached;
+  s.slot = o.id_slot;
+  s.server = o.timings;
+}
+
+}  // namespace
+
 client_result<audit::logit_stream> parse_completion(std::string_view body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "response body is not JSON"}};
-  if (!j.is_object()) return unexpected{shape("response is not a JSON object")};
-  if (j.contains("error")) return unexpected{shape("response carries an error: " + j["error"].dump(-1, ' ', false, json::error_handler_t::replace))};
   audit::logit_stream s;
-  if (!j.contains("completion_probabilities"))
-    return unexpected{shape("completion_probabilities is missing (was n_probs > 0 sent?)")};
-  if (auto err = append_probabilities(j, s, nullptr, 0)) return unexpected{*err};
-  read_summary(j, s);
+  auto o = read_completion_object(body, s);
+  if (!o) return unexpected{o.error()};
+  if (o->error) return unexpected{shape("response carries an error: " + *o->error)};
+  if (!o->has_probabilities) return unexpected{shape("completion_probabilities is missing (was n_probs > 0 sent?)")};
+  s.content = std::move(o->content);
+  apply_summary(*o, s);
   return s;
 }
 
@@ -161,25 +110,20 @@ bool completion_sse_parser::feed(std::string_view chunk, std::int64_t now_ns) {
 }
 
 bool completion_sse_parser::on_event(std::string_view data, std::int64_t now_ns) {
-  json j = json::parse(data, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    error_ = client_error{client_errc::malformed_json, "an SSE event is not a JSON object"};
-    return false;
-  }
-  if (j.contains("error")) {
-    error_ = client_error{client_errc::http_status, "server sent an error event: " + j["error"].dump(-1, ' ', false, json::error_handler_t::replace)};
-    return false;
-  }
   if (done_) return true;  // anything after the final event is ignored
-  if (auto err = append_probabilities(j, stream_, &stream_.client.token_ns, now_ns)) {
-    error_ = *err;
+  auto o = read_completion_object(data, stream_, &stream_.client.token_ns, now_ns);
+  if (!o) {
+    error_ = o.error();
+    if (error_->code == client_errc::malformed_json) error_->message = "an SSE event is not valid JSON";
     return false;
   }
-  if (auto it = j.find("content"); it != j.end() && it->is_string()) stream_.content += it->get<std::string>();
-  if (auto stop = j.find("stop"); stop != j.end() && stop->is_boolean() && stop->get<bool>()) {
-    std::string content = std::move(stream_.content);
-    read_summary(j, stream_);
-    stream_.content = std::move(content);
+  if (o->error) {
+    error_ = client_error{client_errc::http_status, "server sent an error event: " + *o->error};
+    return false;
+  }
+  stream_.content += o->content;
+  if (o->stop) {
+    apply_summary(*o, stream_);
     done_ = true;
   }
   return true;
