@@ -14,25 +14,16 @@
 #include "clients/backend.hpp"
 #include "clients/burst.hpp"
 #include "clients/llama_api.hpp"
+#include "support/run.hpp"
 #include "support/fake_backend.hpp"
 
 using namespace logitaudit;
 using namespace logitaudit::clients;
+using logitaudit::test_support::run;
 using namespace std::chrono;
 
 namespace {
 
-template <class T>
-T run(net::io_context& io, net::awaitable<T> task) {
-  std::optional<T> out;
-  net::co_spawn(io, std::move(task), [&](std::exception_ptr e, T v) {
-    if (e) std::rethrow_exception(e);
-    out.emplace(std::move(v));
-  });
-  io.run();
-  io.restart();
-  return std::move(*out);
-}
 
 struct stats {
   double median_us = 0, max_us = 0;

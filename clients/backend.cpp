@@ -103,6 +103,14 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
   co_return f;
 }
 
+net::awaitable<client_result<backend::slot_usage>> backend::read_slots() {
+  auto x = co_await http_.request(http::verb::get, "/slots");
+  if (!x) co_return unexpected{x.error()};
+  auto slots = parse_slots(x->body);
+  if (!slots) co_return unexpected{slots.error()};
+  co_return slot_usage{slots->first, slots->second};
+}
+
 net::awaitable<std::optional<backend::decode_counters>> backend::read_decode_counters() {
   if (config_.api != api_kind::llama) co_return std::nullopt;
   auto x = co_await http_.request(http::verb::get, "/metrics");

@@ -62,6 +62,14 @@ class backend {
   // Suspends. Errors: the first failing request's error.
   net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(std::vector<std::string> prompts);
 
+  // llama.cpp's GET /slots: how many slots exist and how many are processing now.
+  // Errors: every client_errc (404 when the server runs with --no-slots). Suspends.
+  struct slot_usage {
+    std::int64_t total = 0;
+    std::int64_t processing = 0;
+  };
+  net::awaitable<client_result<slot_usage>> read_slots();
+
   // llama.cpp's decode counters (needs --metrics): `n_decode_total` and the cumulative
   // `n_busy_slots_per_decode`. nullopt when the server does not expose them. Suspends.
   struct decode_counters {

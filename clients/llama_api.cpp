@@ -186,6 +186,19 @@ client_result<std::vector<std::int64_t>> parse_tokenize(std::string_view body) {
   return ids;
 }
 
+client_result<std::pair<std::int64_t, std::int64_t>> parse_slots(std::string_view body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "/slots body is not JSON"}};
+  if (!j.is_array()) return unexpected{shape("/slots is not an array")};
+  std::int64_t busy = 0;
+  for (const auto& s : j) {
+    if (!s.is_object()) return unexpected{shape("/slots entries must be objects")};
+    auto p = s.find("is_processing");
+    if (p != s.end() && p->is_boolean() && p->get<bool>()) ++busy;
+  }
+  return std::pair<std::int64_t, std::int64_t>{static_cast<std::int64_t>(j.size()), busy};
+}
+
 std::optional<double> metric_value(std::string_view text, std::string_view name) {
   std::size_t pos = 0;
   while (pos < text.size()) {

@@ -70,6 +70,9 @@ std::string hash_token_ids(const std::vector<std::int64_t>& ids);
 // POST /tokenize response -> token ids.
 client_result<std::vector<std::int64_t>> parse_tokenize(std::string_view body);
 
+// GET /slots -> (slots, slots processing now).
+client_result<std::pair<std::int64_t, std::int64_t>> parse_slots(std::string_view body);
+
 // A Prometheus text exposition value, e.g. "llamacpp:n_busy_slots_per_decode".
 std::optional<double> metric_value(std::string_view metrics_text, std::string_view name);
 

@@ -9,27 +9,15 @@
 #include "audit/stream_encoding.hpp"
 #include "clients/backend.hpp"
 #include "clients/burst.hpp"
+#include "support/run.hpp"
 #include "support/llama_server.hpp"
 
 using namespace logitaudit;
 using namespace logitaudit::clients;
+using logitaudit::test_support::run;
 
 namespace {
 
-template <class T>
-T run(net::io_context& io, net::awaitable<T> task) {
-  std::optional<T> out;
-  std::exception_ptr error;
-  net::co_spawn(io, std::move(task), [&](std::exception_ptr e, T v) {
-    error = e;
-    if (!e) out.emplace(std::move(v));
-  });
-  io.run_for(std::chrono::minutes(3));
-  io.restart();
-  if (error) std::rethrow_exception(error);
-  if (!out) throw std::runtime_error("the operation did not finish in time");
-  return std::move(*out);
-}
 
 completion_request greedy() {
   completion_request r;

@@ -81,3 +81,36 @@ TEST(llama_server_e2e, independent_digests_agree_on_live_bodies) {
     std::filesystem::remove(file);
   }
 }
+
+// --api-key: the bearer token passes; without it the server's 401 comes back typed, with
+// the server's message. /slots answers with every slot.
+#include "clients/backend.hpp"
+#include "support/run.hpp"
+
+TEST(llama_server_e2e, bearer_token_and_slots) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 3, .extra = {"--api-key", "s3cret"}});
+  clients::net::io_context io;
+  clients::completion_request r;
+  r.prompt = "key";
+  r.n_predict = 4;
+
+  clients::backend_config c;
+  c.url = server->url();
+  clients::backend anonymous(io.get_executor(), c);
+  auto denied = test_support::run(io, anonymous.complete(r));
+  ASSERT_FALSE(denied);
+  EXPECT_EQ(denied.error().code, clients::client_errc::http_status);
+  EXPECT_EQ(denied.error().http_status, 401u);
+  EXPECT_NE(denied.error().message.find("Invalid API Key"), std::string::npos) << denied.error().message;
+
+  c.http.bearer_token = "s3cret";
+  clients::backend keyed(io.get_executor(), c);
+  auto ok = test_support::run(io, keyed.complete(r));
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->tokens.size(), 4u);
+
+  auto slots = test_support::run(io, keyed.read_slots());
+  ASSERT_TRUE(slots) << slots.error().message;
+  EXPECT_EQ(slots->total, 3);
+  EXPECT_EQ(slots->processing, 0);
+}

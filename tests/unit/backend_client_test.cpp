@@ -7,31 +7,18 @@
 #include "audit/stream_encoding.hpp"
 #include "clients/backend.hpp"
 #include "clients/burst.hpp"
+#include "support/run.hpp"
 #include "support/fake_backend.hpp"
 
 using namespace logitaudit;
 using namespace logitaudit::clients;
+using logitaudit::test_support::run;
 using logitaudit::test_support::fake_backend;
 using logitaudit::test_support::fake_knobs;
 using namespace std::chrono_literals;
 
 namespace {
 
-// Drives one coroutine to completion on a fresh io_context; fails the test instead of hanging.
-template <class T>
-T run(net::io_context& io, net::awaitable<T> task, std::chrono::seconds limit = std::chrono::seconds(20)) {
-  std::optional<T> out;
-  std::exception_ptr error;
-  net::co_spawn(io, std::move(task), [&](std::exception_ptr e, T v) {
-    error = e;
-    if (!e) out.emplace(std::move(v));
-  });
-  io.run_for(limit);
-  io.restart();
-  if (error) std::rethrow_exception(error);
-  if (!out) throw std::runtime_error("the operation did not finish in time");
-  return std::move(*out);
-}
 
 backend_config config_for(const fake_backend& f, api_kind api = api_kind::llama) {
   backend_config c;
