@@ -1,0 +1,258 @@
+// Tallies, controls, predictions and the sentences of the findings.
+#include "findings.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "stream_encoding.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace logitaudit::audit {
+namespace {
+
+std::string pct(int k, int n) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%d/%d (%.0f%%)", k, n, n ? 100.0 * k / n : 0.0);
+  return b;
+}
+
+std::string fixed(double v, int digits) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
+const condition* find_condition(const audit_spec& spec, const std::string& name) {
+  for (const auto& c : spec.conditions)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+condition_tally empty_tally(const condition& c) {
+  condition_tally t;
+  t.condition = c.name;
+  t.kind = c.kind;
+  t.concurrency = c.concurrency;
+  t.seeded = c.seeded;
+  return t;
+}
+
+void count(condition_tally& t, const run_verdict& v) {
+  if (v.failed) {
+    ++t.failed;
+    return;
+  }
+  ++t.n;
+  t.logit_identical += v.result->logit_identical;
+  t.token_identical += v.result->token_identical;
+}
+
+struct sums {
+  int n = 0, logit = 0, token = 0;
+  void add(const condition_tally& t) {
+    n += t.n;
+    logit += t.logit_identical;
+    token += t.token_identical;
+  }
+};
+
+void write_sentences(const audit_spec& spec, findings& f) {
+  sums serial, context, seeded_conc, controls;
+  std::vector<const condition_tally*> greedy_levels;
+  for (const auto& t : f.pooled) {
+    if (t.kind == condition_kind::repeat) serial.add(t);
+    else if (t.control()) controls.add(t);
+    else if (t.kind == condition_kind::concurrent && t.seeded) seeded_conc.add(t);
+    else if (!t.seeded) context.add(t);
+    if (t.kind == condition_kind::concurrent && !t.seeded) greedy_levels.push_back(&t);
+  }
+  double min_flip_margin = INFINITY;
+  for (const auto& v : f.verdicts)
+    if (!v.failed && v.result && v.result->baseline_margin_at_flip) {
+      const auto* c = find_condition(spec, v.condition);
+      if (c && !is_control(c->kind) && !c->seeded) min_flip_margin = std::min(min_flip_margin, *v.result->baseline_margin_at_flip);
+    }
+
+  auto& s = f.sentences;
+  if (serial.n > 0)
+    s.push_back("Serial reproducibility: " + pct(serial.logit, serial.n) +
+                " of serial repeats were logit-identical to their solo baseline" +
+                (serial.logit == serial.n ? "; run solo with a fixed prompt, parameters and seed, the numbers repeat exactly."
+                                          : "; even solo repeats moved, so nothing else in this table can be pinned on load."));
+  if (context.n > 0) {
+    s.push_back("Execution context: under concurrency, cross-batch and cache reuse, " + pct(context.logit, context.n) +
+                " of greedy streams were logit-identical and " + pct(context.token, context.n) + " token-identical" +
+                (context.logit < context.n && context.token > context.logit ? "; same text is not same logprobs." : "."));
+    if (context.token == context.n)
+      s.push_back("Greedy survival: the greedy token stream survived every perturbation (" + pct(context.token, context.n) + ").");
+    else
+      s.push_back("Greedy survival: the greedy token stream did not always survive: " +
+                  std::to_string(context.n - context.token) + " of " + std::to_string(context.n) +
+                  " streams changed tokens" +
+                  (std::isfinite(min_flip_margin) ? ", at baseline top1-top2 margins as small as " + fixed(min_flip_margin, 4) + " nats."
+                                                  : "."));
+  }
+  if (seeded_conc.n > 0)
+    s.push_back("Sampling under load: seeded sampling under concurrency was " + pct(seeded_conc.token, seeded_conc.n) +
+                " token-identical" +
+                (seeded_conc.token < seeded_conc.n ? "; a fixed seed is not sufficient for reproducibility under load."
+                                                   : "; the sampled tokens survived here."));
+  if (!greedy_levels.empty()) {
+    std::sort(greedy_levels.begin(), greedy_levels.end(),
+              [](auto* a, auto* b) { return a->concurrency < b->concurrency; });
+    std::string levels;
+    int threshold = -1;
+    for (const auto* t : greedy_levels) {
+      if (t->n == 0) continue;
+      levels += (levels.empty() ? "" : ", ") + std::string("C=") + std::to_string(t->concurrency) + " " +
+                fixed(100.0 * t->logit_identical / t->n, 0) + "%";
+      if (threshold < 0 && t->logit_identical == 0) threshold = t->concurrency;
+    }
+    if (!levels.empty())
+      s.push_back("Concurrency threshold: logit identity by burst width: " + levels + "; " +
+                  (threshold > 0 ? "from C=" + std::to_string(threshold) + " on, no stream was logit-identical."
+                                 : "no level lost logit identity entirely."));
+  }
+  if (controls.n > 0)
+    s.push_back("Positive controls: " + std::to_string(controls.n - controls.token) + "/" + std::to_string(controls.n) +
+                " diverged at the token level and " + std::to_string(controls.n - controls.logit) + "/" +
+                std::to_string(controls.n) + " at the logit level" +
+                (controls.logit == 0 && controls.token == 0 ? "; the comparator detects real differences."
+                                                            : "; a control that came out identical makes the comparison vacuous."));
+}
+
+}  // namespace
+
+findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
+                  const std::map<std::string, backend_fingerprints>& fingerprints) {
+  findings f;
+  for (const auto& b : spec.backends) f.backends.push_back(b.name);
+
+  // Index the observations by (group, request).
+  std::map<std::pair<std::size_t, std::size_t>, const observed_run*> seen;
+  for (const auto& r : runs) seen[{r.group, r.request}] = &r;
+
+  // Baseline streams and their digests.
+  struct base {
+    const logit_stream* stream = nullptr;
+    stream_digests digests;
+    std::string error;
+  };
+  std::vector<base> bases(plan.baselines.size());
+  for (std::size_t i = 0; i < plan.baselines.size(); ++i) {
+    auto it = seen.find({plan.baselines[i].group, 0});
+    if (it == seen.end()) bases[i].error = "baseline was not run";
+    else if (!it->second->stream) bases[i].error = "baseline failed: " + it->second->error;
+    else {
+      bases[i].stream = &*it->second->stream;
+      bases[i].digests = digest(*bases[i].stream);
+    }
+  }
+
+  for (const auto& g : plan.groups) {
+    if (g.is_baseline) continue;
+    for (std::size_t r = 0; r < g.requests.size(); ++r) {
+      const auto& req = g.requests[r];
+      if (!req.compared) continue;
+      run_verdict v;
+      v.group = g.index;
+      v.request = r;
+      v.backend = g.backend;
+      v.condition = g.condition;
+      auto it = seen.find({g.index, r});
+      const auto& b = bases[static_cast<std::size_t>(req.baseline)];
+      if (it == seen.end() || !it->second->stream) {
+        v.failed = true;
+        v.error = it == seen.end() ? "not run" : it->second->error;
+      } else if (!b.stream) {
+        v.failed = true;
+        v.error = b.error;
+      } else {
+        v.result = compare_streams(*b.stream, b.digests, *it->second->stream, digest(*it->second->stream));
+      }
+      f.failed_runs += v.failed;
+      f.verdicts.push_back(std::move(v));
+    }
+  }
+
+  for (const auto& c : spec.conditions) {
+    condition_tally pooled = empty_tally(c);
+    for (const auto& b : spec.backends) {
+      condition_tally t = empty_tally(c);
+      for (const auto& v : f.verdicts)
+        if (v.condition == c.name && v.backend == b.name) count(t, v);
+      f.per_backend[b.name].push_back(t);
+    }
+    for (const auto& v : f.verdicts)
+      if (v.condition == c.name) count(pooled, v);
+    f.pooled.push_back(pooled);
+  }
+
+  // The seed's falsifier: a positive control that comes out identical voids the findings.
+  std::vector<std::string> vacuous;
+  for (const auto& t : f.pooled)
+    if (t.control() && (t.logit_identical > 0 || t.token_identical > 0))
+      vacuous.push_back(t.condition + " (" + std::to_string(std::max(t.logit_identical, t.token_identical)) + "/" +
+                        std::to_string(t.n) + " identical)");
+  int judged_controls = 0;
+  for (const auto& t : f.pooled)
+    if (t.control()) judged_controls += t.n;
+  if (!vacuous.empty()) {
+    f.valid = false;
+    f.invalid_reason = "invalid: comparator vacuous: positive controls came out identical: ";
+    for (std::size_t i = 0; i < vacuous.size(); ++i) f.invalid_reason += (i ? ", " : "") + vacuous[i];
+  } else if (judged_controls == 0) {
+    f.valid = false;
+    f.invalid_reason = "invalid: no positive control was judged, so identity cannot be told from a broken comparator";
+  }
+
+  for (const auto& p : spec.predictions) {
+    prediction_result pr;
+    pr.claim = p;
+    const std::set<std::string> names(p.conditions.begin(), p.conditions.end());
+    for (const auto& v : f.verdicts) {
+      if (v.failed || !names.count(v.condition)) continue;
+      ++pr.n;
+      const bool identical = p.level == identity_level::logit ? v.result->logit_identical : v.result->token_identical;
+      pr.k += identical == (p.expect == expectation::identical);
+    }
+    pr.held = pr.n > 0 && static_cast<double>(pr.k) >= p.at_least * pr.n - 1e-9;
+    f.predictions.push_back(pr);
+  }
+
+  for (const auto& [name, fp] : fingerprints)
+    for (const auto& field : fingerprint_differences(fp.before, fp.after)) f.fingerprint_changes.push_back(name + ": " + field);
+
+  write_sentences(spec, f);
+  if (!f.fingerprint_changes.empty())
+    f.sentences.push_back("Backend changed during the job: " + std::to_string(f.fingerprint_changes.size()) +
+                          " fingerprint field(s) differ between start and end; compare streams across that change with care.");
+  if (f.failed_runs > 0)
+    f.sentences.push_back("Failures: " + std::to_string(f.failed_runs) +
+                          " compared request(s) failed and are kept out of every tally above.");
+  return f;
+}
+
+std::string prediction_registration_text(const std::vector<prediction>& ps) {
+  std::string t = "logitaudit predictions v1\n";
+  for (const auto& p : ps) {
+    t += p.id + "\t" + p.statement + "\t";
+    for (std::size_t i = 0; i < p.conditions.size(); ++i) t += (i ? "," : "") + p.conditions[i];
+    t += std::string("\t") + (p.level == identity_level::logit ? "logit" : "token") + "\t" +
+         (p.expect == expectation::identical ? "identical" : "diverges") + "\t" + fixed(p.at_least, 6) + "\n";
+  }
+  return t;
+}
+
+std::string prediction_hash(const std::vector<prediction>& ps) {
+  const auto text = prediction_registration_text(ps);
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
+  return b;
+}
+
+}  // namespace logitaudit::audit

@@ -1,0 +1,163 @@
+// Spec -> plan expansion.
+#include "plan.hpp"
+
+#include <map>
+#include <tuple>
+
+namespace logitaudit::audit {
+
+std::size_t audit_plan::total_requests() const {
+  std::size_t n = 0;
+  for (const auto& g : groups) n += g.requests.size();
+  return n;
+}
+
+std::string cross_batch_filler(std::size_t i) {
+  static const char* topics[] = {"a recipe for sourdough bread", "the rules of chess", "how tides work",
+                                 "the life cycle of a star",    "a history of the bicycle", "how vaccines work",
+                                 "the geography of Norway",     "how compilers optimize loops"};
+  return "Unrelated request " + std::to_string(i + 1) + ": explain " + topics[i % 8] + ".";
+}
+
+namespace {
+
+class planner {
+ public:
+  explicit planner(const audit_spec& s) : spec_(s) {
+    plan_.n_predict = s.n_predict;
+    plan_.top_k = s.top_k;
+  }
+
+  audit_plan run() {
+    for (const auto& b : spec_.backends) plan_backend(b.name);
+    return std::move(plan_);
+  }
+
+ private:
+  sampling greedy() const { return {}; }
+  sampling seeded() const { return {spec_.temperature, spec_.seed}; }
+
+  // The baseline for (backend, prompt, params), created on first use. Baseline groups are
+  // put at the front of the backend's groups, in first-use order.
+  int baseline(const std::string& backend, const std::string& prompt, const sampling& params) {
+    auto key = std::make_tuple(backend, prompt, params.temperature, params.seed.value_or(0), params.seed.has_value());
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second;
+    const int id = static_cast<int>(plan_.baselines.size());
+    plan_.baselines.push_back({backend, prompt, params, 0});
+    index_[key] = id;
+    request_group g;
+    g.backend = backend;
+    g.is_baseline = true;
+    g.condition = "baseline";
+    g.mode = group_mode::serial;
+    g.requests.push_back({prompt, params, false, 0, false, -1});
+    baseline_groups_.push_back({id, std::move(g)});
+    return id;
+  }
+
+  const std::string& other_prompt(const std::string& prompt) const {
+    const auto& ps = spec_.prompts;
+    for (std::size_t i = 0; i < ps.size(); ++i)
+      if (ps[i] == prompt) return ps[(i + 1) % ps.size()];
+    return ps.front();
+  }
+
+  planned_request serial(const std::string& backend, const std::string& prompt, const sampling& params,
+                         int baseline_id) {
+    return {prompt, params, false, 0, true, baseline_id >= 0 ? baseline_id : baseline(backend, prompt, params)};
+  }
+
+  void plan_backend(const std::string& backend) {
+    baseline_groups_.clear();
+    std::vector<request_group> groups;
+    auto add = [&](const condition& c, int replicate, group_mode mode, std::vector<planned_request> reqs) {
+      request_group g;
+      g.backend = backend;
+      g.condition = c.name;
+      g.kind = c.kind;
+      g.replicate = replicate;
+      g.mode = mode;
+      g.requests = std::move(reqs);
+      groups.push_back(std::move(g));
+    };
+    const std::string& target = spec_.prompts.front();
+    for (const auto& c : spec_.conditions) {
+      const sampling params = c.seeded ? seeded() : greedy();
+      std::vector<std::string> prompts = c.all_prompts ? spec_.prompts : std::vector<std::string>{target};
+      int replicate = 0;
+      for (const auto& prompt : prompts) {
+        switch (c.kind) {
+          case condition_kind::repeat:
+            for (int r = 0; r < c.replicates; ++r)
+              add(c, replicate++, group_mode::serial, {serial(backend, prompt, params, -1)});
+            for (int r = 0; r < c.seeded_replicates; ++r)
+              add(c, replicate++, group_mode::serial, {serial(backend, prompt, seeded(), -1)});
+            break;
+          case condition_kind::concurrent:
+            for (int r = 0; r < c.replicates; ++r) {
+              const int base = baseline(backend, prompt, params);
+              add(c, replicate++, group_mode::burst,
+                  std::vector<planned_request>(static_cast<std::size_t>(c.concurrency),
+                                               {prompt, params, false, std::nullopt, true, base}));
+            }
+            break;
+          case condition_kind::cross_batch:
+            for (int r = 0; r < c.replicates; ++r) {
+              std::vector<planned_request> reqs = {{prompt, params, false, std::nullopt, true, baseline(backend, prompt, params)}};
+              for (int i = 1; i < c.concurrency; ++i)
+                reqs.push_back({cross_batch_filler(static_cast<std::size_t>(i - 1)), params, false, std::nullopt, false, -1});
+              add(c, replicate++, group_mode::burst, std::move(reqs));
+            }
+            break;
+          case condition_kind::cache_reuse:
+            for (int r = 0; r < c.replicates; ++r) {
+              const int base = baseline(backend, prompt, params);
+              add(c, replicate++, group_mode::serial,
+                  {{prompt, params, true, 0, false, -1}, {prompt, params, true, 0, true, base}});
+            }
+            break;
+          case condition_kind::control_prompt:
+            // The next prompt of the spec, compared with this prompt's baseline: must diverge.
+            for (int r = 0; r < c.replicates; ++r)
+              add(c, replicate++, group_mode::serial,
+                  {{other_prompt(prompt), params, false, 0, true, baseline(backend, prompt, params)}});
+            break;
+          case condition_kind::control_seed:
+            for (int r = 0; r < c.replicates; ++r)
+              add(c, replicate++, group_mode::serial,
+                  {{prompt, sampling{params.temperature, spec_.seed + 1 + static_cast<std::uint64_t>(r)}, false, 0, true,
+                    baseline(backend, prompt, params)}});
+            break;
+          case condition_kind::control_temperature:
+            for (int r = 0; r < c.replicates; ++r)
+              add(c, replicate++, group_mode::serial,
+                  {{prompt, sampling{spec_.control_temperature, params.seed}, false, 0, true,
+                    baseline(backend, prompt, params)}});
+            break;
+        }
+      }
+    }
+    // Baselines first, then the conditions; groups are numbered in execution order.
+    for (auto& [id, g] : baseline_groups_) {
+      g.index = plan_.groups.size();
+      plan_.baselines[static_cast<std::size_t>(id)].group = g.index;
+      plan_.groups.push_back(std::move(g));
+    }
+    for (auto& g : groups) {
+      g.index = plan_.groups.size();
+      plan_.groups.push_back(std::move(g));
+    }
+  }
+
+  const audit_spec& spec_;
+  audit_plan plan_;
+  std::map<std::tuple<std::string, std::string, double, std::uint64_t, bool>, int> index_;
+  std::vector<std::pair<int, request_group>> baseline_groups_;
+};
+
+}  // namespace
+
+audit_plan make_plan(const audit_spec& spec) { return planner(spec).run(); }
+
+}  // namespace logitaudit::audit

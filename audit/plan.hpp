@@ -1,0 +1,70 @@
+// The plan: a spec expanded into ordered request groups (serial or burst), each tagged with
+// its backend, condition and replicate, and every compared request tied to its solo baseline.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "spec.hpp"
+
+namespace logitaudit::audit {
+
+struct sampling {
+  double temperature = 0.0;  // 0: greedy
+  std::optional<std::uint64_t> seed;
+  bool operator==(const sampling&) const = default;
+};
+
+struct planned_request {
+  std::string prompt;
+  sampling params;
+  bool cache_prompt = false;
+  std::optional<int> id_slot;  // the fixed slot of serial requests
+  bool compared = true;        // cache warm-ups and cross-batch fillers are not compared
+  int baseline = -1;           // index into audit_plan::baselines, for compared requests
+  bool operator==(const planned_request&) const = default;
+};
+
+enum class group_mode { serial, burst };
+
+struct request_group {
+  std::size_t index = 0;
+  std::string backend;
+  bool is_baseline = false;
+  std::string condition;  // "baseline" for baseline groups
+  condition_kind kind = condition_kind::repeat;
+  int replicate = 0;
+  group_mode mode = group_mode::serial;
+  std::vector<planned_request> requests;
+};
+
+// A solo reference stream: one per (backend, prompt, sampling) that some condition needs.
+struct baseline_ref {
+  std::string backend;
+  std::string prompt;
+  sampling params;
+  std::size_t group = 0;  // the group that produces it (its only request)
+};
+
+struct audit_plan {
+  std::vector<request_group> groups;  // in execution order, baselines first per backend
+  std::vector<baseline_ref> baselines;
+  int n_predict = 32;
+  int top_k = 5;
+  std::size_t total_requests() const;
+};
+
+// Expands a validated spec. Pure and deterministic: the same spec gives the same plan.
+//  - Baselines are solo, cache_prompt off, on slot 0, so that they are reproducible.
+//  - Serial conditions run on slot 0 with cache_prompt off, like their baselines.
+//  - Bursts leave the slot to the server (they must spread over slots to batch).
+//  - cache_reuse warms slot 0 with cache_prompt on, then sends the same prompt again there.
+//  - Groups of one backend are contiguous: nothing else from the job runs on it meanwhile.
+audit_plan make_plan(const audit_spec& spec);
+
+// The different prompts batched with the target in a cross-batch burst.
+std::string cross_batch_filler(std::size_t i);
+
+}  // namespace logitaudit::audit

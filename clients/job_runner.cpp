@@ -1,0 +1,142 @@
+// The runner: per-backend coroutines over the plan's groups.
+#include "job_runner.hpp"
+
+#include "burst.hpp"
+#include "join.hpp"
+
+namespace logitaudit::clients {
+namespace {
+
+struct shared_state {
+  const audit::audit_spec* spec;
+  const audit::audit_plan* plan;
+  runner_options* options;
+  run_progress progress;
+  job_outcome* out;
+};
+
+void report(shared_state& st, const group_outcome& g) {
+  for (const auto& r : g.runs) {
+    ++st.progress.done;
+    st.progress.failed += !r.stream;
+  }
+  if (st.options->on_group) st.options->on_group(g);
+  if (st.options->on_progress) st.options->on_progress(st.progress);
+}
+
+void fail(group_outcome& g, audit::observed_run& r, const client_error& e) {
+  r.error = std::string(to_string(e.code)) + ": " + e.message;
+  g.retryable_failure = g.retryable_failure || retryable(e);
+}
+
+net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_plan& plan) {
+  group_outcome out;
+  out.group = g.index;
+  if (g.mode == audit::group_mode::burst) {
+    std::vector<completion_request> reqs;
+    for (const auto& r : g.requests) reqs.push_back(to_request(r, plan));
+    burst_options o;
+    o.read_metrics = b.config().api == api_kind::llama;
+    auto res = co_await run_burst(b, std::move(reqs), o);
+    out.burst = burst_stats{res.launch_spread_ns, res.wall_ns, res.overlap, res.busy_slots_per_decode, res.warnings};
+    for (std::size_t i = 0; i < res.results.size(); ++i) {
+      audit::observed_run r{g.index, i, std::nullopt, {}};
+      if (res.results[i]) r.stream = std::move(*res.results[i]);
+      else fail(out, r, res.results[i].error());
+      out.runs.push_back(std::move(r));
+    }
+    co_return out;
+  }
+  for (std::size_t i = 0; i < g.requests.size(); ++i) {
+    auto res = co_await b.complete(to_request(g.requests[i], plan));
+    audit::observed_run r{g.index, i, std::nullopt, {}};
+    if (res) r.stream = std::move(*res);
+    else fail(out, r, res.error());
+    out.runs.push_back(std::move(r));
+  }
+  co_return out;
+}
+
+net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_config config) {
+  auto ex = co_await net::this_coro::executor;
+  backend b(ex, std::move(config));
+  auto before = co_await b.fingerprint(st->spec->prompts);
+  if (before) st->out->fingerprints[name].before = *before;
+  else st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
+
+  for (const auto& g : st->plan->groups) {
+    if (g.backend != name || g.index < st->options->first_group) continue;
+    if (st->options->cancel && st->options->cancel->load()) {
+      st->out->cancelled = true;
+      break;
+    }
+    group_outcome out;
+    for (int attempt = 1;; ++attempt) {
+      out = co_await run_group_once(b, g, *st->plan);
+      out.attempts = attempt;
+      if (attempt >= st->options->max_attempts || !out.retryable_failure) break;
+      net::steady_timer pause(ex, st->options->retry_delay);
+      co_await pause.async_wait(token_t{});
+    }
+    report(*st, out);
+    st->out->groups.push_back(std::move(out));
+  }
+
+  auto after = co_await b.fingerprint(st->spec->prompts);
+  if (after) st->out->fingerprints[name].after = *after;
+  else st->out->errors.push_back(name + ": fingerprint after the job failed: " + after.error().message);
+  co_return true;
+}
+
+}  // namespace
+
+std::vector<audit::observed_run> job_outcome::runs() const {
+  std::vector<audit::observed_run> all;
+  for (const auto& g : groups) all.insert(all.end(), g.runs.begin(), g.runs.end());
+  return all;
+}
+
+bool retryable(const client_error& e) {
+  switch (e.code) {
+    case client_errc::http_status: return e.http_status >= 500;
+    case client_errc::malformed_json:
+    case client_errc::unexpected_shape:
+    case client_errc::bad_url:
+    case client_errc::oversized:
+    case client_errc::cancelled: return false;
+    default: return true;
+  }
+}
+
+completion_request to_request(const audit::planned_request& r, const audit::audit_plan& plan) {
+  completion_request c;
+  c.prompt = r.prompt;
+  c.n_predict = plan.n_predict;
+  c.n_probs = plan.top_k;
+  c.temperature = r.params.temperature;
+  c.seed = r.params.seed;
+  c.cache_prompt = r.cache_prompt;
+  c.id_slot = r.id_slot;
+  return c;
+}
+
+net::awaitable<job_outcome> run_audit(audit::audit_spec spec, audit::audit_plan plan,
+                                      std::map<std::string, backend_config> configs, runner_options options) {
+  job_outcome out;
+  shared_state st{&spec, &plan, &options, {}, &out};
+  for (const auto& g : plan.groups)
+    if (g.index >= options.first_group) st.progress.total += g.requests.size();
+  std::vector<net::awaitable<bool>> backends;
+  for (const auto& b : spec.backends) {
+    auto it = configs.find(b.name);
+    if (it == configs.end()) {
+      out.errors.push_back(b.name + ": no configuration for this backend");
+      continue;
+    }
+    backends.push_back(run_backend(&st, b.name, it->second));
+  }
+  co_await join_all(std::move(backends));
+  co_return out;
+}
+
+}  // namespace logitaudit::clients

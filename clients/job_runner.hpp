@@ -1,0 +1,74 @@
+// Runs an audit plan against real backends: each backend's groups in order (backends in
+// parallel, since they are different servers), bursts through run_burst, bounded retries of
+// transport failures, cancellation at group boundaries, fingerprints before and after.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/findings.hpp"
+#include "audit/plan.hpp"
+#include "audit/spec.hpp"
+#include "backend.hpp"
+
+namespace logitaudit::clients {
+
+struct run_progress {
+  std::size_t done = 0;    // requests finished (ok or failed)
+  std::size_t total = 0;
+  std::size_t failed = 0;
+};
+
+// Burst measurements of one group (absent for serial groups).
+struct burst_stats {
+  std::int64_t launch_spread_ns = 0;
+  std::int64_t wall_ns = 0;
+  double overlap = 0;
+  std::optional<double> busy_slots_per_decode;
+  std::vector<std::string> warnings;
+};
+
+struct group_outcome {
+  std::size_t group = 0;
+  std::vector<audit::observed_run> runs;  // one per planned request, failed ones included
+  std::optional<burst_stats> burst;
+  int attempts = 0;
+  bool retryable_failure = false;  // some request failed in a way another attempt may fix
+};
+
+struct runner_options {
+  int max_attempts = 3;  // per group, for transport failures and 5xx answers
+  std::chrono::milliseconds retry_delay{250};
+  std::size_t first_group = 0;  // resume: groups before it are skipped
+  std::shared_ptr<std::atomic<bool>> cancel;  // checked before each group
+  std::function<void(const run_progress&)> on_progress;
+  std::function<void(const group_outcome&)> on_group;  // each group as it completes (persistence)
+};
+
+struct job_outcome {
+  std::vector<group_outcome> groups;  // in completion order
+  std::map<std::string, audit::backend_fingerprints> fingerprints;
+  std::vector<std::string> errors;  // fingerprint failures and the like, for the job's record
+  bool cancelled = false;
+
+  std::vector<audit::observed_run> runs() const;
+};
+
+// Whether a failure is worth another attempt (the server may answer next time).
+bool retryable(const client_error& e);
+
+// The request the plan means, in the client's terms.
+completion_request to_request(const audit::planned_request& r, const audit::audit_plan& plan);
+
+// Runs `plan` (from `spec`) on the backends in `configs` (keyed by spec backend name).
+// Suspends until every group has run, failed or been cancelled. Throws only on bugs.
+net::awaitable<job_outcome> run_audit(audit::audit_spec spec, audit::audit_plan plan,
+                                      std::map<std::string, backend_config> configs, runner_options options);
+
+}  // namespace logitaudit::clients
