@@ -1,10 +1,18 @@
-// logitaudit: the command-line front door to logitauditd. For now it only answers
-// --version and --help; its subcommands arrive with issue 7.
+// logitaudit: the command-line front door. Subcommands live in their own files; this file
+// only wires them. (Daemon-facing subcommands arrive with the daemon.)
 #include <CLI/CLI.hpp>
 
+#include "run_command.hpp"
+
 int main(int argc, char** argv) {
-  CLI::App app{"logitaudit: submit logit-reproducibility audits and read their findings."};
+  CLI::App app{"logitaudit: audits whether LLM servers return bit-identical logprobs under load."};
   app.set_version_flag("--version", std::string("logitaudit ") + LOGITAUDIT_VERSION);
+  app.require_subcommand(0, 1);
+  logitaudit::cli::add_run_command(app);
   CLI11_PARSE(app, argc, argv);
+  if (app.get_subcommands().empty()) {
+    std::cout << app.help();
+    return 0;
+  }
   return 0;
 }

@@ -1,0 +1,109 @@
+// The runner end to end against the in-process fake backend, whose logprobs move by one ULP
+// only when requests overlap: the seed protocol must give exactly the known table.
+#include <gtest/gtest.h>
+
+#include "audit/findings.hpp"
+#include "audit/plan.hpp"
+#include "clients/job_runner.hpp"
+#include "support/fake_backend.hpp"
+#include "support/run.hpp"
+
+using namespace logitaudit;
+using namespace std::chrono_literals;
+
+namespace {
+
+const audit::condition_tally& row(const audit::findings& f, const std::string& name) {
+  for (const auto& t : f.pooled)
+    if (t.condition == name) return t;
+  throw std::runtime_error("no row " + name);
+}
+
+}  // namespace
+
+TEST(job_runner, the_seed_protocol_on_a_fake_that_jitters_under_overlap_gives_the_known_table) {
+  test_support::fake_knobs k;
+  k.delay = 60ms;  // every burst member is still in flight when the last one arrives
+  k.jitter_when_overlapping = true;
+  test_support::fake_backend a(k), b(k);
+  auto spec = audit::seed_protocol({{"a", a.url(), "llama"}, {"b", b.url(), "llama"}});
+  spec.n_predict = 8;
+  auto plan = audit::make_plan(spec);
+  std::map<std::string, clients::backend_config> configs;
+  for (auto* f : {&a, &b}) {
+    clients::backend_config c;
+    c.name = f == &a ? "a" : "b";
+    c.url = f->url();
+    configs[c.name] = c;
+  }
+  std::vector<clients::run_progress> progress;
+  std::size_t groups_seen = 0;
+  clients::runner_options o;
+  o.on_progress = [&](const clients::run_progress& p) { progress.push_back(p); };
+  o.on_group = [&](const clients::group_outcome&) { ++groups_seen; };
+  clients::net::io_context io;
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs, o));
+  EXPECT_TRUE(outcome.errors.empty());
+  EXPECT_EQ(groups_seen, plan.groups.size());
+  ASSERT_FALSE(progress.empty());
+  EXPECT_EQ(progress.back().done, plan.total_requests());
+  EXPECT_EQ(progress.back().total, plan.total_requests());
+  EXPECT_EQ(progress.back().failed, 0u);
+
+  auto f = audit::evaluate(spec, plan, outcome.runs(), outcome.fingerprints);
+  EXPECT_TRUE(f.valid) << f.invalid_reason;
+  EXPECT_EQ(f.failed_runs, 0);
+  auto expect_row = [&](const char* name, int n, int logit, int token) {
+    const auto& t = row(f, name);
+    EXPECT_EQ(t.n, n) << name;
+    EXPECT_EQ(t.logit_identical, logit) << name;
+    EXPECT_EQ(t.token_identical, token) << name;
+  };
+  expect_row("repeat_greedy", 60, 60, 60);
+  expect_row("concurrent_greedy_c2", 4, 0, 4);
+  expect_row("concurrent_greedy_c4", 8, 0, 8);
+  expect_row("concurrent_greedy_c8", 16, 0, 16);
+  expect_row("concurrent_seeded_c6", 12, 0, 12);
+  expect_row("cross_batch", 2, 0, 2);
+  expect_row("cache_reuse", 2, 2, 2);
+  expect_row("control_prompt", 2, 0, 0);
+  expect_row("control_seed", 2, 0, 0);
+  expect_row("control_temperature", 2, 0, 0);
+  EXPECT_TRUE(f.predictions[0].held);
+  EXPECT_TRUE(f.predictions[1].held);
+  EXPECT_TRUE(f.predictions[2].held);
+  EXPECT_FALSE(f.predictions[3].held) << "the fake keeps seeded tokens under overlap";
+  EXPECT_TRUE(f.fingerprint_changes.empty());
+  EXPECT_EQ(outcome.fingerprints.at("a").before.build_info, "b0-fake");
+}
+
+TEST(job_runner, transport_failures_are_retried_then_recorded_and_cancel_stops_at_a_group) {
+  test_support::fake_knobs k;
+  k.status = 503;
+  test_support::fake_backend down(k);
+  auto spec = audit::seed_protocol({{"a", down.url(), "llama"}});
+  spec.n_predict = 4;
+  auto plan = audit::make_plan(spec);
+  clients::backend_config c;
+  c.name = "a";
+  c.url = down.url();
+  clients::runner_options o;
+  o.max_attempts = 2;
+  o.retry_delay = 1ms;
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  o.cancel = cancel;
+  std::size_t groups = 0;
+  o.on_group = [&](const clients::group_outcome& g) {
+    EXPECT_EQ(g.attempts, 2) << "a 503 is retried once, then recorded";
+    for (const auto& r : g.runs) EXPECT_NE(r.error.find("HTTP 503"), std::string::npos) << r.error;
+    if (++groups == 3) cancel->store(true);
+  };
+  clients::net::io_context io;
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", c}}, o));
+  EXPECT_TRUE(outcome.cancelled);
+  EXPECT_EQ(outcome.groups.size(), 3u);
+  EXPECT_EQ(down.completions_served(), 6u) << "three groups of one request, two attempts each";
+  auto f = audit::evaluate(spec, plan, outcome.runs());
+  EXPECT_GT(f.failed_runs, 0);
+  EXPECT_FALSE(f.valid) << "no control was judged";
+}
