@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libsqlite3-dev libxxhash-dev libspdlog-dev libcli11-dev
   libgtest-dev                      # GoogleTest
   python3                           # the independent verifier and the Python baseline clients
+  curl                              # health checks in scripts/demo.sh
 )
 
 missing=()
