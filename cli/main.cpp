@@ -2,6 +2,7 @@
 // only wires them. (Daemon-facing subcommands arrive with the daemon.)
 #include <CLI/CLI.hpp>
 
+#include "db_commands.hpp"
 #include "run_command.hpp"
 
 int main(int argc, char** argv) {
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("logitaudit ") + LOGITAUDIT_VERSION);
   app.require_subcommand(0, 1);
   logitaudit::cli::add_run_command(app);
+  logitaudit::cli::add_db_commands(app);
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty()) {
     std::cout << app.help();

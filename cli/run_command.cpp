@@ -13,7 +13,9 @@
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/report.hpp"
+#include "audit/stream_encoding.hpp"
 #include "clients/job_runner.hpp"
+#include "storage/db_worker.hpp"
 
 namespace logitaudit::cli {
 namespace {
@@ -28,6 +30,8 @@ struct run_args {
   int top_k = 0;
   bool strict = false;
   bool quiet = false;
+  std::string db;              // store the job here
+  std::int64_t resume = 0;     // resume this stored job (with --db)
 };
 
 [[noreturn]] void fail(int code, const std::string& message) {
@@ -71,8 +75,44 @@ audit::audit_spec build_spec(const run_args& a) {
   return spec;
 }
 
+// The stored streams of a job as observations (for findings after a resume).
+std::vector<audit::observed_run> stored_observations(storage::audit_store& store, std::int64_t job) {
+  std::vector<audit::observed_run> out;
+  for (const auto& r : store.runs(job)) {
+    audit::observed_run o{r.group, r.request, std::nullopt, r.error};
+    if (r.ok) {
+      if (auto s = audit::decode_canonical(r.encoding)) o.stream = std::move(*s);
+      else o.error = "stored encoding does not decode";
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 int run(const run_args& a) {
-  const auto spec = build_spec(a);
+  std::unique_ptr<storage::db_worker> db;
+  std::int64_t job = 0;
+  if (!a.db.empty()) {
+    try {
+      db = std::make_unique<storage::db_worker>(a.db);
+    } catch (const std::exception& e) {
+      fail(4, e.what());
+    }
+  }
+  audit::audit_spec spec;
+  std::set<std::size_t> already;
+  if (a.resume) {
+    if (!db) fail(2, "--resume needs --db");
+    auto row = db->submit([&](storage::audit_store& s) { return s.job(a.resume); }).get();
+    if (!row) fail(2, "no job " + std::to_string(a.resume) + " in " + a.db);
+    auto parsed = api::read_spec(row->spec_json);
+    if (!parsed) fail(4, "the stored spec of job " + std::to_string(a.resume) + " does not parse");
+    spec = *parsed;
+    job = a.resume;
+    already = db->submit([&](storage::audit_store& s) { return s.stored_groups(job); }).get();
+  } else {
+    spec = build_spec(a);
+  }
   const auto plan = audit::make_plan(spec);
   std::map<std::string, clients::backend_config> configs;
   for (const auto& b : spec.backends) {
@@ -83,6 +123,21 @@ int run(const run_args& a) {
     if (!clients::parse_endpoint(b.url)) fail(2, "backend '" + b.name + "': url " + b.url + " " + clients::parse_endpoint(b.url).error());
     configs[b.name] = c;
   }
+  if (db && !a.resume) {
+    storage::new_job nj;
+    nj.spec_json = api::spec_to_json(spec);
+    nj.spec_hash = clients::hash64_hex(nj.spec_json);
+    nj.prediction_hash = audit::prediction_hash(spec.predictions);
+    nj.predictions_registered_at = storage::now_utc();
+    nj.total_requests = plan.total_requests();
+    nj.total_groups = plan.groups.size();
+    nj.created_at = nj.predictions_registered_at;
+    job = db->submit([&](storage::audit_store& s) { return s.create_job(nj); }).get();
+  }
+  if (db) {
+    db->submit([&](storage::audit_store& s) { s.set_status(job, "running", storage::now_utc()); }).get();
+    if (!a.quiet) std::cerr << "logitaudit run: job " << job << " in " << a.db << (a.resume ? " (resumed, " + std::to_string(already.size()) + " groups already stored)" : "") << "\n";
+  }
   const bool tty = ::isatty(STDERR_FILENO);
   if (!a.quiet)
     std::cerr << "logitaudit run: " << plan.total_requests() << " requests in " << plan.groups.size() << " groups on "
@@ -90,6 +145,18 @@ int run(const run_args& a) {
               << " registered\n";
   const auto start = std::chrono::steady_clock::now();
   clients::runner_options o;
+  o.skip_groups = already;
+  if (db)
+    o.on_group = [&](const clients::group_outcome& g) {
+      storage::group_write w{&plan, &plan.groups[g.group], g.runs, std::nullopt, g.attempts};
+      if (g.burst) {
+        std::string warnings;
+        for (const auto& x : g.burst->warnings) warnings += x + "\n";
+        w.burst = storage::burst_record{g.burst->launch_spread_ns, g.burst->wall_ns, g.burst->overlap,
+                                        g.burst->busy_slots_per_decode, warnings};
+      }
+      db->enqueue_group(job, std::move(w));
+    };
   std::size_t last_line = 0;
   o.on_progress = [&](const clients::run_progress& p) {
     if (a.quiet) return;
@@ -114,7 +181,25 @@ int run(const run_args& a) {
                          });
   io.run();
   for (const auto& e : outcome.errors) std::cerr << "logitaudit run: " << e << "\n";
-  const auto f = audit::evaluate(spec, plan, outcome.runs(), outcome.fingerprints);
+  std::vector<audit::observed_run> observed = outcome.runs();
+  if (db) {
+    db->flush();
+    if (a.resume) observed = db->submit([&](storage::audit_store& s) { return stored_observations(s, job); }).get();
+  }
+  const auto f = audit::evaluate(spec, plan, observed, outcome.fingerprints);
+  if (db) {
+    const std::string write_error = db->write_error();
+    const std::string status = !write_error.empty() ? "failed" : outcome.cancelled ? "cancelled" : "done";
+    db->submit([&](storage::audit_store& s) {
+        for (const auto& [name, fp] : outcome.fingerprints) {
+          s.record_fingerprint(job, name, "before", fp.before, storage::now_utc());
+          s.record_fingerprint(job, name, "after", fp.after, storage::now_utc());
+        }
+        s.finish_job(job, status, write_error, f, api::findings_to_json(f), storage::now_utc());
+      }).get();
+    if (!write_error.empty()) fail(4, write_error);
+    if (!a.quiet) std::cerr << "logitaudit run: stored as job " << job << " in " << a.db << " (" << status << ")\n";
+  }
   if (f.failed_runs > 0 && static_cast<std::size_t>(f.failed_runs) == f.verdicts.size()) {
     std::cerr << "logitaudit run: every request failed; first error: ";
     for (const auto& v : f.verdicts)
@@ -149,6 +234,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k, "top logprobs per token (overrides the spec)")->check(CLI::Range(1, 100));
   cmd->add_flag("--strict", args->strict, "exit 1 when a pre-registered prediction failed");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
+  cmd->add_option("--db", args->db, "store the job, its streams and findings in this SQLite file");
+  cmd->add_option("--resume", args->resume, "with --db: run the groups of this stored job that are not stored yet");
   cmd->callback([args] { std::exit(run(*args)); });
 }
 

@@ -65,7 +65,7 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
   else st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
 
   for (const auto& g : st->plan->groups) {
-    if (g.backend != name || g.index < st->options->first_group) continue;
+    if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
     if (st->options->cancel && st->options->cancel->load()) {
       st->out->cancelled = true;
       break;
@@ -125,7 +125,7 @@ net::awaitable<job_outcome> run_audit(audit::audit_spec spec, audit::audit_plan 
   job_outcome out;
   shared_state st{&spec, &plan, &options, {}, &out};
   for (const auto& g : plan.groups)
-    if (g.index >= options.first_group) st.progress.total += g.requests.size();
+    if (!options.skip_groups.count(g.index)) st.progress.total += g.requests.size();
   std::vector<net::awaitable<bool>> backends;
   for (const auto& b : spec.backends) {
     auto it = configs.find(b.name);

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ struct group_outcome {
 struct runner_options {
   int max_attempts = 3;  // per group, for transport failures and 5xx answers
   std::chrono::milliseconds retry_delay{250};
-  std::size_t first_group = 0;  // resume: groups before it are skipped
+  std::set<std::size_t> skip_groups;  // resume: groups already stored are not run again
   std::shared_ptr<std::atomic<bool>> cancel;  // checked before each group
   std::function<void(const run_progress&)> on_progress;
   std::function<void(const group_outcome&)> on_group;  // each group as it completes (persistence)

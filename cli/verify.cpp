@@ -1,0 +1,135 @@
+// verify: digests from bytes, identity from digests, predictions from identity.
+#include "verify.hpp"
+
+#include <map>
+#include <set>
+
+#include "api/spec_json.hpp"
+#include "audit/stream_encoding.hpp"
+
+namespace logitaudit::cli {
+namespace {
+
+std::string hex(const std::vector<std::uint8_t>& b) {
+  static const char* h = "0123456789abcdef";
+  std::string s;
+  for (auto c : b) {
+    s.push_back(h[c >> 4]);
+    s.push_back(h[c & 15]);
+  }
+  return s;
+}
+
+std::vector<std::uint8_t> bytes_of(const audit::digest128& d) { return {d.bytes, d.bytes + 16}; }
+
+std::string name_of(std::int64_t job, const storage::stored_run& r) {
+  return "job " + std::to_string(job) + " run " + std::to_string(r.id) + " (group " + std::to_string(r.group) +
+         " request " + std::to_string(r.request) + ", " + r.backend + "/" + r.condition + ")";
+}
+
+void verify_job(storage::audit_store& store, std::int64_t job, verify_report& rep) {
+  ++rep.jobs;
+  const auto runs = store.runs(job);
+  // 1. Digests, recomputed from the stored encoding.
+  struct recomputed {
+    std::vector<std::uint8_t> token, logit;
+    bool valid = false;
+  };
+  std::map<std::int64_t, recomputed> digests;  // by run id
+  std::map<std::pair<std::size_t, std::size_t>, const storage::stored_run*> by_position;
+  for (const auto& r : runs) {
+    by_position[{r.group, r.request}] = &r;
+    if (!r.ok) continue;
+    ++rep.streams;
+    auto d = audit::digest_canonical(r.encoding);
+    if (!d) {
+      rep.problems.push_back(name_of(job, r) + ": the stored encoding does not decode");
+      continue;
+    }
+    recomputed c{bytes_of(d->token), bytes_of(d->logit), true};
+    if (c.logit != r.logit_digest)
+      rep.problems.push_back(name_of(job, r) + ": logit digest stored " + hex(r.logit_digest) + ", recomputed " + hex(c.logit));
+    if (c.token != r.token_digest)
+      rep.problems.push_back(name_of(job, r) + ": token digest stored " + hex(r.token_digest) + ", recomputed " + hex(c.token));
+    digests[r.id] = std::move(c);
+  }
+
+  // 2. Identity verdicts, from the recomputed digests against the baseline's.
+  const auto job_row = store.job(job);
+  const bool finished = job_row && (job_row->status == "done" || job_row->status == "cancelled" || job_row->status == "failed");
+  std::map<std::int64_t, storage::stored_verdict> stored;
+  for (const auto& v : store.verdicts(job)) stored[v.run_id] = v;
+  struct identity {
+    std::string condition;
+    bool logit = false, token = false;
+  };
+  std::vector<identity> judged;
+  for (const auto& r : runs) {
+    if (!r.compared || !r.ok || !r.baseline_group) continue;
+    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
+    if (base == by_position.end() || !base->second->ok) continue;  // not judged: its baseline failed
+    const auto& mine = digests[r.id];
+    const auto& theirs = digests[base->second->id];
+    if (!mine.valid || !theirs.valid) continue;
+    identity id{r.condition, mine.logit == theirs.logit, mine.token == theirs.token};
+    judged.push_back(id);
+    if (!finished) continue;
+    ++rep.verdicts;
+    auto v = stored.find(r.id);
+    if (v == stored.end()) {
+      rep.problems.push_back(name_of(job, r) + ": no stored verdict for a judged stream");
+      continue;
+    }
+    if (v->second.logit_identical != id.logit || v->second.token_identical != id.token)
+      rep.problems.push_back(name_of(job, r) + ": stored verdict logit " + (v->second.logit_identical ? "identical" : "differs") +
+                             "/token " + (v->second.token_identical ? "identical" : "differs") + ", recomputed logit " +
+                             (id.logit ? "identical" : "differs") + "/token " + (id.token ? "identical" : "differs"));
+  }
+
+  // 3. Predictions, from the recomputed identities.
+  if (!finished || !job_row) return;
+  auto spec = api::read_spec(job_row->spec_json);
+  if (!spec) {
+    rep.problems.push_back("job " + std::to_string(job) + ": the stored spec does not parse");
+    return;
+  }
+  std::map<std::string, storage::stored_prediction> stored_p;
+  for (const auto& p : store.predictions(job)) stored_p[p.id] = p;
+  for (const auto& p : spec->predictions) {
+    ++rep.predictions;
+    const std::set<std::string> names(p.conditions.begin(), p.conditions.end());
+    int k = 0, n = 0;
+    for (const auto& id : judged) {
+      if (!names.count(id.condition)) continue;
+      ++n;
+      const bool identical = p.level == audit::identity_level::logit ? id.logit : id.token;
+      k += identical == (p.expect == audit::expectation::identical);
+    }
+    const bool held = n > 0 && k >= p.at_least * n - 1e-9;
+    auto s = stored_p.find(p.id);
+    if (s == stored_p.end()) {
+      rep.problems.push_back("job " + std::to_string(job) + " prediction " + p.id + ": not stored");
+      continue;
+    }
+    if (s->second.k != k || s->second.n != n || s->second.held != held)
+      rep.problems.push_back("job " + std::to_string(job) + " prediction " + p.id + ": stored " +
+                             (s->second.held ? "held " : "failed ") + std::to_string(s->second.k) + "/" +
+                             std::to_string(s->second.n) + ", recomputed " + (held ? "held " : "failed ") +
+                             std::to_string(k) + "/" + std::to_string(n));
+  }
+}
+
+}  // namespace
+
+verify_report verify_database(storage::audit_store& store, std::optional<std::int64_t> job) {
+  verify_report rep;
+  if (job) {
+    if (!store.job(*job)) rep.problems.push_back("job " + std::to_string(*job) + " does not exist");
+    else verify_job(store, *job, rep);
+    return rep;
+  }
+  for (auto id : store.job_ids()) verify_job(store, id, rep);
+  return rep;
+}
+
+}  // namespace logitaudit::cli

@@ -1,0 +1,93 @@
+// The database thread: drain pending group writes as one batch, then run queued tasks.
+#include "db_worker.hpp"
+
+#include <map>
+
+namespace logitaudit::storage {
+
+db_worker::db_worker(std::string path) {
+  std::promise<void> opened;
+  auto ready = opened.get_future();
+  thread_ = std::thread([this, path, p = std::move(opened)]() mutable { loop(std::move(path), std::move(p)); });
+  try {
+    ready.get();
+  } catch (...) {
+    thread_.join();
+    throw;
+  }
+}
+
+db_worker::~db_worker() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void db_worker::enqueue_group(std::int64_t job, group_write g) {
+  {
+    std::lock_guard lock(mutex_);
+    pending_.emplace_back(job, std::move(g));
+  }
+  wake_.notify_all();
+}
+
+void db_worker::post(std::function<void(audit_store&)> fn) {
+  {
+    std::lock_guard lock(mutex_);
+    tasks_.push_back(std::move(fn));
+  }
+  wake_.notify_all();
+}
+
+void db_worker::flush() { submit([](audit_store&) { return 0; }).get(); }
+
+std::string db_worker::write_error() const {
+  std::lock_guard lock(mutex_);
+  return write_error_;
+}
+
+std::size_t db_worker::batches_committed() const {
+  std::lock_guard lock(mutex_);
+  return batches_;
+}
+
+void db_worker::loop(std::string path, std::promise<void> opened) {
+  std::unique_ptr<audit_store> store;
+  try {
+    store = std::make_unique<audit_store>(path);
+    opened.set_value();
+  } catch (...) {
+    opened.set_exception(std::current_exception());
+    return;
+  }
+  for (;;) {
+    std::vector<std::pair<std::int64_t, group_write>> batch;
+    std::deque<std::function<void(audit_store&)>> tasks;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || !tasks_.empty(); });
+      if (stopping_ && pending_.empty() && tasks_.empty()) return;
+      batch.swap(pending_);
+      tasks.swap(tasks_);
+    }
+    // Writes first, so a task queued after a group sees it. One transaction per job's batch.
+    std::map<std::int64_t, std::vector<group_write>> by_job;
+    for (auto& [job, g] : batch) by_job[job].push_back(std::move(g));
+    for (auto& [job, groups] : by_job) {
+      try {
+        store->record_groups(job, groups);
+        std::lock_guard lock(mutex_);
+        ++batches_;
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mutex_);
+        if (write_error_.empty()) write_error_ = std::string("storing results failed: ") + e.what();
+      }
+    }
+    for (auto& t : tasks) t(*store);
+  }
+}
+
+}  // namespace logitaudit::storage

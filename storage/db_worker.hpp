@@ -1,0 +1,62 @@
+// The one thread that touches the database. Callers hand it work and never block on disk:
+// group writes are queued and committed in batches (each group still whole), other work
+// runs in order. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "audit_store.hpp"
+
+namespace logitaudit::storage {
+
+class db_worker {
+ public:
+  // Opens the store on the worker thread; throws storage_error if it cannot be opened.
+  explicit db_worker(std::string path);
+  ~db_worker();  // writes what is queued, then stops
+  db_worker(const db_worker&) = delete;
+  db_worker& operator=(const db_worker&) = delete;
+
+  // Queues one finished group of `job`; returns at once. The plan it points into must
+  // outlive the write (flush() waits for it).
+  void enqueue_group(std::int64_t job, group_write g);
+
+  // Runs `fn` on the worker thread after everything queued before it; the future carries
+  // its result or its exception.
+  template <class F>
+  auto submit(F fn) -> std::future<decltype(fn(std::declval<audit_store&>()))> {
+    using R = decltype(fn(std::declval<audit_store&>()));
+    auto task = std::make_shared<std::packaged_task<R(audit_store&)>>(std::move(fn));
+    auto fut = task->get_future();
+    post([task](audit_store& s) { (*task)(s); });
+    return fut;
+  }
+
+  // Blocks until everything queued so far is on disk.
+  void flush();
+  // The first write that failed (the job it belonged to should be failed), "" if none.
+  std::string write_error() const;
+  std::size_t batches_committed() const;
+
+ private:
+  void post(std::function<void(audit_store&)> fn);
+  void loop(std::string path, std::promise<void> opened);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void(audit_store&)>> tasks_;
+  std::vector<std::pair<std::int64_t, group_write>> pending_;
+  bool stopping_ = false;
+  std::string write_error_;
+  std::size_t batches_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace logitaudit::storage
