@@ -63,6 +63,10 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
   auto before = co_await b.fingerprint(st->spec->prompts);
   if (before) st->out->fingerprints[name].before = *before;
   else st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
+  // Nothing listens there at all: every group fails at once instead of after its retries.
+  const bool unreachable = !before && (before.error().code == client_errc::connection_refused ||
+                                       before.error().code == client_errc::resolve_failed ||
+                                       before.error().code == client_errc::connect_timeout);
 
   for (const auto& g : st->plan->groups) {
     if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
@@ -71,6 +75,15 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
       break;
     }
     group_outcome out;
+    if (unreachable) {
+      out.group = g.index;
+      for (std::size_t i = 0; i < g.requests.size(); ++i)
+        out.runs.push_back({g.index, i, std::nullopt,
+                            std::string(to_string(before.error().code)) + ": " + before.error().message});
+      report(*st, out);
+      st->out->groups.push_back(std::move(out));
+      continue;
+    }
     for (int attempt = 1;; ++attempt) {
       out = co_await run_group_once(b, g, *st->plan);
       out.attempts = attempt;
@@ -82,6 +95,7 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     st->out->groups.push_back(std::move(out));
   }
 
+  if (unreachable) co_return false;
   auto after = co_await b.fingerprint(st->spec->prompts);
   if (after) st->out->fingerprints[name].after = *after;
   else st->out->errors.push_back(name + ": fingerprint after the job failed: " + after.error().message);

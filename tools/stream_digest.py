@@ -7,6 +7,8 @@ JSON (or reads a stored encoding) and hashes it with libxxhash's XXH3-128 throug
   stream_digest.py FILE...            raw llama.cpp /completion JSON, its SSE stream, or an
                                       OpenAI /v1/completions JSON (shape detected)
   stream_digest.py --encoded FILE...  stored canonical encodings (binary)
+  stream_digest.py --db FILE.db       every stream of a logitaudit database: recompute both
+                                      digests from the stored encoding, report mismatches
 
 Prints one line per file: token digest, logit digest, token count, keying, file.
 """
@@ -149,7 +151,30 @@ def digests_of_file(path, encoded):
     return xxh128_hex(token_section(tokens, keying)), xxh128_hex(encode(tokens, keying)), len(tokens), keying
 
 
+def check_database(path):
+    import sqlite3
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = con.execute("SELECT r.job_id, r.id, r.group_index, r.request_index, s.token_digest, s.logit_digest, "
+                       "s.encoding FROM streams s JOIN runs r ON r.id = s.run_id ORDER BY r.id")
+    checked = bad = 0
+    for job, run, group, request, tok, logit, enc in rows:
+        checked += 1
+        try:
+            tokens, keying = decode(bytes(enc))
+            t, l = xxh128_hex(token_section(tokens, keying)), xxh128_hex(bytes(enc))
+        except (ValueError, struct.error) as e:
+            t = l = f"undecodable ({e})"
+        if t != bytes(tok).hex() or l != bytes(logit).hex():
+            bad += 1
+            print(f"MISMATCH job {job} run {run} (group {group} request {request}): stored "
+                  f"{bytes(tok).hex()}/{bytes(logit).hex()}, recomputed {t}/{l}")
+    print(f"{checked} streams checked, {bad} mismatches")
+    return 1 if bad else 0
+
+
 def main(argv):
+    if argv[:1] == ["--db"] and len(argv) == 2:
+        return check_database(argv[1])
     encoded = "--encoded" in argv
     files = [a for a in argv if a != "--encoded"]
     if not files:

@@ -10,26 +10,16 @@
 #include "audit/plan.hpp"
 #include "audit/report.hpp"
 #include "audit/stream_encoding.hpp"
+#include "support/synthetic.hpp"
 
 using namespace logitaudit::audit;
+using logitaudit::test_support::next_float_down;
+using logitaudit::test_support::simulate;
+using logitaudit::test_support::stream_of;
 
 namespace {
 
-logit_stream stream_of(std::vector<std::int64_t> ids, double lp = -0.25) {
-  logit_stream s;
-  for (auto id : ids) {
-    token_step t;
-    t.key = id;
-    t.logprob = lp;
-    t.top = {{id, lp, ""}, {id + 1000, lp - 1.5, ""}, {id + 2000, lp - 3.0, ""}};
-    s.tokens.push_back(t);
-  }
-  return s;
-}
-
 comparison cmp(const logit_stream& a, const logit_stream& b) { return compare_streams(a, digest(a), b, digest(b)); }
-
-double next_float_down(double v) { return static_cast<double>(std::nextafter(static_cast<float>(v), -1.0f)); }
 
 }  // namespace
 
@@ -216,29 +206,6 @@ TEST(spec_validation, every_problem_at_once_each_naming_its_field) {
 }
 
 namespace {
-
-// Observations for a plan where overlapping (burst) requests move one logprob by one ULP,
-// and controls get different tokens, as the fake backend does.
-std::vector<observed_run> simulate(const audit_plan& plan, std::size_t fail_group = SIZE_MAX) {
-  std::vector<observed_run> runs;
-  for (const auto& g : plan.groups)
-    for (std::size_t i = 0; i < g.requests.size(); ++i) {
-      const auto& r = g.requests[i];
-      observed_run o{g.index, i, std::nullopt, {}};
-      if (g.index == fail_group) {
-        o.error = "connection_refused: nothing there";
-        runs.push_back(o);
-        continue;
-      }
-      std::int64_t base = static_cast<std::int64_t>(std::hash<std::string>{}(r.prompt) % 1000);
-      if (r.params.seed) base += static_cast<std::int64_t>(*r.params.seed * 7 + r.params.temperature * 100);
-      auto s = stream_of({base, base + 1, base + 2});
-      if (g.mode == group_mode::burst) s.tokens[1].logprob = next_float_down(s.tokens[1].logprob);
-      o.stream = s;
-      runs.push_back(o);
-    }
-  return runs;
-}
 
 const condition_tally& row(const findings& f, const std::string& name) {
   return *std::find_if(f.pooled.begin(), f.pooled.end(), [&](auto& t) { return t.condition == name; });
