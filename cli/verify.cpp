@@ -10,14 +10,12 @@
 namespace logitaudit::cli {
 namespace {
 
+// Hex of a stored 16-byte digest blob (any other length is shown as it is, in hex).
 std::string hex(const std::vector<std::uint8_t>& b) {
-  static const char* h = "0123456789abcdef";
-  std::string s;
-  for (auto c : b) {
-    s.push_back(h[c >> 4]);
-    s.push_back(h[c & 15]);
-  }
-  return s;
+  audit::digest128 d;
+  if (b.size() != 16) return "(" + std::to_string(b.size()) + " bytes)";
+  std::copy(b.begin(), b.end(), d.bytes);
+  return d.hex();
 }
 
 std::vector<std::uint8_t> bytes_of(const audit::digest128& d) { return {d.bytes, d.bytes + 16}; }

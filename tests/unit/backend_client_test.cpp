@@ -150,7 +150,10 @@ TEST(backend_client, an_oversized_body_is_refused) {
   EXPECT_EQ(error_code_of(complete_once(f, greedy("x"), c)), client_errc::oversized);
 }
 
-TEST(backend_client, nothing_listening_is_connection_refused) {
+namespace {
+
+// A loopback port where nothing listens any more.
+backend_config dead_backend() {
   int port;
   {
     fake_backend f;
@@ -158,6 +161,13 @@ TEST(backend_client, nothing_listening_is_connection_refused) {
   }
   backend_config c;
   c.url = "http://127.0.0.1:" + std::to_string(port);
+  return c;
+}
+
+}  // namespace
+
+TEST(backend_client, nothing_listening_is_connection_refused) {
+  const auto c = dead_backend();
   net::io_context io;
   backend b(io.get_executor(), c);
   EXPECT_EQ(error_code_of(run(io, b.complete(greedy("x")))), client_errc::connection_refused);
@@ -239,13 +249,7 @@ TEST(backend_client, a_burst_is_in_flight_together_and_the_server_sees_it) {
 }
 
 TEST(backend_client, a_burst_against_a_dead_server_reports_every_member_failed) {
-  int port;
-  {
-    fake_backend f;
-    port = f.port();
-  }
-  backend_config c;
-  c.url = "http://127.0.0.1:" + std::to_string(port);
+  const auto c = dead_backend();
   net::io_context io;
   backend b(io.get_executor(), c);
   auto burst = run(io, run_burst(b, std::vector<completion_request>(4, greedy("x"))));
