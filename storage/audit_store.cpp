@@ -15,6 +15,11 @@ namespace {
 const char* const kMigrations[] = {
     // 1: the first schema.
     R"sql(
+CREATE TABLE schema_migrations (
+  version INTEGER PRIMARY KEY,
+  applied_at TEXT NOT NULL
+);
+
 CREATE TABLE jobs (
   id INTEGER PRIMARY KEY,
   status TEXT NOT NULL CHECK (status IN ('queued','running','done','failed','cancelled','interrupted')),
@@ -189,6 +194,9 @@ void audit_store::migrate() {
   for (int v = version; v < kSchemaVersion; ++v) {
     transaction t(db_);
     db_.exec(kMigrations[v]);
+    auto& record = db_.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)");
+    record.bind(1, v + 1).bind(2, now_utc());
+    record.run();
     db_.exec("PRAGMA user_version = " + std::to_string(v + 1));
     t.commit();
   }

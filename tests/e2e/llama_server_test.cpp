@@ -114,3 +114,21 @@ TEST(llama_server_e2e, bearer_token_and_slots) {
   EXPECT_EQ(slots->total, 3);
   EXPECT_EQ(slots->processing, 0);
 }
+
+// The model generator through llama-quantize: the same arguments give the same bytes.
+TEST(llama_server_e2e, quantized_models_are_byte_identical_for_the_same_arguments) {
+  const auto dir = std::filesystem::temp_directory_path() / ("logitaudit-q-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string bytes[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto out = dir / ("m" + std::to_string(i) + ".gguf");
+    const std::string cmd = std::string("'") + LOGITAUDIT_MAKE_MODEL + "' --preset tiny --seed 11 --quantize Q4_K_M --out '" +
+                            out.string() + "' > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream in(out, std::ios::binary);
+    bytes[i].assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_GT(bytes[0].size(), 1'000'000u);
+  EXPECT_EQ(bytes[0], bytes[1]);
+  std::filesystem::remove_all(dir);
+}

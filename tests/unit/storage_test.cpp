@@ -76,8 +76,12 @@ TEST(storage, migrations_are_recorded_and_a_newer_schema_is_refused) {
     storage::audit_store s(t.str());
     EXPECT_EQ(s.schema_version(), storage::kSchemaVersion);
     EXPECT_EQ(s.integrity_check(), "ok");
+    EXPECT_EQ(count(s, "schema_migrations"), storage::kSchemaVersion);
   }
-  { storage::audit_store again(t.str()); }  // reopening applies nothing twice
+  {
+    storage::audit_store again(t.str());
+    EXPECT_EQ(count(again, "schema_migrations"), storage::kSchemaVersion) << "reopening applies nothing twice";
+  }
   {
     storage::database raw(t.str());
     raw.exec("PRAGMA user_version = 99");
