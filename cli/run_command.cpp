@@ -75,20 +75,6 @@ audit::audit_spec build_spec(const run_args& a) {
   return spec;
 }
 
-// The stored streams of a job as observations (for findings after a resume).
-std::vector<audit::observed_run> stored_observations(storage::audit_store& store, std::int64_t job) {
-  std::vector<audit::observed_run> out;
-  for (const auto& r : store.runs(job)) {
-    audit::observed_run o{r.group, r.request, std::nullopt, r.error};
-    if (r.ok) {
-      if (auto s = audit::decode_canonical(r.encoding)) o.stream = std::move(*s);
-      else o.error = "stored encoding does not decode";
-    }
-    out.push_back(std::move(o));
-  }
-  return out;
-}
-
 int run(const run_args& a) {
   std::unique_ptr<storage::db_worker> db;
   std::int64_t job = 0;
@@ -184,7 +170,7 @@ int run(const run_args& a) {
   std::vector<audit::observed_run> observed = outcome.runs();
   if (db) {
     db->flush();
-    if (a.resume) observed = db->submit([&](storage::audit_store& s) { return stored_observations(s, job); }).get();
+    if (a.resume) observed = db->submit([&](storage::audit_store& s) { return s.observations(job); }).get();
   }
   const auto f = audit::evaluate(spec, plan, observed, outcome.fingerprints);
   if (db) {

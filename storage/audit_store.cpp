@@ -454,6 +454,62 @@ std::vector<stored_prediction> audit_store::predictions(std::int64_t job) {
   return out;
 }
 
+std::vector<job_record> audit_store::jobs_page(const std::string& status, const std::string& tag, std::int64_t before,
+                                               int limit) {
+  auto& s = db_.prepare(std::string("SELECT ") + kJobColumns +
+                        " FROM jobs WHERE (?1 = '' OR status = ?1) AND (?2 = 0 OR id < ?2) AND "
+                        "(?3 = '' OR EXISTS (SELECT 1 FROM json_each(jobs.tags_json) WHERE value = ?3)) "
+                        "ORDER BY id DESC LIMIT ?4");
+  s.bind(1, status).bind(2, before).bind(3, tag).bind(4, limit);
+  std::vector<job_record> out;
+  while (s.step()) out.push_back(read_job(s));
+  s.reset();
+  return out;
+}
+
+std::vector<audit::observed_run> audit_store::observations(std::int64_t job) {
+  std::vector<audit::observed_run> out;
+  for (const auto& r : runs(job)) {
+    audit::observed_run o{r.group, r.request, std::nullopt, r.error};
+    if (r.ok) {
+      if (auto st = audit::decode_canonical(r.encoding)) o.stream = std::move(*st);
+      else o.error = "the stored encoding does not decode";
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::map<std::string, audit::backend_fingerprints> audit_store::fingerprints(std::int64_t job) {
+  auto& s = db_.prepare(
+      "SELECT backend, phase, api, build_info, model, model_ftype, total_slots, n_ctx, chat_template_hash, "
+      "generation_settings_hash, prompt_token_hashes FROM fingerprints WHERE job_id = ?");
+  s.bind(1, job);
+  std::map<std::string, audit::backend_fingerprints> out;
+  while (s.step()) {
+    audit::backend_fingerprint f;
+    f.api = s.text(2);
+    f.build_info = s.text(3);
+    f.model = s.text(4);
+    f.model_ftype = s.text(5);
+    f.total_slots = s.integer(6);
+    f.n_ctx = s.integer(7);
+    f.chat_template_hash = s.text(8);
+    f.generation_settings_hash = s.text(9);
+    const std::string hashes = s.text(10);
+    for (std::size_t i = 0; i < hashes.size();) {
+      auto nl = hashes.find('\n', i);
+      if (nl == std::string::npos) nl = hashes.size();
+      auto line = hashes.substr(i, nl - i);
+      if (auto tab = line.rfind('\t'); tab != std::string::npos) f.prompt_token_hashes[line.substr(0, tab)] = line.substr(tab + 1);
+      i = nl + 1;
+    }
+    (s.text(1) == "before" ? out[s.text(0)].before : out[s.text(0)].after) = std::move(f);
+  }
+  s.reset();
+  return out;
+}
+
 bool audit_store::delete_job(std::int64_t job) {
   transaction t(db_);
   // Verdicts and streams hang off runs, runs and bursts off groups: cascades remove them all.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -118,6 +119,11 @@ class audit_store {
   std::vector<stored_verdict> verdicts(std::int64_t job);
   std::vector<stored_prediction> predictions(std::int64_t job);
   std::vector<std::int64_t> job_ids();
+  // Newest first, ids below `before` (0: no bound), optionally one status and one tag.
+  std::vector<job_record> jobs_page(const std::string& status, const std::string& tag, std::int64_t before, int limit);
+  // The stored runs as observations (streams decoded from their canonical encoding).
+  std::vector<audit::observed_run> observations(std::int64_t job);
+  std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job);
 
   // Deletes the job and every row that belongs to it; false when there was none.
   bool delete_job(std::int64_t job);

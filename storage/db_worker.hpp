@@ -39,6 +39,10 @@ class db_worker {
     return fut;
   }
 
+  // Runs `fn` on the worker thread after everything queued before it; returns at once.
+  // Exceptions from `fn` are the caller's to catch inside `fn`.
+  void post(std::function<void(audit_store&)> fn);
+
   // Blocks until everything queued so far is on disk.
   void flush();
   // The first write that failed (the job it belonged to should be failed), "" if none.
@@ -46,7 +50,6 @@ class db_worker {
   std::size_t batches_committed() const;
 
  private:
-  void post(std::function<void(audit_store&)> fn);
   void loop(std::string path, std::promise<void> opened);
 
   mutable std::mutex mutex_;

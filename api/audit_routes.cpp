@@ -1,0 +1,210 @@
+// Route handlers: parse, validate, call the service, render.
+#include "audit_routes.hpp"
+
+#include <charconv>
+#include <memory>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "audit/report.hpp"
+#include "spec_json.hpp"
+
+namespace logitaudit::api {
+namespace {
+
+using json = nlohmann::json;
+
+json summary_json(const job_summary& j) {
+  json out = {{"id", j.id},
+              {"status", j.status},
+              {"progress", {{"done", j.done}, {"total", j.total}, {"failed", j.failed}}},
+              {"created_at", j.created_at},
+              {"started_at", j.started_at},
+              {"finished_at", j.finished_at},
+              {"predictions", {{"hash", j.prediction_hash}, {"registered_at", j.predictions_registered_at}}},
+              {"tags", j.tags},
+              {"backends", j.backends},
+              {"links",
+               {{"self", "/v1/audits/" + std::to_string(j.id)},
+                {"report", "/v1/audits/" + std::to_string(j.id) + "/report"},
+                {"cancel", "/v1/audits/" + std::to_string(j.id) + "/cancel"}}}};
+  if (!j.error.empty()) out["error"] = j.error;
+  return out;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// A job id from a path segment: digits only, no sign, no overflow.
+std::optional<std::int64_t> parse_id(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+api_response bad_id(const std::string& s) {
+  return error_response(404, "not_found", "no audit with id '" + s.substr(0, 64) + "'", "id");
+}
+
+bool authorized(const request_context& ctx, const route_options& o) {
+  return o.tokens.empty() || token_accepted(ctx.authorization, o.tokens);
+}
+
+api_response unauthorized() {
+  return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>");
+}
+
+// GET /healthz
+net::awaitable<api_response> route_get_healthz(request_context) {
+  co_return json_response(200, R"({"status":"ok"})");
+}
+
+// GET /readyz
+net::awaitable<api_response> route_get_readyz(audit_service* svc_ptr, request_context) {
+  co_return svc_ptr->ready() ? json_response(200, R"({"status":"ready"})")
+                        : error_response(503, "not_ready", "the database or the queue is not ready");
+}
+
+// POST /v1/audits
+net::awaitable<api_response> route_post_v1_audits(audit_service* svc_ptr, std::shared_ptr<route_options> o, request_context ctx) {
+  if (!authorized(ctx, *o)) co_return unauthorized();
+  if (ctx.body.empty()) co_return error_response(400, "invalid_spec", "a JSON body (the audit spec) is required");
+  auto spec = parse_spec(ctx.body, o->limits);
+  if (!spec) {
+    const auto& p = spec.error().front();
+    std::string all;
+    for (const auto& q : spec.error()) all += (all.empty() ? "" : "; ") + (q.field.empty() ? "" : q.field + ": ") + q.message;
+    co_return error_response(400, "invalid_spec", all, p.field);
+  }
+  auto job = co_await svc_ptr->submit(std::move(*spec));
+  if (!job) {
+    const auto& p = job.error().front();
+    co_return error_response(400, "invalid_spec", p.message, p.field);
+  }
+  co_return json_response(202, dump(summary_json(*job)));
+}
+
+// GET /v1/audits
+net::awaitable<api_response> route_get_v1_audits(audit_service* svc_ptr, request_context ctx) {
+  for (const auto& [k, v] : ctx.query)
+    if (k != "status" && k != "tag" && k != "before" && k != "limit")
+      co_return error_response(400, "invalid_query", "unknown query parameter", k);
+  std::string status = ctx.query.count("status") ? ctx.query.at("status") : "";
+  static const std::set<std::string> statuses = {"", "queued", "running", "done", "failed", "cancelled", "interrupted"};
+  if (!statuses.count(status)) co_return error_response(400, "invalid_query", "unknown status '" + status.substr(0, 32) + "'", "status");
+  std::int64_t before = 0;
+  if (ctx.query.count("before")) {
+    auto b = parse_id(ctx.query.at("before"));
+    if (!b) co_return error_response(400, "invalid_query", "must be a positive job id", "before");
+    before = *b;
+  }
+  int limit = 50;
+  if (ctx.query.count("limit")) {
+    auto l = parse_id(ctx.query.at("limit"));
+    if (!l || *l > 500) co_return error_response(400, "invalid_query", "must be between 1 and 500", "limit");
+    limit = static_cast<int>(*l);
+  }
+  auto jobs = co_await svc_ptr->jobs(status, ctx.query.count("tag") ? ctx.query.at("tag") : "", before, limit + 1);
+  json out = {{"audits", json::array()}};
+  for (std::size_t i = 0; i < jobs.size() && static_cast<int>(i) < limit; ++i) out["audits"].push_back(summary_json(jobs[i]));
+  if (static_cast<int>(jobs.size()) > limit) out["next"] = "/v1/audits?before=" + std::to_string(jobs[static_cast<std::size_t>(limit) - 1].id);
+  co_return json_response(200, dump(out));
+}
+
+// GET /v1/audits/{id}
+net::awaitable<api_response> route_get_v1_audits_id(audit_service* svc_ptr, request_context ctx) {
+  auto id = parse_id(ctx.params[0]);
+  if (!id) co_return bad_id(ctx.params[0]);
+  auto j = co_await svc_ptr->job(*id);
+  if (!j) co_return bad_id(ctx.params[0]);
+  co_return json_response(200, dump(summary_json(*j)));
+}
+
+// GET /v1/audits/{id}/report
+net::awaitable<api_response> route_get_v1_audits_id_report(audit_service* svc_ptr, request_context ctx) {
+  auto id = parse_id(ctx.params[0]);
+  if (!id) co_return bad_id(ctx.params[0]);
+  const std::string format = ctx.query.count("format") ? ctx.query.at("format") : "json";
+  if (format != "json" && format != "text" && format != "markdown" && format != "csv")
+    co_return error_response(400, "invalid_query", "format must be json, text, markdown or csv", "format");
+  auto j = co_await svc_ptr->job(*id);
+  if (!j) co_return bad_id(ctx.params[0]);
+  if (j->status == "queued" || j->status == "running")
+    co_return error_response(409, "not_finished", "audit " + std::to_string(*id) + " is " + j->status + "; its report comes when it ends");
+  auto f = co_await svc_ptr->findings(*id);
+  if (!f) co_return error_response(409, "no_findings", "audit " + std::to_string(*id) + " has no findings (" + j->status + ")");
+  if (format == "text") co_return api_response{200, audit::render_text(*f), "text/plain; charset=utf-8"};
+  if (format == "markdown") co_return api_response{200, audit::render_markdown(*f), "text/markdown; charset=utf-8"};
+  if (format == "csv") co_return api_response{200, audit::render_csv(*f), "text/csv; charset=utf-8"};
+  co_return json_response(200, findings_to_json(*f));
+}
+
+// POST /v1/audits/{id}/cancel
+net::awaitable<api_response> route_post_v1_audits_id_cancel(audit_service* svc_ptr, std::shared_ptr<route_options> o, request_context ctx) {
+  if (!authorized(ctx, *o)) co_return unauthorized();
+  auto id = parse_id(ctx.params[0]);
+  if (!id) co_return bad_id(ctx.params[0]);
+  switch (co_await svc_ptr->cancel(*id)) {
+    case cancel_outcome::not_found: co_return bad_id(ctx.params[0]);
+    case cancel_outcome::already_finished:
+      co_return error_response(409, "already_finished", "audit " + std::to_string(*id) + " has already ended");
+    case cancel_outcome::cancelled: break;
+  }
+  auto j = co_await svc_ptr->job(*id);
+  co_return json_response(202, dump(summary_json(*j)));
+}
+
+// DELETE /v1/audits/{id}
+net::awaitable<api_response> route_delete_v1_audits_id(audit_service* svc_ptr, std::shared_ptr<route_options> o, request_context ctx) {
+  if (!authorized(ctx, *o)) co_return unauthorized();
+  auto id = parse_id(ctx.params[0]);
+  if (!id) co_return bad_id(ctx.params[0]);
+  if (!co_await svc_ptr->remove(*id)) co_return bad_id(ctx.params[0]);
+  co_return json_response(200, dump(json{{"deleted", *id}}));
+}
+
+// GET /v1/backends
+net::awaitable<api_response> route_get_v1_backends(audit_service* svc_ptr, request_context) {
+  co_return json_response(200, co_await svc_ptr->backends_json());
+}
+
+}  // namespace
+
+bool token_accepted(const std::string& header, const std::vector<std::string>& tokens) {
+  constexpr std::string_view prefix = "Bearer ";
+  if (!header.starts_with(prefix)) return false;
+  const std::string_view presented = std::string_view(header).substr(prefix.size());
+  bool ok = false;
+  for (const auto& t : tokens) {
+    // Compare every byte of equal-length candidates; the length is not secret.
+    unsigned diff = presented.size() != t.size();
+    for (std::size_t i = 0; i < t.size(); ++i) diff |= static_cast<unsigned char>(i < presented.size() ? presented[i] : 0) ^ static_cast<unsigned char>(t[i]);
+    ok = ok || diff == 0;
+  }
+  return ok;
+}
+
+void add_audit_routes(router& r, audit_service& svc, route_options opts) {
+  auto o = std::make_shared<route_options>(std::move(opts));
+  using http::verb;
+
+  r.add(verb::get, "/healthz", [](const request_context& ctx) { return route_get_healthz(ctx); });
+  r.add(verb::get, "/readyz", [&svc](const request_context& ctx) { return route_get_readyz(&svc, ctx); });
+
+  r.add(verb::post, "/v1/audits", [&svc, o](const request_context& ctx) { return route_post_v1_audits(&svc, o, ctx); });
+
+  r.add(verb::get, "/v1/audits", [&svc](const request_context& ctx) { return route_get_v1_audits(&svc, ctx); });
+
+  r.add(verb::get, "/v1/audits/{id}", [&svc](const request_context& ctx) { return route_get_v1_audits_id(&svc, ctx); });
+
+  r.add(verb::get, "/v1/audits/{id}/report", [&svc](const request_context& ctx) { return route_get_v1_audits_id_report(&svc, ctx); });
+
+  r.add(verb::post, "/v1/audits/{id}/cancel", [&svc, o](const request_context& ctx) { return route_post_v1_audits_id_cancel(&svc, o, ctx); });
+
+  r.add(verb::delete_, "/v1/audits/{id}", [&svc, o](const request_context& ctx) { return route_delete_v1_audits_id(&svc, o, ctx); });
+
+  r.add(verb::get, "/v1/backends", [&svc](const request_context& ctx) { return route_get_v1_backends(&svc, ctx); });
+}
+
+}  // namespace logitaudit::api

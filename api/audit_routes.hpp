@@ -1,0 +1,24 @@
+// The /v1 routes of logitauditd over an audit_service: JSON in, JSON (or a report) out,
+// every field validated with a message that names it, nothing stored for a rejected request.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "audit_service.hpp"
+#include "http_server.hpp"
+
+namespace logitaudit::api {
+
+struct route_options {
+  std::vector<std::string> tokens;  // when non-empty, mutating routes need one as a bearer token
+  audit::spec_limits limits;
+};
+
+// Adds /healthz, /readyz and the /v1 audit routes to `r`. `service` must outlive the server.
+void add_audit_routes(router& r, audit_service& service, route_options options);
+
+// Constant-time comparison of a presented token with the configured ones.
+bool token_accepted(const std::string& authorization_header, const std::vector<std::string>& tokens);
+
+}  // namespace logitaudit::api

@@ -1,0 +1,252 @@
+// Listener, sessions, routing and the error shape.
+#include "http_server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+namespace logitaudit::api {
+namespace {
+
+using tcp = net::ip::tcp;
+using token_t = net::as_tuple_t<net::use_awaitable_t<>>;
+using tcp_stream = token_t::as_default_on_t<beast::tcp_stream>;
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t i = 1;
+  while (i <= path.size()) {
+    auto j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    out.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+api_response error_response(unsigned status, std::string code, std::string message, std::string field) {
+  nlohmann::json e = {{"code", std::move(code)}, {"message", std::move(message)}};
+  if (!field.empty()) e["field"] = std::move(field);
+  return {status, nlohmann::json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          "application/json"};
+}
+
+api_response json_response(unsigned status, std::string body) { return {status, std::move(body), "application/json"}; }
+
+bool url_decode(std::string_view in, std::string& out) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  out.clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '+') {
+      out.push_back(' ');
+    } else if (in[i] == '%') {
+      if (i + 2 >= in.size()) return false;
+      const int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
+      if (hi < 0 || lo < 0) return false;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else {
+      out.push_back(in[i]);
+    }
+  }
+  return true;
+}
+
+void router::add(http::verb method, std::string pattern, handler h) {
+  routes_.push_back({method, pattern, split_path(pattern), std::move(h)});
+}
+
+router::match router::lookup(http::verb method, const std::string& path) const {
+  match m;
+  const auto segs = split_path(path);
+  for (const auto& r : routes_) {
+    if (r.segments.size() != segs.size()) continue;
+    std::vector<std::string> params;
+    bool ok = true;
+    for (std::size_t i = 0; i < segs.size() && ok; ++i) {
+      const auto& p = r.segments[i];
+      if (p.size() > 2 && p.front() == '{' && p.back() == '}') {
+        if (segs[i].empty()) ok = false;
+        else params.push_back(segs[i]);
+      } else if (p != segs[i]) {
+        ok = false;
+      }
+    }
+    if (!ok) continue;
+    m.path_known = true;
+    m.allowed.push_back(std::string(http::to_string(r.method)));
+    if (r.method == method && !m.found) {
+      m.found = &r.h;
+      m.params = std::move(params);
+    }
+  }
+  return m;
+}
+
+std::vector<std::pair<std::string, std::string>> router::routes() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& r : routes_) out.emplace_back(std::string(http::to_string(r.method)), r.pattern);
+  return out;
+}
+
+struct http_server::state : std::enable_shared_from_this<state> {
+  state(net::any_io_executor ex, const router& r, server_limits l) : executor(ex), acceptor(ex), routes(r), limits(l) {}
+  net::any_io_executor executor;
+  tcp::acceptor acceptor;
+  const router& routes;
+  server_limits limits;
+  std::size_t connections = 0;
+  bool stopped = false;
+};
+
+namespace {
+
+net::awaitable<api_response> dispatch(const router& routes, request_context ctx) {
+  auto m = routes.lookup(ctx.method, ctx.path);
+  if (!m.path_known) co_return error_response(404, "not_found", "no route for " + ctx.path);
+  if (!m.found) {
+    std::string allowed;
+    for (const auto& a : m.allowed) allowed += (allowed.empty() ? "" : ", ") + a;
+    co_return error_response(405, "method_not_allowed",
+                             std::string(http::to_string(ctx.method)) + " is not allowed here; allowed: " + allowed);
+  }
+  ctx.params = std::move(m.params);
+  try {
+    co_return co_await (*m.found)(ctx);
+  } catch (const std::exception& e) {
+    spdlog::error("handler for {} {} threw: {}", std::string(http::to_string(ctx.method)), ctx.path, e.what());
+    co_return error_response(500, "internal", "internal error");
+  }
+}
+
+net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket socket) {
+  tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  ++st->connections;
+  struct leave {
+    http_server::state* s;
+    ~leave() { --s->connections; }
+  } guard{st.get()};
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(st->limits.max_body);
+    parser.header_limit(static_cast<std::uint32_t>(st->limits.max_header));
+    stream.expires_after(st->limits.read_timeout);
+    auto [ec, n] = co_await http::async_read(stream, buffer, parser);
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof) co_return;
+    const auto started = std::chrono::steady_clock::now();
+    api_response res;
+    bool keep_alive = false;
+    unsigned version = 11;
+    std::string method = "-", target = "-";
+    if (ec == http::error::body_limit) {
+      res = error_response(413, "payload_too_large",
+                           "the body exceeds " + std::to_string(st->limits.max_body) + " bytes");
+    } else if (ec == http::error::header_limit) {
+      res = error_response(431, "header_too_large", "the request header is too large");
+    } else if (ec) {
+      res = error_response(400, "bad_request", "malformed HTTP request: " + ec.message());
+    } else {
+      auto& req = parser.get();
+      keep_alive = req.keep_alive();
+      version = req.version();
+      method = std::string(req.method_string());
+      target = std::string(req.target());
+      request_context ctx;
+      ctx.method = req.method();
+      const auto q = target.find('?');
+      ctx.path = target.substr(0, q);
+      bool query_ok = true;
+      if (q != std::string::npos) {
+        std::string_view qs(target);
+        qs.remove_prefix(q + 1);
+        while (!qs.empty()) {
+          auto amp = qs.find('&');
+          auto part = qs.substr(0, amp);
+          auto eq = part.find('=');
+          std::string k, v;
+          query_ok = query_ok && url_decode(part.substr(0, eq), k) &&
+                     url_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1), v);
+          ctx.query[k] = v;
+          if (amp == std::string_view::npos) break;
+          qs.remove_prefix(amp + 1);
+        }
+      }
+      ctx.body = std::move(req.body());
+      ctx.content_type = std::string(req[http::field::content_type]);
+      ctx.authorization = std::string(req[http::field::authorization]);
+      const bool has_body = !ctx.body.empty();
+      if (!query_ok) {
+        res = error_response(400, "bad_request", "malformed percent-escape in the query string");
+      } else if (has_body && ctx.content_type.find("application/json") == std::string::npos) {
+        res = error_response(415, "unsupported_media_type", "bodies must be application/json");
+      } else {
+        res = co_await dispatch(st->routes, std::move(ctx));
+      }
+    }
+    http::response<http::string_body> out{static_cast<http::status>(res.status), version};
+    out.set(http::field::server, "logitauditd");
+    out.set(http::field::content_type, res.content_type);
+    out.keep_alive(keep_alive && !st->stopped);
+    out.body() = std::move(res.body);
+    out.prepare_payload();
+    stream.expires_after(st->limits.read_timeout);
+    auto [wec, wn] = co_await http::async_write(stream, out);
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+    spdlog::info("{} {} {} {}us", method, target.substr(0, 200), res.status, us);
+    if (wec || !out.keep_alive()) co_return;
+  }
+}
+
+net::awaitable<void> accept_loop(std::shared_ptr<http_server::state> st) {
+  for (;;) {
+    auto [ec, socket] = co_await st->acceptor.async_accept(token_t{});
+    if (ec) {
+      if (ec == net::error::operation_aborted || st->stopped) co_return;
+      spdlog::warn("accept failed: {}", ec.message());
+      continue;
+    }
+    if (st->connections >= st->limits.max_connections) {
+      socket.close();  // over the limit: refuse rather than queue without bound
+      continue;
+    }
+    auto start = [st, s = std::move(socket)]() mutable { return session(st, std::move(s)); };
+    net::co_spawn(st->executor, start(), [](std::exception_ptr e) {
+      if (e) try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          spdlog::error("connection ended by an exception: {}", x.what());
+        }
+    });
+  }
+}
+
+}  // namespace
+
+http_server::http_server(net::any_io_executor ex, const router& routes, server_limits limits)
+    : state_(std::make_shared<state>(ex, routes, limits)) {}
+
+void http_server::listen(const tcp::endpoint& ep) {
+  state_->acceptor.open(ep.protocol());
+  state_->acceptor.set_option(net::socket_base::reuse_address(true));
+  state_->acceptor.bind(ep);
+  state_->acceptor.listen(net::socket_base::max_listen_connections);
+  net::co_spawn(state_->executor, accept_loop(state_), net::detached);
+}
+
+void http_server::stop() {
+  state_->stopped = true;
+  boost::system::error_code ec;
+  state_->acceptor.close(ec);
+}
+
+unsigned short http_server::port() const { return state_->acceptor.local_endpoint().port(); }
+
+}  // namespace logitaudit::api

@@ -1,0 +1,93 @@
+// The REST server on Boost.Beast: one coroutine per connection, a static route table that
+// tells 404 from 405, bounded bodies and headers, one JSON error shape for every 4xx/5xx,
+// and one log line per request. Handlers are coroutines on the server's executor.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace logitaudit::api {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+struct request_context {
+  http::verb method = http::verb::get;
+  std::string path;                          // without the query
+  std::map<std::string, std::string> query;  // decoded
+  std::vector<std::string> params;           // the {id} segments of the matched pattern
+  std::string body;
+  std::string content_type;
+  std::string authorization;
+};
+
+struct api_response {
+  unsigned status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+// {"error":{"code":...,"message":...,"field":...}}; untrusted text is escaped safely.
+api_response error_response(unsigned status, std::string code, std::string message, std::string field = {});
+// A JSON body with the given status.
+api_response json_response(unsigned status, std::string body);
+
+using handler = std::function<net::awaitable<api_response>(const request_context&)>;
+
+// Patterns are paths whose `{name}` segments match one non-empty segment. Not thread-safe
+// to modify; read-only once the server runs.
+class router {
+ public:
+  void add(http::verb method, std::string pattern, handler h);
+  struct match {
+    const handler* found = nullptr;
+    bool path_known = false;  // some route has this path (so a miss is 405, not 404)
+    std::vector<std::string> params;
+    std::vector<std::string> allowed;  // methods of the path, for Allow
+  };
+  match lookup(http::verb method, const std::string& path) const;
+  std::vector<std::pair<std::string, std::string>> routes() const;  // (method, pattern)
+
+ private:
+  struct route {
+    http::verb method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    handler h;
+  };
+  std::vector<route> routes_;
+};
+
+struct server_limits {
+  std::size_t max_body = 1 << 20;  // 413 above
+  std::size_t max_header = 16 * 1024;
+  std::chrono::seconds read_timeout{30};  // a slow client is dropped
+  std::size_t max_connections = 4096;
+};
+
+// Serves `routes` on `endpoint`. Thread-safety: run on one io_context thread.
+class http_server {
+ public:
+  http_server(net::any_io_executor ex, const router& routes, server_limits limits = {});
+  // Binds and starts accepting; throws boost::system::system_error when it cannot bind.
+  void listen(const net::ip::tcp::endpoint& ep);
+  void stop();  // stops accepting; open connections finish their current request
+  unsigned short port() const;
+
+  struct state;  // shared with the connection coroutines (http_server.cpp)
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
+// Percent-decoding of a query component; false on a malformed escape.
+bool url_decode(std::string_view in, std::string& out);
+
+}  // namespace logitaudit::api

@@ -1,0 +1,341 @@
+// Queue, dispatch and job execution.
+#include "job_service.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/spec_json.hpp"
+#include "audit/plan.hpp"
+#include "clients/job_runner.hpp"
+#include "clients/llama_api.hpp"
+
+namespace logitaudit::daemon {
+namespace {
+
+using json = nlohmann::json;
+
+template <class R>
+net::awaitable<R> on_db_task(storage::db_worker* db, std::shared_ptr<std::function<R(storage::audit_store&)>> fn) {
+  auto ex = co_await net::this_coro::executor;
+  auto result = std::make_shared<std::optional<R>>();
+  auto error = std::make_shared<std::exception_ptr>();
+  auto done = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
+  db->post([result, error, done, ex, fn](storage::audit_store& s) {
+    try {
+      result->emplace((*fn)(s));
+    } catch (...) {
+      *error = std::current_exception();
+    }
+    net::post(ex, [done] { done->cancel(); });
+  });
+  co_await done->async_wait(net::as_tuple(net::use_awaitable));
+  if (*error) std::rethrow_exception(*error);
+  co_return std::move(**result);
+}
+
+// Runs `fn(store)` on the db thread and resumes the caller on its executor with the result;
+// the caller never blocks, and an exception from `fn` is rethrown in the caller. Not itself
+// a coroutine: GCC 12 miscopies capturing lambdas passed to coroutines, so the lambda is
+// moved into a shared std::function first.
+template <class F>
+auto on_db(storage::db_worker& db, F fn) {
+  using R = decltype(fn(std::declval<storage::audit_store&>()));
+  return on_db_task<R>(&db, std::make_shared<std::function<R(storage::audit_store&)>>(std::move(fn)));
+}
+
+api::job_summary summarize(const storage::job_record& r) {
+  api::job_summary j;
+  j.id = r.id;
+  j.status = r.status;
+  j.total = r.total_requests;
+  j.done = r.done_requests;
+  j.failed = r.failed_requests;
+  j.created_at = r.created_at;
+  j.started_at = r.started_at;
+  j.finished_at = r.finished_at;
+  j.error = r.error;
+  j.prediction_hash = r.prediction_hash;
+  j.predictions_registered_at = r.predictions_registered_at;
+  auto tags = json::parse(r.tags_json, nullptr, false);
+  if (tags.is_array())
+    for (const auto& t : tags)
+      if (t.is_string()) j.tags.push_back(t.get<std::string>());
+  if (auto spec = api::read_spec(r.spec_json))
+    for (const auto& b : spec->backends) j.backends.push_back(b.name);
+  return j;
+}
+
+}  // namespace
+
+struct job_service::running_job {
+  std::int64_t id = 0;
+  std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  bool cancelled_by_user = false;
+  std::vector<std::string> backends;
+};
+
+namespace {
+
+// One job from plan to stored findings. Free function with its arguments by value (GCC 12).
+// Every db lambda is a named local: GCC 12 bit-copies a capturing lambda that is a temporary
+// inside a co_await expression (seen under ASan as a free of a non-heap pointer).
+net::awaitable<void> run_job(storage::db_worker* db, std::shared_ptr<job_service::running_job> job,
+                             audit::audit_spec spec, std::map<std::string, clients::backend_config> configs,
+                             const bool* stopping) {
+  auto plan = std::make_shared<audit::audit_plan>(audit::make_plan(spec));
+  const auto id = job->id;
+  auto mark_running = [id](storage::audit_store& s) {
+    s.set_status(id, "running", storage::now_utc());
+    return s.stored_groups(id);
+  };
+  auto skip = co_await on_db(*db, std::move(mark_running));
+  spdlog::info("audit {}: running {} requests in {} groups ({} already stored)", id, plan->total_requests(),
+               plan->groups.size(), skip.size());
+  clients::runner_options o;
+  o.skip_groups = skip;
+  o.cancel = job->cancel;
+  o.on_group = [db, id, plan](const clients::group_outcome& g) {
+    storage::group_write w{plan.get(), &plan->groups[g.group], g.runs, std::nullopt, g.attempts};
+    if (g.burst) {
+      std::string warnings;
+      for (const auto& x : g.burst->warnings) warnings += x + "\n";
+      w.burst = storage::burst_record{g.burst->launch_spread_ns, g.burst->wall_ns, g.burst->overlap,
+                                      g.burst->busy_slots_per_decode, warnings};
+    }
+    db->enqueue_group(id, std::move(w));
+  };
+  auto outcome = co_await clients::run_audit(spec, *plan, configs, o);
+  // Everything queued is written before this task runs (the db thread writes first).
+  auto read_write_error = [db](storage::audit_store&) { return db->write_error(); };
+  const std::string write_error = co_await on_db(*db, std::move(read_write_error));
+  if (outcome.cancelled && *stopping && !job->cancelled_by_user) {
+    spdlog::info("audit {}: interrupted by shutdown; stays running, to be resumed", id);
+    co_return;
+  }
+  auto fps = outcome.fingerprints;
+  std::string errors;
+  for (const auto& e : outcome.errors) errors += (errors.empty() ? "" : "; ") + e;
+  auto store_findings = [id, spec, plan, fps, outcome_cancelled = outcome.cancelled, write_error, errors](storage::audit_store& s) {
+    for (const auto& [name, fp] : fps) {
+      s.record_fingerprint(id, name, "before", fp.before, storage::now_utc());
+      s.record_fingerprint(id, name, "after", fp.after, storage::now_utc());
+    }
+    const auto f = audit::evaluate(spec, *plan, s.observations(id), s.fingerprints(id));
+    const std::string status = !write_error.empty() ? "failed" : outcome_cancelled ? "cancelled" : "done";
+    s.finish_job(id, status, write_error.empty() ? errors : write_error, f, api::findings_to_json(f), storage::now_utc());
+    return 0;
+  };
+  co_await on_db(*db, std::move(store_findings));
+  spdlog::info("audit {}: {}", id, outcome.cancelled ? "cancelled" : "finished");
+}
+
+}  // namespace
+
+job_service::job_service(net::any_io_executor ex, storage::db_worker& db, service_config config)
+    : ex_(ex), db_(db), config_(std::move(config)), wake_(ex, net::steady_timer::time_point::max()) {}
+
+void job_service::start() {
+  started_ = true;
+  auto loop = [this] { return dispatch_loop(); };
+  net::co_spawn(ex_, loop(), [](std::exception_ptr e) {
+    if (e) try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        spdlog::critical("the job dispatcher stopped: {}", x.what());
+      }
+  });
+}
+
+void job_service::stop() {
+  stopping_ = true;
+  for (auto& [id, job] : running_) job->cancel->store(true);
+  wake();
+}
+
+void job_service::wake() { wake_.cancel(); }
+
+std::vector<audit::spec_problem> job_service::resolve_backends(audit::audit_spec& spec) const {
+  std::vector<audit::spec_problem> p;
+  for (std::size_t i = 0; i < spec.backends.size(); ++i) {
+    auto& b = spec.backends[i];
+    const std::string f = "backends[" + std::to_string(i) + "]";
+    auto it = config_.backends.find(b.name);
+    if (it != config_.backends.end()) {
+      if (!b.url.empty() && b.url != it->second.url)
+        p.push_back({f + ".url", "backend '" + b.name + "' is configured with another URL; leave url out to use it"});
+      b.url = it->second.url;
+      b.api = std::string(clients::to_string(it->second.api));
+    } else if (b.url.empty()) {
+      p.push_back({f + ".name", "no configured backend named '" + b.name + "'"});
+    } else if (!config_.allow_adhoc_backends) {
+      p.push_back({f + ".url", "this daemon only audits its configured backends (allow_adhoc_backends is off)"});
+    } else if (!clients::parse_endpoint(b.url)) {
+      p.push_back({f + ".url", "must be http://host:port[/path]"});
+    }
+  }
+  return p;
+}
+
+net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job_service::submit(audit::audit_spec spec) {
+  auto problems = resolve_backends(spec);
+  if (!problems.empty()) co_return unexpected{std::move(problems)};
+  const auto plan = audit::make_plan(spec);
+  storage::new_job nj;
+  nj.spec_json = api::spec_to_json(spec);
+  nj.spec_hash = clients::hash64_hex(nj.spec_json);
+  nj.prediction_hash = audit::prediction_hash(spec.predictions);
+  nj.predictions_registered_at = storage::now_utc();
+  nj.created_at = nj.predictions_registered_at;
+  nj.total_requests = plan.total_requests();
+  nj.total_groups = plan.groups.size();
+  nj.tags_json = json(spec.tags).dump();
+  auto create_job = [nj](storage::audit_store& s) {
+    const auto id = s.create_job(nj);
+    return *s.job(id);
+  };
+  auto row = co_await on_db(db_, std::move(create_job));
+  spdlog::info("audit {} queued: {} requests, predictions {} registered", row.id, nj.total_requests, nj.prediction_hash);
+  wake();
+  co_return summarize(row);
+}
+
+net::awaitable<std::optional<api::job_summary>> job_service::job(std::int64_t id) {
+  auto load_job = [id](storage::audit_store& s) { return s.job(id); };
+  auto row = co_await on_db(db_, std::move(load_job));
+  if (!row) co_return std::nullopt;
+  co_return summarize(*row);
+}
+
+net::awaitable<std::vector<api::job_summary>> job_service::jobs(std::string status, std::string tag, std::int64_t before,
+                                                                int limit) {
+  auto load_page = [=](storage::audit_store& s) { return s.jobs_page(status, tag, before, limit); };
+  auto rows = co_await on_db(db_, std::move(load_page));
+  std::vector<api::job_summary> out;
+  for (const auto& r : rows) out.push_back(summarize(r));
+  co_return out;
+}
+
+net::awaitable<std::optional<audit::findings>> job_service::findings(std::int64_t id) {
+  auto recompute_findings = [id](storage::audit_store& s) -> std::optional<audit::findings> {
+    auto row = s.job(id);
+    if (!row || row->findings_json.empty()) return std::nullopt;
+    auto spec = api::read_spec(row->spec_json);
+    if (!spec) return std::nullopt;
+    return audit::evaluate(*spec, audit::make_plan(*spec), s.observations(id), s.fingerprints(id));
+  };
+  co_return co_await on_db(db_, std::move(recompute_findings));
+}
+
+net::awaitable<api::cancel_outcome> job_service::cancel(std::int64_t id) {
+  if (auto it = running_.find(id); it != running_.end()) {
+    it->second->cancelled_by_user = true;
+    it->second->cancel->store(true);
+    co_return api::cancel_outcome::cancelled;
+  }
+  auto cancel_if_queued = [id](storage::audit_store& s) {
+    auto r = s.job(id);
+    if (r && r->status == "queued") s.set_status(id, "cancelled", storage::now_utc());
+    return r;
+  };
+  auto row = co_await on_db(db_, std::move(cancel_if_queued));
+  if (!row) co_return api::cancel_outcome::not_found;
+  co_return row->status == "queued" ? api::cancel_outcome::cancelled : api::cancel_outcome::already_finished;
+}
+
+net::awaitable<bool> job_service::remove(std::int64_t id) {
+  if (auto it = running_.find(id); it != running_.end()) {
+    it->second->cancelled_by_user = true;
+    it->second->cancel->store(true);
+    // Wait for it to stop at its group boundary before its rows go.
+    net::steady_timer t(ex_);
+    while (running_.count(id)) {
+      t.expires_after(std::chrono::milliseconds(20));
+      co_await t.async_wait(net::as_tuple(net::use_awaitable));
+    }
+  }
+  auto delete_rows = [id](storage::audit_store& s) { return s.delete_job(id); };
+  co_return co_await on_db(db_, std::move(delete_rows));
+}
+
+net::awaitable<std::string> job_service::backends_json() {
+  json out = {{"backends", json::array()}, {"allow_adhoc_backends", config_.allow_adhoc_backends}};
+  for (const auto& [name, c] : config_.backends)
+    out["backends"].push_back({{"name", name}, {"url", c.url}, {"api", std::string(clients::to_string(c.api))},
+                               {"busy", busy_backends_.count(name) > 0}});
+  co_return out.dump();
+}
+
+net::awaitable<void> job_service::dispatch_loop() {
+  // Jobs an earlier process left running come first, in their order.
+  auto find_interrupted = [](storage::audit_store& s) { return s.jobs_with_status("running"); };
+  auto resumable = co_await on_db(db_, std::move(find_interrupted));
+  for (auto& r : resumable) {
+    spdlog::info("audit {} was interrupted; resuming it", r.id);
+    auto requeue = [id = r.id](storage::audit_store& s) {
+      s.set_status(id, "queued", storage::now_utc());
+      return 0;
+    };
+    co_await on_db(db_, std::move(requeue));
+  }
+  while (!stopping_) {
+    if (static_cast<int>(running_.size()) < config_.max_running_jobs) {
+      auto load_queued = [](storage::audit_store& s) { return s.jobs_with_status("queued"); };
+      auto queued = co_await on_db(db_, std::move(load_queued));
+      for (const auto& r : queued) {
+        if (stopping_ || static_cast<int>(running_.size()) >= config_.max_running_jobs) break;
+        auto spec = api::read_spec(r.spec_json);
+        if (!spec) {
+          auto fail_unparsable = [id = r.id](storage::audit_store& s) {
+            s.set_status(id, "failed", storage::now_utc(), "the stored spec does not parse");
+            return 0;
+          };
+          co_await on_db(db_, std::move(fail_unparsable));
+          continue;
+        }
+        // Never two jobs on one backend: they would perturb each other's batching.
+        bool free = true;
+        for (const auto& b : spec->backends) free = free && !busy_backends_.count(b.name);
+        if (!free) continue;
+        auto job = std::make_shared<running_job>();
+        job->id = r.id;
+        std::map<std::string, clients::backend_config> configs;
+        for (const auto& b : spec->backends) {
+          job->backends.push_back(b.name);
+          busy_backends_.insert(b.name);
+          auto it = config_.backends.find(b.name);
+          clients::backend_config c = it != config_.backends.end() ? it->second : clients::backend_config{};
+          c.name = b.name;
+          c.url = b.url;
+          c.api = *clients::parse_api_kind(b.api);
+          configs[b.name] = c;
+        }
+        running_[r.id] = job;
+        auto start = [this, job, spec = *spec, configs] {
+          return run_job(&db_, job, spec, configs, &stopping_);
+        };
+        net::co_spawn(ex_, start(), [this, job](std::exception_ptr e) {
+          if (e) try {
+              std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+              // Broken infrastructure (the database, most likely): the job fails with the reason.
+              spdlog::error("audit {} failed: {}", job->id, x.what());
+              db_.post([id = job->id, why = std::string(x.what())](storage::audit_store& s) {
+                try {
+                  s.set_status(id, "failed", storage::now_utc(), why);
+                } catch (const std::exception&) {
+                }
+              });
+            }
+          for (const auto& b : job->backends) busy_backends_.erase(b);
+          running_.erase(job->id);
+          wake();
+        });
+      }
+    }
+    wake_.expires_after(config_.poll);
+    co_await wake_.async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+}  // namespace logitaudit::daemon

@@ -1,0 +1,69 @@
+// The daemon's audit service: a persistent FIFO job queue in SQLite, run by the job runner
+// with a configurable number of jobs at once but never two on the same backend, cancel at
+// group boundaries, and resumption of interrupted jobs. All state lives on one executor;
+// the database is reached only through the db thread.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/audit_service.hpp"
+#include "clients/backend.hpp"
+#include "storage/db_worker.hpp"
+
+namespace logitaudit::daemon {
+
+namespace net = boost::asio;
+
+struct service_config {
+  std::map<std::string, clients::backend_config> backends;  // configured, by name
+  bool allow_adhoc_backends = false;  // jobs may name URLs that are not configured
+  int max_running_jobs = 2;
+  audit::spec_limits limits;
+  std::chrono::milliseconds poll{1000};  // how often the queue is looked at without a wake-up
+};
+
+// Not thread-safe: use from the executor it was made with.
+class job_service final : public api::audit_service {
+ public:
+  job_service(net::any_io_executor ex, storage::db_worker& db, service_config config);
+
+  // Resumes jobs left running by an earlier process, then starts the dispatcher.
+  void start();
+  // Stops taking jobs; running jobs stop at their next group boundary and stay `running`
+  // in the database, to be resumed on the next start. `drained` completes when they have.
+  void stop();
+  bool idle() const { return running_.empty(); }
+
+  net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> submit(audit::audit_spec spec) override;
+  net::awaitable<std::optional<api::job_summary>> job(std::int64_t id) override;
+  net::awaitable<std::vector<api::job_summary>> jobs(std::string status, std::string tag, std::int64_t before,
+                                                     int limit) override;
+  net::awaitable<std::optional<audit::findings>> findings(std::int64_t id) override;
+  net::awaitable<api::cancel_outcome> cancel(std::int64_t id) override;
+  net::awaitable<bool> remove(std::int64_t id) override;
+  net::awaitable<std::string> backends_json() override;
+  bool ready() const override { return started_ && !stopping_; }
+
+  struct running_job;  // shared with the job coroutines
+
+ private:
+  net::awaitable<void> dispatch_loop();
+  void wake();
+  std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
+
+  net::any_io_executor ex_;
+  storage::db_worker& db_;
+  service_config config_;
+  net::steady_timer wake_;
+  std::map<std::int64_t, std::shared_ptr<running_job>> running_;
+  std::set<std::string> busy_backends_;
+  bool started_ = false;
+  bool stopping_ = false;
+};
+
+}  // namespace logitaudit::daemon
