@@ -105,7 +105,10 @@ net::awaitable<api_response> route_get_v1_audits(audit_service* svc_ptr, request
     if (!l || *l > 500) co_return error_response(400, "invalid_query", "must be between 1 and 500", "limit");
     limit = static_cast<int>(*l);
   }
-  auto jobs = co_await svc_ptr->jobs(status, ctx.query.count("tag") ? ctx.query.at("tag") : "", before, limit + 1);
+  // Named, not a temporary: GCC 12 mishandles temporaries passed by value to a coroutine
+  // inside a co_await expression.
+  const std::string tag = ctx.query.count("tag") ? ctx.query.at("tag") : "";
+  auto jobs = co_await svc_ptr->jobs(status, tag, before, limit + 1);
   json out = {{"audits", json::array()}};
   for (std::size_t i = 0; i < jobs.size() && static_cast<int>(i) < limit; ++i) out["audits"].push_back(summary_json(jobs[i]));
   if (static_cast<int>(jobs.size()) > limit) out["next"] = "/v1/audits?before=" + std::to_string(jobs[static_cast<std::size_t>(limit) - 1].id);

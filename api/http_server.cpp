@@ -201,6 +201,21 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     auto [wec, wn] = co_await http::async_write(stream, out);
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
     spdlog::info("{} {} {} {}us", method, target.substr(0, 200), res.status, us);
+    if (ec && !wec) {
+      // The request was not read whole (too large, malformed): close gracefully, reading and
+      // dropping what the client still sends for a moment, so that it sees our answer rather
+      // than a reset.
+      boost::system::error_code ignored;
+      stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      char scratch[16 * 1024];
+      for (std::size_t drained = 0; drained < (64u << 20);) {
+        stream.expires_after(std::chrono::seconds(2));
+        auto [dec, dn] = co_await stream.async_read_some(net::buffer(scratch));
+        if (dec) break;
+        drained += dn;
+      }
+      co_return;
+    }
     if (wec || !out.keep_alive()) co_return;
   }
 }

@@ -1,0 +1,262 @@
+// The daemon's REST API over real loopback sockets, in process: the job service, the routes,
+// the HTTP server and a real SQLite file, auditing in-process fake backends. Every error
+// status and its JSON shape, the queue rules, and nothing stored for a rejected request.
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "api/audit_routes.hpp"
+#include "api/http_server.hpp"
+#include "daemon/job_service.hpp"
+#include "support/fake_backend.hpp"
+
+using namespace logitaudit;
+using json = nlohmann::json;
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct reply {
+  unsigned status = 0;
+  std::string body;
+  std::string content_type;
+  json j() const { return json::parse(body, nullptr, false); }
+};
+
+reply call(unsigned short port, http::verb method, const std::string& target, const std::string& body = {},
+           const std::string& content_type = "application/json", const std::string& token = {}) {
+  net::io_context io;
+  net::ip::tcp::socket s(io);
+  s.connect({net::ip::make_address("127.0.0.1"), port});
+  http::request<http::string_body> req{method, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  if (!body.empty()) req.set(http::field::content_type, content_type);
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  req.body() = body;
+  req.prepare_payload();
+  http::write(s, req);
+  boost::beast::flat_buffer buf;
+  http::response_parser<http::string_body> p;
+  p.body_limit(64 << 20);
+  http::read(s, buf, p);
+  return {p.get().result_int(), p.get().body(), std::string(p.get()[http::field::content_type])};
+}
+
+class daemon_api : public ::testing::Test {
+ protected:
+  void SetUp() override { start({}); }
+  void start(std::vector<std::string> tokens, bool adhoc = false) {
+    test_support::fake_knobs k;
+    k.delay = 20ms;
+    k.jitter_when_overlapping = true;
+    fake_a_ = std::make_unique<test_support::fake_backend>(k);
+    fake_b_ = std::make_unique<test_support::fake_backend>(k);
+    db_path_ = std::filesystem::temp_directory_path() / ("logitaudit-api-" + std::to_string(::getpid()) + ".db");
+    remove_db();
+    db_ = std::make_unique<storage::db_worker>(db_path_.string());
+    daemon::service_config cfg;
+    cfg.poll = 20ms;
+    cfg.allow_adhoc_backends = adhoc;
+    cfg.max_running_jobs = 2;
+    for (auto [name, f] : {std::pair{"a", fake_a_.get()}, std::pair{"b", fake_b_.get()}}) {
+      clients::backend_config c;
+      c.name = name;
+      c.url = f->url();
+      cfg.backends[name] = c;
+    }
+    service_ = std::make_unique<daemon::job_service>(io_.get_executor(), *db_, cfg);
+    api::add_audit_routes(routes_, *service_, api::route_options{std::move(tokens), {}});
+    server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
+    server_->listen({net::ip::make_address("127.0.0.1"), 0});
+    service_->start();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    net::post(io_, [this] {
+      server_->stop();
+      service_->stop();
+    });
+    // Let running jobs reach a group boundary, then stop.
+    for (int i = 0; i < 200 && !service_->idle(); ++i) std::this_thread::sleep_for(10ms);
+    io_.stop();
+    thread_.join();
+    service_.reset();
+    db_.reset();
+    remove_db();
+  }
+  void remove_db() {
+    for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(db_path_.string() + s);
+  }
+  unsigned short port() const { return server_->port(); }
+  std::int64_t rows(const std::string& table) {
+    return db_->submit([table](storage::audit_store& s) {
+                 auto& q = s.db().prepare("SELECT count(*) FROM " + table);
+                 q.step();
+                 auto n = q.integer(0);
+                 q.reset();
+                 return n;
+               })
+        .get();
+  }
+  json wait_done(std::int64_t id) {
+    for (int i = 0; i < 3000; ++i) {
+      auto r = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id));
+      auto j = r.j();
+      const std::string st = j.value("status", "");
+      if (st != "queued" && st != "running") return j;
+      std::this_thread::sleep_for(10ms);
+    }
+    throw std::runtime_error("audit did not finish");
+  }
+
+  net::io_context io_{1};
+  std::unique_ptr<test_support::fake_backend> fake_a_, fake_b_;
+  std::filesystem::path db_path_;
+  std::unique_ptr<storage::db_worker> db_;
+  std::unique_ptr<daemon::job_service> service_;
+  api::router routes_;
+  std::unique_ptr<api::http_server> server_;
+  std::thread thread_;
+};
+
+const char* kSmallJob = R"({"preset":"seed-protocol","backends":["a"],"n_predict":4,"tags":["nightly"]})";
+
+void expect_error(const reply& r, unsigned status, const std::string& code, const std::string& field = {}) {
+  EXPECT_EQ(r.status, status) << r.body;
+  auto j = r.j();
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+  EXPECT_EQ(j["error"]["code"], code) << r.body;
+  if (!field.empty()) {
+    EXPECT_EQ(j["error"].value("field", ""), field) << r.body;
+  }
+  EXPECT_EQ(r.content_type, "application/json");
+}
+
+}  // namespace
+
+TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
+  EXPECT_EQ(call(port(), http::verb::get, "/healthz").status, 200u);
+  EXPECT_EQ(call(port(), http::verb::get, "/readyz").status, 200u);
+  auto r = call(port(), http::verb::post, "/v1/audits", kSmallJob);
+  ASSERT_EQ(r.status, 202u) << r.body;
+  const auto id = r.j()["id"].get<std::int64_t>();
+  EXPECT_EQ(r.j()["status"], "queued");
+  EXPECT_EQ(r.j()["predictions"]["hash"].get<std::string>().size(), 16u);
+  EXPECT_EQ(r.j()["links"]["report"], "/v1/audits/" + std::to_string(id) + "/report");
+  auto done = wait_done(id);
+  EXPECT_EQ(done["status"], "done") << done.dump();
+  EXPECT_EQ(done["progress"]["done"], done["progress"]["total"]);
+  EXPECT_EQ(done["progress"]["failed"], 0);
+
+  auto text = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=text");
+  EXPECT_EQ(text.status, 200u);
+  EXPECT_NE(text.body.find(" repeat_greedy             30/30 (100%)     30/30 (100%)"), std::string::npos) << text.body;
+  EXPECT_NE(text.body.find(" concurrent_greedy_c8      0/8 (  0%)       8/8 (100%)"), std::string::npos) << text.body;
+  auto md = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=markdown");
+  EXPECT_NE(md.body.find("| cross_batch | 0/1 (  0%) | 1/1 (100%) |"), std::string::npos) << md.body;
+  auto csv = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=csv");
+  EXPECT_NE(csv.body.find("pooled,concurrent_greedy_c4,concurrent,4,false,4,0,4,0"), std::string::npos) << csv.body;
+  auto js = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report");
+  ASSERT_EQ(js.status, 200u);
+  EXPECT_TRUE(js.j()["valid"].get<bool>());
+  EXPECT_EQ(js.j()["predictions"].size(), 4u);
+
+  auto list = call(port(), http::verb::get, "/v1/audits?status=done&tag=nightly");
+  ASSERT_EQ(list.j()["audits"].size(), 1u);
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits?tag=weekly").j()["audits"].size(), 0u);
+
+  expect_error(call(port(), http::verb::post, "/v1/audits/" + std::to_string(id) + "/cancel"), 409, "already_finished");
+  EXPECT_EQ(call(port(), http::verb::delete_, "/v1/audits/" + std::to_string(id)).status, 200u);
+  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id)), 404, "not_found");
+  EXPECT_EQ(rows("runs"), 0);
+  EXPECT_EQ(rows("streams"), 0);
+}
+
+TEST_F(daemon_api, bad_requests_get_the_right_status_and_store_nothing) {
+  expect_error(call(port(), http::verb::post, "/v1/audits", "{not json"), 400, "invalid_spec");
+  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"bogus":1})"), 400,
+               "invalid_spec", "bogus");
+  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"n_predict":"x"})"),
+               400, "invalid_spec", "n_predict");
+  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"n_predict":1000000000})"),
+               400, "invalid_spec", "n_predict");
+  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["nope"]})"), 400,
+               "invalid_spec", "backends[0].name");
+  expect_error(call(port(), http::verb::post, "/v1/audits",
+                    R"({"preset":"seed-protocol","backends":[{"name":"x","url":"http://10.0.0.1:1"}]})"),
+               400, "invalid_spec", "backends[0].url");
+  expect_error(call(port(), http::verb::post, "/v1/audits", kSmallJob, "text/plain"), 415, "unsupported_media_type");
+  expect_error(call(port(), http::verb::post, "/v1/audits", std::string(2 << 20, ' ')), 413, "payload_too_large");
+  expect_error(call(port(), http::verb::put, "/v1/audits"), 405, "method_not_allowed");
+  expect_error(call(port(), http::verb::get, "/v1/nothing"), 404, "not_found");
+  expect_error(call(port(), http::verb::get, "/v1/audits/..%2F..%2Fetc"), 404, "not_found", "id");
+  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::string(300, '9')), 404, "not_found", "id");
+  expect_error(call(port(), http::verb::get, "/v1/audits/-1"), 404, "not_found", "id");
+  expect_error(call(port(), http::verb::get, "/v1/audits?limit=0"), 400, "invalid_query", "limit");
+  expect_error(call(port(), http::verb::get, "/v1/audits?status=lost"), 400, "invalid_query", "status");
+  expect_error(call(port(), http::verb::get, "/v1/audits?sort=id"), 400, "invalid_query", "sort");
+  expect_error(call(port(), http::verb::get, "/v1/audits/1/report?format=pdf"), 400, "invalid_query", "format");
+  std::string deep(10000, '[');
+  expect_error(call(port(), http::verb::post, "/v1/audits", deep), 400, "invalid_spec");
+  expect_error(call(port(), http::verb::post, "/v1/audits", "{\"tags\":[\"\xff\xfe\"]}"), 400, "invalid_spec");
+  EXPECT_EQ(rows("jobs"), 0) << "nothing is stored for a rejected request";
+  EXPECT_EQ(call(port(), http::verb::get, "/healthz").status, 200u) << "and the daemon keeps serving";
+}
+
+TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_cancelled) {
+  std::vector<std::int64_t> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(call(port(), http::verb::post, "/v1/audits", kSmallJob).j()["id"].get<std::int64_t>());
+  // Three jobs on backend "a" with two job slots: at most one runs at any time.
+  int max_running = 0;
+  for (int i = 0; i < 3000; ++i) {
+    auto page = call(port(), http::verb::get, "/v1/audits?status=running").j()["audits"];
+    max_running = std::max(max_running, static_cast<int>(page.size()));
+    auto queued = call(port(), http::verb::get, "/v1/audits?status=queued").j()["audits"];
+    if (page.empty() && queued.empty()) break;
+    if (i == 0) {
+      auto c = call(port(), http::verb::post, "/v1/audits/" + std::to_string(ids[2]) + "/cancel");
+      EXPECT_EQ(c.status, 202u) << c.body;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(max_running, 1);
+  EXPECT_EQ(wait_done(ids[0])["status"], "done");
+  EXPECT_EQ(wait_done(ids[1])["status"], "done");
+  EXPECT_EQ(wait_done(ids[2])["status"], "cancelled");
+  // Paging: newest first, with a cursor.
+  auto page = call(port(), http::verb::get, "/v1/audits?limit=2").j();
+  ASSERT_EQ(page["audits"].size(), 2u);
+  EXPECT_EQ(page["audits"][0]["id"], ids[2]);
+  auto next = call(port(), http::verb::get, page["next"].get<std::string>()).j();
+  ASSERT_EQ(next["audits"].size(), 1u);
+  EXPECT_EQ(next["audits"][0]["id"], ids[0]);
+}
+
+TEST(daemon_api_auth, mutating_routes_need_a_configured_token) {
+  EXPECT_TRUE(api::token_accepted("Bearer s3cret", {"other", "s3cret"}));
+  EXPECT_FALSE(api::token_accepted("Bearer s3cre", {"s3cret"}));
+  EXPECT_FALSE(api::token_accepted("Bearer s3cretX", {"s3cret"}));
+  EXPECT_FALSE(api::token_accepted("s3cret", {"s3cret"}));
+  EXPECT_FALSE(api::token_accepted("", {"s3cret"}));
+}
+
+class daemon_api_tokens : public daemon_api {
+ protected:
+  void SetUp() override { start({"s3cret"}); }
+};
+
+TEST_F(daemon_api_tokens, without_the_token_nothing_is_accepted) {
+  expect_error(call(port(), http::verb::post, "/v1/audits", kSmallJob), 401, "unauthorized");
+  expect_error(call(port(), http::verb::post, "/v1/audits", kSmallJob, "application/json", "wrong"), 401, "unauthorized");
+  EXPECT_EQ(rows("jobs"), 0);
+  auto ok = call(port(), http::verb::post, "/v1/audits", kSmallJob, "application/json", "s3cret");
+  EXPECT_EQ(ok.status, 202u) << ok.body;
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits").status, 200u) << "reading needs no token";
+  expect_error(call(port(), http::verb::delete_, "/v1/audits/1"), 401, "unauthorized");
+}
