@@ -13,6 +13,7 @@
 #include "api/http_server.hpp"
 #include "daemon/job_service.hpp"
 #include "support/fake_backend.hpp"
+#include "support/http_call.hpp"
 
 using namespace logitaudit;
 using json = nlohmann::json;
@@ -22,30 +23,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct reply {
-  unsigned status = 0;
-  std::string body;
-  std::string content_type;
-  json j() const { return json::parse(body, nullptr, false); }
-};
+using reply = test_support::http_reply;
 
 reply call(unsigned short port, http::verb method, const std::string& target, const std::string& body = {},
            const std::string& content_type = "application/json", const std::string& token = {}) {
-  net::io_context io;
-  net::ip::tcp::socket s(io);
-  s.connect({net::ip::make_address("127.0.0.1"), port});
-  http::request<http::string_body> req{method, target, 11};
-  req.set(http::field::host, "127.0.0.1");
-  if (!body.empty()) req.set(http::field::content_type, content_type);
-  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-  req.body() = body;
-  req.prepare_payload();
-  http::write(s, req);
-  boost::beast::flat_buffer buf;
-  http::response_parser<http::string_body> p;
-  p.body_limit(64 << 20);
-  http::read(s, buf, p);
-  return {p.get().result_int(), p.get().body(), std::string(p.get()[http::field::content_type])};
+  return test_support::http_call(port, method, target, body, content_type, token);
 }
 
 class daemon_api : public ::testing::Test {
@@ -107,7 +89,7 @@ class daemon_api : public ::testing::Test {
   json wait_done(std::int64_t id) {
     for (int i = 0; i < 3000; ++i) {
       auto r = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id));
-      auto j = r.j();
+      auto j = r.json();
       const std::string st = j.value("status", "");
       if (st != "queued" && st != "running") return j;
       std::this_thread::sleep_for(10ms);
@@ -129,7 +111,7 @@ const char* kSmallJob = R"({"preset":"seed-protocol","backends":["a"],"n_predict
 
 void expect_error(const reply& r, unsigned status, const std::string& code, const std::string& field = {}) {
   EXPECT_EQ(r.status, status) << r.body;
-  auto j = r.j();
+  auto j = r.json();
   ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
   EXPECT_EQ(j["error"]["code"], code) << r.body;
   if (!field.empty()) {
@@ -145,10 +127,10 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
   EXPECT_EQ(call(port(), http::verb::get, "/readyz").status, 200u);
   auto r = call(port(), http::verb::post, "/v1/audits", kSmallJob);
   ASSERT_EQ(r.status, 202u) << r.body;
-  const auto id = r.j()["id"].get<std::int64_t>();
-  EXPECT_EQ(r.j()["status"], "queued");
-  EXPECT_EQ(r.j()["predictions"]["hash"].get<std::string>().size(), 16u);
-  EXPECT_EQ(r.j()["links"]["report"], "/v1/audits/" + std::to_string(id) + "/report");
+  const auto id = r.json()["id"].get<std::int64_t>();
+  EXPECT_EQ(r.json()["status"], "queued");
+  EXPECT_EQ(r.json()["predictions"]["hash"].get<std::string>().size(), 16u);
+  EXPECT_EQ(r.json()["links"]["report"], "/v1/audits/" + std::to_string(id) + "/report");
   auto done = wait_done(id);
   EXPECT_EQ(done["status"], "done") << done.dump();
   EXPECT_EQ(done["progress"]["done"], done["progress"]["total"]);
@@ -164,12 +146,12 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
   EXPECT_NE(csv.body.find("pooled,concurrent_greedy_c4,concurrent,4,false,4,0,4,0"), std::string::npos) << csv.body;
   auto js = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report");
   ASSERT_EQ(js.status, 200u);
-  EXPECT_TRUE(js.j()["valid"].get<bool>());
-  EXPECT_EQ(js.j()["predictions"].size(), 4u);
+  EXPECT_TRUE(js.json()["valid"].get<bool>());
+  EXPECT_EQ(js.json()["predictions"].size(), 4u);
 
   auto list = call(port(), http::verb::get, "/v1/audits?status=done&tag=nightly");
-  ASSERT_EQ(list.j()["audits"].size(), 1u);
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits?tag=weekly").j()["audits"].size(), 0u);
+  ASSERT_EQ(list.json()["audits"].size(), 1u);
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits?tag=weekly").json()["audits"].size(), 0u);
 
   expect_error(call(port(), http::verb::post, "/v1/audits/" + std::to_string(id) + "/cancel"), 409, "already_finished");
   EXPECT_EQ(call(port(), http::verb::delete_, "/v1/audits/" + std::to_string(id)).status, 200u);
@@ -211,13 +193,13 @@ TEST_F(daemon_api, bad_requests_get_the_right_status_and_store_nothing) {
 
 TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_cancelled) {
   std::vector<std::int64_t> ids;
-  for (int i = 0; i < 3; ++i) ids.push_back(call(port(), http::verb::post, "/v1/audits", kSmallJob).j()["id"].get<std::int64_t>());
+  for (int i = 0; i < 3; ++i) ids.push_back(call(port(), http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>());
   // Three jobs on backend "a" with two job slots: at most one runs at any time.
   int max_running = 0;
   for (int i = 0; i < 3000; ++i) {
-    auto page = call(port(), http::verb::get, "/v1/audits?status=running").j()["audits"];
+    auto page = call(port(), http::verb::get, "/v1/audits?status=running").json()["audits"];
     max_running = std::max(max_running, static_cast<int>(page.size()));
-    auto queued = call(port(), http::verb::get, "/v1/audits?status=queued").j()["audits"];
+    auto queued = call(port(), http::verb::get, "/v1/audits?status=queued").json()["audits"];
     if (page.empty() && queued.empty()) break;
     if (i == 0) {
       auto c = call(port(), http::verb::post, "/v1/audits/" + std::to_string(ids[2]) + "/cancel");
@@ -230,10 +212,10 @@ TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_can
   EXPECT_EQ(wait_done(ids[1])["status"], "done");
   EXPECT_EQ(wait_done(ids[2])["status"], "cancelled");
   // Paging: newest first, with a cursor.
-  auto page = call(port(), http::verb::get, "/v1/audits?limit=2").j();
+  auto page = call(port(), http::verb::get, "/v1/audits?limit=2").json();
   ASSERT_EQ(page["audits"].size(), 2u);
   EXPECT_EQ(page["audits"][0]["id"], ids[2]);
-  auto next = call(port(), http::verb::get, page["next"].get<std::string>()).j();
+  auto next = call(port(), http::verb::get, page["next"].get<std::string>()).json();
   ASSERT_EQ(next["audits"].size(), 1u);
   EXPECT_EQ(next["audits"][0]["id"], ids[0]);
 }

@@ -1,0 +1,98 @@
+// e2e: the logitauditd binary, a real llama-server and a real database. A job is stopped by
+// SIGTERM in the middle (the daemon exits 0 within 10 s), the daemon restarts and resumes
+// it, and the finished job holds exactly the planned streams and passes `verify`.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "clients/llama_process.hpp"
+#include "support/http_call.hpp"
+#include "support/llama_server.hpp"
+
+using namespace logitaudit;
+namespace fs = std::filesystem;
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+
+namespace {
+
+pid_t start_daemon(int port, const std::string& db, const std::string& backend, const fs::path& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    const std::string listen = "127.0.0.1:" + std::to_string(port);
+    ::execl(LOGITAUDITD, LOGITAUDITD, "--listen", listen.c_str(), "--db", db.c_str(), "--backend", backend.c_str(), nullptr);
+    ::_exit(127);
+  }
+  for (int i = 0; i < 200; ++i) {
+    try {
+      if (test_support::http_call(static_cast<unsigned short>(port), http::verb::get, "/readyz").status == 200) return pid;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+}  // namespace
+
+TEST(daemon_e2e, sigterm_mid_job_exits_cleanly_and_a_restart_resumes_the_job) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 8, .ctx = 8192, .metrics = true});
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-daemon-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string db = (dir / "d.db").string();
+  const int port = clients::free_loopback_port();
+  const std::string backend = "tiny=" + server->url();
+  pid_t d = start_daemon(port, db, backend, dir / "daemon.log");
+  ASSERT_GT(d, 0) << "logitauditd did not become ready";
+  const auto p = static_cast<unsigned short>(port);
+
+  auto posted = test_support::http_call(p, http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["tiny"]})");
+  ASSERT_EQ(posted.status, 202u) << posted.body;
+  const auto id = posted.json()["id"].get<std::int64_t>();
+  const std::string self = "/v1/audits/" + std::to_string(id);
+  std::int64_t total = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto j = test_support::http_call(p, http::verb::get, self).json();
+    total = j["progress"]["total"].get<std::int64_t>();
+    if (j["progress"]["done"].get<std::int64_t>() >= 10) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(d, SIGTERM);
+  int status = 0;
+  ::waitpid(d, &status, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+  ASSERT_TRUE(WIFEXITED(status)) << "logitauditd did not exit by itself";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  d = start_daemon(port, db, backend, dir / "daemon.log");
+  ASSERT_GT(d, 0);
+  nlohmann::json done;
+  for (int i = 0; i < 6000; ++i) {
+    done = test_support::http_call(p, http::verb::get, self).json();
+    if (done["status"] == "done" || done["status"] == "failed") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(done["status"], "done") << done.dump();
+  EXPECT_EQ(done["progress"]["done"].get<std::int64_t>(), total) << "every planned stream once";
+  auto report = test_support::http_call(p, http::verb::get, self + "/report?format=text");
+  EXPECT_NE(report.body.find(" repeat_greedy             30/30 (100%)"), std::string::npos) << report.body;
+  ::kill(d, SIGTERM);
+  ::waitpid(d, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+  const std::string verify = std::string("'") + LOGITAUDIT_CLI + "' verify '" + db + "' > /dev/null";
+  EXPECT_EQ(std::system(verify.c_str()), 0);
+  fs::remove_all(dir);
+}
