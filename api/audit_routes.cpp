@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/report.hpp"
+#include "openapi.hpp"
 #include "spec_json.hpp"
 
 namespace logitaudit::api {
@@ -172,6 +173,63 @@ net::awaitable<api_response> route_get_v1_backends(audit_service* svc_ptr, reque
   co_return json_response(200, co_await svc_ptr->backends_json());
 }
 
+json run_json(const run_view& r) {
+  json j = {{"id", r.id},           {"group", r.group},         {"request", r.request},
+            {"backend", r.backend}, {"condition", r.condition}, {"replicate", r.replicate},
+            {"prompt", r.prompt},   {"compared", r.compared},   {"status", r.ok ? "ok" : "failed"},
+            {"params", {{"temperature", r.temperature}, {"cache_prompt", r.cache_prompt}}},
+            {"client_ns", {{"write", r.write_ns}, {"first_byte", r.first_byte_ns}, {"last_byte", r.last_byte_ns}}}};
+  if (r.seed) j["params"]["seed"] = *r.seed;
+  if (!r.ok) j["error"] = r.error;
+  if (r.ok) j["digests"] = {{"token", r.token_digest}, {"logit", r.logit_digest}, {"tokens", r.token_count}};
+  if (r.logit_identical) j["verdict"] = {{"logit_identical", *r.logit_identical}, {"token_identical", *r.token_identical}};
+  return j;
+}
+
+// GET /openapi.json
+net::awaitable<api_response> route_get_openapi(std::shared_ptr<std::string> doc) { co_return json_response(200, *doc); }
+
+// GET /metrics
+net::awaitable<api_response> route_get_metrics(audit_service* svc, std::shared_ptr<route_options> o, request_context) {
+  auto jobs = co_await svc->job_counts();
+  co_return api_response{200, o->metrics->render(jobs), "text/plain; version=0.0.4; charset=utf-8"};
+}
+
+// GET /v1/audits/{id}/runs
+net::awaitable<api_response> route_get_runs(audit_service* svc, request_context ctx) {
+  auto id = parse_id(ctx.params[0]);
+  if (!id) co_return bad_id(ctx.params[0]);
+  for (const auto& [k, v] : ctx.query)
+    if (k != "condition" && k != "backend") co_return error_response(400, "invalid_query", "unknown query parameter", k);
+  const std::string condition = ctx.query.count("condition") ? ctx.query.at("condition") : "";
+  const std::string backend = ctx.query.count("backend") ? ctx.query.at("backend") : "";
+  auto runs = co_await svc->runs(*id, condition, backend);
+  if (!runs) co_return bad_id(ctx.params[0]);
+  json out = {{"runs", json::array()}};
+  for (const auto& r : *runs) out["runs"].push_back(run_json(r));
+  co_return json_response(200, dump(out));
+}
+
+// GET /v1/audits/{id}/runs/{run}/stream
+net::awaitable<api_response> route_get_stream(audit_service* svc, request_context ctx) {
+  auto id = parse_id(ctx.params[0]);
+  auto run = parse_id(ctx.params[1]);
+  if (!id) co_return bad_id(ctx.params[0]);
+  if (!run) co_return error_response(404, "not_found", "no run '" + ctx.params[1].substr(0, 64) + "' in this audit", "run");
+  auto v = co_await svc->stream(*id, *run);
+  if (!v) co_return error_response(404, "not_found", "no run " + std::to_string(*run) + " in audit " + std::to_string(*id), "run");
+  json j = run_json(v->run);
+  j["content"] = v->content;
+  j["keying"] = v->stream.keying == audit::token_keying::id ? "id" : "text";
+  j["tokens"] = json::array();
+  for (const auto& t : v->stream.tokens) {
+    json top = json::array();
+    for (const auto& e : t.top) top.push_back({{"id", e.key}, {"logprob", e.logprob}});
+    j["tokens"].push_back({{"id", t.key}, {"logprob", t.logprob}, {"top", top}});
+  }
+  co_return json_response(200, dump(j));
+}
+
 }  // namespace
 
 bool token_accepted(const std::string& header, const std::vector<std::string>& tokens) {
@@ -203,11 +261,20 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
 
   r.add(verb::get, "/v1/audits/{id}/report", [&svc](const request_context& ctx) { return route_get_v1_audits_id_report(&svc, ctx); });
 
+  r.add(verb::get, "/v1/audits/{id}/runs", [&svc](const request_context& ctx) { return route_get_runs(&svc, ctx); });
+  r.add(verb::get, "/v1/audits/{id}/runs/{run}/stream",
+        [&svc](const request_context& ctx) { return route_get_stream(&svc, ctx); });
   r.add(verb::post, "/v1/audits/{id}/cancel", [&svc, o](const request_context& ctx) { return route_post_v1_audits_id_cancel(&svc, o, ctx); });
 
   r.add(verb::delete_, "/v1/audits/{id}", [&svc, o](const request_context& ctx) { return route_delete_v1_audits_id(&svc, o, ctx); });
 
+  if (o->metrics)
+    r.add(verb::get, "/metrics", [&svc, o](const request_context& ctx) { return route_get_metrics(&svc, o, ctx); });
+  // The document is built from the table as it is once every route is in; see the end.
+  auto openapi = std::make_shared<std::string>();
+  r.add(verb::get, "/openapi.json", [openapi](const request_context&) { return route_get_openapi(openapi); });
   r.add(verb::get, "/v1/backends", [&svc](const request_context& ctx) { return route_get_v1_backends(&svc, ctx); });
+  *openapi = openapi_document(r, o->version);
 }
 
 }  // namespace logitaudit::api

@@ -7,15 +7,19 @@
 
 #include "audit_service.hpp"
 #include "http_server.hpp"
+#include "metrics.hpp"
 
 namespace logitaudit::api {
 
 struct route_options {
   std::vector<std::string> tokens;  // when non-empty, mutating routes need one as a bearer token
   audit::spec_limits limits;
+  daemon_metrics* metrics = nullptr;  // /metrics when set (lives on the server's executor)
+  std::string version = "0";
 };
 
-// Adds /healthz, /readyz and the /v1 audit routes to `r`. `service` must outlive the server.
+// Adds /healthz, /readyz, /metrics, /openapi.json and the /v1 audit routes to `r`.
+// `service` (and the metrics) must outlive the server.
 void add_audit_routes(router& r, audit_service& service, route_options options);
 
 // Constant-time comparison of a presented token with the configured ones.

@@ -5,6 +5,7 @@
 
 #include <boost/asio.hpp>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,27 @@ struct job_summary {
 
 enum class cancel_outcome { cancelled, already_finished, not_found };
 
+struct run_view {
+  std::int64_t id = 0;
+  std::size_t group = 0, request = 0;
+  std::string backend, condition, prompt;
+  int replicate = 0;
+  double temperature = 0;
+  std::optional<std::int64_t> seed;
+  bool cache_prompt = false, compared = false, ok = false;
+  std::string error;
+  std::int64_t write_ns = 0, first_byte_ns = 0, last_byte_ns = 0;
+  std::string token_digest, logit_digest;  // hex, empty for failed runs
+  std::int64_t token_count = 0;
+  std::optional<bool> logit_identical, token_identical;  // for judged runs of finished jobs
+};
+
+struct stream_view {
+  run_view run;
+  audit::logit_stream stream;  // decoded from the stored canonical encoding (ids, logprobs, top-k)
+  std::string content;
+};
+
 class audit_service {
  public:
   virtual ~audit_service() = default;
@@ -39,11 +61,17 @@ class audit_service {
                                                                 std::int64_t before, int limit) = 0;
   // The findings of a finished (or cancelled) job, recomputed from its stored streams.
   virtual boost::asio::awaitable<std::optional<audit::findings>> findings(std::int64_t id) = 0;
+  // The job's runs, optionally one condition and/or one backend; nullopt: no such job.
+  virtual boost::asio::awaitable<std::optional<std::vector<run_view>>> runs(std::int64_t id, std::string condition,
+                                                                            std::string backend) = 0;
+  virtual boost::asio::awaitable<std::optional<stream_view>> stream(std::int64_t id, std::int64_t run) = 0;
   virtual boost::asio::awaitable<cancel_outcome> cancel(std::int64_t id) = 0;
   // False when there is no such job; a running job is cancelled first.
   virtual boost::asio::awaitable<bool> remove(std::int64_t id) = 0;
   // Configured backends as JSON (name, url, api, last fingerprint).
   virtual boost::asio::awaitable<std::string> backends_json() = 0;
+  // Jobs by status, for /metrics.
+  virtual boost::asio::awaitable<std::map<std::string, std::int64_t>> job_counts() = 0;
   virtual bool ready() const = 0;
 };
 

@@ -104,6 +104,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
   server_limits limits;
   std::size_t connections = 0;
   bool stopped = false;
+  std::function<void(unsigned, double)> observer;
 };
 
 namespace {
@@ -201,6 +202,7 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     auto [wec, wn] = co_await http::async_write(stream, out);
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
     spdlog::info("{} {} {} {}us", method, target.substr(0, 200), res.status, us);
+    if (st->observer) st->observer(res.status, static_cast<double>(us) / 1e6);
     if (ec && !wec) {
       // The request was not read whole (too large, malformed): close gracefully, reading and
       // dropping what the client still sends for a moment, so that it sees our answer rather
@@ -261,6 +263,8 @@ void http_server::stop() {
   boost::system::error_code ec;
   state_->acceptor.close(ec);
 }
+
+void http_server::on_response(std::function<void(unsigned, double)> observer) { state_->observer = std::move(observer); }
 
 unsigned short http_server::port() const { return state_->acceptor.local_endpoint().port(); }
 

@@ -79,6 +79,8 @@ class http_server {
   // Binds and starts accepting; throws boost::system::system_error when it cannot bind.
   void listen(const net::ip::tcp::endpoint& ep);
   void stop();  // stops accepting; open connections finish their current request
+  // Called on the server's executor after each response: its status and its latency.
+  void on_response(std::function<void(unsigned status, double seconds)> observer);
   unsigned short port() const;
 
   struct state;  // shared with the connection coroutines (http_server.cpp)

@@ -7,6 +7,7 @@
 
 #include "api/spec_json.hpp"
 #include "audit/plan.hpp"
+#include "audit/stream_encoding.hpp"
 #include "clients/job_runner.hpp"
 #include "clients/llama_api.hpp"
 
@@ -66,6 +67,41 @@ api::job_summary summarize(const storage::job_record& r) {
   return j;
 }
 
+std::string hex(const std::vector<std::uint8_t>& b) {
+  audit::digest128 d;
+  if (b.size() != 16) return {};
+  std::copy(b.begin(), b.end(), d.bytes);
+  return d.hex();
+}
+
+api::run_view view_of(const storage::stored_run& r, const std::map<std::int64_t, storage::stored_verdict>& verdicts) {
+  api::run_view v;
+  v.id = r.id;
+  v.group = r.group;
+  v.request = r.request;
+  v.backend = r.backend;
+  v.condition = r.condition;
+  v.prompt = r.prompt;
+  v.replicate = r.replicate;
+  v.temperature = r.temperature;
+  v.seed = r.seed;
+  v.cache_prompt = r.cache_prompt;
+  v.compared = r.compared;
+  v.ok = r.ok;
+  v.error = r.error;
+  v.write_ns = r.write_ns;
+  v.first_byte_ns = r.first_byte_ns;
+  v.last_byte_ns = r.last_byte_ns;
+  v.token_digest = hex(r.token_digest);
+  v.logit_digest = hex(r.logit_digest);
+  v.token_count = r.token_count;
+  if (auto it = verdicts.find(r.id); it != verdicts.end()) {
+    v.logit_identical = it->second.logit_identical;
+    v.token_identical = it->second.token_identical;
+  }
+  return v;
+}
+
 }  // namespace
 
 struct job_service::running_job {
@@ -82,7 +118,7 @@ namespace {
 // inside a co_await expression (seen under ASan as a free of a non-heap pointer).
 net::awaitable<void> run_job(storage::db_worker* db, std::shared_ptr<job_service::running_job> job,
                              audit::audit_spec spec, std::map<std::string, clients::backend_config> configs,
-                             const bool* stopping) {
+                             const bool* stopping, api::daemon_metrics* metrics) {
   auto plan = std::make_shared<audit::audit_plan>(audit::make_plan(spec));
   const auto id = job->id;
   auto mark_running = [id](storage::audit_store& s) {
@@ -95,7 +131,12 @@ net::awaitable<void> run_job(storage::db_worker* db, std::shared_ptr<job_service
   clients::runner_options o;
   o.skip_groups = skip;
   o.cancel = job->cancel;
-  o.on_group = [db, id, plan](const clients::group_outcome& g) {
+  o.on_group = [db, id, plan, metrics](const clients::group_outcome& g) {
+    if (metrics) {
+      metrics->requests_sent += g.runs.size() * static_cast<std::size_t>(g.attempts);
+      for (const auto& r : g.runs) metrics->request_failures += !r.stream;
+      if (g.burst) metrics->burst_spread_seconds.observe(static_cast<double>(g.burst->launch_spread_ns) / 1e9);
+    }
     storage::group_write w{plan.get(), &plan->groups[g.group], g.runs, std::nullopt, g.attempts};
     if (g.burst) {
       std::string warnings;
@@ -227,6 +268,39 @@ net::awaitable<std::optional<audit::findings>> job_service::findings(std::int64_
   co_return co_await on_db(db_, std::move(recompute_findings));
 }
 
+net::awaitable<std::optional<std::vector<api::run_view>>> job_service::runs(std::int64_t id, std::string condition,
+                                                                           std::string backend) {
+  auto load_runs = [id, condition, backend](storage::audit_store& s) -> std::optional<std::vector<api::run_view>> {
+    if (!s.job(id)) return std::nullopt;
+    std::map<std::int64_t, storage::stored_verdict> verdicts;
+    for (const auto& v : s.verdicts(id)) verdicts[v.run_id] = v;
+    std::vector<api::run_view> out;
+    for (const auto& r : s.runs(id))
+      if ((condition.empty() || r.condition == condition) && (backend.empty() || r.backend == backend))
+        out.push_back(view_of(r, verdicts));
+    return out;
+  };
+  co_return co_await on_db(db_, std::move(load_runs));
+}
+
+net::awaitable<std::optional<api::stream_view>> job_service::stream(std::int64_t id, std::int64_t run) {
+  auto load_stream = [id, run](storage::audit_store& s) -> std::optional<api::stream_view> {
+    std::map<std::int64_t, storage::stored_verdict> verdicts;
+    for (const auto& v : s.verdicts(id)) verdicts[v.run_id] = v;
+    for (const auto& r : s.runs(id)) {
+      if (r.id != run) continue;
+      api::stream_view v;
+      v.run = view_of(r, verdicts);
+      v.content = r.content;
+      if (r.ok)
+        if (auto decoded = audit::decode_canonical(r.encoding)) v.stream = std::move(*decoded);
+      return v;
+    }
+    return std::nullopt;
+  };
+  co_return co_await on_db(db_, std::move(load_stream));
+}
+
 net::awaitable<api::cancel_outcome> job_service::cancel(std::int64_t id) {
   if (auto it = running_.find(id); it != running_.end()) {
     it->second->cancelled_by_user = true;
@@ -264,6 +338,11 @@ net::awaitable<std::string> job_service::backends_json() {
     out["backends"].push_back({{"name", name}, {"url", c.url}, {"api", std::string(clients::to_string(c.api))},
                                {"busy", busy_backends_.count(name) > 0}});
   co_return out.dump();
+}
+
+net::awaitable<std::map<std::string, std::int64_t>> job_service::job_counts() {
+  auto count_jobs = [](storage::audit_store& s) { return s.job_counts(); };
+  co_return co_await on_db(db_, std::move(count_jobs));
 }
 
 net::awaitable<void> job_service::dispatch_loop() {
@@ -312,7 +391,7 @@ net::awaitable<void> job_service::dispatch_loop() {
         }
         running_[r.id] = job;
         auto start = [this, job, spec = *spec, configs] {
-          return run_job(&db_, job, spec, configs, &stopping_);
+          return run_job(&db_, job, spec, configs, &stopping_, config_.metrics);
         };
         net::co_spawn(ex_, start(), [this, job](std::exception_ptr e) {
           if (e) try {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/audit_service.hpp"
+#include "api/metrics.hpp"
 #include "clients/backend.hpp"
 #include "storage/db_worker.hpp"
 
@@ -25,6 +26,7 @@ struct service_config {
   int max_running_jobs = 2;
   audit::spec_limits limits;
   std::chrono::milliseconds poll{1000};  // how often the queue is looked at without a wake-up
+  api::daemon_metrics* metrics = nullptr;  // counts requests, failures and burst spreads when set
 };
 
 // Not thread-safe: use from the executor it was made with.
@@ -44,9 +46,13 @@ class job_service final : public api::audit_service {
   net::awaitable<std::vector<api::job_summary>> jobs(std::string status, std::string tag, std::int64_t before,
                                                      int limit) override;
   net::awaitable<std::optional<audit::findings>> findings(std::int64_t id) override;
+  net::awaitable<std::optional<std::vector<api::run_view>>> runs(std::int64_t id, std::string condition,
+                                                                 std::string backend) override;
+  net::awaitable<std::optional<api::stream_view>> stream(std::int64_t id, std::int64_t run) override;
   net::awaitable<api::cancel_outcome> cancel(std::int64_t id) override;
   net::awaitable<bool> remove(std::int64_t id) override;
   net::awaitable<std::string> backends_json() override;
+  net::awaitable<std::map<std::string, std::int64_t>> job_counts() override;
   bool ready() const override { return started_ && !stopping_; }
 
   struct running_job;  // shared with the job coroutines

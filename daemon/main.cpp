@@ -72,10 +72,13 @@ int main(int argc, char** argv) {
     return 4;
   }
   boost::asio::io_context io(1);
+  api::daemon_metrics metrics;
+  cfg.metrics = &metrics;
   daemon::job_service service(io.get_executor(), *db, cfg);
   api::router routes;
-  api::add_audit_routes(routes, service, api::route_options{tokens, cfg.limits});
+  api::add_audit_routes(routes, service, api::route_options{tokens, cfg.limits, &metrics, LOGITAUDIT_VERSION});
   api::http_server server(io.get_executor(), routes);
+  server.on_response([&metrics](unsigned status, double seconds) { metrics.observe_response(status, seconds); });
   try {
     server.listen({address, static_cast<unsigned short>(port)});
   } catch (const std::exception& e) {

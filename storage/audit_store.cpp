@@ -454,6 +454,14 @@ std::vector<stored_prediction> audit_store::predictions(std::int64_t job) {
   return out;
 }
 
+std::map<std::string, std::int64_t> audit_store::job_counts() {
+  auto& s = db_.prepare("SELECT status, count(*) FROM jobs GROUP BY status");
+  std::map<std::string, std::int64_t> out;
+  while (s.step()) out[s.text(0)] = s.integer(1);
+  s.reset();
+  return out;
+}
+
 std::vector<job_record> audit_store::jobs_page(const std::string& status, const std::string& tag, std::int64_t before,
                                                int limit) {
   auto& s = db_.prepare(std::string("SELECT ") + kJobColumns +

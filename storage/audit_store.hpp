@@ -119,6 +119,7 @@ class audit_store {
   std::vector<stored_verdict> verdicts(std::int64_t job);
   std::vector<stored_prediction> predictions(std::int64_t job);
   std::vector<std::int64_t> job_ids();
+  std::map<std::string, std::int64_t> job_counts();
   // Newest first, ids below `before` (0: no bound), optionally one status and one tag.
   std::vector<job_record> jobs_page(const std::string& status, const std::string& tag, std::int64_t before, int limit);
   // The stored runs as observations (streams decoded from their canonical encoding).

@@ -46,6 +46,7 @@ class daemon_api : public ::testing::Test {
     cfg.poll = 20ms;
     cfg.allow_adhoc_backends = adhoc;
     cfg.max_running_jobs = 2;
+    cfg.metrics = &metrics_;
     for (auto [name, f] : {std::pair{"a", fake_a_.get()}, std::pair{"b", fake_b_.get()}}) {
       clients::backend_config c;
       c.name = name;
@@ -53,8 +54,9 @@ class daemon_api : public ::testing::Test {
       cfg.backends[name] = c;
     }
     service_ = std::make_unique<daemon::job_service>(io_.get_executor(), *db_, cfg);
-    api::add_audit_routes(routes_, *service_, api::route_options{std::move(tokens), {}});
+    api::add_audit_routes(routes_, *service_, api::route_options{std::move(tokens), {}, &metrics_, "test"});
     server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
+    server_->on_response([this](unsigned status, double seconds) { metrics_.observe_response(status, seconds); });
     server_->listen({net::ip::make_address("127.0.0.1"), 0});
     service_->start();
     thread_ = std::thread([this] { io_.run(); });
@@ -98,6 +100,7 @@ class daemon_api : public ::testing::Test {
   }
 
   net::io_context io_{1};
+  api::daemon_metrics metrics_;
   std::unique_ptr<test_support::fake_backend> fake_a_, fake_b_;
   std::filesystem::path db_path_;
   std::unique_ptr<storage::db_worker> db_;
@@ -148,6 +151,31 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
   ASSERT_EQ(js.status, 200u);
   EXPECT_TRUE(js.json()["valid"].get<bool>());
   EXPECT_EQ(js.json()["predictions"].size(), 4u);
+
+  // Runs, filtered, and one run's stream with its tokens and top-k.
+  auto runs = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=concurrent_greedy_c8").json();
+  ASSERT_EQ(runs["runs"].size(), 8u) << runs.dump();
+  for (const auto& run : runs["runs"]) {
+    EXPECT_EQ(run["condition"], "concurrent_greedy_c8");
+    EXPECT_EQ(run["verdict"]["token_identical"], true);
+    EXPECT_EQ(run["verdict"]["logit_identical"], false) << "the fake jitters overlapping requests";
+    EXPECT_EQ(run["digests"]["logit"].get<std::string>().size(), 32u);
+  }
+  const auto run_id = runs["runs"][0]["id"].get<std::int64_t>();
+  auto stream = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs/" + std::to_string(run_id) + "/stream");
+  ASSERT_EQ(stream.status, 200u) << stream.body;
+  EXPECT_EQ(stream.json()["tokens"].size(), 4u);
+  EXPECT_EQ(stream.json()["tokens"][0]["top"].size(), 5u);
+  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs/999999/stream"), 404, "not_found", "run");
+  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?sort=x"), 400, "invalid_query", "sort");
+
+  // Metrics saw the requests and the bursts; the API latency histogram counts responses.
+  auto metrics = call(port(), http::verb::get, "/metrics");
+  EXPECT_EQ(metrics.status, 200u);
+  EXPECT_NE(metrics.body.find("logitaudit_jobs{status=\"done\"} 1"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("logitaudit_backend_requests_total 65"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("logitaudit_burst_launch_spread_seconds_count 5"), std::string::npos) << metrics.body;
+  EXPECT_NE(metrics.body.find("logitaudit_api_latency_seconds_count"), std::string::npos);
 
   auto list = call(port(), http::verb::get, "/v1/audits?status=done&tag=nightly");
   ASSERT_EQ(list.json()["audits"].size(), 1u);
@@ -218,6 +246,18 @@ TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_can
   auto next = call(port(), http::verb::get, page["next"].get<std::string>()).json();
   ASSERT_EQ(next["audits"].size(), 1u);
   EXPECT_EQ(next["audits"][0]["id"], ids[0]);
+}
+
+TEST_F(daemon_api, the_openapi_document_lists_every_route) {
+  auto doc = call(port(), http::verb::get, "/openapi.json").json();
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc["openapi"], "3.1.0");
+  for (const auto& [method, pattern] : routes_.routes()) {
+    std::string m = method;
+    std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
+    EXPECT_TRUE(doc["paths"].contains(pattern) && doc["paths"][pattern].contains(m)) << method << " " << pattern;
+  }
+  EXPECT_GE(routes_.routes().size(), 13u);
 }
 
 TEST(daemon_api_auth, mutating_routes_need_a_configured_token) {

@@ -1,0 +1,64 @@
+// Prometheus text rendering.
+#include "metrics.hpp"
+
+#include <cstdio>
+
+namespace logitaudit::api {
+namespace {
+
+std::string num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+std::string with(const std::string& labels, const std::string& more) {
+  if (labels.empty()) return "{" + more + "}";
+  return "{" + labels + "," + more + "}";
+}
+
+}  // namespace
+
+void histogram::observe(double v) {
+  for (std::size_t i = 0; i < bounds_.size(); ++i)
+    if (v <= bounds_[i]) ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+std::string histogram::render(const std::string& name, const std::string& labels) const {
+  std::string out;
+  for (std::size_t i = 0; i < bounds_.size(); ++i)
+    out += name + "_bucket" + with(labels, "le=\"" + num(bounds_[i]) + "\"") + " " + std::to_string(counts_[i]) + "\n";
+  out += name + "_bucket" + with(labels, "le=\"+Inf\"") + " " + std::to_string(count_) + "\n";
+  out += name + "_sum" + (labels.empty() ? "" : "{" + labels + "}") + " " + num(sum_) + "\n";
+  out += name + "_count" + (labels.empty() ? "" : "{" + labels + "}") + " " + std::to_string(count_) + "\n";
+  return out;
+}
+
+std::string daemon_metrics::render(const std::map<std::string, std::int64_t>& jobs) const {
+  std::string out;
+  out += "# HELP logitaudit_jobs Audit jobs by status.\n# TYPE logitaudit_jobs gauge\n";
+  for (const char* s : {"queued", "running", "done", "failed", "cancelled", "interrupted"}) {
+    auto it = jobs.find(s);
+    out += std::string("logitaudit_jobs{status=\"") + s + "\"} " + std::to_string(it == jobs.end() ? 0 : it->second) + "\n";
+  }
+  out += "# HELP logitaudit_backend_requests_total Completion requests sent to backends.\n"
+         "# TYPE logitaudit_backend_requests_total counter\n"
+         "logitaudit_backend_requests_total " + std::to_string(requests_sent) + "\n";
+  out += "# HELP logitaudit_backend_request_failures_total Completion requests that failed after their retries.\n"
+         "# TYPE logitaudit_backend_request_failures_total counter\n"
+         "logitaudit_backend_request_failures_total " + std::to_string(request_failures) + "\n";
+  out += "# HELP logitaudit_burst_launch_spread_seconds Last write minus first write of each burst.\n"
+         "# TYPE logitaudit_burst_launch_spread_seconds histogram\n";
+  out += burst_spread_seconds.render("logitaudit_burst_launch_spread_seconds", "");
+  out += "# HELP logitaudit_api_requests_total API requests by status.\n# TYPE logitaudit_api_requests_total counter\n";
+  for (const auto& [status, n] : api_responses)
+    out += "logitaudit_api_requests_total{status=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP logitaudit_api_latency_seconds API request latency, read to written.\n"
+         "# TYPE logitaudit_api_latency_seconds histogram\n";
+  out += api_latency_seconds.render("logitaudit_api_latency_seconds", "");
+  return out;
+}
+
+}  // namespace logitaudit::api

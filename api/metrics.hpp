@@ -1,0 +1,44 @@
+// Prometheus metrics of the daemon: counters and histograms kept on the server's executor
+// (not thread-safe: touch them only there) and rendered in the text exposition format.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace logitaudit::api {
+
+class histogram {
+ public:
+  explicit histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size(), 0) {}
+  void observe(double v);
+  // `name` with its _bucket, _sum and _count series; `labels` like `route="/v1/audits"` or "".
+  std::string render(const std::string& name, const std::string& labels) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<std::uint64_t> counts_;
+  double sum_ = 0;
+  std::uint64_t count_ = 0;
+};
+
+struct daemon_metrics {
+  std::uint64_t requests_sent = 0;     // completion requests to backends
+  std::uint64_t request_failures = 0;  // of those, failed after retries
+  std::uint64_t api_requests = 0;
+  std::map<unsigned, std::uint64_t> api_responses;  // by status
+  histogram burst_spread_seconds{{1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1}};
+  histogram api_latency_seconds{{1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1}};
+
+  void observe_response(unsigned status, double seconds) {
+    ++api_requests;
+    ++api_responses[status];
+    api_latency_seconds.observe(seconds);
+  }
+
+  // The exposition text; `jobs_by_status` comes from the database at scrape time.
+  std::string render(const std::map<std::string, std::int64_t>& jobs_by_status) const;
+};
+
+}  // namespace logitaudit::api

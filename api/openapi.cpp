@@ -1,0 +1,62 @@
+// Route table -> OpenAPI paths.
+#include "openapi.hpp"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace logitaudit::api {
+
+std::string openapi_document(const router& routes, const std::string& version) {
+  using json = nlohmann::json;
+  static const std::map<std::string, std::string> summaries = {
+      {"GET /healthz", "Liveness: the process serves HTTP"},
+      {"GET /readyz", "Readiness: the database and the queue are up"},
+      {"GET /metrics", "Prometheus metrics"},
+      {"GET /openapi.json", "This document"},
+      {"POST /v1/audits", "Submit an audit (a spec, or a preset with overrides); 202 with the job"},
+      {"GET /v1/audits", "List audits, newest first (status, tag, before, limit)"},
+      {"GET /v1/audits/{id}", "One audit: status, progress, predictions, links"},
+      {"GET /v1/audits/{id}/report", "The findings table (format=json|text|markdown|csv)"},
+      {"GET /v1/audits/{id}/runs", "The audit's runs (condition, backend filters)"},
+      {"GET /v1/audits/{id}/runs/{run}/stream", "One run's logit stream: tokens, logprobs, top-k, digests"},
+      {"POST /v1/audits/{id}/cancel", "Cancel at the next request-group boundary"},
+      {"DELETE /v1/audits/{id}", "Delete the audit and all its rows"},
+      {"GET /v1/backends", "Configured backends"},
+  };
+  const json error_schema = {
+      {"type", "object"},
+      {"required", {"error"}},
+      {"properties",
+       {{"error",
+         {{"type", "object"},
+          {"required", {"code", "message"}},
+          {"properties", {{"code", {{"type", "string"}}}, {"message", {{"type", "string"}}}, {"field", {{"type", "string"}}}}}}}}}};
+  json doc = {{"openapi", "3.1.0"},
+              {"info", {{"title", "logitauditd"}, {"version", version},
+                        {"description", "Audits whether LLM servers return bit-identical logprobs under load."}}},
+              {"paths", json::object()},
+              {"components", {{"schemas", {{"Error", error_schema}}}}}};
+  for (const auto& [method, pattern] : routes.routes()) {
+    std::string lower = method;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    json error_ref = {{"$ref", "#/components/schemas/Error"}};
+    json op;
+    op["summary"] = summaries.count(method + " " + pattern) ? summaries.at(method + " " + pattern) : pattern;
+    op["responses"]["default"] = {{"description", "error"},
+                                  {"content", {{"application/json", {{"schema", error_ref}}}}}};
+    op["responses"][method == "POST" && pattern == "/v1/audits" ? "202" : "200"] = {{"description", "success"}};
+    json params = json::array();
+    for (std::size_t i = 0; (i = pattern.find('{', i)) != std::string::npos;) {
+      const auto close = pattern.find('}', i);
+      params.push_back({{"name", pattern.substr(i + 1, close - i - 1)}, {"in", "path"}, {"required", true},
+                        {"schema", {{"type", "integer"}, {"minimum", 1}}}});
+      i = close;
+    }
+    if (!params.empty()) op["parameters"] = params;
+    doc["paths"][pattern][lower] = op;
+  }
+  return doc.dump(2);
+}
+
+}  // namespace logitaudit::api
