@@ -193,17 +193,28 @@ TEST(storage, sigkill_at_random_points_never_leaves_half_a_group) {
   const std::string writer = LOGITAUDIT_CRASH_WRITER;
   std::int64_t last_groups = 0;
   for (int iteration = 0; iteration < 30; ++iteration) {
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
       ::execl(writer.c_str(), writer.c_str(), t.str().c_str(), nullptr);
       ::_exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(2000 + rng() % 60000));
+    ::close(out[1]);
+    // Wait for the writer's first commit (however slow this machine is), then kill it at a
+    // random moment of its writing.
+    char line[128];
+    ASSERT_GT(::read(out[0], line, sizeof line), 0) << "the writer died before committing";
+    ::close(out[0]);
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 40000));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 0)) << "writer failed on its own";
+    ASSERT_TRUE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        << "the writer failed on its own";
 
     storage::audit_store s(t.str());
     ASSERT_EQ(s.integrity_check(), "ok") << "iteration " << iteration;
