@@ -4,7 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <fstream>
+#include <sstream>
 #include <thread>
+
+#include "config/daemon_config.hpp"
 
 #include "api/audit_routes.hpp"
 #include "api/http_server.hpp"
@@ -12,61 +16,88 @@
 
 using namespace logitaudit;
 
+namespace {
+
+[[noreturn]] void config_error(const std::vector<config::config_problem>& problems) {
+  for (const auto& p : problems) std::cerr << "logitauditd: " << (p.key.empty() ? "config" : p.key) << ": " << p.message << "\n";
+  std::exit(2);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  CLI::App app{"logitauditd: audits whether LLM servers return bit-identical logprobs under load."};
+  CLI::App app{"logitauditd: audits whether LLM servers return bit-identical logprobs under load.\n"
+               "Configuration: --config FILE, then LOGITAUDIT_* environment variables, then these flags."};
   app.set_version_flag("--version", std::string("logitauditd ") + LOGITAUDIT_VERSION);
-  std::string listen = "127.0.0.1:8700";
-  std::string db_path = "logitaudit.db";
-  std::vector<std::string> backends;
-  std::string api_kind = "llama";
+  std::string config_file, listen, db_path, api_kind = "llama";
+  std::vector<std::string> backends, tokens;
   bool adhoc = false;
-  int max_jobs = 2;
-  std::vector<std::string> tokens;
-  app.add_option("--listen", listen, "HOST:PORT to serve the REST API on")->envname("LOGITAUDIT_LISTEN")->capture_default_str();
-  app.add_option("--db", db_path, "SQLite database file")->envname("LOGITAUDIT_DB")->capture_default_str();
-  app.add_option("--backend", backends, "NAME=URL of a backend jobs may audit (repeatable)");
+  int max_jobs = 0;
+  app.add_option("--config", config_file, "JSON config file (docs/configuration.md)")->check(CLI::ExistingFile);
+  auto* o_listen = app.add_option("--listen", listen, "HOST:PORT to serve the REST API on (default 127.0.0.1:8700)");
+  auto* o_db = app.add_option("--db", db_path, "SQLite database file (default ./logitaudit.db)");
+  app.add_option("--backend", backends, "NAME=URL of a backend jobs may audit (repeatable; adds to the config's)");
   app.add_option("--backend-api", api_kind, "API of the --backend servers")->check(CLI::IsMember({"llama", "openai"}));
-  app.add_flag("--allow-adhoc-backends", adhoc, "let jobs name URLs that are not configured backends");
-  app.add_option("--max-jobs", max_jobs, "jobs running at once (never two on one backend)")->check(CLI::Range(1, 64));
-  app.add_option("--token", tokens, "bearer token required by mutating routes (repeatable)")->envname("LOGITAUDIT_TOKEN");
+  auto* o_adhoc = app.add_flag("--allow-adhoc-backends", adhoc, "let jobs name URLs that are not configured backends");
+  auto* o_jobs = app.add_option("--max-jobs", max_jobs, "jobs running at once (never two on one backend)")->check(CLI::Range(1, 64));
+  auto* o_tokens = app.add_option("--token", tokens, "bearer token required by mutating routes (repeatable)");
   CLI11_PARSE(app, argc, argv);
 
-  const auto colon = listen.rfind(':');
-  boost::system::error_code ec;
-  const auto address = boost::asio::ip::make_address(listen.substr(0, colon), ec);
-  if (colon == std::string::npos || ec) {
-    std::cerr << "logitauditd: --listen must be HOST:PORT with a numeric host, got '" << listen << "'\n";
-    return 2;
+  config::daemon_config conf;
+  if (!config_file.empty()) {
+    std::ifstream in(config_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = config::parse_config(text.str());
+    if (!parsed) config_error(parsed.error());
+    conf = *parsed;
   }
-  int port = 0;
-  try {
-    port = std::stoi(listen.substr(colon + 1));
-  } catch (const std::exception&) {
-    port = -1;
-  }
-  if (port < 0 || port > 65535) {
-    std::cerr << "logitauditd: --listen has an invalid port\n";
-    return 2;
-  }
-  daemon::service_config cfg;
-  cfg.allow_adhoc_backends = adhoc;
-  cfg.max_running_jobs = max_jobs;
+  if (auto problems = config::apply_environment(conf, config::logitaudit_environment()); !problems.empty())
+    config_error(problems);
+  if (o_listen->count()) conf.listen = listen;
+  if (o_db->count()) conf.database = db_path;
+  if (o_adhoc->count()) conf.allow_adhoc_backends = adhoc;
+  if (o_jobs->count()) conf.max_running_jobs = max_jobs;
+  if (o_tokens->count()) conf.tokens = tokens;
   for (const auto& b : backends) {
     const auto eq = b.find('=');
-    if (eq == std::string::npos || eq == 0 || !clients::parse_endpoint(b.substr(eq + 1))) {
-      std::cerr << "logitauditd: --backend must be NAME=http://host:port, got '" << b << "'\n";
-      return 2;
+    if (eq == std::string::npos || eq == 0) config_error({{"--backend", "must be NAME=http://host:port, got '" + b + "'"}});
+    conf.backends.push_back({b.substr(0, eq), b.substr(eq + 1), api_kind, ""});
+  }
+
+  const auto colon = conf.listen.rfind(':');
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(conf.listen.substr(0, colon), ec);
+  int port = -1;
+  if (colon != std::string::npos && !ec) {
+    try {
+      port = std::stoi(conf.listen.substr(colon + 1));
+    } catch (const std::exception&) {
     }
+  }
+  if (port < 0 || port > 65535) config_error({{"listen", "must be HOST:PORT with a numeric host, got '" + conf.listen + "'"}});
+  daemon::service_config cfg;
+  cfg.allow_adhoc_backends = conf.allow_adhoc_backends;
+  cfg.max_running_jobs = conf.max_running_jobs;
+  cfg.limits.max_prompts = conf.max_prompts;
+  cfg.limits.max_n_predict = conf.max_n_predict;
+  cfg.limits.max_concurrency = conf.max_concurrency;
+  for (const auto& b : conf.backends) {
+    if (!clients::parse_endpoint(b.url)) config_error({{"backend " + b.name, "url must be http://host:port, got '" + b.url + "'"}});
     clients::backend_config c;
-    c.name = b.substr(0, eq);
-    c.url = b.substr(eq + 1);
-    c.api = *clients::parse_api_kind(api_kind);
+    c.name = b.name;
+    c.url = b.url;
+    c.api = *clients::parse_api_kind(b.api);
+    c.http.bearer_token = b.token;
     cfg.backends[c.name] = c;
   }
+  const std::string db_path_final = conf.database;
+  tokens = conf.tokens;
+  listen = conf.listen;
 
   std::unique_ptr<storage::db_worker> db;
   try {
-    db = std::make_unique<storage::db_worker>(db_path);
+    db = std::make_unique<storage::db_worker>(db_path_final);
   } catch (const std::exception& e) {
     std::cerr << "logitauditd: " << e.what() << "\n";
     return 4;
@@ -77,7 +108,9 @@ int main(int argc, char** argv) {
   daemon::job_service service(io.get_executor(), *db, cfg);
   api::router routes;
   api::add_audit_routes(routes, service, api::route_options{tokens, cfg.limits, &metrics, LOGITAUDIT_VERSION});
-  api::http_server server(io.get_executor(), routes);
+  api::server_limits server_limits;
+  server_limits.max_body = conf.max_body_bytes;
+  api::http_server server(io.get_executor(), routes, server_limits);
   server.on_response([&metrics](unsigned status, double seconds) { metrics.observe_response(status, seconds); });
   try {
     server.listen({address, static_cast<unsigned short>(port)});
@@ -87,7 +120,7 @@ int main(int argc, char** argv) {
   }
   service.start();
   spdlog::info("logitauditd {} listening on {}:{} (database {}, {} backend(s){})", LOGITAUDIT_VERSION,
-               address.to_string(), server.port(), db_path, cfg.backends.size(), tokens.empty() ? "" : ", tokens required");
+               address.to_string(), server.port(), db_path_final, cfg.backends.size(), tokens.empty() ? "" : ", tokens required");
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   boost::asio::steady_timer drain(io);

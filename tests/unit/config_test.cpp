@@ -1,0 +1,63 @@
+// logitauditd's configuration: file, then environment; every problem names its key.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "config/daemon_config.hpp"
+
+using namespace logitaudit::config;
+
+namespace {
+
+bool names(const std::vector<config_problem>& p, const std::string& key) {
+  return std::any_of(p.begin(), p.end(), [&](const config_problem& q) { return q.key == key; });
+}
+
+}  // namespace
+
+TEST(config, a_full_file_parses_and_defaults_fill_the_rest) {
+  auto c = parse_config(R"({"listen":"0.0.0.0:9000","database":"/var/lib/logitaudit/a.db",
+    "backends":[{"name":"tiny","url":"http://127.0.0.1:8081"},{"name":"vllm","url":"http://10.1.2.3:8000","api":"openai","token":"k"}],
+    "allow_adhoc_backends":true,"max_running_jobs":3,"tokens":["0123456789abcdef"],
+    "limits":{"max_body_bytes":2097152,"max_n_predict":256}})");
+  ASSERT_TRUE(c) << c.error().front().key;
+  EXPECT_EQ(c->listen, "0.0.0.0:9000");
+  EXPECT_EQ(c->backends.size(), 2u);
+  EXPECT_EQ(c->backends[1].api, "openai");
+  EXPECT_EQ(c->backends[1].token, "k");
+  EXPECT_TRUE(c->allow_adhoc_backends);
+  EXPECT_EQ(c->max_running_jobs, 3);
+  EXPECT_EQ(c->max_body_bytes, 2097152u);
+  EXPECT_EQ(c->max_n_predict, 256);
+  EXPECT_EQ(c->max_prompts, 64) << "a default";
+  auto empty = parse_config("{}");
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->listen, "127.0.0.1:8700");
+  EXPECT_EQ(empty->database, "logitaudit.db");
+}
+
+TEST(config, unknown_keys_and_bad_values_are_named_all_at_once) {
+  auto c = parse_config(R"({"lisen":"x","backends":[{"name":"a","url":"ftp://x","colour":1},{"name":"a","url":"http://h:1","api":"grpc"}],
+    "tokens":["short"],"limits":{"max_n_predict":0,"max_things":1},"max_running_jobs":"2"})");
+  ASSERT_FALSE(c);
+  for (const char* k : {"lisen", "backends[0].url", "backends[0].colour", "backends[1].name", "backends[1].api", "tokens[0]",
+                        "limits.max_n_predict", "limits.max_things", "max_running_jobs"})
+    EXPECT_TRUE(names(c.error(), k)) << k;
+  EXPECT_FALSE(parse_config("[1]"));
+  EXPECT_FALSE(parse_config("{"));
+}
+
+TEST(config, the_environment_overrides_the_file_and_unknown_variables_are_errors) {
+  daemon_config c;
+  auto p = apply_environment(c, {{"LOGITAUDIT_LISTEN", "127.0.0.1:9999"}, {"LOGITAUDIT_TOKEN", "aaaaaaaa,bbbbbbbb"},
+                                 {"LOGITAUDIT_MAX_JOBS", "4"}, {"LOGITAUDIT_ALLOW_ADHOC_BACKENDS", "true"},
+                                 {"LOGITAUDIT_SERVER", "http://x"}});
+  EXPECT_TRUE(p.empty());
+  EXPECT_EQ(c.listen, "127.0.0.1:9999");
+  EXPECT_EQ(c.tokens, (std::vector<std::string>{"aaaaaaaa", "bbbbbbbb"}));
+  EXPECT_EQ(c.max_running_jobs, 4);
+  EXPECT_TRUE(c.allow_adhoc_backends);
+  auto bad = apply_environment(c, {{"LOGITAUDIT_MAX_JOBS", "many"}, {"LOGITAUDIT_LISTN", "x"}});
+  EXPECT_TRUE(names(bad, "LOGITAUDIT_MAX_JOBS"));
+  EXPECT_TRUE(names(bad, "LOGITAUDIT_LISTN"));
+}
