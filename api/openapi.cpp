@@ -23,6 +23,12 @@ std::string openapi_document(const router& routes, const std::string& version) {
       {"POST /v1/audits/{id}/cancel", "Cancel at the next request-group boundary"},
       {"DELETE /v1/audits/{id}", "Delete the audit and all its rows"},
       {"GET /v1/backends", "Configured backends"},
+      {"POST /v1/schedules", "Create a schedule: a 5-field cron expression (UTC or an IANA zone) and an audit spec"},
+      {"GET /v1/schedules", "List schedules"},
+      {"GET /v1/schedules/{id}", "One schedule with its next fire time"},
+      {"PATCH /v1/schedules/{id}", "Change cron, timezone, spec, enabled or missed"},
+      {"DELETE /v1/schedules/{id}", "Delete a schedule (its audits stay)"},
+      {"GET /v1/schedules/{id}/history", "The audits a schedule fired, with their validity and predictions"},
   };
   const json error_schema = {
       {"type", "object"},
@@ -45,7 +51,8 @@ std::string openapi_document(const router& routes, const std::string& version) {
     op["summary"] = summaries.count(method + " " + pattern) ? summaries.at(method + " " + pattern) : pattern;
     op["responses"]["default"] = {{"description", "error"},
                                   {"content", {{"application/json", {{"schema", error_ref}}}}}};
-    op["responses"][method == "POST" && pattern == "/v1/audits" ? "202" : "200"] = {{"description", "success"}};
+    const std::string ok = method == "POST" && pattern == "/v1/audits" ? "202" : method == "POST" && pattern == "/v1/schedules" ? "201" : "200";
+    op["responses"][ok] = {{"description", "success"}};
     json params = json::array();
     for (std::size_t i = 0; (i = pattern.find('{', i)) != std::string::npos;) {
       const auto close = pattern.find('}', i);

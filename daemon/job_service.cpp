@@ -10,40 +10,12 @@
 #include "audit/stream_encoding.hpp"
 #include "clients/job_runner.hpp"
 #include "clients/llama_api.hpp"
+#include "db_call.hpp"
 
 namespace logitaudit::daemon {
 namespace {
 
 using json = nlohmann::json;
-
-template <class R>
-net::awaitable<R> on_db_task(storage::db_worker* db, std::shared_ptr<std::function<R(storage::audit_store&)>> fn) {
-  auto ex = co_await net::this_coro::executor;
-  auto result = std::make_shared<std::optional<R>>();
-  auto error = std::make_shared<std::exception_ptr>();
-  auto done = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
-  db->post([result, error, done, ex, fn](storage::audit_store& s) {
-    try {
-      result->emplace((*fn)(s));
-    } catch (...) {
-      *error = std::current_exception();
-    }
-    net::post(ex, [done] { done->cancel(); });
-  });
-  co_await done->async_wait(net::as_tuple(net::use_awaitable));
-  if (*error) std::rethrow_exception(*error);
-  co_return std::move(**result);
-}
-
-// Runs `fn(store)` on the db thread and resumes the caller on its executor with the result;
-// the caller never blocks, and an exception from `fn` is rethrown in the caller. Not itself
-// a coroutine: GCC 12 miscopies capturing lambdas passed to coroutines, so the lambda is
-// moved into a shared std::function first.
-template <class F>
-auto on_db(storage::db_worker& db, F fn) {
-  using R = decltype(fn(std::declval<storage::audit_store&>()));
-  return on_db_task<R>(&db, std::make_shared<std::function<R(storage::audit_store&)>>(std::move(fn)));
-}
 
 api::job_summary summarize(const storage::job_record& r) {
   api::job_summary j;
@@ -219,6 +191,16 @@ std::vector<audit::spec_problem> job_service::resolve_backends(audit::audit_spec
 }
 
 net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job_service::submit(audit::audit_spec spec) {
+  co_return co_await enqueue(std::move(spec), std::nullopt);
+}
+
+net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job_service::submit_scheduled(
+    audit::audit_spec spec, std::int64_t schedule) {
+  co_return co_await enqueue(std::move(spec), schedule);
+}
+
+net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job_service::enqueue(
+    audit::audit_spec spec, std::optional<std::int64_t> schedule) {
   auto problems = resolve_backends(spec);
   if (!problems.empty()) co_return unexpected{std::move(problems)};
   const auto plan = audit::make_plan(spec);
@@ -231,6 +213,7 @@ net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job
   nj.total_requests = plan.total_requests();
   nj.total_groups = plan.groups.size();
   nj.tags_json = json(spec.tags).dump();
+  nj.schedule_id = schedule;
   auto create_job = [nj](storage::audit_store& s) {
     const auto id = s.create_job(nj);
     return *s.job(id);

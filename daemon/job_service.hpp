@@ -42,6 +42,11 @@ class job_service final : public api::audit_service {
   bool idle() const { return running_.empty(); }
 
   net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> submit(audit::audit_spec spec) override;
+  // The same for a schedule's fire: the job is linked to the schedule.
+  net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> submit_scheduled(audit::audit_spec spec,
+                                                                                             std::int64_t schedule);
+  // Fills configured backends' URLs into `spec` and reports the backends it may not use.
+  std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
   net::awaitable<std::optional<api::job_summary>> job(std::int64_t id) override;
   net::awaitable<std::vector<api::job_summary>> jobs(std::string status, std::string tag, std::int64_t before,
                                                      int limit) override;
@@ -60,7 +65,8 @@ class job_service final : public api::audit_service {
  private:
   net::awaitable<void> dispatch_loop();
   void wake();
-  std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
+  net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> enqueue(audit::audit_spec spec,
+                                                                                    std::optional<std::int64_t> schedule);
 
   net::any_io_executor ex_;
   storage::db_worker& db_;

@@ -12,7 +12,9 @@
 
 #include "api/audit_routes.hpp"
 #include "api/http_server.hpp"
+#include "api/schedule_routes.hpp"
 #include "job_service.hpp"
+#include "scheduler.hpp"
 
 using namespace logitaudit;
 
@@ -106,8 +108,11 @@ int main(int argc, char** argv) {
   api::daemon_metrics metrics;
   cfg.metrics = &metrics;
   daemon::job_service service(io.get_executor(), *db, cfg);
+  daemon::scheduler schedules(io.get_executor(), *db, service, cfg.limits);
   api::router routes;
-  api::add_audit_routes(routes, service, api::route_options{tokens, cfg.limits, &metrics, LOGITAUDIT_VERSION});
+  const api::route_options route_opts{tokens, cfg.limits, &metrics, LOGITAUDIT_VERSION};
+  api::add_schedule_routes(routes, schedules, route_opts);
+  api::add_audit_routes(routes, service, route_opts);
   api::server_limits server_limits;
   server_limits.max_body = conf.max_body_bytes;
   api::http_server server(io.get_executor(), routes, server_limits);
@@ -119,6 +124,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   service.start();
+  schedules.start();
   spdlog::info("logitauditd {} listening on {}:{} (database {}, {} backend(s){})", LOGITAUDIT_VERSION,
                address.to_string(), server.port(), db_path_final, cfg.backends.size(), tokens.empty() ? "" : ", tokens required");
 
@@ -135,6 +141,7 @@ int main(int argc, char** argv) {
   signals.async_wait([&](boost::system::error_code, int sig) {
     spdlog::info("signal {}: stopping (running jobs stop at their next group boundary)", sig);
     server.stop();
+    schedules.stop();
     service.stop();
     wait_drained();
   });

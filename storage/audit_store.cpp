@@ -146,8 +146,10 @@ CREATE TABLE schedules (
   enabled INTEGER NOT NULL,
   missed TEXT NOT NULL CHECK (missed IN ('run_once','skip')),
   created_at TEXT NOT NULL,
-  next_fire_at TEXT NOT NULL DEFAULT ''
+  next_fire_unix INTEGER,
+  last_fire_unix INTEGER
 );
+CREATE INDEX jobs_by_schedule ON jobs(schedule_id, id);
 )sql",
 };
 
@@ -450,6 +452,79 @@ std::vector<stored_prediction> audit_store::predictions(std::int64_t job) {
   std::vector<stored_prediction> out;
   while (s.step())
     out.push_back({s.text(0), s.integer(1) != 0, static_cast<int>(s.integer(2)), static_cast<int>(s.integer(3))});
+  s.reset();
+  return out;
+}
+
+namespace {
+
+schedule_record read_schedule(statement& s) {
+  schedule_record r;
+  r.id = s.integer(0);
+  r.cron = s.text(1);
+  r.timezone = s.text(2);
+  r.spec_json = s.text(3);
+  r.enabled = s.integer(4) != 0;
+  r.missed = s.text(5);
+  r.created_at = s.text(6);
+  if (!s.is_null(7)) r.next_fire_unix = s.integer(7);
+  if (!s.is_null(8)) r.last_fire_unix = s.integer(8);
+  return r;
+}
+
+constexpr const char* kScheduleColumns =
+    "id, cron, timezone, spec_json, enabled, missed, created_at, next_fire_unix, last_fire_unix";
+
+}  // namespace
+
+std::int64_t audit_store::save_schedule(const schedule_record& r) {
+  if (r.id == 0) {
+    auto& s = db_.prepare(
+        "INSERT INTO schedules (cron, timezone, spec_json, enabled, missed, created_at, next_fire_unix, last_fire_unix) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    s.bind(1, r.cron).bind(2, r.timezone).bind(3, r.spec_json).bind(4, r.enabled).bind(5, r.missed).bind(6, r.created_at);
+    s.bind(7, r.next_fire_unix).bind(8, r.last_fire_unix);
+    s.run();
+    return db_.last_insert_id();
+  }
+  auto& s = db_.prepare(
+      "UPDATE schedules SET cron = ?, timezone = ?, spec_json = ?, enabled = ?, missed = ?, next_fire_unix = ?, "
+      "last_fire_unix = ? WHERE id = ?");
+  s.bind(1, r.cron).bind(2, r.timezone).bind(3, r.spec_json).bind(4, r.enabled).bind(5, r.missed);
+  s.bind(6, r.next_fire_unix).bind(7, r.last_fire_unix).bind(8, r.id);
+  s.run();
+  return r.id;
+}
+
+std::optional<schedule_record> audit_store::schedule(std::int64_t id) {
+  auto& s = db_.prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules WHERE id = ?");
+  s.bind(1, id);
+  std::optional<schedule_record> r;
+  if (s.step()) r = read_schedule(s);
+  s.reset();
+  return r;
+}
+
+std::vector<schedule_record> audit_store::schedules() {
+  auto& s = db_.prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules ORDER BY id");
+  std::vector<schedule_record> out;
+  while (s.step()) out.push_back(read_schedule(s));
+  s.reset();
+  return out;
+}
+
+bool audit_store::delete_schedule(std::int64_t id) {
+  auto& s = db_.prepare("DELETE FROM schedules WHERE id = ?");
+  s.bind(1, id);
+  s.run();
+  return db_.changes() > 0;
+}
+
+std::vector<job_record> audit_store::schedule_jobs(std::int64_t schedule, int limit) {
+  auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE schedule_id = ? ORDER BY id DESC LIMIT ?");
+  s.bind(1, schedule).bind(2, limit);
+  std::vector<job_record> out;
+  while (s.step()) out.push_back(read_job(s));
   s.reset();
   return out;
 }

@@ -62,6 +62,18 @@ struct group_write {
   int attempts = 1;
 };
 
+struct schedule_record {
+  std::int64_t id = 0;  // 0: not stored yet
+  std::string cron;
+  std::string timezone = "UTC";
+  std::string spec_json;
+  bool enabled = true;
+  std::string missed = "run_once";  // run_once | skip: a fire missed while the daemon was down
+  std::string created_at;
+  std::optional<std::int64_t> next_fire_unix;
+  std::optional<std::int64_t> last_fire_unix;
+};
+
 struct stored_run {
   std::int64_t id = 0;
   std::size_t group = 0, request = 0;
@@ -120,6 +132,13 @@ class audit_store {
   std::vector<stored_prediction> predictions(std::int64_t job);
   std::vector<std::int64_t> job_ids();
   std::map<std::string, std::int64_t> job_counts();
+
+  // Schedules: insert (id 0) or update; the id.
+  std::int64_t save_schedule(const schedule_record& r);
+  std::optional<schedule_record> schedule(std::int64_t id);
+  std::vector<schedule_record> schedules();
+  bool delete_schedule(std::int64_t id);  // its jobs stay, unlinked
+  std::vector<job_record> schedule_jobs(std::int64_t schedule, int limit);
   // Newest first, ids below `before` (0: no bound), optionally one status and one tag.
   std::vector<job_record> jobs_page(const std::string& status, const std::string& tag, std::int64_t before, int limit);
   // The stored runs as observations (streams decoded from their canonical encoding).

@@ -12,6 +12,8 @@
 #include "api/audit_routes.hpp"
 #include "api/http_server.hpp"
 #include "daemon/job_service.hpp"
+#include "daemon/scheduler.hpp"
+#include "api/schedule_routes.hpp"
 #include "support/fake_backend.hpp"
 #include "support/http_call.hpp"
 
@@ -33,7 +35,8 @@ reply call(unsigned short port, http::verb method, const std::string& target, co
 class daemon_api : public ::testing::Test {
  protected:
   void SetUp() override { start({}); }
-  void start(std::vector<std::string> tokens, bool adhoc = false) {
+  void start(std::vector<std::string> tokens, bool adhoc = false,
+             std::function<void(storage::db_worker&)> before_start = {}) {
     test_support::fake_knobs k;
     k.delay = 20ms;
     k.jitter_when_overlapping = true;
@@ -53,23 +56,31 @@ class daemon_api : public ::testing::Test {
       c.url = f->url();
       cfg.backends[name] = c;
     }
+    if (before_start) before_start(*db_);
     service_ = std::make_unique<daemon::job_service>(io_.get_executor(), *db_, cfg);
-    api::add_audit_routes(routes_, *service_, api::route_options{std::move(tokens), {}, &metrics_, "test"});
+    scheduler_ = std::make_unique<daemon::scheduler>(io_.get_executor(), *db_, *service_, audit::spec_limits{});
+    scheduler_->now = [this] { return clock_.load(); };
+    const api::route_options opts{std::move(tokens), {}, &metrics_, "test"};
+    api::add_schedule_routes(routes_, *scheduler_, opts);
+    api::add_audit_routes(routes_, *service_, opts);
     server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
     server_->on_response([this](unsigned status, double seconds) { metrics_.observe_response(status, seconds); });
     server_->listen({net::ip::make_address("127.0.0.1"), 0});
     service_->start();
+    scheduler_->start();
     thread_ = std::thread([this] { io_.run(); });
   }
   void TearDown() override {
     net::post(io_, [this] {
       server_->stop();
+      scheduler_->stop();
       service_->stop();
     });
     // Let running jobs reach a group boundary, then stop.
     for (int i = 0; i < 200 && !service_->idle(); ++i) std::this_thread::sleep_for(10ms);
     io_.stop();
     thread_.join();
+    scheduler_.reset();
     service_.reset();
     db_.reset();
     remove_db();
@@ -105,6 +116,8 @@ class daemon_api : public ::testing::Test {
   std::filesystem::path db_path_;
   std::unique_ptr<storage::db_worker> db_;
   std::unique_ptr<daemon::job_service> service_;
+  std::unique_ptr<daemon::scheduler> scheduler_;
+  std::atomic<std::int64_t> clock_{1798761600};  // 2027-01-01T00:00:00Z, moved by the tests
   api::router routes_;
   std::unique_ptr<api::http_server> server_;
   std::thread thread_;
@@ -258,6 +271,89 @@ TEST_F(daemon_api, the_openapi_document_lists_every_route) {
     EXPECT_TRUE(doc["paths"].contains(pattern) && doc["paths"][pattern].contains(m)) << method << " " << pattern;
   }
   EXPECT_GE(routes_.routes().size(), 13u);
+}
+
+TEST_F(daemon_api, a_schedule_fires_jobs_on_its_cron_and_keeps_their_history) {
+  const std::string body = R"({"cron":"0 3 * * *","timezone":"Europe/Berlin","spec":)" + std::string(kSmallJob) + "}";
+  auto created = call(port(), http::verb::post, "/v1/schedules", body);
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const auto id = created.json()["id"].get<std::int64_t>();
+  // 03:00 in Berlin on 1 January 2027 is 02:00 UTC.
+  EXPECT_EQ(created.json()["next_fire_unix"], 1798761600 + 2 * 3600);
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/schedules").json()["schedules"].size(), 1u);
+
+  clock_ = 1798761600 + 2 * 3600 + 5;  // just past the fire
+  net::post(io_, [this] { scheduler_->poke(); });
+  nlohmann::json history;
+  for (int i = 0; i < 500; ++i) {
+    history = call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id) + "/history").json();
+    if (!history["runs"].empty()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(history["runs"].size(), 1u) << history.dump();
+  const auto audit = history["runs"][0]["audit"].get<std::int64_t>();
+  EXPECT_EQ(wait_done(audit)["status"], "done");
+  history = call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id) + "/history").json();
+  EXPECT_EQ(history["runs"][0]["valid"], true) << history.dump();
+  EXPECT_EQ(history["runs"][0]["predictions_held"]["P1"], true) << history.dump();
+  auto tags = call(port(), http::verb::get, "/v1/audits/" + std::to_string(audit)).json()["tags"];
+  EXPECT_NE(std::find(tags.begin(), tags.end(), "schedule:" + std::to_string(id)), tags.end()) << tags.dump();
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id)).json()["next_fire_unix"],
+            1798761600 + 2 * 3600 + 24 * 3600) << "the next day";
+
+  auto patched = call(port(), http::verb::patch, "/v1/schedules/" + std::to_string(id), R"({"enabled":false})");
+  ASSERT_EQ(patched.status, 200u) << patched.body;
+  EXPECT_EQ(patched.json()["enabled"], false);
+  EXPECT_EQ(call(port(), http::verb::delete_, "/v1/schedules/" + std::to_string(id)).status, 200u);
+  expect_error(call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id)), 404, "not_found", "id");
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits/" + std::to_string(audit)).status, 200u) << "its audits stay";
+}
+
+TEST_F(daemon_api, bad_schedules_name_their_field) {
+  auto with = [](const std::string& members) { return "{" + members + "}"; };
+  const std::string spec = std::string(R"("spec":)") + kSmallJob;
+  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"61 * * * *",)" + spec)), 400,
+               "invalid_schedule", "cron");
+  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"@daily","timezone":"Mars/Base",)" + spec)),
+               400, "invalid_schedule", "timezone");
+  expect_error(call(port(), http::verb::post, "/v1/schedules",
+                    with(R"("cron":"@daily","spec":{"preset":"seed-protocol","backends":["a"],"n_predict":0})")),
+               400, "invalid_schedule", "spec.n_predict");
+  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"@daily","when":"now",)" + spec)), 400,
+               "invalid_schedule", "when");
+  expect_error(call(port(), http::verb::post, "/v1/schedules", with(spec)), 400, "invalid_schedule", "cron");
+  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"@daily","missed":"later",)" + spec)), 400,
+               "invalid_schedule", "missed");
+  expect_error(call(port(), http::verb::patch, "/v1/schedules/99", R"({"enabled":true})"), 404, "not_found", "id");
+  EXPECT_EQ(rows("schedules"), 0);
+}
+
+class daemon_api_missed : public daemon_api {
+ protected:
+  void SetUp() override {
+    // A schedule whose fire came while the daemon was down, before it starts.
+    start({}, false, [](storage::db_worker& db) {
+      db.submit([](storage::audit_store& s) {
+          storage::schedule_record r;
+          r.cron = "0 * * * *";
+          r.spec_json = R"({"preset":"seed-protocol","backends":[{"name":"a"}],"n_predict":4})";
+          r.created_at = "2026-12-31T00:00:00Z";
+          r.next_fire_unix = 1798761600 - 3600;
+          return s.save_schedule(r);
+        }).get();
+    });
+  }
+};
+
+TEST_F(daemon_api_missed, a_fire_missed_while_down_runs_once_at_start) {
+  nlohmann::json history;
+  for (int i = 0; i < 500; ++i) {
+    history = call(port(), http::verb::get, "/v1/schedules/1/history").json();
+    if (!history["runs"].empty()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(history["runs"].size(), 1u) << history.dump();
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/schedules/1").json()["next_fire_unix"], 1798761600 + 3600);
 }
 
 TEST(daemon_api_auth, mutating_routes_need_a_configured_token) {

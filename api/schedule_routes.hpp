@@ -1,0 +1,12 @@
+// The /v1/schedules routes: create, list, read, patch, delete, and a schedule's history.
+#pragma once
+
+#include "audit_routes.hpp"
+#include "schedule_service.hpp"
+
+namespace logitaudit::api {
+
+// Adds the routes to `r` (before add_audit_routes, so that /openapi.json lists them).
+void add_schedule_routes(router& r, schedule_service& service, route_options options);
+
+}  // namespace logitaudit::api

@@ -1,0 +1,45 @@
+// Reaching the database thread from a coroutine without blocking the network thread.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "storage/db_worker.hpp"
+
+namespace logitaudit::daemon {
+
+namespace net = boost::asio;
+
+template <class R>
+net::awaitable<R> on_db_task(storage::db_worker* db, std::shared_ptr<std::function<R(storage::audit_store&)>> fn) {
+  auto ex = co_await net::this_coro::executor;
+  auto result = std::make_shared<std::optional<R>>();
+  auto error = std::make_shared<std::exception_ptr>();
+  auto done = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
+  db->post([result, error, done, ex, fn](storage::audit_store& s) {
+    try {
+      result->emplace((*fn)(s));
+    } catch (...) {
+      *error = std::current_exception();
+    }
+    net::post(ex, [done] { done->cancel(); });
+  });
+  co_await done->async_wait(net::as_tuple(net::use_awaitable));
+  if (*error) std::rethrow_exception(*error);
+  co_return std::move(**result);
+}
+
+// Runs `fn(store)` on the db thread and resumes the caller on its executor with the result;
+// the caller never blocks, and an exception from `fn` is rethrown in the caller. Not itself
+// a coroutine: GCC 12 miscopies capturing lambdas passed to coroutines, so the lambda is
+// moved into a shared std::function first.
+template <class F>
+auto on_db(storage::db_worker& db, F fn) {
+  using R = decltype(fn(std::declval<storage::audit_store&>()));
+  return on_db_task<R>(&db, std::make_shared<std::function<R(storage::audit_store&)>>(std::move(fn)));
+}
+
+}  // namespace logitaudit::daemon
