@@ -81,6 +81,7 @@ net::awaitable<api_response> route_post_v1_audits(audit_service* svc_ptr, std::s
   auto job = co_await svc_ptr->submit(std::move(*spec));
   if (!job) {
     const auto& p = job.error().front();
+    if (p.field == "queue") co_return error_response(429, "queue_full", p.message);
     co_return error_response(400, "invalid_spec", p.message, p.field);
   }
   co_return json_response(202, dump(summary_json(*job)));
@@ -186,6 +187,38 @@ json run_json(const run_view& r) {
   return j;
 }
 
+// GET /v1/compare?a=ID&b=ID
+net::awaitable<api_response> route_get_compare(audit_service* svc, request_context ctx) {
+  for (const auto& [k, v] : ctx.query)
+    if (k != "a" && k != "b") co_return error_response(400, "invalid_query", "unknown query parameter", k);
+  for (const char* k : {"a", "b"})
+    if (!ctx.query.count(k) || !parse_id(ctx.query.at(k)))
+      co_return error_response(400, "invalid_query", "must be an audit id", k);
+  const auto a = *parse_id(ctx.query.at("a")), b = *parse_id(ctx.query.at("b"));
+  auto c = co_await svc->compare(a, b);
+  if (!c) co_return error_response(404, "not_found", "no audit with that id", c.error());
+  json out = {{"a", c->a}, {"b", c->b}, {"baselines", json::array()}, {"fingerprint_differences", c->fingerprint_differences}};
+  int compared = 0, logit = 0, token = 0;
+  for (const auto& p : c->baselines) {
+    json j = {{"backend", p.backend}, {"prompt", p.prompt}, {"temperature", p.temperature}, {"in_a", p.in_a}, {"in_b", p.in_b}};
+    if (p.seed) j["seed"] = *p.seed;
+    if (p.result) {
+      ++compared;
+      logit += p.result->logit_identical;
+      token += p.result->token_identical;
+      j["logit_identical"] = p.result->logit_identical;
+      j["token_identical"] = p.result->token_identical;
+      j["first_logit_difference"] = p.result->first_logit_difference;
+      j["first_token_difference"] = p.result->first_token_difference;
+      j["max_abs_delta"] = p.result->max_abs_delta;
+      j["max_ulp"] = p.result->max_ulp;
+    }
+    out["baselines"].push_back(j);
+  }
+  out["summary"] = {{"compared", compared}, {"logit_identical", logit}, {"token_identical", token}};
+  co_return json_response(200, dump(out));
+}
+
 // GET /openapi.json
 net::awaitable<api_response> route_get_openapi(std::shared_ptr<std::string> doc) { co_return json_response(200, *doc); }
 
@@ -273,6 +306,7 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
   // The document is built from the table as it is once every route is in; see the end.
   auto openapi = std::make_shared<std::string>();
   r.add(verb::get, "/openapi.json", [openapi](const request_context&) { return route_get_openapi(openapi); });
+  r.add(verb::get, "/v1/compare", [&svc](const request_context& ctx) { return route_get_compare(&svc, ctx); });
   r.add(verb::get, "/v1/backends", [&svc](const request_context& ctx) { return route_get_v1_backends(&svc, ctx); });
   *openapi = openapi_document(r, o->version);
 }

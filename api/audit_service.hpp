@@ -49,6 +49,20 @@ struct stream_view {
   std::string content;
 };
 
+struct baseline_pair {
+  std::string backend, prompt;
+  double temperature = 0;
+  std::optional<std::int64_t> seed;
+  std::optional<audit::comparison> result;  // absent: the baseline is in only one job
+  bool in_a = false, in_b = false;
+};
+
+struct job_comparison {
+  std::int64_t a = 0, b = 0;
+  std::vector<baseline_pair> baselines;
+  std::map<std::string, std::vector<std::string>> fingerprint_differences;  // by backend
+};
+
 class audit_service {
  public:
   virtual ~audit_service() = default;
@@ -66,6 +80,9 @@ class audit_service {
                                                                             std::string backend) = 0;
   virtual boost::asio::awaitable<std::optional<stream_view>> stream(std::int64_t id, std::int64_t run) = 0;
   virtual boost::asio::awaitable<cancel_outcome> cancel(std::int64_t id) = 0;
+  // Baseline streams of two jobs, matched by backend, prompt and sampling; nullopt when a
+  // job does not exist (the error says which).
+  virtual boost::asio::awaitable<expected<job_comparison, std::string>> compare(std::int64_t a, std::int64_t b) = 0;
   // False when there is no such job; a running job is cancelled first.
   virtual boost::asio::awaitable<bool> remove(std::int64_t id) = 0;
   // Configured backends as JSON (name, url, api, last fingerprint).

@@ -23,6 +23,7 @@ std::string openapi_document(const router& routes, const std::string& version) {
       {"POST /v1/audits/{id}/cancel", "Cancel at the next request-group boundary"},
       {"DELETE /v1/audits/{id}", "Delete the audit and all its rows"},
       {"GET /v1/backends", "Configured backends"},
+      {"GET /v1/compare", "Baseline streams of two audits (a, b) compared, with their fingerprint differences"},
       {"POST /v1/schedules", "Create a schedule: a 5-field cron expression (UTC or an IANA zone) and an audit spec"},
       {"GET /v1/schedules", "List schedules"},
       {"GET /v1/schedules/{id}", "One schedule with its next fire time"},

@@ -45,7 +45,9 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (j.is_discarded()) return unexpected{std::vector<config_problem>{{"", "the config file is not valid JSON"}}};
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
-  unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "limits"}, p);
+  unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "limits",
+                       "log_file"}, p);
+  read(j, "log_file", "", c.log_file, p);
   read(j, "listen", "", c.listen, p);
   read(j, "database", "", c.database, p);
   read(j, "allow_adhoc_backends", "", c.allow_adhoc_backends, p);
@@ -87,7 +89,8 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (auto l = j.find("limits"); l != j.end()) {
     if (!l->is_object()) p.push_back({"limits", "must be an object"});
     else {
-      unknown_keys(*l, "limits", {"max_body_bytes", "max_prompts", "max_n_predict", "max_concurrency"}, p);
+      unknown_keys(*l, "limits", {"max_body_bytes", "max_prompts", "max_n_predict", "max_concurrency", "max_queued_jobs"}, p);
+      read(*l, "max_queued_jobs", "limits", c.max_queued_jobs, p);
       read(*l, "max_body_bytes", "limits", c.max_body_bytes, p);
       read(*l, "max_prompts", "limits", c.max_prompts, p);
       read(*l, "max_n_predict", "limits", c.max_n_predict, p);

@@ -29,6 +29,8 @@ struct daemon_config {
   int max_prompts = 64;
   int max_n_predict = 4096;
   int max_concurrency = 512;
+  int max_queued_jobs = 100;
+  std::string log_file;  // empty: standard error; reopened on SIGHUP
 };
 
 struct config_problem {

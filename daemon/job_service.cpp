@@ -3,9 +3,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "api/spec_json.hpp"
+#include "audit/compare.hpp"
 #include "audit/plan.hpp"
 #include "audit/stream_encoding.hpp"
 #include "clients/job_runner.hpp"
@@ -203,6 +207,14 @@ net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job
     audit::audit_spec spec, std::optional<std::int64_t> schedule) {
   auto problems = resolve_backends(spec);
   if (!problems.empty()) co_return unexpected{std::move(problems)};
+  auto count_queued = [](storage::audit_store& s) {
+    auto counts = s.job_counts();
+    return counts.count("queued") ? counts.at("queued") : std::int64_t{0};
+  };
+  const auto queued = co_await on_db(db_, std::move(count_queued));
+  if (queued >= config_.max_queued_jobs)
+    co_return unexpected{std::vector<audit::spec_problem>{
+        {"queue", "the queue is full (" + std::to_string(queued) + " audits waiting); submit again later"}}};
   const auto plan = audit::make_plan(spec);
   storage::new_job nj;
   nj.spec_json = api::spec_to_json(spec);
@@ -282,6 +294,44 @@ net::awaitable<std::optional<api::stream_view>> job_service::stream(std::int64_t
     return std::nullopt;
   };
   co_return co_await on_db(db_, std::move(load_stream));
+}
+
+net::awaitable<expected<api::job_comparison, std::string>> job_service::compare(std::int64_t a, std::int64_t b) {
+  auto build = [a, b](storage::audit_store& s) -> expected<api::job_comparison, std::string> {
+    for (auto id : {a, b})
+      if (!s.job(id)) return unexpected{std::string(id == a ? "a" : "b")};
+    using key = std::tuple<std::string, std::string, double, std::optional<std::int64_t>>;
+    auto baselines = [&s](std::int64_t job) {
+      std::map<key, audit::logit_stream> out;
+      for (const auto& r : s.runs(job))
+        if (r.condition == "baseline" && r.ok)
+          if (auto st = audit::decode_canonical(r.encoding)) out[{r.backend, r.prompt, r.temperature, r.seed}] = *st;
+      return out;
+    };
+    const auto in_a = baselines(a), in_b = baselines(b);
+    api::job_comparison c;
+    c.a = a;
+    c.b = b;
+    std::set<key> keys;
+    for (const auto& [k, v] : in_a) keys.insert(k);
+    for (const auto& [k, v] : in_b) keys.insert(k);
+    for (const auto& k : keys) {
+      api::baseline_pair p{std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), std::nullopt,
+                           in_a.count(k) > 0, in_b.count(k) > 0};
+      if (p.in_a && p.in_b) {
+        const auto& x = in_a.at(k);
+        const auto& y = in_b.at(k);
+        p.result = audit::compare_streams(x, audit::digest(x), y, audit::digest(y));
+      }
+      c.baselines.push_back(std::move(p));
+    }
+    const auto fa = s.fingerprints(a), fb = s.fingerprints(b);
+    for (const auto& [backend, f] : fa)
+      if (auto it = fb.find(backend); it != fb.end())
+        c.fingerprint_differences[backend] = audit::fingerprint_differences(f.before, it->second.before);
+    return c;
+  };
+  co_return co_await on_db(db_, std::move(build));
 }
 
 net::awaitable<api::cancel_outcome> job_service::cancel(std::int64_t id) {

@@ -24,6 +24,7 @@ struct service_config {
   std::map<std::string, clients::backend_config> backends;  // configured, by name
   bool allow_adhoc_backends = false;  // jobs may name URLs that are not configured
   int max_running_jobs = 2;
+  int max_queued_jobs = 100;  // submissions beyond it are refused (field "queue")
   audit::spec_limits limits;
   std::chrono::milliseconds poll{1000};  // how often the queue is looked at without a wake-up
   api::daemon_metrics* metrics = nullptr;  // counts requests, failures and burst spreads when set
@@ -55,6 +56,7 @@ class job_service final : public api::audit_service {
                                                                  std::string backend) override;
   net::awaitable<std::optional<api::stream_view>> stream(std::int64_t id, std::int64_t run) override;
   net::awaitable<api::cancel_outcome> cancel(std::int64_t id) override;
+  net::awaitable<expected<api::job_comparison, std::string>> compare(std::int64_t a, std::int64_t b) override;
   net::awaitable<bool> remove(std::int64_t id) override;
   net::awaitable<std::string> backends_json() override;
   net::awaitable<std::map<std::string, std::int64_t>> job_counts() override;

@@ -1,6 +1,7 @@
 // logitauditd: parse flags, open the database, wire the service and the REST routes, serve
 // until SIGTERM/SIGINT, then stop accepting, let running jobs reach a group boundary (they
 // stay `running` and resume on the next start), and exit 0.
+#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
   auto* o_adhoc = app.add_flag("--allow-adhoc-backends", adhoc, "let jobs name URLs that are not configured backends");
   auto* o_jobs = app.add_option("--max-jobs", max_jobs, "jobs running at once (never two on one backend)")->check(CLI::Range(1, 64));
   auto* o_tokens = app.add_option("--token", tokens, "bearer token required by mutating routes (repeatable)");
+  std::string log_file;
+  auto* o_log = app.add_option("--log-file", log_file, "log here instead of standard error (reopened on SIGHUP)");
   CLI11_PARSE(app, argc, argv);
 
   config::daemon_config conf;
@@ -61,6 +64,20 @@ int main(int argc, char** argv) {
   if (o_adhoc->count()) conf.allow_adhoc_backends = adhoc;
   if (o_jobs->count()) conf.max_running_jobs = max_jobs;
   if (o_tokens->count()) conf.tokens = tokens;
+  if (o_log->count()) conf.log_file = log_file;
+  // Logs go to the file when one is configured; SIGHUP reopens it (after logrotate moved it).
+  auto open_log = [&conf] {
+    if (conf.log_file.empty()) return;
+    try {
+      auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(conf.log_file);
+      spdlog::set_default_logger(std::make_shared<spdlog::logger>("logitauditd", std::move(sink)));
+      spdlog::flush_on(spdlog::level::info);
+    } catch (const std::exception& e) {
+      std::cerr << "logitauditd: cannot open log file " << conf.log_file << ": " << e.what() << "\n";
+      std::exit(2);
+    }
+  };
+  open_log();
   for (const auto& b : backends) {
     const auto eq = b.find('=');
     if (eq == std::string::npos || eq == 0) config_error({{"--backend", "must be NAME=http://host:port, got '" + b + "'"}});
@@ -81,6 +98,7 @@ int main(int argc, char** argv) {
   daemon::service_config cfg;
   cfg.allow_adhoc_backends = conf.allow_adhoc_backends;
   cfg.max_running_jobs = conf.max_running_jobs;
+  cfg.max_queued_jobs = conf.max_queued_jobs;
   cfg.limits.max_prompts = conf.max_prompts;
   cfg.limits.max_n_predict = conf.max_n_predict;
   cfg.limits.max_concurrency = conf.max_concurrency;
@@ -128,6 +146,16 @@ int main(int argc, char** argv) {
   spdlog::info("logitauditd {} listening on {}:{} (database {}, {} backend(s){})", LOGITAUDIT_VERSION,
                address.to_string(), server.port(), db_path_final, cfg.backends.size(), tokens.empty() ? "" : ", tokens required");
 
+  boost::asio::signal_set hangup(io, SIGHUP);
+  std::function<void()> on_hangup = [&] {
+    hangup.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      open_log();
+      spdlog::info("SIGHUP: log file reopened");
+      on_hangup();
+    });
+  };
+  on_hangup();
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   boost::asio::steady_timer drain(io);
   std::function<void()> wait_drained = [&] {
@@ -143,6 +171,7 @@ int main(int argc, char** argv) {
     server.stop();
     schedules.stop();
     service.stop();
+    hangup.cancel();
     wait_drained();
   });
   io.run();

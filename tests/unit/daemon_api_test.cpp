@@ -261,6 +261,21 @@ TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_can
   EXPECT_EQ(next["audits"][0]["id"], ids[0]);
 }
 
+TEST_F(daemon_api, two_jobs_compare_baseline_by_baseline) {
+  const auto a = call(port(), http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
+  const auto b = call(port(), http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
+  wait_done(a);
+  wait_done(b);
+  auto c = call(port(), http::verb::get, "/v1/compare?a=" + std::to_string(a) + "&b=" + std::to_string(b));
+  ASSERT_EQ(c.status, 200u) << c.body;
+  auto j = c.json();
+  EXPECT_EQ(j["summary"]["compared"], 6) << "3 prompts, greedy and seeded";
+  EXPECT_EQ(j["summary"]["logit_identical"], 6) << "the fake's solo answers repeat exactly";
+  EXPECT_TRUE(j["fingerprint_differences"]["a"].empty()) << j.dump();
+  expect_error(call(port(), http::verb::get, "/v1/compare?a=" + std::to_string(a)), 400, "invalid_query", "b");
+  expect_error(call(port(), http::verb::get, "/v1/compare?a=999&b=" + std::to_string(b)), 404, "not_found", "a");
+}
+
 TEST_F(daemon_api, the_openapi_document_lists_every_route) {
   auto doc = call(port(), http::verb::get, "/openapi.json").json();
   ASSERT_TRUE(doc.is_object());
