@@ -343,6 +343,19 @@ TEST_F(daemon_api, bad_schedules_name_their_field) {
   EXPECT_EQ(rows("schedules"), 0);
 }
 
+class daemon_api_adhoc : public daemon_api {
+ protected:
+  void SetUp() override { start({}, true); }
+};
+
+TEST_F(daemon_api_adhoc, an_unconfigured_url_is_audited_only_when_allowed) {
+  const std::string body = R"({"preset":"seed-protocol","n_predict":4,"backends":[{"name":"x","url":")" + fake_b_->url() + R"("}]})";
+  auto r = call(port(), http::verb::post, "/v1/audits", body);
+  ASSERT_EQ(r.status, 202u) << r.body;
+  EXPECT_EQ(wait_done(r.json()["id"].get<std::int64_t>())["status"], "done");
+  EXPECT_TRUE(call(port(), http::verb::get, "/v1/backends").json()["allow_adhoc_backends"].get<bool>());
+}
+
 class daemon_api_missed : public daemon_api {
  protected:
   void SetUp() override {
