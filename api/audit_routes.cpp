@@ -1,7 +1,6 @@
 // Route handlers: parse, validate, call the service, render.
 #include "audit_routes.hpp"
 
-#include <charconv>
 #include <memory>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -35,14 +34,6 @@ json summary_json(const job_summary& j) {
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// A job id from a path segment: digits only, no sign, no overflow.
-std::optional<std::int64_t> parse_id(const std::string& s) {
-  if (s.empty() || s.size() > 18) return std::nullopt;
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
 
 api_response bad_id(const std::string& s) {
   return error_response(404, "not_found", "no audit with id '" + s.substr(0, 64) + "'", "id");
@@ -97,13 +88,13 @@ net::awaitable<api_response> route_get_v1_audits(audit_service* svc_ptr, request
   if (!statuses.count(status)) co_return error_response(400, "invalid_query", "unknown status '" + status.substr(0, 32) + "'", "status");
   std::int64_t before = 0;
   if (ctx.query.count("before")) {
-    auto b = parse_id(ctx.query.at("before"));
+    auto b = parse_positive_id(ctx.query.at("before"));
     if (!b) co_return error_response(400, "invalid_query", "must be a positive job id", "before");
     before = *b;
   }
   int limit = 50;
   if (ctx.query.count("limit")) {
-    auto l = parse_id(ctx.query.at("limit"));
+    auto l = parse_positive_id(ctx.query.at("limit"));
     if (!l || *l > 500) co_return error_response(400, "invalid_query", "must be between 1 and 500", "limit");
     limit = static_cast<int>(*l);
   }
@@ -119,7 +110,7 @@ net::awaitable<api_response> route_get_v1_audits(audit_service* svc_ptr, request
 
 // GET /v1/audits/{id}
 net::awaitable<api_response> route_get_v1_audits_id(audit_service* svc_ptr, request_context ctx) {
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return bad_id(ctx.params[0]);
   auto j = co_await svc_ptr->job(*id);
   if (!j) co_return bad_id(ctx.params[0]);
@@ -128,7 +119,7 @@ net::awaitable<api_response> route_get_v1_audits_id(audit_service* svc_ptr, requ
 
 // GET /v1/audits/{id}/report
 net::awaitable<api_response> route_get_v1_audits_id_report(audit_service* svc_ptr, request_context ctx) {
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return bad_id(ctx.params[0]);
   const std::string format = ctx.query.count("format") ? ctx.query.at("format") : "json";
   if (format != "json" && format != "text" && format != "markdown" && format != "csv")
@@ -148,7 +139,7 @@ net::awaitable<api_response> route_get_v1_audits_id_report(audit_service* svc_pt
 // POST /v1/audits/{id}/cancel
 net::awaitable<api_response> route_post_v1_audits_id_cancel(audit_service* svc_ptr, std::shared_ptr<route_options> o, request_context ctx) {
   if (!authorized(ctx, *o)) co_return unauthorized();
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return bad_id(ctx.params[0]);
   switch (co_await svc_ptr->cancel(*id)) {
     case cancel_outcome::not_found: co_return bad_id(ctx.params[0]);
@@ -163,7 +154,7 @@ net::awaitable<api_response> route_post_v1_audits_id_cancel(audit_service* svc_p
 // DELETE /v1/audits/{id}
 net::awaitable<api_response> route_delete_v1_audits_id(audit_service* svc_ptr, std::shared_ptr<route_options> o, request_context ctx) {
   if (!authorized(ctx, *o)) co_return unauthorized();
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return bad_id(ctx.params[0]);
   if (!co_await svc_ptr->remove(*id)) co_return bad_id(ctx.params[0]);
   co_return json_response(200, dump(json{{"deleted", *id}}));
@@ -192,9 +183,9 @@ net::awaitable<api_response> route_get_compare(audit_service* svc, request_conte
   for (const auto& [k, v] : ctx.query)
     if (k != "a" && k != "b") co_return error_response(400, "invalid_query", "unknown query parameter", k);
   for (const char* k : {"a", "b"})
-    if (!ctx.query.count(k) || !parse_id(ctx.query.at(k)))
+    if (!ctx.query.count(k) || !parse_positive_id(ctx.query.at(k)))
       co_return error_response(400, "invalid_query", "must be an audit id", k);
-  const auto a = *parse_id(ctx.query.at("a")), b = *parse_id(ctx.query.at("b"));
+  const auto a = *parse_positive_id(ctx.query.at("a")), b = *parse_positive_id(ctx.query.at("b"));
   auto c = co_await svc->compare(a, b);
   if (!c) co_return error_response(404, "not_found", "no audit with that id", c.error());
   json out = {{"a", c->a}, {"b", c->b}, {"baselines", json::array()}, {"fingerprint_differences", c->fingerprint_differences}};
@@ -230,7 +221,7 @@ net::awaitable<api_response> route_get_metrics(audit_service* svc, std::shared_p
 
 // GET /v1/audits/{id}/runs
 net::awaitable<api_response> route_get_runs(audit_service* svc, request_context ctx) {
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return bad_id(ctx.params[0]);
   for (const auto& [k, v] : ctx.query)
     if (k != "condition" && k != "backend") co_return error_response(400, "invalid_query", "unknown query parameter", k);
@@ -245,8 +236,8 @@ net::awaitable<api_response> route_get_runs(audit_service* svc, request_context 
 
 // GET /v1/audits/{id}/runs/{run}/stream
 net::awaitable<api_response> route_get_stream(audit_service* svc, request_context ctx) {
-  auto id = parse_id(ctx.params[0]);
-  auto run = parse_id(ctx.params[1]);
+  auto id = parse_positive_id(ctx.params[0]);
+  auto run = parse_positive_id(ctx.params[1]);
   if (!id) co_return bad_id(ctx.params[0]);
   if (!run) co_return error_response(404, "not_found", "no run '" + ctx.params[1].substr(0, 64) + "' in this audit", "run");
   auto v = co_await svc->stream(*id, *run);

@@ -1,6 +1,8 @@
 // Listener, sessions, routing and the error shape.
 #include "http_server.hpp"
 
+#include <charconv>
+
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +36,14 @@ api_response error_response(unsigned status, std::string code, std::string messa
 }
 
 api_response json_response(unsigned status, std::string body) { return {status, std::move(body), "application/json"}; }
+
+std::optional<std::int64_t> parse_positive_id(const std::string& s) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
+  return v;
+}
 
 bool url_decode(std::string_view in, std::string& out) {
   auto hex = [](char c) -> int {

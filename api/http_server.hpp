@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,9 @@ class http_server {
  private:
   std::shared_ptr<state> state_;
 };
+
+// A resource id from a path segment or query value: digits only, positive, no overflow.
+std::optional<std::int64_t> parse_positive_id(const std::string& s);
 
 // Percent-decoding of a query component; false on a malformed escape.
 bool url_decode(std::string_view in, std::string& out);

@@ -1,7 +1,6 @@
 // Schedule handlers: JSON in and out, every member validated and named.
 #include "schedule_routes.hpp"
 
-#include <charconv>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -13,13 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::optional<std::int64_t> parse_id(const std::string& s) {
-  if (s.empty() || s.size() > 18) return std::nullopt;
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
 
 api_response no_schedule(const std::string& s) {
   return error_response(404, "not_found", "no schedule with id '" + s.substr(0, 64) + "'", "id");
@@ -103,7 +95,7 @@ net::awaitable<api_response> route_list(schedule_service* svc, request_context) 
 }
 
 net::awaitable<api_response> route_get(schedule_service* svc, request_context ctx) {
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   auto v = co_await svc->get(*id);
   if (!v) co_return no_schedule(ctx.params[0]);
@@ -113,7 +105,7 @@ net::awaitable<api_response> route_get(schedule_service* svc, request_context ct
 net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
   if (!o->tokens.empty() && !token_accepted(ctx.authorization, o->tokens))
     co_return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>");
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   auto b = read_body(ctx.body, o->limits, false);
   if (!b.problems.empty()) co_return problems_response(b.problems, "");
@@ -126,14 +118,14 @@ net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<
 net::awaitable<api_response> route_delete(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
   if (!o->tokens.empty() && !token_accepted(ctx.authorization, o->tokens))
     co_return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>");
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   if (!co_await svc->remove(*id)) co_return no_schedule(ctx.params[0]);
   co_return json_response(200, json{{"deleted", *id}}.dump());
 }
 
 net::awaitable<api_response> route_history(schedule_service* svc, request_context ctx) {
-  auto id = parse_id(ctx.params[0]);
+  auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   auto h = co_await svc->history(*id);
   if (!h) co_return no_schedule(ctx.params[0]);

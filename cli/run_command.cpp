@@ -134,14 +134,7 @@ int run(const run_args& a) {
   o.skip_groups = already;
   if (db)
     o.on_group = [&](const clients::group_outcome& g) {
-      storage::group_write w{&plan, &plan.groups[g.group], g.runs, std::nullopt, g.attempts};
-      if (g.burst) {
-        std::string warnings;
-        for (const auto& x : g.burst->warnings) warnings += x + "\n";
-        w.burst = storage::burst_record{g.burst->launch_spread_ns, g.burst->wall_ns, g.burst->overlap,
-                                        g.burst->busy_slots_per_decode, warnings};
-      }
-      db->enqueue_group(job, std::move(w));
+      db->enqueue_group(job, storage::group_write{&plan, &plan.groups[g.group], g.runs, g.burst, g.attempts});
     };
   std::size_t last_line = 0;
   o.on_progress = [&](const clients::run_progress& p) {

@@ -38,7 +38,8 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
     burst_options o;
     o.read_metrics = b.config().api == api_kind::llama;
     auto res = co_await run_burst(b, std::move(reqs), o);
-    out.burst = burst_stats{res.launch_spread_ns, res.wall_ns, res.overlap, res.busy_slots_per_decode, res.warnings};
+    out.burst = audit::burst_measurement{res.launch_spread_ns, res.wall_ns, res.overlap, res.busy_slots_per_decode,
+                                         res.warnings};
     for (std::size_t i = 0; i < res.results.size(); ++i) {
       audit::observed_run r{g.index, i, std::nullopt, {}};
       if (res.results[i]) r.stream = std::move(*res.results[i]);

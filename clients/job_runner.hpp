@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/burst_measurement.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/spec.hpp"
@@ -26,19 +27,10 @@ struct run_progress {
   std::size_t failed = 0;
 };
 
-// Burst measurements of one group (absent for serial groups).
-struct burst_stats {
-  std::int64_t launch_spread_ns = 0;
-  std::int64_t wall_ns = 0;
-  double overlap = 0;
-  std::optional<double> busy_slots_per_decode;
-  std::vector<std::string> warnings;
-};
-
 struct group_outcome {
   std::size_t group = 0;
   std::vector<audit::observed_run> runs;  // one per planned request, failed ones included
-  std::optional<burst_stats> burst;
+  std::optional<audit::burst_measurement> burst;  // absent for serial groups
   int attempts = 0;
   bool retryable_failure = false;  // some request failed in a way another attempt may fix
 };

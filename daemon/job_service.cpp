@@ -113,14 +113,7 @@ net::awaitable<void> run_job(storage::db_worker* db, std::shared_ptr<job_service
       for (const auto& r : g.runs) metrics->request_failures += !r.stream;
       if (g.burst) metrics->burst_spread_seconds.observe(static_cast<double>(g.burst->launch_spread_ns) / 1e9);
     }
-    storage::group_write w{plan.get(), &plan->groups[g.group], g.runs, std::nullopt, g.attempts};
-    if (g.burst) {
-      std::string warnings;
-      for (const auto& x : g.burst->warnings) warnings += x + "\n";
-      w.burst = storage::burst_record{g.burst->launch_spread_ns, g.burst->wall_ns, g.burst->overlap,
-                                      g.burst->busy_slots_per_decode, warnings};
-    }
-    db->enqueue_group(id, std::move(w));
+    db->enqueue_group(id, storage::group_write{plan.get(), &plan->groups[g.group], g.runs, g.burst, g.attempts});
   };
   auto outcome = co_await clients::run_audit(spec, *plan, configs, o);
   // Everything queued is written before this task runs (the db thread writes first).

@@ -249,7 +249,9 @@ void audit_store::record_groups(std::int64_t job, const std::vector<group_write>
     g_ins.run();
     if (gw.burst) {
       b_ins.bind(1, job).bind(2, g.index).bind(3, gw.burst->launch_spread_ns).bind(4, gw.burst->wall_ns);
-      b_ins.bind(5, gw.burst->overlap).bind(6, gw.burst->busy_slots_per_decode).bind(7, gw.burst->warnings);
+      std::string warnings;
+      for (const auto& w : gw.burst->warnings) warnings += w + "\n";
+      b_ins.bind(5, gw.burst->overlap).bind(6, gw.burst->busy_slots_per_decode).bind(7, warnings);
       b_ins.run();
     }
     int failed = 0;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/burst_measurement.hpp"
 #include "audit/findings.hpp"
 #include "audit/fingerprint.hpp"
 #include "audit/logit_stream.hpp"
@@ -45,20 +46,12 @@ struct job_record {
   std::string findings_json;
 };
 
-struct burst_record {
-  std::int64_t launch_spread_ns = 0;
-  std::int64_t wall_ns = 0;
-  double overlap = 0;
-  std::optional<double> busy_slots_per_decode;
-  std::string warnings;  // newline-separated
-};
-
 // One finished group, as the runner saw it.
 struct group_write {
   const audit::audit_plan* plan = nullptr;        // the job's plan
   const audit::request_group* group = nullptr;    // one of its groups
   std::vector<audit::observed_run> runs;          // one per planned request
-  std::optional<burst_record> burst;
+  std::optional<audit::burst_measurement> burst;
   int attempts = 1;
 };
 

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
         audit::observed_run o{i, r, test_support::stream_of({static_cast<std::int64_t>(i), 1, 2, 3, 4, 5, 6, 7}), {}};
         w.runs.push_back(o);
       }
-      if (w.group->mode == audit::group_mode::burst) w.burst = storage::burst_record{1000, 2000, 0.5, 4.0, ""};
+      if (w.group->mode == audit::group_mode::burst) w.burst = audit::burst_measurement{1000, 2000, 0.5, 4.0, {}};
       batch.push_back(std::move(w));
     }
     store.record_groups(job, batch);
