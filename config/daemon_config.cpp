@@ -46,8 +46,11 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "limits",
-                       "log_file"}, p);
+                       "log_file", "interrupted_jobs"}, p);
   read(j, "log_file", "", c.log_file, p);
+  read(j, "interrupted_jobs", "", c.interrupted_jobs, p);
+  if (c.interrupted_jobs != "resume" && c.interrupted_jobs != "mark_interrupted")
+    p.push_back({"interrupted_jobs", "must be \"resume\" or \"mark_interrupted\""});
   read(j, "listen", "", c.listen, p);
   read(j, "database", "", c.database, p);
   read(j, "allow_adhoc_backends", "", c.allow_adhoc_backends, p);

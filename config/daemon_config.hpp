@@ -31,6 +31,7 @@ struct daemon_config {
   int max_concurrency = 512;
   int max_queued_jobs = 100;
   std::string log_file;  // empty: standard error; reopened on SIGHUP
+  std::string interrupted_jobs = "resume";  // resume | mark_interrupted: jobs left running at start
 };
 
 struct config_problem {

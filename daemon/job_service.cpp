@@ -376,9 +376,11 @@ net::awaitable<void> job_service::dispatch_loop() {
   auto find_interrupted = [](storage::audit_store& s) { return s.jobs_with_status("running"); };
   auto resumable = co_await on_db(db_, std::move(find_interrupted));
   for (auto& r : resumable) {
-    spdlog::info("audit {} was interrupted; resuming it", r.id);
-    auto requeue = [id = r.id](storage::audit_store& s) {
-      s.set_status(id, "queued", storage::now_utc());
+    const bool resume = config_.resume_interrupted;
+    spdlog::info("audit {} was interrupted; {}", r.id, resume ? "resuming it" : "marking it interrupted");
+    auto requeue = [id = r.id, resume](storage::audit_store& s) {
+      s.set_status(id, resume ? "queued" : "interrupted", storage::now_utc(),
+                   resume ? "" : "the daemon stopped while it ran; its stored groups are kept");
       return 0;
     };
     co_await on_db(db_, std::move(requeue));

@@ -25,6 +25,7 @@ struct service_config {
   bool allow_adhoc_backends = false;  // jobs may name URLs that are not configured
   int max_running_jobs = 2;
   int max_queued_jobs = 100;  // submissions beyond it are refused (field "queue")
+  bool resume_interrupted = true;  // jobs an earlier process left running: resume, or mark interrupted
   audit::spec_limits limits;
   std::chrono::milliseconds poll{1000};  // how often the queue is looked at without a wake-up
   api::daemon_metrics* metrics = nullptr;  // counts requests, failures and burst spreads when set

@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   cfg.allow_adhoc_backends = conf.allow_adhoc_backends;
   cfg.max_running_jobs = conf.max_running_jobs;
   cfg.max_queued_jobs = conf.max_queued_jobs;
+  cfg.resume_interrupted = conf.interrupted_jobs == "resume";
   cfg.limits.max_prompts = conf.max_prompts;
   cfg.limits.max_n_predict = conf.max_n_predict;
   cfg.limits.max_concurrency = conf.max_concurrency;

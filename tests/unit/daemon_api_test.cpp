@@ -50,6 +50,7 @@ class daemon_api : public ::testing::Test {
     cfg.allow_adhoc_backends = adhoc;
     cfg.max_running_jobs = 2;
     cfg.metrics = &metrics_;
+    cfg.resume_interrupted = resume_interrupted_;
     for (auto [name, f] : {std::pair{"a", fake_a_.get()}, std::pair{"b", fake_b_.get()}}) {
       clients::backend_config c;
       c.name = name;
@@ -117,6 +118,7 @@ class daemon_api : public ::testing::Test {
   std::unique_ptr<storage::db_worker> db_;
   std::unique_ptr<daemon::job_service> service_;
   std::unique_ptr<daemon::scheduler> scheduler_;
+  bool resume_interrupted_ = true;
   std::atomic<std::int64_t> clock_{1798761600};  // 2027-01-01T00:00:00Z, moved by the tests
   api::router routes_;
   std::unique_ptr<api::http_server> server_;
@@ -382,6 +384,35 @@ TEST_F(daemon_api_missed, a_fire_missed_while_down_runs_once_at_start) {
   }
   ASSERT_EQ(history["runs"].size(), 1u) << history.dump();
   EXPECT_EQ(call(port(), http::verb::get, "/v1/schedules/1").json()["next_fire_unix"], 1798761600 + 3600);
+}
+
+class daemon_api_interrupted : public daemon_api {
+ protected:
+  void SetUp() override {
+    resume_interrupted_ = false;
+    // A job an earlier process left running.
+    start({}, false, [](storage::db_worker& db) {
+      db.submit([](storage::audit_store& s) {
+          storage::new_job j;
+          j.spec_json = R"({"preset":"seed-protocol","backends":[{"name":"a"}],"n_predict":4})";
+          j.created_at = "2026-12-31T00:00:00Z";
+          const auto id = s.create_job(j);
+          s.set_status(id, "running", "2026-12-31T00:00:01Z");
+          return id;
+        }).get();
+    });
+  }
+};
+
+TEST_F(daemon_api_interrupted, by_configuration_a_job_left_running_is_marked_interrupted) {
+  nlohmann::json j;
+  for (int i = 0; i < 300; ++i) {
+    j = call(port(), http::verb::get, "/v1/audits/1").json();
+    if (j["status"] != "running") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(j["status"], "interrupted") << j.dump();
+  EXPECT_NE(j.value("error", "").find("daemon stopped"), std::string::npos) << j.dump();
 }
 
 TEST(daemon_api_auth, mutating_routes_need_a_configured_token) {
