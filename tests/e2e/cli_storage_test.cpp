@@ -51,7 +51,7 @@ TEST(cli_storage_e2e, a_killed_run_resumes_to_exactly_the_planned_streams) {
     ::_exit(127);
   }
   std::int64_t stored = 0;
-  for (int i = 0; i < 600 && stored < 20; ++i) {
+  for (int i = 0; i < 12000 && stored < 20; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!fs::exists(db)) continue;
     try {

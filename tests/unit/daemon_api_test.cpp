@@ -101,7 +101,7 @@ class daemon_api : public ::testing::Test {
         .get();
   }
   json wait_done(std::int64_t id) {
-    for (int i = 0; i < 3000; ++i) {
+    for (int i = 0; i < 60000; ++i) {
       auto r = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id));
       auto j = r.json();
       const std::string st = j.value("status", "");
@@ -239,7 +239,7 @@ TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_can
   for (int i = 0; i < 3; ++i) ids.push_back(call(port(), http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>());
   // Three jobs on backend "a" with two job slots: at most one runs at any time.
   int max_running = 0;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < 60000; ++i) {
     auto page = call(port(), http::verb::get, "/v1/audits?status=running").json()["audits"];
     max_running = std::max(max_running, static_cast<int>(page.size()));
     auto queued = call(port(), http::verb::get, "/v1/audits?status=queued").json()["audits"];
@@ -302,7 +302,7 @@ TEST_F(daemon_api, a_schedule_fires_jobs_on_its_cron_and_keeps_their_history) {
   clock_ = 1798761600 + 2 * 3600 + 5;  // just past the fire
   net::post(io_, [this] { scheduler_->poke(); });
   nlohmann::json history;
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < 30000; ++i) {
     history = call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id) + "/history").json();
     if (!history["runs"].empty()) break;
     std::this_thread::sleep_for(10ms);
@@ -377,7 +377,7 @@ class daemon_api_missed : public daemon_api {
 
 TEST_F(daemon_api_missed, a_fire_missed_while_down_runs_once_at_start) {
   nlohmann::json history;
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < 30000; ++i) {
     history = call(port(), http::verb::get, "/v1/schedules/1/history").json();
     if (!history["runs"].empty()) break;
     std::this_thread::sleep_for(10ms);
@@ -406,7 +406,7 @@ class daemon_api_interrupted : public daemon_api {
 
 TEST_F(daemon_api_interrupted, by_configuration_a_job_left_running_is_marked_interrupted) {
   nlohmann::json j;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < 30000; ++i) {
     j = call(port(), http::verb::get, "/v1/audits/1").json();
     if (j["status"] != "running") break;
     std::this_thread::sleep_for(10ms);
