@@ -312,13 +312,5 @@ client_result<http_exchange> request_blocking(const endpoint& ep, http::verb met
   return std::move(*out);
 }
 
-net::awaitable<client_result<http_exchange>> http_client::request_streaming(http::verb method,
-                                                                            std::string target,
-                                                                            std::string body,
-                                                                            chunk_sink sink) {
-  auto c = co_await acquire();
-  if (!c) co_return unexpected{c.error()};
-  co_return co_await exchange(std::move(*c), serialize(method, target, body), std::move(sink));
-}
 
 }  // namespace logitaudit::clients

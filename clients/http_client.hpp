@@ -109,13 +109,6 @@ class http_client {
   net::awaitable<client_result<http_exchange>> request(http::verb method, std::string target,
                                                        std::string body = {});
 
-  // The same, delivering the body piece by piece to `sink` as it arrives (for SSE).
-  // The returned exchange's body is empty; last_byte_ns is the end of the stream.
-  net::awaitable<client_result<http_exchange>> request_streaming(http::verb method,
-                                                                 std::string target,
-                                                                 std::string body,
-                                                                 chunk_sink sink);
-
   // A serialized request for `exchange`: built ahead of time so that a burst can write it
   // with no work between the barrier and the socket.
   std::string serialize(http::verb method, const std::string& target,
