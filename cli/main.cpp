@@ -1,20 +1,41 @@
 // logitaudit: the command-line front door. Subcommands live in their own files; this file
-// only wires them. (Daemon-facing subcommands arrive with the daemon.)
+// wires them and turns every failure into one line on stderr and a documented exit code
+// (exit_codes.hpp).
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "db_commands.hpp"
+#include "exit_codes.hpp"
+#include "remote_commands.hpp"
 #include "run_command.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"logitaudit: audits whether LLM servers return bit-identical logprobs under load."};
+  using namespace logitaudit::cli;
+  CLI::App app{
+      "logitaudit: audits whether LLM servers return bit-identical logprobs under load.\n"
+      "Daemon commands talk to logitauditd (--server, $LOGITAUDIT_SERVER; token $LOGITAUDIT_TOKEN).\n"
+      "Exit codes: 0 ok, 1 findings invalid or audit failed (--strict: a prediction failed), 2 usage,\n"
+      "3 daemon or backends unreachable, 4 database error, 5 request refused (4xx), 6 daemon error (5xx)."};
   app.set_version_flag("--version", std::string("logitaudit ") + LOGITAUDIT_VERSION);
   app.require_subcommand(0, 1);
-  logitaudit::cli::add_run_command(app);
-  logitaudit::cli::add_db_commands(app);
-  CLI11_PARSE(app, argc, argv);
-  if (app.get_subcommands().empty()) {
-    std::cout << app.help();
-    return 0;
+  add_run_command(app);
+  add_db_commands(app);
+  add_remote_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return exit_usage;
+  } catch (const cli_failure& e) {
+    if (*e.what()) std::cerr << "logitaudit: " << e.what() << "\n";
+    return e.code;
   }
-  return 0;
+  if (app.get_subcommands().empty()) std::cout << app.help();
+  return exit_ok;
 }

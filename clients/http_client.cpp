@@ -261,10 +261,11 @@ net::awaitable<client_result<http_exchange>> http_client::exchange_once(connecti
   keep_alive = parser.is_done() && !stopped && parser.get().keep_alive();
   if (!ok) {
     const std::string msg = server_message(x.body);
-    co_return unexpected{fail(client_errc::http_status,
-                              "HTTP " + std::to_string(x.status) + " from " + endpoint_.url() +
-                                  (msg.empty() ? "" : ": " + msg),
-                              x.status)};
+    client_error e = fail(client_errc::http_status,
+                          "HTTP " + std::to_string(x.status) + " from " + endpoint_.url() + (msg.empty() ? "" : ": " + msg),
+                          x.status);
+    e.body = std::move(x.body);
+    co_return unexpected{std::move(e)};
   }
   co_return x;
 }

@@ -52,6 +52,7 @@ struct client_error {
   client_errc code;
   std::string message;  // what a user can act on, with the server's own message if any
   unsigned http_status = 0;
+  std::string body;  // http_status: the server's (bounded) error body, as sent
 };
 
 template <class T>

@@ -1,66 +1,136 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine, in one command: Debian packages, llama-server, build, two
-# generated models (tiny, small), one llama-server per model (-np 8, --metrics), the
-# seed-protocol audit, and its findings table. Everything it starts it stops again.
+# generated models (tiny, small), one llama-server per model (-np 8, --metrics), logitauditd
+# with its SQLite database, the seed-protocol audit submitted through the CLI with a progress
+# bar, and the findings table with the predictions evaluated. Everything it starts it stops
+# again, unless --keep. A second run reuses the build, the models and kept processes.
 #
-# Usage: scripts/demo.sh [--keep] [--format text|markdown|csv|json]
-#   --keep   leave the two llama-servers running and print their URLs
+# Usage: scripts/demo.sh [--keep] [--quick] [--format text|markdown|csv|json]
+#   --keep    leave llama-server x2 and logitauditd running and print their URLs
+#   --quick   the reduced configuration CI runs: tiny model only, 16 tokens per request
+#   --stop    stop what an earlier --keep left running, and exit
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 keep=0
+quick=0
+stop=0
 format=text
+usage() { echo "usage: scripts/demo.sh [--keep] [--quick] [--stop] [--format text|markdown|csv|json]" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --keep) keep=1 ;;
-    --format) format=$2; shift ;;
-    *) echo "usage: scripts/demo.sh [--keep] [--format text|markdown|csv|json]" >&2; exit 2 ;;
+    --quick) quick=1 ;;
+    --stop) stop=1 ;;
+    --format) [[ $# -ge 2 ]] || usage; format=$2; shift ;;
+    *) usage ;;
   esac
   shift
 done
 build=${LOGITAUDIT_BUILD_DIR:-build}
 models=.cache/models
+state=.cache/demo            # pid and URL files of what --keep left running; logs; the database
+mkdir -p "$state"
 say() { echo "demo: $*" >&2; }
+started=()                   # pids this run started (stopped at exit unless --keep)
+
+stop_kept() {
+  for f in "$state"/*.pid; do
+    [[ -e $f ]] || continue
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f" "${f%.pid}.url"
+  done
+}
+if [[ $stop -eq 1 ]]; then stop_kept; say "stopped"; exit 0; fi
+
+cleanup() {
+  for p in "${started[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${started[@]}"; do wait "$p" 2>/dev/null || true; done
+  for p in "${started[@]}"; do grep -lx "$p" "$state"/*.pid 2>/dev/null | while read -r f; do rm -f "$f" "${f%.pid}.url"; done; done
+}
+trap cleanup EXIT
 
 bash scripts/bootstrap.sh
 bash scripts/get-llama-server.sh
-if [[ ! -x $build/cli/logitaudit || ! -x $build/tools/logitaudit-make-model ]]; then
-  say "building (first run only)"
+if [[ ! -x $build/cli/logitaudit || ! -x $build/daemon/logitauditd || ! -x $build/tools/logitaudit-make-model ]]; then
+  say "building (first run only, a few minutes on 2 cores)"
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)" --target logitaudit logitaudit-make-model >/dev/null
+cmake --build "$build" -j "$(nproc)" --target logitaudit logitauditd logitaudit-make-model >/dev/null
+cli=$build/cli/logitaudit
 
+presets=(tiny small)
+[[ $quick -eq 1 ]] && presets=(tiny)
 mkdir -p "$models"
-for preset in tiny small; do
+for preset in "${presets[@]}"; do
   if [[ ! -f $models/$preset.gguf ]]; then
     say "generating the $preset model"
-    "$build/tools/logitaudit-make-model" --preset $preset --seed 7 --out "$models/$preset.gguf" >&2
+    "$build/tools/logitaudit-make-model" --preset "$preset" --seed 7 --out "$models/$preset.gguf" >&2
   fi
 done
 
-# Free loopback ports for the two servers.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-[[ $keep -eq 1 ]] || trap cleanup EXIT
+healthy() { curl -sf -m 2 "$1" >/dev/null 2>&1; }
+wait_healthy() {  # URL NAME LOG
+  for _ in $(seq 1 600); do healthy "$1" && return 0; sleep 0.1; done
+  tail -20 "$3" >&2
+  say "$2 did not become healthy at $1"
+  exit 1
+}
+# What an earlier --keep left running is reused when every piece of it still answers;
+# otherwise it is stopped and everything starts afresh.
+kept_url() {  # NAME HEALTH-PATH
+  [[ -f $state/$1.pid && -f $state/$1.url ]] || return 0
+  kill -0 "$(cat "$state/$1.pid")" 2>/dev/null || return 0
+  if healthy "$(cat "$state/$1.url")$2"; then cat "$state/$1.url"; fi
+}
 declare -A url
-for preset in tiny small; do
-  p=$(port)
-  .cache/bin/llama-server -m "$models/$preset.gguf" --host 127.0.0.1 --port "$p" -np 8 -t 2 -c 8192 --metrics \
-    --no-webui >".cache/llama-server-$preset.log" 2>&1 &
-  pids+=($!)
-  url[$preset]="http://127.0.0.1:$p"
-done
-for preset in tiny small; do
-  for _ in $(seq 1 300); do
-    curl -sf "${url[$preset]}/health" >/dev/null 2>&1 && break
-    sleep 0.1
+daemon_url=$(kept_url logitauditd /readyz)
+for preset in "${presets[@]}"; do url[$preset]=$(kept_url "llama-$preset" /health); done
+reuse=1
+[[ -n $daemon_url ]] || reuse=0
+for preset in "${presets[@]}"; do [[ -n ${url[$preset]} ]] || reuse=0; done
+if [[ $reuse -eq 1 ]] && diff -q <(printf '%s\n' "${presets[@]}") "$state/presets" >/dev/null 2>&1; then
+  say "reusing the kept llama-server(s) and logitauditd at $daemon_url"
+else
+  stop_kept
+  for preset in "${presets[@]}"; do
+    p=$(port)
+    .cache/bin/llama-server -m "$models/$preset.gguf" --host 127.0.0.1 --port "$p" -np 8 -t "$(nproc)" -c 8192 \
+      --metrics --no-webui >"$state/llama-$preset.log" 2>&1 &
+    started+=($!)
+    echo $! >"$state/llama-$preset.pid"
+    url[$preset]="http://127.0.0.1:$p"
+    echo "${url[$preset]}" >"$state/llama-$preset.url"
   done
-  curl -sf "${url[$preset]}/health" >/dev/null || { tail -20 ".cache/llama-server-$preset.log" >&2; say "llama-server ($preset) did not start"; exit 1; }
-done
-say "llama-server tiny at ${url[tiny]}, small at ${url[small]}; running the seed protocol"
-"$build/cli/logitaudit" run --preset seed-protocol --backend "tiny=${url[tiny]}" --backend "small=${url[small]}" \
-  --format "$format"
-if [[ $keep -eq 1 ]]; then
-  say "servers kept running: tiny ${url[tiny]} (pid ${pids[0]}), small ${url[small]} (pid ${pids[1]})"
+  p=$(port)
+  backends=()
+  for preset in "${presets[@]}"; do backends+=(--backend "$preset=${url[$preset]}"); done
+  "$build/daemon/logitauditd" --listen "127.0.0.1:$p" --db "$state/logitaudit.db" "${backends[@]}" \
+    >"$state/logitauditd.log" 2>&1 &
+  started+=($!)
+  echo $! >"$state/logitauditd.pid"
+  daemon_url="http://127.0.0.1:$p"
+  echo "$daemon_url" >"$state/logitauditd.url"
+  printf '%s\n' "${presets[@]}" >"$state/presets"
 fi
+for preset in "${presets[@]}"; do wait_healthy "${url[$preset]}/health" "llama-server ($preset)" "$state/llama-$preset.log"; done
+wait_healthy "$daemon_url/readyz" logitauditd "$state/logitauditd.log"
+
+export LOGITAUDIT_SERVER=$daemon_url
+submit=(submit --preset seed-protocol --wait --format "$format" --tag demo)
+for preset in "${presets[@]}"; do submit+=(--backend "$preset"); done
+[[ $quick -eq 1 ]] && submit+=(--n-predict 16 --tag quick)
+say "llama-server: $(for p in "${presets[@]}"; do printf '%s %s  ' "$p" "${url[$p]}"; done)logitauditd: $daemon_url"
+say "submitting the seed protocol: logitaudit ${submit[*]}"
+set +e
+"$cli" "${submit[@]}"
+rc=$?
+set -e
+if [[ $keep -eq 1 ]]; then
+  started=()
+  say "kept running (scripts/demo.sh --stop ends them):"
+  say "  logitauditd  $daemon_url   (export LOGITAUDIT_SERVER=$daemon_url; $cli list)"
+  for preset in "${presets[@]}"; do say "  llama-server $preset ${url[$preset]}"; done
+fi
+exit $rc

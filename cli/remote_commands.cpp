@@ -1,0 +1,662 @@
+// The daemon-facing subcommands. Every command is one or a few REST calls; what is printed
+// is a table for people or, with --json, the daemon's own JSON (so scripts see exactly what
+// the API promises in docs/api.md).
+#include "remote_commands.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "daemon_client.hpp"
+#include "exit_codes.hpp"
+#include "table.hpp"
+
+namespace logitaudit::cli {
+namespace {
+
+using json = nlohmann::json;
+using verb = clients::http::verb;
+
+// --- options every remote command shares ---------------------------------------------------
+
+struct common_args {
+  std::string server;
+  bool json = false;
+};
+
+std::string global_server;  // `logitaudit --server URL <command>`
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+void add_common(CLI::App* sub, common_args& c) {
+  sub->add_option("--server", c.server, "logitauditd URL (default: $LOGITAUDIT_SERVER, else http://127.0.0.1:8700)");
+  sub->add_flag("--json", c.json, "print the daemon's JSON instead of a table");
+}
+
+daemon_client connect(const common_args& c) {
+  const std::string& given = c.server.empty() ? global_server : c.server;
+  return daemon_client(given.empty() ? env_or("LOGITAUDIT_SERVER", "http://127.0.0.1:8700") : given,
+                       env_or("LOGITAUDIT_TOKEN", ""));
+}
+
+void print_json(const json& j) { std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n"; }
+
+std::string text(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+std::string join(const json& arr, const char* sep = ", ") {
+  std::string out;
+  if (!arr.is_array()) return out;
+  for (const auto& v : arr) {
+    // Backends in a spec are names or {name, url, api} objects: show the name.
+    const std::string item = v.is_string() ? v.get<std::string>() : v.is_object() && v.contains("name") ? text(v, "name") : v.dump();
+    out += (out.empty() ? "" : sep) + item;
+  }
+  return out;
+}
+
+std::string utc(const json& unix_seconds) {
+  if (!unix_seconds.is_number_integer()) return "-";
+  const std::time_t t = unix_seconds.get<std::time_t>();
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Ids are positive integers; checked here so that a typo is a usage error, not a 404.
+const CLI::Validator positive_id(
+    [](std::string& s) -> std::string {
+      const bool digits = !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
+      return digits && s.find_first_not_of('0') != std::string::npos ? "" : "'" + s.substr(0, 40) + "' is not an id (a positive integer)";
+    },
+    "ID");
+
+std::string id_path(const char* collection, std::int64_t id) { return std::string(collection) + "/" + std::to_string(id); }
+
+// --- specs from a file, a preset and overrides (submit, schedule add) ----------------------
+
+struct spec_args {
+  std::string file;
+  std::string preset;
+  std::vector<std::string> backends;
+  std::string api;
+  int n_predict = 0;
+  int top_k = 0;
+  std::vector<std::string> prompts;
+  std::vector<std::string> tags;
+};
+
+void add_spec_options(CLI::App* sub, spec_args& a) {
+  sub->add_option("spec", a.file, "audit spec file, JSON ('-' reads stdin; docs/protocol.md); default: --preset");
+  sub->add_option("--preset", a.preset, "start from a preset (default seed-protocol when no spec file is given)")
+      ->check(CLI::IsMember({"seed-protocol"}));
+  sub->add_option("--backend", a.backends,
+                  "a backend: NAME configured in the daemon, NAME=URL or URL (ad hoc); repeatable");
+  sub->add_option("--api", a.api, "API of ad-hoc backends")->check(CLI::IsMember({"llama", "openai"}));
+  sub->add_option("--n-predict", a.n_predict, "tokens per request")->check(CLI::Range(1, 1000000));
+  sub->add_option("--top-k", a.top_k, "top-k logprobs per token")->check(CLI::Range(1, 1000));
+  sub->add_option("--prompt", a.prompts, "replace the spec's prompts; repeatable");
+  sub->add_option("--tag", a.tags, "label the audit (list --tag finds it); repeatable");
+}
+
+json backend_ref(const std::string& b, const std::string& api) {
+  json ref;
+  if (const auto eq = b.find('='); eq != std::string::npos) {
+    if (eq == 0) throw cli_failure(exit_usage, "--backend: '" + b + "' has an empty name");
+    ref = {{"name", b.substr(0, eq)}, {"url", b.substr(eq + 1)}};
+  } else if (b.starts_with("http://") || b.starts_with("https://")) {
+    std::string name = b.substr(b.find("://") + 3);
+    if (const auto slash = name.find('/'); slash != std::string::npos) name.resize(slash);
+    ref = {{"name", name}, {"url", b}};
+  } else {
+    return b;  // a name the daemon's configuration knows
+  }
+  if (!api.empty()) ref["api"] = api;
+  return ref;
+}
+
+json build_spec(const spec_args& a) {
+  json s = json::object();
+  if (!a.file.empty()) {
+    std::stringstream ss;
+    if (a.file == "-") {
+      ss << std::cin.rdbuf();
+    } else {
+      std::ifstream in(a.file);
+      if (!in) throw cli_failure(exit_usage, "spec: cannot read '" + a.file + "'");
+      ss << in.rdbuf();
+    }
+    try {
+      s = json::parse(ss.str());
+    } catch (const json::parse_error& e) {
+      throw cli_failure(exit_usage, "spec: '" + a.file + "' is not valid JSON: " + e.what());
+    }
+    if (!s.is_object()) throw cli_failure(exit_usage, "spec: '" + a.file + "' must hold a JSON object");
+  }
+  if (!a.preset.empty()) s["preset"] = a.preset;
+  else if (a.file.empty()) s["preset"] = "seed-protocol";
+  if (!a.backends.empty()) {
+    s["backends"] = json::array();
+    for (const auto& b : a.backends) s["backends"].push_back(backend_ref(b, a.api));
+  }
+  if (!s.contains("backends") || s["backends"].empty())
+    throw cli_failure(exit_usage, "--backend: name at least one backend (see `logitaudit backends`)");
+  if (a.n_predict) s["n_predict"] = a.n_predict;
+  if (a.top_k) s["top_k"] = a.top_k;
+  if (!a.prompts.empty()) s["prompts"] = a.prompts;
+  if (!a.tags.empty()) s["tags"] = a.tags;
+  return s;
+}
+
+// --- waiting for an audit, with a progress bar on a terminal -------------------------------
+
+bool finished(const std::string& status) { return status != "queued" && status != "running"; }
+
+std::string clock(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  const auto s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+// Draws done/total, failures, elapsed and ETA: one redrawn line on a terminal, plain lines
+// (at start, every tenth of the work or 10 s, and at the end) otherwise. Writes to stderr so
+// that stdout stays the report.
+class progress_display {
+ public:
+  progress_display(std::int64_t id, bool enabled) : id_(id), enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1) {}
+
+  void update(const json& job) {
+    if (!enabled_) return;
+    const std::string status = text(job, "status");
+    const auto& p = job["progress"];
+    const auto done = p.value("done", std::int64_t{0}), total = p.value("total", std::int64_t{0}),
+               failed = p.value("failed", std::int64_t{0});
+    const auto now = std::chrono::steady_clock::now();
+    if (status == "running" && !running_since_) running_since_ = now;
+    const double elapsed = running_since_ ? std::chrono::duration<double>(now - *running_since_).count() : 0.0;
+    const double eta = done > 0 && total >= done ? elapsed * static_cast<double>(total - done) / static_cast<double>(done)
+                                                 : NAN;
+    const double frac = total > 0 ? static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    char counts[160];
+    std::snprintf(counts, sizeof counts, "%lld/%lld (%3.0f%%)  failed %lld  elapsed %s  ETA %s",
+                  static_cast<long long>(done), static_cast<long long>(total), 100 * frac,
+                  static_cast<long long>(failed), clock(elapsed).c_str(),
+                  finished(status) ? "0:00" : clock(eta).c_str());
+    if (tty_) {
+      constexpr int width = 30;
+      const int filled = static_cast<int>(frac * width);
+      std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.');
+      std::fprintf(stderr, "\r\033[Kaudit %lld %-9s [%s] %s", static_cast<long long>(id_), status.c_str(), bar.c_str(), counts);
+      if (finished(status)) std::fputc('\n', stderr);
+      std::fflush(stderr);
+      return;
+    }
+    const int tenth = static_cast<int>(frac * 10);
+    if (status != last_status_ || tenth != last_tenth_ || now - last_line_ >= std::chrono::seconds(10) || finished(status)) {
+      std::fprintf(stderr, "audit %lld %s %s\n", static_cast<long long>(id_), status.c_str(), counts);
+      std::fflush(stderr);
+      last_status_ = status;
+      last_tenth_ = tenth;
+      last_line_ = now;
+    }
+  }
+
+ private:
+  std::int64_t id_;
+  bool enabled_, tty_;
+  std::optional<std::chrono::steady_clock::time_point> running_since_;
+  std::string last_status_;
+  int last_tenth_ = -1;
+  std::chrono::steady_clock::time_point last_line_{};
+};
+
+json wait_for(const daemon_client& c, std::int64_t id, bool show_progress) {
+  progress_display progress(id, show_progress);
+  for (;;) {
+    json job = c.get_json(id_path("/v1/audits", id));
+    progress.update(job);
+    if (finished(text(job, "status"))) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+// 0 when the findings are valid (and, with `strict`, every prediction held), else 1.
+int verdict_code(const json& findings, bool strict) {
+  if (!findings.value("valid", false)) {
+    std::string reason = text(findings, "invalid_reason");
+    if (reason.starts_with("invalid: ")) reason.erase(0, 9);
+    std::cerr << "logitaudit: the findings are not valid: " << reason << "\n";
+    return exit_findings;
+  }
+  if (strict)
+    for (const auto& p : findings["predictions"])
+      if (!p.value("held", false)) {
+        std::cerr << "logitaudit: prediction " << text(p, "id") << " failed (--strict)\n";
+        return exit_findings;
+      }
+  return exit_ok;
+}
+
+int print_report(const daemon_client& c, std::int64_t id, const std::string& format, bool strict) {
+  const json findings = c.get_json(id_path("/v1/audits", id) + "/report");
+  if (format == "json") print_json(findings);
+  else std::cout << c.call(verb::get, id_path("/v1/audits", id) + "/report?format=" + format).body;
+  std::cout.flush();
+  return verdict_code(findings, strict);
+}
+
+std::string progress_cell(const json& job) {
+  const auto& p = job["progress"];
+  return std::to_string(p.value("done", 0)) + "/" + std::to_string(p.value("total", 0));
+}
+
+void print_status(const json& job) {
+  std::cout << "audit " << job.value("id", 0) << ": " << text(job, "status") << "\n";
+  table t({"", ""});
+  t.add({"progress", progress_cell(job) + " requests, " + std::to_string(job["progress"].value("failed", 0)) + " failed"});
+  t.add({"backends", join(job["backends"])});
+  t.add({"created", text(job, "created_at")});
+  t.add({"started", text(job, "started_at")});
+  t.add({"finished", text(job, "finished_at")});
+  if (job.contains("predictions"))
+    t.add({"predictions", text(job["predictions"], "hash") + " registered " + text(job["predictions"], "registered_at")});
+  if (!job["tags"].empty()) t.add({"tags", join(job["tags"])});
+  if (job.contains("error")) t.add({"error", text(job, "error")});
+  std::ostringstream out;
+  t.print(out);
+  // Drop the empty header line of the two-column layout.
+  const std::string s = out.str();
+  std::cout << s.substr(s.find('\n') + 1);
+}
+
+// --- the commands --------------------------------------------------------------------------
+
+struct submit_args {
+  common_args common;
+  spec_args spec;
+  bool wait = false, strict = false, quiet = false;
+  std::string format = "text";
+};
+
+void add_submit(CLI::App& app) {
+  auto a = std::make_shared<submit_args>();
+  auto* sub = app.add_subcommand("submit", "submit an audit to the daemon (a spec file, or a preset with overrides)");
+  add_common(sub, a->common);
+  add_spec_options(sub, a->spec);
+  sub->add_flag("--wait", a->wait, "wait for the audit to end (progress on stderr), then print its report");
+  sub->add_option("--format", a->format, "report format with --wait")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
+  sub->add_flag("--strict", a->strict, "with --wait: exit 1 when a prediction failed");
+  sub->add_flag("--quiet", a->quiet, "with --wait: no progress display");
+  sub->callback([a] {
+    const json spec = build_spec(a->spec);
+    const auto c = connect(a->common);
+    const json job = c.send_json(verb::post, "/v1/audits", spec);
+    const std::int64_t id = job.value("id", std::int64_t{0});
+    if (!a->wait) {
+      if (a->common.json) print_json(job);
+      else
+        std::cout << "audit " << id << " " << text(job, "status") << ": " << job["progress"].value("total", 0)
+                  << " requests on " << join(job["backends"]) << "\n"
+                  << "follow it with: logitaudit status " << id << " --wait\n";
+      return;
+    }
+    const json last = wait_for(c, id, !a->quiet && !a->common.json);
+    if (text(last, "status") != "done") {
+      if (a->common.json) print_json({{"audit", last}, {"report", nullptr}});
+      std::cerr << "logitaudit: audit " << id << " ended " << text(last, "status")
+                << (last.contains("error") ? ": " + text(last, "error") : "") << "\n";
+      throw cli_failure(exit_findings, "");
+    }
+    int code = exit_ok;
+    if (a->common.json) {
+      const json findings = c.get_json(id_path("/v1/audits", id) + "/report");
+      print_json({{"audit", last}, {"report", findings}});
+      code = verdict_code(findings, a->strict);
+    } else {
+      code = print_report(c, id, a->format, a->strict);
+    }
+    if (code != exit_ok) throw cli_failure(code, "");
+  });
+}
+
+struct list_args {
+  common_args common;
+  std::string status, tag;
+  std::int64_t before = 0;
+  int limit = 50;
+};
+
+void add_list(CLI::App& app) {
+  auto a = std::make_shared<list_args>();
+  auto* sub = app.add_subcommand("list", "list audits, newest first");
+  add_common(sub, a->common);
+  sub->add_option("--status", a->status, "only audits with this status")
+      ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled", "interrupted"}));
+  sub->add_option("--tag", a->tag, "only audits with this tag");
+  sub->add_option("--before", a->before, "only audits older than this id (paging)")->check(positive_id);
+  sub->add_option("--limit", a->limit, "at most this many (1-500)")->check(CLI::Range(1, 500));
+  sub->callback([a] {
+    std::string q = "/v1/audits?limit=" + std::to_string(a->limit);
+    if (!a->status.empty()) q += "&status=" + a->status;
+    if (!a->tag.empty()) q += "&tag=" + a->tag;
+    if (a->before) q += "&before=" + std::to_string(a->before);
+    const json out = connect(a->common).get_json(q);
+    if (a->common.json) return print_json(out);
+    table t({"ID", "STATUS", "PROGRESS", "FAILED", "CREATED", "BACKENDS", "TAGS"});
+    for (const auto& j : out["audits"])
+      t.add({std::to_string(j.value("id", 0)), text(j, "status"), progress_cell(j),
+             std::to_string(j["progress"].value("failed", 0)), text(j, "created_at"), join(j["backends"]), join(j["tags"])});
+    if (t.size() == 0) std::cout << "no audits\n";
+    else t.print(std::cout);
+    if (out.contains("next")) {
+      const std::string next = text(out, "next");
+      std::cout << "more: logitaudit list --before " << next.substr(next.find('=') + 1) << "\n";
+    }
+  });
+}
+
+struct id_args {
+  common_args common;
+  std::int64_t id = 0;
+};
+
+void add_status(CLI::App& app) {
+  auto a = std::make_shared<id_args>();
+  auto wait = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("status", "an audit's status and progress");
+  add_common(sub, a->common);
+  sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
+  sub->add_flag("--wait", *wait, "follow the audit until it ends (progress on stderr)");
+  sub->callback([a, wait] {
+    const auto c = connect(a->common);
+    const json job = *wait ? wait_for(c, a->id, !a->common.json) : c.get_json(id_path("/v1/audits", a->id));
+    if (a->common.json) print_json(job);
+    else print_status(job);
+  });
+}
+
+void add_report(CLI::App& app) {
+  auto a = std::make_shared<id_args>();
+  auto format = std::make_shared<std::string>("text");
+  auto strict = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("report", "an ended audit's findings table, findings and predictions");
+  add_common(sub, a->common);
+  sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
+  sub->add_option("--format", *format, "text, markdown, csv or json")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
+  sub->add_flag("--strict", *strict, "exit 1 when a prediction failed");
+  sub->callback([a, format, strict] {
+    const int code = print_report(connect(a->common), a->id, a->common.json ? "json" : *format, *strict);
+    if (code != exit_ok) throw cli_failure(code, "");
+  });
+}
+
+std::string verdict_cell(const json& r, const char* key) {
+  if (!r.contains("verdict")) return r.value("compared", false) ? "?" : "-";
+  return r["verdict"].value(key, false) ? "same" : "DIFF";
+}
+
+void add_runs(CLI::App& app) {
+  auto a = std::make_shared<id_args>();
+  auto condition = std::make_shared<std::string>(), backend = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("runs", "every request of an audit with its digests and verdicts");
+  add_common(sub, a->common);
+  sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
+  sub->add_option("--condition", *condition, "only this condition (baselines are 'baseline')");
+  sub->add_option("--backend", *backend, "only this backend");
+  sub->callback([a, condition, backend] {
+    std::string q = id_path("/v1/audits", a->id) + "/runs";
+    std::string sep = "?";
+    if (!condition->empty()) q += sep + "condition=" + *condition, sep = "&";
+    if (!backend->empty()) q += sep + "backend=" + *backend;
+    const json out = connect(a->common).get_json(q);
+    if (a->common.json) return print_json(out);
+    table t({"RUN", "GROUP", "BACKEND", "CONDITION", "REP", "STATUS", "TOKENS", "LOGIT", "TOKEN", "TOKEN-DIGEST / ERROR"});
+    for (const auto& r : out["runs"]) {
+      const bool ok = text(r, "status") == "ok";
+      t.add({std::to_string(r.value("id", 0)), std::to_string(r.value("group", 0)), text(r, "backend"),
+             text(r, "condition"), std::to_string(r.value("replicate", 0)), text(r, "status"),
+             ok ? std::to_string(r["digests"].value("tokens", 0)) : "-", verdict_cell(r, "logit_identical"),
+             verdict_cell(r, "token_identical"), ok ? text(r["digests"], "token").substr(0, 16) : text(r, "error")});
+    }
+    t.print(std::cout);
+    std::cout << t.size() << " runs (LOGIT/TOKEN: same or DIFF against the solo baseline; - not compared)\n";
+  });
+}
+
+std::string logprob(const json& v) {
+  std::ostringstream s;
+  s << std::setprecision(9) << v.get<double>();
+  return s.str();
+}
+
+void add_stream(CLI::App& app) {
+  auto a = std::make_shared<id_args>();
+  auto run = std::make_shared<std::int64_t>(0);
+  auto* sub = app.add_subcommand("stream", "one stored logit stream: token ids, logprobs and top-k");
+  add_common(sub, a->common);
+  sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
+  sub->add_option("run", *run, "run id (from `logitaudit runs`)")->required()->check(positive_id);
+  sub->callback([a, run] {
+    const json s = connect(a->common).get_json(id_path("/v1/audits", a->id) + "/runs/" + std::to_string(*run) + "/stream");
+    if (a->common.json) return print_json(s);
+    std::cout << "run " << s.value("id", 0) << " of audit " << a->id << ": " << text(s, "backend") << " "
+              << text(s, "condition") << " replicate " << s.value("replicate", 0) << ", " << text(s, "status") << "\n";
+    if (s.contains("digests"))
+      std::cout << "token digest " << text(s["digests"], "token") << "\nlogit digest " << text(s["digests"], "logit")
+                << "\n";
+    std::cout << "content " << json(text(s, "content")).dump() << "\n";
+    table t({"POS", "TOKEN", "LOGPROB", "TOP-K (token:logprob)"});
+    std::size_t pos = 0;
+    for (const auto& tok : s["tokens"]) {
+      std::string top;
+      for (const auto& e : tok["top"]) top += (top.empty() ? "" : "  ") + text(e, "id") + ":" + logprob(e["logprob"]);
+      t.add({std::to_string(pos++), text(tok, "id"), logprob(tok["logprob"]), top});
+    }
+    t.print(std::cout);
+  });
+}
+
+void add_compare(CLI::App& app) {
+  auto common = std::make_shared<common_args>();
+  auto ids = std::make_shared<std::vector<std::int64_t>>();
+  auto strict = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("compare", "two audits' solo baselines side by side (same server, another day?)");
+  add_common(sub, *common);
+  sub->add_option("ids", *ids, "audit ids A B")->required()->expected(2)->check(positive_id);
+  sub->add_flag("--strict", *strict, "exit 1 when a shared baseline is not logit-identical");
+  sub->callback([common, ids, strict] {
+    const json out = connect(*common).get_json("/v1/compare?a=" + std::to_string((*ids)[0]) + "&b=" + std::to_string((*ids)[1]));
+    const auto& sum = out["summary"];
+    if (common->json) {
+      print_json(out);
+    } else {
+      std::cout << "audit " << (*ids)[0] << " vs " << (*ids)[1] << ": " << sum.value("compared", 0)
+                << " shared baselines, " << sum.value("logit_identical", 0) << " logit-identical, "
+                << sum.value("token_identical", 0) << " token-identical\n";
+      for (const auto& [backend, diffs] : out["fingerprint_differences"].items())
+        std::cout << backend << ": "
+                  << (diffs.empty() ? "same server fingerprint (model, build, settings)" : "fingerprint changed: " + join(diffs, "; "))
+                  << "\n";
+      table t({"BACKEND", "PROMPT", "TEMP", "SEED", "LOGIT", "TOKEN", "FIRST-DIFF", "MAX-ULP"});
+      for (const auto& b : out["baselines"]) {
+        std::string prompt = text(b, "prompt");
+        if (prompt.size() > 32) prompt = prompt.substr(0, 29) + "...";
+        const bool both = b.contains("logit_identical");
+        const std::string in = b.value("in_a", false) ? "only in " + std::to_string((*ids)[0]) : "only in " + std::to_string((*ids)[1]);
+        t.add({text(b, "backend"), prompt, logprob(b["temperature"]), b.contains("seed") ? text(b, "seed") : "-",
+               both ? (b.value("logit_identical", false) ? "same" : "DIFF") : in,
+               both ? (b.value("token_identical", false) ? "same" : "DIFF") : "-",
+               both && b.value("first_logit_difference", -1) >= 0 ? text(b, "first_logit_difference") : "-",
+               both ? text(b, "max_ulp") : "-"});
+      }
+      t.print(std::cout);
+    }
+    if (*strict && sum.value("logit_identical", 0) != sum.value("compared", 0)) throw cli_failure(exit_findings, "");
+  });
+}
+
+void add_cancel_and_delete(CLI::App& app) {
+  auto a = std::make_shared<id_args>();
+  auto* sub = app.add_subcommand("cancel", "cancel a queued or running audit (its stored runs are kept)");
+  add_common(sub, a->common);
+  sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
+  sub->callback([a] {
+    const auto c = connect(a->common);
+    json job = c.send_json(verb::post, id_path("/v1/audits", a->id) + "/cancel", nullptr);
+    // The daemon stops the job at its next request boundary; wait (briefly) to report the end.
+    for (int i = 0; i < 240 && !finished(text(job, "status")); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      job = c.get_json(id_path("/v1/audits", a->id));
+    }
+    if (a->common.json) return print_json(job);
+    std::cout << "audit " << a->id << " " << text(job, "status") << " (" << progress_cell(job)
+              << " requests done; they stay stored)\n";
+  });
+  auto d = std::make_shared<id_args>();
+  auto* del = app.add_subcommand("delete", "delete an ended audit and everything stored for it");
+  add_common(del, d->common);
+  del->add_option("id", d->id, "audit id")->required()->check(positive_id);
+  del->callback([d] {
+    const json out = connect(d->common).send_json(verb::delete_, id_path("/v1/audits", d->id), nullptr);
+    if (d->common.json) return print_json(out);
+    std::cout << "audit " << d->id << " deleted\n";
+  });
+}
+
+void add_backends(CLI::App& app) {
+  auto common = std::make_shared<common_args>();
+  auto* sub = app.add_subcommand("backends", "the backends the daemon is configured with");
+  add_common(sub, *common);
+  sub->callback([common] {
+    const json out = connect(*common).get_json("/v1/backends");
+    if (common->json) return print_json(out);
+    table t({"NAME", "URL", "API", "BUSY"});
+    for (const auto& b : out["backends"])
+      t.add({text(b, "name"), text(b, "url"), text(b, "api"), b.value("busy", false) ? "yes" : "no"});
+    t.print(std::cout);
+    std::cout << "ad-hoc backends (NAME=URL in a spec): "
+              << (out.value("allow_adhoc_backends", false) ? "allowed" : "not allowed") << "\n";
+  });
+}
+
+// --- schedule add|list|show|rm ------------------------------------------------------------
+
+struct schedule_add_args {
+  common_args common;
+  spec_args spec;
+  std::string cron, timezone = "UTC", missed;
+  bool disabled = false;
+};
+
+void print_schedule_line(table& t, const json& s) {
+  t.add({std::to_string(s.value("id", 0)), text(s, "cron"), text(s, "timezone"), s.value("enabled", false) ? "yes" : "no",
+         utc(s["next_fire_unix"]), utc(s["last_fire_unix"]), join(s["spec"]["backends"].is_array() ? s["spec"]["backends"] : json::array())});
+}
+
+table schedule_table() { return table({"ID", "CRON", "TIMEZONE", "ENABLED", "NEXT (UTC)", "LAST (UTC)", "BACKENDS"}); }
+
+void add_schedule(CLI::App& app) {
+  auto* group = app.add_subcommand("schedule", "recurring audits: add, list, show, rm");
+  group->require_subcommand(1);
+
+  auto a = std::make_shared<schedule_add_args>();
+  auto* add = group->add_subcommand("add", "schedule an audit (a spec file, or a preset with overrides)");
+  add_common(add, a->common);
+  add_spec_options(add, a->spec);
+  add->add_option("--cron", a->cron, "five-field cron expression, e.g. '0 3 * * *'")->required();
+  add->add_option("--timezone", a->timezone, "IANA time zone of the cron expression (default UTC)");
+  add->add_option("--missed", a->missed, "after downtime: run_once (default) or skip")->check(CLI::IsMember({"run_once", "skip"}));
+  add->add_flag("--disabled", a->disabled, "create it paused");
+  add->callback([a] {
+    json body = {{"cron", a->cron}, {"timezone", a->timezone}, {"spec", build_spec(a->spec)}};
+    if (!a->missed.empty()) body["missed"] = a->missed;
+    if (a->disabled) body["enabled"] = false;
+    const json s = connect(a->common).send_json(verb::post, "/v1/schedules", body);
+    if (a->common.json) return print_json(s);
+    std::cout << "schedule " << s.value("id", 0) << ": '" << text(s, "cron") << "' in " << text(s, "timezone")
+              << ", next audit at " << utc(s["next_fire_unix"]) << "\n";
+  });
+
+  auto lc = std::make_shared<common_args>();
+  auto* list = group->add_subcommand("list", "every schedule with its next and last firing");
+  add_common(list, *lc);
+  list->callback([lc] {
+    const json out = connect(*lc).get_json("/v1/schedules");
+    if (lc->json) return print_json(out);
+    auto t = schedule_table();
+    for (const auto& s : out["schedules"]) print_schedule_line(t, s);
+    if (t.size() == 0) std::cout << "no schedules\n";
+    else t.print(std::cout);
+  });
+
+  auto sa = std::make_shared<id_args>();
+  auto* show = group->add_subcommand("show", "one schedule and the audits it started");
+  add_common(show, sa->common);
+  show->add_option("id", sa->id, "schedule id")->required()->check(positive_id);
+  show->callback([sa] {
+    const auto c = connect(sa->common);
+    const json s = c.get_json(id_path("/v1/schedules", sa->id));
+    const json h = c.get_json(id_path("/v1/schedules", sa->id) + "/history");
+    if (sa->common.json) return print_json({{"schedule", s}, {"history", h}});
+    auto t = schedule_table();
+    print_schedule_line(t, s);
+    t.print(std::cout);
+    std::cout << "missed firings: " << text(s, "missed") << "\n";
+    table runs({"AUDIT", "STATUS", "CREATED", "FINISHED", "VALID", "PREDICTIONS HELD"});
+    for (const auto& r : h["runs"]) {
+      std::string held;
+      for (const auto& [pid, ok] : r["predictions_held"].items()) held += (held.empty() ? "" : " ") + pid + (ok.get<bool>() ? "+" : "-");
+      runs.add({std::to_string(r.value("audit", 0)), text(r, "status"), text(r, "created_at"), text(r, "finished_at"),
+                r["valid"].is_boolean() ? (r["valid"].get<bool>() ? "yes" : "NO") : "-", held});
+    }
+    if (runs.size() == 0) std::cout << "no audits yet\n";
+    else runs.print(std::cout);
+  });
+
+  auto ra = std::make_shared<id_args>();
+  auto* rm = group->add_subcommand("rm", "delete a schedule (the audits it started are kept)");
+  add_common(rm, ra->common);
+  rm->add_option("id", ra->id, "schedule id")->required()->check(positive_id);
+  rm->callback([ra] {
+    const json out = connect(ra->common).send_json(verb::delete_, id_path("/v1/schedules", ra->id), nullptr);
+    if (ra->common.json) return print_json(out);
+    std::cout << "schedule " << ra->id << " deleted\n";
+  });
+}
+
+}  // namespace
+
+void add_remote_commands(CLI::App& app) {
+  app.add_option("--server", global_server, "logitauditd URL for daemon commands (also accepted after the command)");
+  add_submit(app);
+  add_list(app);
+  add_status(app);
+  add_report(app);
+  add_runs(app);
+  add_stream(app);
+  add_compare(app);
+  add_cancel_and_delete(app);
+  add_schedule(app);
+  add_backends(app);
+}
+
+}  // namespace logitaudit::cli

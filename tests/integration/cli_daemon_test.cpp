@@ -1,0 +1,311 @@
+// The `logitaudit` binary against a running `logitauditd` binary over loopback, with the
+// in-process fake backend behind it (fast and steerable; the real llama-server path is the
+// demo test's). Every daemon-facing subcommand: its table, its --json parsed, its exit code.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/fake_backend.hpp"
+#include "support/process.hpp"
+
+using namespace logitaudit;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+class cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/logitaudit-cli-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    test_support::fake_knobs k;
+    k.jitter_when_overlapping = true;  // concurrency moves the logprobs, as on a real server
+    fake_ = std::make_unique<test_support::fake_backend>(k);
+  }
+  void TearDown() override {
+    daemon_.reset();
+    fake_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void start_daemon(std::map<std::string, std::string> env = {}) {
+    daemon_ = std::make_unique<test_support::daemon_process>(
+        LOGITAUDITD, std::vector<std::string>{"--db", (dir_ / "audit.db").string(), "--backend", "fake=" + fake_->url()},
+        dir_ / "daemon.log", env);
+  }
+
+  test_support::process_result cli_run(std::vector<std::string> args, std::map<std::string, std::string> env = {},
+                                       const std::string* input = nullptr) {
+    args.insert(args.begin(), LOGITAUDIT_CLI);
+    if (daemon_ && !env.count("LOGITAUDIT_SERVER")) env["LOGITAUDIT_SERVER"] = daemon_->url();
+    return test_support::run_process(args, env, std::chrono::seconds(300), input);
+  }
+
+  json cli_json(std::vector<std::string> args) {
+    args.push_back("--json");
+    auto r = cli_run(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    return j;
+  }
+
+  // A small seed-protocol audit, waited for; returns its id.
+  std::int64_t finished_audit(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"submit", "--backend", "fake", "--n-predict", "4", "--wait", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = cli_run(args);
+    EXPECT_EQ(r.code, 0) << r.err << r.out;
+    json j = json::parse(r.out, nullptr, false);
+    EXPECT_EQ(j["audit"]["status"], "done") << r.out;
+    return j["audit"].value("id", std::int64_t{0});
+  }
+
+  fs::path dir_;
+  std::unique_ptr<test_support::fake_backend> fake_;
+  std::unique_ptr<test_support::daemon_process> daemon_;
+};
+
+}  // namespace
+
+TEST_F(cli, submit_wait_shows_progress_then_the_findings_table_and_exits_0) {
+  start_daemon();
+  auto r = cli_run({"submit", "--preset", "seed-protocol", "--backend", "fake", "--n-predict", "4", "--tag", "nightly",
+                    "--wait"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  // The table in the seed's layout, the findings and the predictions, on stdout.
+  EXPECT_NE(r.out.find(" repeat_greedy             30/30 (100%)     30/30 (100%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("<- control: diverged"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" P1 HELD"), std::string::npos) << r.out;
+  // Not a terminal: plain progress lines on stderr, ending with the finished count.
+  EXPECT_NE(r.err.find("audit 1 done 65/65 (100%)  failed 0"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no terminal redraws when stderr is a file";
+}
+
+TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
+  start_daemon();
+  const auto a = finished_audit({"--tag", "first"});
+  const auto b = finished_audit();
+  ASSERT_GT(b, a);
+
+  auto list = cli_json({"list"});
+  ASSERT_EQ(list["audits"].size(), 2u);
+  EXPECT_EQ(list["audits"][0]["id"], b);  // newest first
+  auto tagged = cli_json({"list", "--tag", "first"});
+  ASSERT_EQ(tagged["audits"].size(), 1u);
+  EXPECT_EQ(tagged["audits"][0]["id"], a);
+  auto table = cli_run({"list"});
+  EXPECT_EQ(table.code, 0);
+  EXPECT_NE(table.out.find("ID  STATUS  PROGRESS"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("done       65/65"), std::string::npos) << table.out;
+
+  auto status = cli_json({"status", std::to_string(a)});
+  EXPECT_EQ(status["status"], "done");
+  EXPECT_EQ(status["progress"]["done"], 65);
+  EXPECT_NE(cli_run({"status", std::to_string(a)}).out.find("progress     65/65 requests, 0 failed"), std::string::npos);
+
+  auto report = cli_json({"report", std::to_string(a)});
+  EXPECT_TRUE(report["valid"].get<bool>());
+  EXPECT_EQ(report["predictions"].size(), 4u);
+  auto csv = cli_run({"report", std::to_string(a), "--format", "csv"});
+  EXPECT_EQ(csv.code, 0);
+  EXPECT_EQ(csv.out.rfind("scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed\n", 0), 0u)
+      << csv.out;
+  auto md = cli_run({"report", std::to_string(a), "--format", "markdown"});
+  EXPECT_NE(md.out.find("| repeat_greedy |"), std::string::npos) << md.out;
+
+  auto runs = cli_json({"runs", std::to_string(a)});
+  ASSERT_EQ(runs["runs"].size(), 65u);
+  auto c8 = cli_json({"runs", std::to_string(a), "--condition", "concurrent_greedy_c8"});
+  ASSERT_EQ(c8["runs"].size(), 8u);
+  auto runs_table = cli_run({"runs", std::to_string(a), "--condition", "concurrent_greedy_c8"});
+  EXPECT_NE(runs_table.out.find("8 runs"), std::string::npos) << runs_table.out;
+  EXPECT_NE(runs_table.out.find("DIFF"), std::string::npos) << "the fake moves logprobs when requests overlap";
+
+  const auto run = runs["runs"][0]["id"].get<std::int64_t>();
+  auto stream = cli_json({"stream", std::to_string(a), std::to_string(run)});
+  EXPECT_EQ(stream["tokens"].size(), 4u);
+  EXPECT_EQ(stream["digests"]["token"], runs["runs"][0]["digests"]["token"]);
+  auto stream_table = cli_run({"stream", std::to_string(a), std::to_string(run)});
+  EXPECT_NE(stream_table.out.find("POS  TOKEN"), std::string::npos) << stream_table.out;
+  EXPECT_NE(stream_table.out.find(stream["digests"]["logit"].get<std::string>()), std::string::npos);
+
+  auto cmp = cli_json({"compare", std::to_string(a), std::to_string(b)});
+  EXPECT_GT(cmp["summary"]["compared"].get<int>(), 0);
+  EXPECT_EQ(cmp["summary"]["compared"], cmp["summary"]["logit_identical"]);  // solo baselines repeat
+  auto cmp_table = cli_run({"compare", std::to_string(a), std::to_string(b), "--strict"});
+  EXPECT_EQ(cmp_table.code, 0) << cmp_table.err;
+  EXPECT_NE(cmp_table.out.find("fake: same server fingerprint"), std::string::npos) << cmp_table.out;
+
+  auto backends = cli_json({"backends"});
+  ASSERT_EQ(backends["backends"].size(), 1u);
+  EXPECT_EQ(backends["backends"][0]["name"], "fake");
+  EXPECT_EQ(backends["backends"][0]["url"], fake_->url());
+  EXPECT_NE(cli_run({"backends"}).out.find("fake  " + fake_->url()), std::string::npos);
+
+  // Delete: gone from the list, and its report is a 404 (exit 5) that says so.
+  EXPECT_EQ(cli_run({"delete", std::to_string(a)}).code, 0);
+  auto gone = cli_run({"report", std::to_string(a)});
+  EXPECT_EQ(gone.code, 5);
+  EXPECT_NE(gone.err.find("id: no audit with id '" + std::to_string(a) + "' (HTTP 404 not_found)"), std::string::npos)
+      << gone.err;
+  EXPECT_EQ(cli_json({"list"})["audits"].size(), 1u);
+}
+
+TEST_F(cli, findings_invalid_or_a_failed_prediction_exit_1_where_asked) {
+  // Every answer the same body: the positive controls come out identical, so the
+  // comparison proves nothing and the findings are invalid.
+  auto k = fake_->knobs();
+  k.jitter_when_overlapping = false;
+  k.raw_body = test_support::fake_completion_json("fixed", 0, 0.0, 4, 5, false);
+  fake_->set_knobs(k);
+  start_daemon();
+  auto r = cli_run({"submit", "--backend", "fake", "--n-predict", "4", "--wait"});
+  EXPECT_EQ(r.code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("the findings are not valid"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("control_prompt"), std::string::npos) << "the report is still printed";
+  EXPECT_EQ(cli_run({"report", "1"}).code, 1);
+
+  // Valid findings where a prediction fails (no divergence under concurrency: P2 fails):
+  // 0 by default, 1 with --strict.
+  k.raw_body.clear();
+  fake_->set_knobs(k);
+  auto ok = cli_run({"submit", "--backend", "fake", "--n-predict", "4", "--wait", "--quiet"});
+  EXPECT_EQ(ok.code, 0) << ok.err << ok.out;
+  EXPECT_NE(ok.out.find(" P2 FAILED"), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.err, "") << "--quiet: no progress";
+  auto strict = cli_run({"report", "2", "--strict"});
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_NE(strict.err.find("prediction P2 failed (--strict)"), std::string::npos) << strict.err;
+}
+
+TEST_F(cli, bad_arguments_refusals_and_an_absent_daemon_have_their_own_codes_and_name_the_field) {
+  // No daemon yet: 3, with the URL it tried.
+  auto absent = cli_run({"list"}, {{"LOGITAUDIT_SERVER", "http://127.0.0.1:1"}});
+  EXPECT_EQ(absent.code, 3);
+  EXPECT_NE(absent.err.find("cannot reach logitauditd at http://127.0.0.1:1"), std::string::npos) << absent.err;
+
+  start_daemon();
+  // Usage errors never reach the daemon: 2.
+  EXPECT_EQ(cli_run({"status", "abc"}).code, 2);
+  EXPECT_NE(cli_run({"status", "../1"}).err.find("is not an id"), std::string::npos);
+  EXPECT_EQ(cli_run({"status"}).code, 2);
+  EXPECT_EQ(cli_run({"nonsense"}).code, 2);
+  EXPECT_EQ(cli_run({"report", "1", "--format", "pdf"}).code, 2);
+  auto no_backend = cli_run({"submit"});
+  EXPECT_EQ(no_backend.code, 2);
+  EXPECT_NE(no_backend.err.find("--backend"), std::string::npos) << no_backend.err;
+  auto bad_url = cli_run({"list", "--server", "ftp://x"});
+  EXPECT_EQ(bad_url.code, 2);
+  EXPECT_NE(bad_url.err.find("--server"), std::string::npos) << bad_url.err;
+  const fs::path broken = dir_ / "broken.json";
+  std::ofstream(broken) << "{\"preset\": ";
+  auto bad_file = cli_run({"submit", broken.string(), "--backend", "fake"});
+  EXPECT_EQ(bad_file.code, 2);
+  EXPECT_NE(bad_file.err.find("is not valid JSON"), std::string::npos) << bad_file.err;
+
+  // The daemon refuses: 5, with its field and message.
+  auto unknown = cli_run({"submit", "--backend", "nope"});
+  EXPECT_EQ(unknown.code, 5);
+  EXPECT_NE(unknown.err.find("backends[0].name: no configured backend named 'nope' (HTTP 400 invalid_spec)"),
+            std::string::npos)
+      << unknown.err;
+  auto big = cli_run({"submit", "--backend", "fake", "--n-predict", "999999"});
+  EXPECT_EQ(big.code, 5);
+  EXPECT_NE(big.err.find("n_predict: must be between 1 and"), std::string::npos) << big.err;
+  auto adhoc = cli_run({"submit", "--backend", "x=" + fake_->url()});
+  EXPECT_EQ(adhoc.code, 5) << "ad-hoc backends are off by default";
+  EXPECT_NE(adhoc.err.find("backends[0]"), std::string::npos) << adhoc.err;
+  auto missing = cli_run({"status", "42"});
+  EXPECT_EQ(missing.code, 5);
+  auto cron = cli_run({"schedule", "add", "--backend", "fake", "--cron", "0 25 * * *"});
+  EXPECT_EQ(cron.code, 5);
+  EXPECT_NE(cron.err.find("cron: hour: 25 is out of range 0-23"), std::string::npos) << cron.err;
+  EXPECT_EQ(cli_json({"list"})["audits"].size(), 0u) << "nothing refused was stored";
+}
+
+TEST_F(cli, a_token_protected_daemon_needs_LOGITAUDIT_TOKEN_for_writes) {
+  start_daemon({{"LOGITAUDIT_TOKEN", "s3cret"}});
+  auto refused = cli_run({"submit", "--backend", "fake", "--n-predict", "4"});
+  EXPECT_EQ(refused.code, 5);
+  EXPECT_NE(refused.err.find("HTTP 401 unauthorized"), std::string::npos) << refused.err;
+  auto wrong = cli_run({"submit", "--backend", "fake", "--n-predict", "4"}, {{"LOGITAUDIT_TOKEN", "guess"}});
+  EXPECT_EQ(wrong.code, 5);
+  auto accepted = cli_run({"submit", "--backend", "fake", "--n-predict", "4", "--wait", "--quiet"},
+                          {{"LOGITAUDIT_TOKEN", "s3cret"}});
+  EXPECT_EQ(accepted.code, 0) << accepted.err;
+}
+
+TEST_F(cli, a_spec_file_or_stdin_with_overrides_and_ad_hoc_backends) {
+  start_daemon({{"LOGITAUDIT_ALLOW_ADHOC_BACKENDS", "true"}});
+  const fs::path spec = dir_ / "spec.json";
+  std::ofstream(spec) << R"({"preset":"seed-protocol","backends":["fake"],"n_predict":3,"tags":["from-file"]})";
+  auto r = cli_run({"submit", spec.string(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto job = json::parse(r.out);
+  EXPECT_EQ(job["status"], "queued");
+  EXPECT_EQ(job["tags"], json::array({"from-file"}));
+
+  const std::string text = R"({"preset":"seed-protocol","n_predict":3})";
+  auto from_stdin = cli_run({"submit", "-", "--backend", fake_->url(), "--tag", "stdin", "--wait", "--json"}, {}, &text);
+  ASSERT_EQ(from_stdin.code, 0) << from_stdin.err;
+  auto done = json::parse(from_stdin.out);
+  EXPECT_EQ(done["audit"]["backends"], json::array({"127.0.0.1:" + std::to_string(fake_->port())}));
+  EXPECT_EQ(done["audit"]["tags"], json::array({"stdin"}));
+  EXPECT_TRUE(done["report"]["valid"].get<bool>());
+}
+
+TEST_F(cli, cancel_a_running_audit_and_follow_it_with_status_wait) {
+  auto k = fake_->knobs();
+  k.delay = std::chrono::milliseconds(200);  // slow enough to still be running when cancelled
+  fake_->set_knobs(k);
+  start_daemon();
+  auto job = cli_json({"submit", "--backend", "fake", "--n-predict", "4"});
+  const std::string id = std::to_string(job["id"].get<std::int64_t>());
+  auto c = cli_run({"cancel", id});
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("audit " + id + " cancel"), std::string::npos) << c.out;
+  auto followed = cli_json({"status", id, "--wait"});
+  EXPECT_EQ(followed["status"], "cancelled");
+  auto again = cli_run({"cancel", id});
+  EXPECT_EQ(again.code, 5);
+  EXPECT_NE(again.err.find("has already ended (HTTP 409 already_finished)"), std::string::npos) << again.err;
+  // What ran before the cancel is kept and reported, but without its controls the
+  // findings cannot be valid: exit 1, and the reason is named.
+  auto report = cli_run({"report", id});
+  EXPECT_EQ(report.code, 1) << report.err;
+  EXPECT_NE(report.err.find("the findings are not valid: "), std::string::npos) << report.err;
+}
+
+TEST_F(cli, schedules_add_list_show_and_rm) {
+  start_daemon();
+  auto added = cli_json({"schedule", "add", "--backend", "fake", "--n-predict", "4", "--cron", "0 3 * * *",
+                         "--timezone", "Europe/Berlin", "--missed", "skip"});
+  const auto id = added["id"].get<std::int64_t>();
+  EXPECT_EQ(added["cron"], "0 3 * * *");
+  EXPECT_EQ(added["timezone"], "Europe/Berlin");
+  EXPECT_EQ(added["missed"], "skip");
+  EXPECT_TRUE(added["next_fire_unix"].is_number_integer());
+  auto text = cli_run({"schedule", "add", "--backend", "fake", "--cron", "30 2 * * 1", "--disabled"});
+  EXPECT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("'30 2 * * 1' in UTC"), std::string::npos) << text.out;
+
+  auto list = cli_json({"schedule", "list"});
+  ASSERT_EQ(list["schedules"].size(), 2u);
+  auto table = cli_run({"schedule", "list"});
+  EXPECT_NE(table.out.find("0 3 * * *   Europe/Berlin  yes"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("no "), std::string::npos) << "the disabled one: " << table.out;
+
+  auto show = cli_json({"schedule", "show", std::to_string(id)});
+  EXPECT_EQ(show["schedule"]["id"], id);
+  EXPECT_EQ(show["history"]["runs"].size(), 0u);
+  EXPECT_NE(cli_run({"schedule", "show", std::to_string(id)}).out.find("no audits yet"), std::string::npos);
+
+  EXPECT_EQ(cli_run({"schedule", "rm", std::to_string(id)}).code, 0);
+  EXPECT_EQ(cli_run({"schedule", "show", std::to_string(id)}).code, 5);
+  EXPECT_EQ(cli_json({"schedule", "list"})["schedules"].size(), 1u);
+  EXPECT_EQ(cli_run({"schedule"}).code, 2) << "a subcommand is required";
+}

@@ -1,0 +1,121 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "clients/llama_process.hpp"
+#include "support/http_call.hpp"
+
+namespace logitaudit::test_support {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  ::_exit(127);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+}  // namespace
+
+process_result run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                           std::chrono::seconds limit, const std::string* input) {
+  char tmpl[] = "/tmp/logitaudit-proc-XXXXXX";
+  const fs::path dir = ::mkdtemp(tmpl);
+  const fs::path out = dir / "out", err = dir / "err", in = dir / "in";
+  if (input) std::ofstream(in) << *input;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int i = ::open(input ? in.c_str() : "/dev/null", O_RDONLY);
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(i, STDIN_FILENO);
+    ::dup2(o, STDOUT_FILENO);
+    ::dup2(e, STDERR_FILENO);
+    exec_child(argv, env);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  process_result r{decode(status), slurp(out), slurp(err)};
+  fs::remove_all(dir);
+  return r;
+}
+
+daemon_process::daemon_process(const std::string& binary, std::vector<std::string> args, const fs::path& log,
+                               const std::map<std::string, std::string>& env) {
+  port_ = clients::free_loopback_port();
+  std::vector<std::string> argv = {binary, "--listen", "127.0.0.1:" + std::to_string(port_)};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, STDOUT_FILENO);
+    ::dup2(fd, STDERR_FILENO);
+    exec_child(argv, env);
+  }
+  for (int i = 0; i < 2400; ++i) {
+    try {
+      if (http_call(port_, boost::beast::http::verb::get, "/readyz").status == 200) return;
+    } catch (const std::exception&) {
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("logitauditd exited at start (status " + std::to_string(decode(status)) + "): " + slurp(log));
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  stop();
+  throw std::runtime_error("logitauditd did not become ready: " + slurp(log));
+}
+
+int daemon_process::stop() {
+  if (pid_ <= 0) return -1;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 600; ++i) {
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return decode(status);
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return decode(status);
+}
+
+daemon_process::~daemon_process() { stop(); }
+
+}  // namespace logitaudit::test_support
