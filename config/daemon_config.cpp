@@ -112,7 +112,7 @@ std::vector<config_problem> apply_environment(daemon_config& c, const std::map<s
     if (!k.starts_with("LOGITAUDIT_") || known.count(k)) continue;
     // Variables of the other tools (server URL, cache, llama-server path) are not ours to judge.
     if (k == "LOGITAUDIT_SERVER" || k == "LOGITAUDIT_CACHE" || k == "LOGITAUDIT_LLAMA_SERVER" ||
-        k == "LOGITAUDIT_LLAMA_QUANTIZE" || k == "LOGITAUDIT_BUILD_DIR")
+        k == "LOGITAUDIT_LLAMA_QUANTIZE" || k == "LOGITAUDIT_BUILD_DIR" || k == "LOGITAUDIT_DEMO_STATE")
       continue;
     p.push_back({k, "unknown LOGITAUDIT_ variable"});
   }

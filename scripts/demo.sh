@@ -29,16 +29,23 @@ while [[ $# -gt 0 ]]; do
 done
 build=${LOGITAUDIT_BUILD_DIR:-build}
 models=.cache/models
-state=.cache/demo            # pid and URL files of what --keep left running; logs; the database
+state=${LOGITAUDIT_DEMO_STATE:-.cache/demo}  # pids and URLs of what --keep left running; logs; the database
 mkdir -p "$state"
 say() { echo "demo: $*" >&2; }
 started=()                   # pids this run started (stopped at exit unless --keep)
 
-stop_kept() {
+alive() { kill -0 "$1" 2>/dev/null && ! grep -qs '^State:.*Z' "/proc/$1/status"; }
+stop_kept() {  # SIGTERM what --keep left, wait for it to end (SIGKILL after 30 s)
+  local pids=()
   for f in "$state"/*.pid; do
     [[ -e $f ]] || continue
+    pids+=("$(cat "$f")")
     kill "$(cat "$f")" 2>/dev/null || true
     rm -f "$f" "${f%.pid}.url"
+  done
+  for p in "${pids[@]}"; do
+    for _ in $(seq 1 300); do alive "$p" || break; sleep 0.1; done
+    alive "$p" && kill -9 "$p" 2>/dev/null || true
   done
 }
 if [[ $stop -eq 1 ]]; then stop_kept; say "stopped"; exit 0; fi

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# e2e: the README's first command, as a new user runs it. The full demo (two generated models,
+# two real llama-servers, logitauditd, the seed protocol through the CLI) must print the
+# findings table with its controls and predictions and leave no process behind; then the
+# --keep / reuse / --stop cycle on the quick configuration.
+# Usage: demo_test.sh REPO BUILD_DIR
+set -euo pipefail
+repo=$1
+export LOGITAUDIT_BUILD_DIR=$2
+state=$(mktemp -d /tmp/logitaudit-demo-XXXXXX)
+export LOGITAUDIT_DEMO_STATE=$state
+cd "$repo"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "expected '$2' in $1"; }; }
+cleanup() { bash scripts/demo.sh --stop >/dev/null 2>&1 || true; rm -rf "$state"; }
+trap cleanup EXIT
+
+before=$(pgrep -x llama-server | sort || true)
+bash scripts/demo.sh >"$state/out.txt" 2>"$state/err.txt" || { cat "$state/err.txt" >&2; fail "demo exited $?"; }
+expect "$state/out.txt" "Pooled over 2 backend(s):"
+expect "$state/out.txt" " repeat_greedy             60/60 (100%)     60/60 (100%)"
+expect "$state/out.txt" "tiny:"
+expect "$state/out.txt" "small:"
+[[ $(grep -c -- "<- control: diverged" "$state/out.txt") -ge 3 ]] || fail "three diverged controls in the pooled table"
+for p in P1 P2 P3 P4; do grep -qE "^ $p (HELD|FAILED) " "$state/out.txt" || fail "prediction $p not evaluated"; done
+expect "$state/out.txt" " P1 HELD"
+expect "$state/err.txt" "done 130/130 (100%)  failed 0"
+ls "$state"/*.pid >/dev/null 2>&1 && fail "pid files left after a run without --keep"
+for log in "$state"/llama-*.log "$state"/logitauditd.log; do
+  [[ -f $log ]] || fail "no $log"
+done
+pgrep -f -- "--db $state/logitaudit.db" >/dev/null && fail "logitauditd still running"
+after=$(pgrep -x llama-server | sort || true)
+[[ -z $(comm -13 <(echo "$before") <(echo "$after")) ]] || fail "llama-server processes left behind"
+
+# --keep: the processes stay, the CLI reaches the daemon at the printed URL, a second run
+# reuses them, --stop ends them.
+bash scripts/demo.sh --quick --keep >"$state/out2.txt" 2>"$state/err2.txt" || { cat "$state/err2.txt" >&2; fail "--keep run"; }
+expect "$state/err2.txt" "kept running"
+url=$(cat "$state/logitauditd.url")
+pids=$(cat "$state"/*.pid)
+for p in $pids; do kill -0 "$p" || fail "kept process $p is gone"; done
+LOGITAUDIT_SERVER=$url "$LOGITAUDIT_BUILD_DIR/cli/logitaudit" list --json >"$state/list.json"
+python3 - "$state/list.json" <<'PY'
+import json, sys
+audits = json.load(open(sys.argv[1]))["audits"]
+assert [a["status"] for a in audits] == ["done", "done"], audits
+assert "quick" in audits[0]["tags"] and "demo" in audits[1]["tags"], audits
+PY
+bash scripts/demo.sh --quick --keep >"$state/out3.txt" 2>"$state/err3.txt" || { cat "$state/err3.txt" >&2; fail "reuse run"; }
+expect "$state/err3.txt" "reusing the kept llama-server(s) and logitauditd at $url"
+expect "$state/out3.txt" " repeat_greedy             30/30 (100%)     30/30 (100%)"
+[[ $(cat "$state"/*.pid | sort) == $(echo "$pids" | sort) ]] || fail "the reuse run started new processes"
+bash scripts/demo.sh --stop 2>/dev/null
+for p in $pids; do
+  kill -0 "$p" 2>/dev/null && ! grep -qs '^State:.*Z' "/proc/$p/status" && fail "process $p survived --stop"
+done
+echo "demo test passed"
