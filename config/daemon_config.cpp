@@ -125,6 +125,7 @@ std::vector<config_problem> apply_environment(daemon_config& c, const std::map<s
       auto comma = v.find(',', i);
       if (comma == std::string::npos) comma = v.size();
       if (comma > i) c.tokens.push_back(v.substr(i, comma - i));
+      if (comma > i && comma - i < 8) p.push_back({"LOGITAUDIT_TOKEN", "each token must have at least 8 characters"});
       i = comma + 1;
     }
   }

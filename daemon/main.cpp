@@ -63,7 +63,11 @@ int main(int argc, char** argv) {
   if (o_db->count()) conf.database = db_path;
   if (o_adhoc->count()) conf.allow_adhoc_backends = adhoc;
   if (o_jobs->count()) conf.max_running_jobs = max_jobs;
-  if (o_tokens->count()) conf.tokens = tokens;
+  if (o_tokens->count()) {
+    conf.tokens = tokens;
+    for (const auto& t : tokens)
+      if (t.size() < 8) config_error({{"--token", "each token must have at least 8 characters"}});
+  }
   if (o_log->count()) conf.log_file = log_file;
   // Logs go to the file when one is configured; SIGHUP reopens it (after logrotate moved it).
   auto open_log = [&conf] {

@@ -228,14 +228,14 @@ TEST_F(cli, bad_arguments_refusals_and_an_absent_daemon_have_their_own_codes_and
 }
 
 TEST_F(cli, a_token_protected_daemon_needs_LOGITAUDIT_TOKEN_for_writes) {
-  start_daemon({{"LOGITAUDIT_TOKEN", "s3cret"}});
+  start_daemon({{"LOGITAUDIT_TOKEN", "s3cret-token"}});
   auto refused = cli_run({"submit", "--backend", "fake", "--n-predict", "4"});
   EXPECT_EQ(refused.code, 5);
   EXPECT_NE(refused.err.find("HTTP 401 unauthorized"), std::string::npos) << refused.err;
   auto wrong = cli_run({"submit", "--backend", "fake", "--n-predict", "4"}, {{"LOGITAUDIT_TOKEN", "guess"}});
   EXPECT_EQ(wrong.code, 5);
   auto accepted = cli_run({"submit", "--backend", "fake", "--n-predict", "4", "--wait", "--quiet"},
-                          {{"LOGITAUDIT_TOKEN", "s3cret"}});
+                          {{"LOGITAUDIT_TOKEN", "s3cret-token"}});
   EXPECT_EQ(accepted.code, 0) << accepted.err;
 }
 

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "config/daemon_config.hpp"
 
@@ -60,4 +63,26 @@ TEST(config, the_environment_overrides_the_file_and_unknown_variables_are_errors
   auto bad = apply_environment(c, {{"LOGITAUDIT_MAX_JOBS", "many"}, {"LOGITAUDIT_LISTN", "x"}});
   EXPECT_TRUE(names(bad, "LOGITAUDIT_MAX_JOBS"));
   EXPECT_TRUE(names(bad, "LOGITAUDIT_LISTN"));
+}
+
+// The shipped example is a working file, and docs/configuration.md explains every key it has
+// (and has no key the docs do not explain).
+TEST(config, the_example_file_parses_and_every_key_is_documented) {
+  std::ifstream in(std::string(LOGITAUDIT_SOURCE_DIR) + "/config/logitauditd.example.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto c = parse_config(ss.str());
+  ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
+  EXPECT_EQ(c->backends.size(), 3u);
+  std::ifstream doc_in(std::string(LOGITAUDIT_SOURCE_DIR) + "/docs/configuration.md");
+  std::stringstream doc;
+  doc << doc_in.rdbuf();
+  const auto j = nlohmann::json::parse(ss.str());
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "limits")
+      for (const auto& [lk, lv] : v.items()) keys.push_back("limits." + lk);
+    else keys.push_back(k == "backends" || k == "tokens" ? k + "[]" : k);
+  }
+  for (const auto& k : keys) EXPECT_NE(doc.str().find("| `" + k + "` |"), std::string::npos) << k << " is not in docs/configuration.md";
 }
