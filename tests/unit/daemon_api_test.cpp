@@ -3,6 +3,9 @@
 // status and its JSON shape, the queue rules, and nothing stored for a rejected request.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <filesystem>
@@ -288,6 +291,38 @@ TEST_F(daemon_api, the_openapi_document_lists_every_route) {
     EXPECT_TRUE(doc["paths"].contains(pattern) && doc["paths"][pattern].contains(m)) << method << " " << pattern;
   }
   EXPECT_GE(routes_.routes().size(), 13u);
+}
+
+// docs/api.md documents exactly the routes /openapi.json lists: each as `METHOD /path`.
+TEST_F(daemon_api, docs_api_md_documents_every_route_the_openapi_document_lists) {
+  std::ifstream in(std::string(LOGITAUDIT_SOURCE_DIR) + "/docs/api.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  auto openapi = call(port(), http::verb::get, "/openapi.json").json();
+  int checked = 0;
+  for (const auto& [path, methods] : openapi["paths"].items())
+    for (const auto& [m, op] : methods.items()) {
+      std::string method = m;
+      std::transform(method.begin(), method.end(), method.begin(), [](unsigned char c) { return std::toupper(c); });
+      const std::string entry = "`" + method + " " + path;
+      const auto at = doc.find(entry);
+      const bool found = at != std::string::npos && (doc[at + entry.size()] == '`' || doc[at + entry.size()] == '?');
+      EXPECT_TRUE(found) << entry << "` is served but not in docs/api.md";
+      ++checked;
+    }
+  EXPECT_GE(checked, 18);
+  // And no route in the docs that the daemon does not serve.
+  for (std::size_t at = doc.find("\n| `"); at != std::string::npos; at = doc.find("\n| `", at + 1)) {
+    const auto end = doc.find_first_of("`?", at + 4);
+    const std::string entry = doc.substr(at + 4, end - at - 4);
+    const auto space = entry.find(' ');
+    if (space == std::string::npos) continue;
+    std::string method = entry.substr(0, space);
+    std::transform(method.begin(), method.end(), method.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string path = entry.substr(space + 1);
+    EXPECT_TRUE(openapi["paths"].contains(path) && openapi["paths"][path].contains(method)) << entry << " is documented but not served";
+  }
 }
 
 TEST_F(daemon_api, a_schedule_fires_jobs_on_its_cron_and_keeps_their_history) {
