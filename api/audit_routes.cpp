@@ -73,6 +73,7 @@ net::awaitable<api_response> route_post_v1_audits(audit_service* svc_ptr, std::s
   if (!job) {
     const auto& p = job.error().front();
     if (p.field == "queue") co_return error_response(429, "queue_full", p.message);
+    if (p.field == "storage") co_return error_response(507, "storage_full", p.message);
     co_return error_response(400, "invalid_spec", p.message, p.field);
   }
   co_return json_response(202, dump(summary_json(*job)));

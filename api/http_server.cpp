@@ -237,7 +237,11 @@ net::awaitable<void> accept_loop(std::shared_ptr<http_server::state> st) {
     auto [ec, socket] = co_await st->acceptor.async_accept(token_t{});
     if (ec) {
       if (ec == net::error::operation_aborted || st->stopped) co_return;
+      // Out of descriptors (EMFILE) or memory: back off instead of spinning on the error.
       spdlog::warn("accept failed: {}", ec.message());
+      net::steady_timer pause(st->executor);
+      pause.expires_after(std::chrono::milliseconds(50));
+      co_await pause.async_wait(token_t{});
       continue;
     }
     if (st->connections >= st->limits.max_connections) {

@@ -167,8 +167,11 @@ int run(const run_args& a) {
   }
   const auto f = audit::evaluate(spec, plan, observed, outcome.fingerprints);
   if (db) {
-    const std::string write_error = db->write_error();
-    const std::string status = !write_error.empty() ? "failed" : outcome.cancelled ? "cancelled" : "done";
+    const std::string write_error = db->write_error(job);
+    std::size_t failed_runs = 0;
+    for (const auto& o : observed) failed_runs += !o.stream;
+    // As in the daemon: a request that failed after its retries makes the audit failed.
+    const std::string status = !write_error.empty() ? "failed" : outcome.cancelled ? "cancelled" : failed_runs > 0 ? "failed" : "done";
     db->submit([&](storage::audit_store& s) {
         for (const auto& [name, fp] : outcome.fingerprints) {
           s.record_fingerprint(job, name, "before", fp.before, storage::now_utc());

@@ -31,8 +31,10 @@ void read(const json& j, const char* key, const std::string& at, T& out, std::ve
     if (!it->is_boolean()) return p.push_back({name, "must be true or false"});
     out = it->get<bool>();
   } else {
-    if (!it->is_number_unsigned() || it->get<std::uint64_t>() < 1 || it->get<std::uint64_t>() > (1ull << 31))
-      return p.push_back({name, "must be a positive integer"});
+    // Counts fit an int; byte sizes (int64) may be large.
+    const std::uint64_t most = std::is_same_v<T, std::int64_t> ? (1ull << 50) : (1ull << 31);
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() < 1 || it->get<std::uint64_t>() > most)
+      return p.push_back({name, "must be a positive integer up to " + std::to_string(most)});
     out = static_cast<T>(it->get<std::uint64_t>());
   }
 }
@@ -72,15 +74,16 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         const std::string at = "backends[" + std::to_string(i) + "]";
         const auto& e = (*b)[i];
         if (!e.is_object()) {
-          p.push_back({at, "must be an object {name, url, api, token}"});
+          p.push_back({at, "must be an object {name, url, api, token, timeout_s}"});
           continue;
         }
-        unknown_keys(e, at, {"name", "url", "api", "token"}, p);
+        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s"}, p);
         backend_entry be;
         read(e, "name", at, be.name, p);
         read(e, "url", at, be.url, p);
         read(e, "api", at, be.api, p);
         read(e, "token", at, be.token, p);
+        read(e, "timeout_s", at, be.timeout_s, p);
         if (be.name.empty()) p.push_back({at + ".name", "is required"});
         else if (!names.insert(be.name).second) p.push_back({at + ".name", "duplicate backend name '" + be.name + "'"});
         if (!be.url.starts_with("http://")) p.push_back({at + ".url", "must be http://host:port[/path]"});
@@ -92,8 +95,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (auto l = j.find("limits"); l != j.end()) {
     if (!l->is_object()) p.push_back({"limits", "must be an object"});
     else {
-      unknown_keys(*l, "limits", {"max_body_bytes", "max_prompts", "max_n_predict", "max_concurrency", "max_queued_jobs"}, p);
+      unknown_keys(*l, "limits", {"max_body_bytes", "max_prompts", "max_n_predict", "max_concurrency", "max_queued_jobs",
+                                   "max_database_bytes"}, p);
       read(*l, "max_queued_jobs", "limits", c.max_queued_jobs, p);
+      read(*l, "max_database_bytes", "limits", c.max_database_bytes, p);
       read(*l, "max_body_bytes", "limits", c.max_body_bytes, p);
       read(*l, "max_prompts", "limits", c.max_prompts, p);
       read(*l, "max_n_predict", "limits", c.max_n_predict, p);

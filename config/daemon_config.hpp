@@ -16,6 +16,7 @@ struct backend_entry {
   std::string url;
   std::string api = "llama";  // llama | openai
   std::string token;          // bearer token the backend wants (llama-server --api-key)
+  int timeout_s = 600;        // a request's whole deadline (first byte included)
 };
 
 struct daemon_config {
@@ -30,6 +31,7 @@ struct daemon_config {
   int max_n_predict = 4096;
   int max_concurrency = 512;
   int max_queued_jobs = 100;
+  std::int64_t max_database_bytes = 0;  // 0: no cap; else writes beyond it fail like a full disk
   std::string log_file;  // empty: standard error; reopened on SIGHUP
   std::string interrupted_jobs = "resume";  // resume | mark_interrupted: jobs left running at start
 };

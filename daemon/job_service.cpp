@@ -117,7 +117,7 @@ net::awaitable<void> run_job(storage::db_worker* db, std::shared_ptr<job_service
   };
   auto outcome = co_await clients::run_audit(spec, *plan, configs, o);
   // Everything queued is written before this task runs (the db thread writes first).
-  auto read_write_error = [db](storage::audit_store&) { return db->write_error(); };
+  auto read_write_error = [db, id](storage::audit_store&) { return db->write_error(id); };
   const std::string write_error = co_await on_db(*db, std::move(read_write_error));
   if (outcome.cancelled && *stopping && !job->cancelled_by_user) {
     spdlog::info("audit {}: interrupted by shutdown; stays running, to be resumed", id);
@@ -131,12 +131,46 @@ net::awaitable<void> run_job(storage::db_worker* db, std::shared_ptr<job_service
       s.record_fingerprint(id, name, "before", fp.before, storage::now_utc());
       s.record_fingerprint(id, name, "after", fp.after, storage::now_utc());
     }
-    const auto f = audit::evaluate(spec, *plan, s.observations(id), s.fingerprints(id));
-    const std::string status = !write_error.empty() ? "failed" : outcome_cancelled ? "cancelled" : "done";
-    s.finish_job(id, status, write_error.empty() ? errors : write_error, f, api::findings_to_json(f), storage::now_utc());
+    const auto observed = s.observations(id);
+    const auto f = audit::evaluate(spec, *plan, observed, s.fingerprints(id));
+    // A run that failed after its retries is a measurement missing from the evidence: the
+    // audit ends failed (its findings over the runs that did succeed are still stored).
+    std::size_t failed_runs = 0;
+    std::string first_failure;
+    for (const auto& o : observed)
+      if (!o.stream) {
+        if (first_failure.empty()) first_failure = o.error;
+        ++failed_runs;
+      }
+    std::string error = write_error.empty() ? errors : write_error;
+    if (failed_runs > 0 && write_error.empty())
+      error = std::to_string(failed_runs) + " of " + std::to_string(observed.size()) + " requests failed (first: " +
+              first_failure + ")" + (errors.empty() ? "" : "; " + errors);
+    const std::string status = !write_error.empty() ? "failed" : outcome_cancelled ? "cancelled" : failed_runs > 0 ? "failed" : "done";
+    s.finish_job(id, status, error, f, api::findings_to_json(f), storage::now_utc());
     return 0;
   };
-  co_await on_db(*db, std::move(store_findings));
+  std::string finish_failure;
+  try {
+    co_await on_db(*db, std::move(store_findings));
+  } catch (const std::exception& e) {
+    finish_failure = e.what();
+  }
+  if (!finish_failure.empty()) {
+    // The findings did not fit (a full disk): the status row is updated in place, which
+    // needs no new page, so the job still ends failed with the reason.
+    spdlog::error("audit {}: storing its findings failed: {}", id, finish_failure);
+    auto mark_failed = [id, finish_failure](storage::audit_store& s) {
+      s.set_status(id, "failed", storage::now_utc(), "storing the findings failed: " + finish_failure);
+      return 0;
+    };
+    try {
+      co_await on_db(*db, std::move(mark_failed));
+    } catch (const std::exception& e) {
+      spdlog::error("audit {}: cannot even mark it failed: {}", id, e.what());
+    }
+    co_return;
+  }
   spdlog::info("audit {}: {}", id, outcome.cancelled ? "cancelled" : "finished");
 }
 
@@ -223,10 +257,20 @@ net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job
     const auto id = s.create_job(nj);
     return *s.job(id);
   };
-  auto row = co_await on_db(db_, std::move(create_job));
-  spdlog::info("audit {} queued: {} requests, predictions {} registered", row.id, nj.total_requests, nj.prediction_hash);
+  std::optional<storage::job_record> row;
+  std::string storage_failure;
+  try {
+    row = co_await on_db(db_, std::move(create_job));
+  } catch (const std::exception& e) {
+    storage_failure = e.what();  // a full disk or database: refuse, store nothing
+  }
+  if (!row) {
+    spdlog::error("an audit could not be stored: {}", storage_failure);
+    co_return unexpected{std::vector<audit::spec_problem>{{"storage", "the audit could not be stored: " + storage_failure}}};
+  }
+  spdlog::info("audit {} queued: {} requests, predictions {} registered", row->id, nj.total_requests, nj.prediction_hash);
   wake();
-  co_return summarize(row);
+  co_return summarize(*row);
 }
 
 net::awaitable<std::optional<api::job_summary>> job_service::job(std::int64_t id) {

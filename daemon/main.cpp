@@ -4,6 +4,8 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <sstream>
@@ -26,12 +28,23 @@ namespace {
   std::exit(2);
 }
 
+// Each API connection and each backend connection is a descriptor: lift the soft limit to
+// the hard one so that the server's own connection cap, not the default 1024, is what binds.
+void raise_descriptor_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"logitauditd: audits whether LLM servers return bit-identical logprobs under load.\n"
                "Configuration: --config FILE, then LOGITAUDIT_* environment variables, then these flags."};
   app.set_version_flag("--version", std::string("logitauditd ") + LOGITAUDIT_VERSION);
+  raise_descriptor_limit();
   std::string config_file, listen, db_path, api_kind = "llama";
   std::vector<std::string> backends, tokens;
   bool adhoc = false;
@@ -41,6 +54,9 @@ int main(int argc, char** argv) {
   auto* o_db = app.add_option("--db", db_path, "SQLite database file (default ./logitaudit.db)");
   app.add_option("--backend", backends, "NAME=URL of a backend jobs may audit (repeatable; adds to the config's)");
   app.add_option("--backend-api", api_kind, "API of the --backend servers")->check(CLI::IsMember({"llama", "openai"}));
+  int backend_timeout = 600;
+  app.add_option("--backend-timeout", backend_timeout, "seconds a request to a --backend server may take")
+      ->check(CLI::Range(1, 86400));
   auto* o_adhoc = app.add_flag("--allow-adhoc-backends", adhoc, "let jobs name URLs that are not configured backends");
   auto* o_jobs = app.add_option("--max-jobs", max_jobs, "jobs running at once (never two on one backend)")->check(CLI::Range(1, 64));
   auto* o_tokens = app.add_option("--token", tokens, "bearer token required by mutating routes (repeatable)");
@@ -85,7 +101,7 @@ int main(int argc, char** argv) {
   for (const auto& b : backends) {
     const auto eq = b.find('=');
     if (eq == std::string::npos || eq == 0) config_error({{"--backend", "must be NAME=http://host:port, got '" + b + "'"}});
-    conf.backends.push_back({b.substr(0, eq), b.substr(eq + 1), api_kind, ""});
+    conf.backends.push_back({b.substr(0, eq), b.substr(eq + 1), api_kind, "", backend_timeout});
   }
 
   const auto colon = conf.listen.rfind(':');
@@ -114,6 +130,7 @@ int main(int argc, char** argv) {
     c.url = b.url;
     c.api = *clients::parse_api_kind(b.api);
     c.http.bearer_token = b.token;
+    c.http.first_byte_timeout = c.http.total_timeout = std::chrono::seconds(b.timeout_s);
     cfg.backends[c.name] = c;
   }
   const std::string db_path_final = conf.database;
@@ -122,7 +139,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<storage::db_worker> db;
   try {
-    db = std::make_unique<storage::db_worker>(db_path_final);
+    db = std::make_unique<storage::db_worker>(db_path_final, conf.max_database_bytes);
   } catch (const std::exception& e) {
     std::cerr << "logitauditd: " << e.what() << "\n";
     return 4;

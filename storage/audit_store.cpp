@@ -1,6 +1,7 @@
 // Schema, migrations and the queries of the audit store.
 #include "audit_store.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -178,6 +179,15 @@ std::string now_utc() {
 }
 
 audit_store::audit_store(const std::string& path) : db_(path) { migrate(); }
+
+void audit_store::limit_size(std::int64_t max_bytes) {
+  auto& s = db_.prepare("PRAGMA page_size");
+  s.step();
+  const std::int64_t page = s.integer(0);
+  s.reset();
+  // SQLite never shrinks the limit below the pages already in use.
+  db_.exec("PRAGMA max_page_count = " + std::to_string(std::max<std::int64_t>(1, max_bytes / page)));
+}
 
 int audit_store::schema_version() {
   auto& s = db_.prepare("PRAGMA user_version");

@@ -106,6 +106,9 @@ class audit_store {
 
   database& db() { return db_; }
   int schema_version();
+  // Caps the file at about `max_bytes` (SQLite's max_page_count): writes beyond it fail with
+  // "database or disk is full", as on a full disk, and nothing stored is touched.
+  void limit_size(std::int64_t max_bytes);
 
   std::int64_t create_job(const new_job& j);
   void set_status(std::int64_t job, const std::string& status, const std::string& at, const std::string& error = {});

@@ -5,10 +5,10 @@
 
 namespace logitaudit::storage {
 
-db_worker::db_worker(std::string path) {
+db_worker::db_worker(std::string path, std::int64_t max_bytes) {
   std::promise<void> opened;
   auto ready = opened.get_future();
-  thread_ = std::thread([this, path, p = std::move(opened)]() mutable { loop(std::move(path), std::move(p)); });
+  thread_ = std::thread([this, path, max_bytes, p = std::move(opened)]() mutable { loop(std::move(path), max_bytes, std::move(p)); });
   try {
     ready.get();
   } catch (...) {
@@ -44,9 +44,10 @@ void db_worker::post(std::function<void(audit_store&)> fn) {
 
 void db_worker::flush() { submit([](audit_store&) { return 0; }).get(); }
 
-std::string db_worker::write_error() const {
+std::string db_worker::write_error(std::int64_t job) const {
   std::lock_guard lock(mutex_);
-  return write_error_;
+  auto it = write_errors_.find(job);
+  return it == write_errors_.end() ? "" : it->second;
 }
 
 std::size_t db_worker::batches_committed() const {
@@ -54,10 +55,11 @@ std::size_t db_worker::batches_committed() const {
   return batches_;
 }
 
-void db_worker::loop(std::string path, std::promise<void> opened) {
+void db_worker::loop(std::string path, std::int64_t max_bytes, std::promise<void> opened) {
   std::unique_ptr<audit_store> store;
   try {
     store = std::make_unique<audit_store>(path);
+    if (max_bytes > 0) store->limit_size(max_bytes);
     opened.set_value();
   } catch (...) {
     opened.set_exception(std::current_exception());
@@ -83,7 +85,7 @@ void db_worker::loop(std::string path, std::promise<void> opened) {
         ++batches_;
       } catch (const std::exception& e) {
         std::lock_guard lock(mutex_);
-        if (write_error_.empty()) write_error_ = std::string("storing results failed: ") + e.what();
+        write_errors_.emplace(job, std::string("storing results failed: ") + e.what());
       }
     }
     for (auto& t : tasks) t(*store);

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,7 +20,8 @@ namespace logitaudit::storage {
 class db_worker {
  public:
   // Opens the store on the worker thread; throws storage_error if it cannot be opened.
-  explicit db_worker(std::string path);
+  // `max_bytes` > 0 caps the database file (audit_store::limit_size).
+  explicit db_worker(std::string path, std::int64_t max_bytes = 0);
   ~db_worker();  // writes what is queued, then stops
   db_worker(const db_worker&) = delete;
   db_worker& operator=(const db_worker&) = delete;
@@ -45,19 +47,20 @@ class db_worker {
 
   // Blocks until everything queued so far is on disk.
   void flush();
-  // The first write that failed (the job it belonged to should be failed), "" if none.
-  std::string write_error() const;
+  // The first of `job`'s group writes that failed ("" if none): that job must end failed.
+  // Errors are per job, so a full disk during one job does not fail the next one.
+  std::string write_error(std::int64_t job) const;
   std::size_t batches_committed() const;
 
  private:
-  void loop(std::string path, std::promise<void> opened);
+  void loop(std::string path, std::int64_t max_bytes, std::promise<void> opened);
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void(audit_store&)>> tasks_;
   std::vector<std::pair<std::int64_t, group_write>> pending_;
   bool stopping_ = false;
-  std::string write_error_;
+  std::map<std::int64_t, std::string> write_errors_;
   std::size_t batches_ = 0;
   std::thread thread_;
 };

@@ -181,10 +181,11 @@ TEST(storage, the_db_thread_batches_writes_and_reports_a_failed_write) {
   w.flush();
   EXPECT_EQ(w.submit([&](storage::audit_store& s) { return s.stored_groups(job).size(); }).get(), plan.groups.size());
   EXPECT_LE(w.batches_committed(), plan.groups.size());
-  EXPECT_TRUE(w.write_error().empty());
+  EXPECT_TRUE(w.write_error(job).empty());
   w.enqueue_group(job, storage::group_write{&plan, &plan.groups[0], {runs[0]}, std::nullopt, 1});  // stored already
   w.flush();
-  EXPECT_NE(w.write_error().find("storing results failed"), std::string::npos);
+  EXPECT_NE(w.write_error(job).find("storing results failed"), std::string::npos);
+  EXPECT_EQ(w.write_error(job + 1), "") << "a write error belongs to its job only";
 }
 
 TEST(storage, sigkill_at_random_points_never_leaves_half_a_group) {

@@ -1,0 +1,271 @@
+// Faults with real processes (label `faults`): the logitauditd binary against a llama-server
+// that is SIGKILLed mid-job, a fake backend in each failure mode, its own SIGKILL at random
+// points, a database that fills up, and a backend that comes back with another model. Each
+// test checks what a user would see: the job's end and error, the runs' error codes, the
+// API still serving, and the database whole.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "support/fake_backend.hpp"
+#include "support/http_call.hpp"
+#include "support/llama_server.hpp"
+#include "support/process.hpp"
+
+using namespace logitaudit;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Eight requests: two baselines, a burst of four, and the prompt control.
+const char* kSmallSpec =
+    R"({"preset":"seed-protocol","backends":["b"],"n_predict":4,"prompts":["alpha beta","gamma delta"],)"
+    R"("conditions":[{"name":"concurrent_greedy_c4","kind":"concurrent","concurrency":4},)"
+    R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})";
+
+class faults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/logitaudit-faults-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    db_ = (dir_ / "audit.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<test_support::daemon_process> daemon(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--db", db_});
+    return std::make_unique<test_support::daemon_process>(LOGITAUDITD, args, dir_ / "daemon.log");
+  }
+
+  static json get(const test_support::daemon_process& d, const std::string& target) {
+    return test_support::http_call(d.port(), http::verb::get, target).json();
+  }
+
+  static std::int64_t submit(const test_support::daemon_process& d, const std::string& spec) {
+    auto r = test_support::http_call(d.port(), http::verb::post, "/v1/audits", spec);
+    EXPECT_EQ(r.status, 202u) << r.body;
+    return r.json().value("id", std::int64_t{0});
+  }
+
+  // Polls until the audit ends; generous, since the machine may be shared.
+  static json wait_end(const test_support::daemon_process& d, std::int64_t id, std::chrono::seconds limit = 600s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    json j;
+    while (std::chrono::steady_clock::now() < deadline) {
+      j = get(d, "/v1/audits/" + std::to_string(id));
+      const std::string st = j.value("status", "");
+      if (st != "queued" && st != "running") return j;
+      std::this_thread::sleep_for(20ms);
+    }
+    ADD_FAILURE() << "audit " << id << " did not end: " << j.dump();
+    return j;
+  }
+
+  static void expect_serving(const test_support::daemon_process& d) {
+    EXPECT_EQ(test_support::http_call(d.port(), http::verb::get, "/healthz").status, 200u);
+    EXPECT_EQ(test_support::http_call(d.port(), http::verb::get, "/v1/audits").status, 200u);
+  }
+
+  test_support::process_result cli(std::vector<std::string> args) {
+    args.insert(args.begin(), LOGITAUDIT_CLI);
+    return test_support::run_process(args);
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+std::int64_t peak_rss_kib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6));
+  return -1;
+}
+
+}  // namespace
+
+TEST_F(faults, a_llama_server_killed_mid_job_fails_its_runs_with_a_clear_error_and_the_daemon_serves_on) {
+  auto server = test_support::start_llama_server({.model = "small", .parallel = 8, .metrics = true});
+  auto d = daemon({"--backend", "b=" + server->url(), "--backend-timeout", "60"});
+  const auto id = submit(*d, R"({"preset":"seed-protocol","backends":["b"],"n_predict":48})");
+  for (int i = 0; i < 60000; ++i) {
+    if (get(*d, "/v1/audits/" + std::to_string(id))["progress"].value("done", 0) >= 12) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  server->kill_now();
+  const json end = wait_end(*d, id);
+  EXPECT_EQ(end["status"], "failed") << end.dump();
+  EXPECT_NE(end.value("error", "").find("b"), std::string::npos) << end.dump();
+  EXPECT_GT(end["progress"].value("failed", 0), 0) << end.dump();
+  // Every failed run names what happened to it, with a transport error code.
+  const auto runs = get(*d, "/v1/audits/" + std::to_string(id) + "/runs")["runs"];
+  int failed = 0;
+  for (const auto& r : runs)
+    if (r["status"] == "failed") {
+      ++failed;
+      const std::string e = r.value("error", "");
+      EXPECT_TRUE(e.starts_with("connection_refused:") || e.starts_with("connection_reset:") ||
+                  e.starts_with("truncated:") || e.starts_with("io_error:"))
+          << e;
+    }
+  EXPECT_GT(failed, 0);
+  expect_serving(*d);
+  // The next audit on the dead backend fails fast, saying so.
+  const json next = wait_end(*d, submit(*d, kSmallSpec), 120s);
+  EXPECT_EQ(next["status"], "failed");
+  EXPECT_NE(next.value("error", "").find("connection_refused"), std::string::npos) << next.dump();
+}
+
+TEST_F(faults, each_backend_failure_has_its_own_error_code_and_memory_stays_bounded) {
+  test_support::fake_backend fake;
+  auto d = daemon({"--backend", "b=" + fake.url(), "--backend-timeout", "2"});
+  struct fault_case {
+    const char* name;
+    std::function<void(test_support::fake_knobs&)> set;
+    const char* code;
+  };
+  const std::vector<fault_case> cases = {
+      {"HTTP 500", [](auto& k) { k.status = 500; }, "http_status"},
+      {"garbage body", [](auto& k) { k.raw_body = "<html>not json"; }, "malformed_json"},
+      {"wrong JSON shape", [](auto& k) { k.raw_body = R"({"content":"x"})"; }, "unexpected_shape"},
+      {"reset in the body", [](auto& k) { k.reset_mid_body = true; }, "truncated"},
+      {"never answers", [](auto& k) { k.never_answer = true; }, "first_byte_timeout"},
+      // One byte per second never completes the response header: the first-byte deadline.
+      {"one byte per second", [](auto& k) { k.drip_bytes = 1; k.drip = 1000ms; }, "first_byte_timeout"},
+      // The header at once, then the body at 256 bytes a second: the whole-request deadline.
+      {"a slow body", [](auto& k) { k.drip_bytes = 256; k.drip = 1000ms; }, "request_timeout"},
+      {"body over 64 MiB", [](auto& k) { k.padding_bytes = 65u << 20; }, "oversized"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    test_support::fake_knobs k;
+    c.set(k);
+    fake.set_knobs(k);
+    const json end = wait_end(*d, submit(*d, kSmallSpec));
+    EXPECT_EQ(end["status"], "failed") << end.dump();
+    const auto runs = get(*d, "/v1/audits/" + std::to_string(end.value("id", 0)) + "/runs")["runs"];
+    int failed = 0;
+    for (const auto& r : runs)
+      if (r["status"] == "failed") {
+        ++failed;
+        EXPECT_TRUE(r.value("error", "").starts_with(std::string(c.code) + ":")) << r.value("error", "");
+      }
+    EXPECT_GT(failed, 0) << end.dump();
+    expect_serving(*d);
+  }
+  // Peak memory: the 64 MiB body bound plus the process itself, not the 65 MiB x 4 the
+  // backend tried to send at once.
+  const auto peak = peak_rss_kib(d->pid());
+  EXPECT_GT(peak, 0);
+  EXPECT_LT(peak, 200 * 1024) << "peak RSS " << peak << " KiB";
+  // And a healthy backend again: the daemon audits normally.
+  fake.set_knobs({});
+  EXPECT_EQ(wait_end(*d, submit(*d, kSmallSpec))["status"], "done");
+}
+
+TEST_F(faults, logitauditd_sigkilled_at_random_points_resumes_to_every_planned_stream_exactly_once) {
+  test_support::fake_knobs k;
+  k.delay = 25ms;  // the job takes a few seconds, so kills land in the middle of it
+  k.jitter_when_overlapping = true;
+  test_support::fake_backend fake(k);
+  std::mt19937 rng(20261129);
+  std::int64_t id = 0, total = 0;
+  int kills = 0;
+  for (int round = 0; round < 12; ++round) {
+    auto d = daemon({"--backend", "b=" + fake.url()});
+    if (round == 0) {
+      id = submit(*d, R"({"preset":"seed-protocol","backends":["b"],"n_predict":4})");
+      total = get(*d, "/v1/audits/" + std::to_string(id))["progress"].value("total", 0);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(30, 400)(rng)));
+    const std::string st = get(*d, "/v1/audits/" + std::to_string(id)).value("status", "");
+    if (st == "done") break;
+    ::kill(d->pid(), SIGKILL);
+    d->stop();
+    ++kills;
+  }
+  EXPECT_GE(kills, 3) << "the kills should land while the job runs";
+  auto d = daemon({"--backend", "b=" + fake.url()});
+  const json end = wait_end(*d, id);
+  ASSERT_EQ(end["status"], "done") << end.dump();
+  EXPECT_EQ(end["progress"].value("done", 0), total);
+  const auto runs = get(*d, "/v1/audits/" + std::to_string(id) + "/runs")["runs"];
+  EXPECT_EQ(static_cast<std::int64_t>(runs.size()), total) << "every planned stream, none twice";
+  std::set<std::pair<int, int>> seen;
+  for (const auto& r : runs) EXPECT_TRUE(seen.insert({r["group"].get<int>(), r["request"].get<int>()}).second) << r.dump();
+  d->stop();
+  auto check = cli({"db", "check", db_});
+  EXPECT_EQ(check.code, 0) << check.err;
+  EXPECT_NE(check.out.find("integrity ok"), std::string::npos) << check.out;
+  auto verify = cli({"verify", db_});
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+}
+
+TEST_F(faults, a_full_database_fails_the_job_cleanly_keeps_what_is_stored_and_the_api_up) {
+  test_support::fake_backend fake;
+  // A cap just above what the first audit needs (measured: about 200 KiB).
+  const fs::path conf = dir_ / "conf.json";
+  std::ofstream(conf) << R"({"backends":[{"name":"b","url":")" << fake.url()
+                      << R"("}],"limits":{"max_database_bytes":524288}})";
+  auto d = daemon({"--config", conf.string()});
+  const json first = wait_end(*d, submit(*d, kSmallSpec));
+  ASSERT_EQ(first["status"], "done") << first.dump();
+  const auto first_report = test_support::http_call(d->port(), http::verb::get, "/v1/audits/1/report?format=csv").body;
+
+  // A big audit does not fit.
+  const json big = wait_end(*d, submit(*d, R"({"preset":"seed-protocol","backends":["b"],"n_predict":512,"top_k":20})"));
+  EXPECT_EQ(big["status"], "failed") << big.dump();
+  EXPECT_NE(big.value("error", "").find("full"), std::string::npos) << big.dump();
+  expect_serving(*d);
+  // What was stored before is untouched.
+  EXPECT_EQ(test_support::http_call(d->port(), http::verb::get, "/v1/audits/1/report?format=csv").body, first_report);
+  // Submissions either fit or are refused with 507; the daemon does not fall over.
+  for (int i = 0; i < 5; ++i) {
+    auto r = test_support::http_call(d->port(), http::verb::post, "/v1/audits", kSmallSpec);
+    EXPECT_TRUE(r.status == 202 || r.status == 507) << r.status << " " << r.body;
+    if (r.status == 507) {
+      EXPECT_EQ(r.json()["error"]["code"], "storage_full");
+    }
+  }
+  expect_serving(*d);
+  EXPECT_EQ(d->stop(), 0);
+  auto check = cli({"db", "check", db_});
+  EXPECT_NE(check.out.find("integrity ok"), std::string::npos) << check.out << check.err;
+  auto verify = cli({"verify", db_});
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+}
+
+TEST_F(faults, a_backend_restarted_with_another_model_between_two_audits_is_reported) {
+  auto d = daemon({"--allow-adhoc-backends"});
+  std::int64_t a = 0, b = 0;
+  {
+    auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4});
+    const std::string spec = std::string(R"({"preset":"seed-protocol","n_predict":4,"backends":[{"name":"m","url":")") +
+                             server->url() + R"("}]})";
+    a = wait_end(*d, submit(*d, spec)).value("id", std::int64_t{0});
+  }
+  {
+    auto server = test_support::start_llama_server({.model = "small", .parallel = 4});
+    const std::string spec = std::string(R"({"preset":"seed-protocol","n_predict":4,"backends":[{"name":"m","url":")") +
+                             server->url() + R"("}]})";
+    b = wait_end(*d, submit(*d, spec)).value("id", std::int64_t{0});
+  }
+  const json cmp = get(*d, "/v1/compare?a=" + std::to_string(a) + "&b=" + std::to_string(b));
+  ASSERT_TRUE(cmp["fingerprint_differences"].contains("m")) << cmp.dump();
+  const auto diffs = cmp["fingerprint_differences"]["m"];
+  EXPECT_NE(std::find(diffs.begin(), diffs.end(), "model"), diffs.end()) << diffs.dump();
+  // The CLI says it in words.
+  auto out = cli({"compare", std::to_string(a), std::to_string(b), "--server", d->url()});
+  EXPECT_NE(out.out.find("m: fingerprint changed: "), std::string::npos) << out.out;
+}
