@@ -95,6 +95,8 @@ std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim) 
   std::set<std::string> seen_prompts;
   for (std::size_t i = 0; i < s.prompts.size(); ++i) {
     if (s.prompts[i].empty()) add("prompts[" + std::to_string(i) + "]", "must not be empty");
+    else if (s.prompts[i].find('\0') != std::string::npos)
+      add("prompts[" + std::to_string(i) + "]", "must not contain NUL characters");
     else if (!seen_prompts.insert(s.prompts[i]).second)
       add("prompts[" + std::to_string(i) + "]", "duplicate prompt: every prompt must differ (controls compare them)");
     if (s.prompts[i].size() > lim.max_prompt_bytes)

@@ -62,7 +62,13 @@ int main(int argc, char** argv) {
   auto* o_tokens = app.add_option("--token", tokens, "bearer token required by mutating routes (repeatable)");
   std::string log_file;
   auto* o_log = app.add_option("--log-file", log_file, "log here instead of standard error (reopened on SIGHUP)");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Help and version exit 0; every usage error exits 2, as a bad configuration does.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
 
   config::daemon_config conf;
   if (!config_file.empty()) {
