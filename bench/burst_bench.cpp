@@ -9,6 +9,10 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "audit/stream_encoding.hpp"
 #include "clients/backend.hpp"
@@ -26,12 +30,13 @@ namespace {
 
 
 struct stats {
-  double median_us = 0, max_us = 0;
+  double median_us = 0, p99_us = 0;
 };
 
 stats summarize(std::vector<std::int64_t> ns) {
   std::sort(ns.begin(), ns.end());
-  return {ns[ns.size() / 2] / 1e3, ns.back() / 1e3};
+  const std::size_t p99 = std::min(ns.size() - 1, (ns.size() * 99 + 99) / 100 - 1);  // nearest rank
+  return {static_cast<double>(ns[ns.size() / 2]) / 1e3, static_cast<double>(ns[p99]) / 1e3};
 }
 
 std::int64_t arrival_spread(const test_support::fake_backend& f) {
@@ -40,6 +45,44 @@ std::int64_t arrival_spread(const test_support::fake_backend& f) {
   auto [lo, hi] = std::minmax_element(a.begin(), a.end());
   return *hi - *lo;
 }
+
+const char* kBody = R"({"prompt":"burst","n_predict":8,"n_probs":5,"temperature":0.0,"cache_prompt":false,"stream":false})";
+
+// curl --parallel with C transfers at once, each on its own connection.
+bool curl_burst(const std::string& url, int c) {
+  std::string cmd = "curl -sS -Z --parallel-immediate --parallel-max " + std::to_string(c) +
+                    " -H 'Content-Type: application/json' -d '" + kBody + "'";
+  for (int i = 0; i < c; ++i) cmd += " " + url + "/completion";
+  cmd += " > /dev/null";
+  return std::system(cmd.c_str()) == 0;
+}
+
+// C warm connections; the server thread paused; one writer puts all C requests into their
+// sockets; the server resumes and reads them back to back. Returns the arrival spread.
+std::int64_t floor_burst(test_support::fake_backend& fake, int c) {
+  net::io_context io;
+  std::vector<net::ip::tcp::socket> socks;
+  const auto ep = net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(fake.port()));
+  for (int i = 0; i < c; ++i) {
+    socks.emplace_back(io);
+    socks.back().connect(ep);
+    socks.back().set_option(net::ip::tcp::no_delay(true));
+  }
+  std::this_thread::sleep_for(milliseconds(20));  // let the server accept them all
+  const std::string body = kBody;
+  const std::string req = "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  fake.clear_arrivals();
+  fake.pause_for(milliseconds(50));
+  for (auto& s : socks) net::write(s, net::buffer(req));
+  for (auto& s : socks) {
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(s, buf, res);
+  }
+  return arrival_spread(fake);
+}
+
 
 // CPU time of the calling thread only: the client's io_context runs here, the fake server
 // on its own thread.
@@ -63,42 +106,49 @@ std::int64_t python_burst(const std::string& kind, const std::string& url, int c
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int bursts = argc > 1 ? std::atoi(argv[1]) : 20;
+  int bursts = 20;
+  std::string json_out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) json_out = argv[++i];
+    else bursts = std::atoi(argv[i]);
+  }
   test_support::fake_knobs k;
   k.delay = milliseconds(5);  // every member is still in flight when the last one arrives
   test_support::fake_backend fake(k);
 
-  std::printf("bench/burst: %d bursts per level against the in-process fake backend (delay 5 ms)\n\n", bursts);
-  std::printf("%-24s %5s %14s %14s %14s %14s\n", "client", "C", "write med us", "write max us", "arrive med us",
-              "arrive max us");
-  struct row {
-    int c;
-    double ours_arrive, py_arrive;
-  };
-  std::vector<row> rows;
+  std::printf("bench/burst: %d bursts per level against the in-process fake backend (delay 5 ms)\n", bursts);
+  std::printf("arrival spread = last minus first request header complete at the server\n\n");
+  std::printf("%-24s %5s %12s %12s %12s %12s\n", "client", "C", "write med", "write p99", "arrive med", "arrive p99");
+  nlohmann::json results = nlohmann::json::object();
   for (int c : {8, 64, 256}) {
-    net::io_context io;
-    backend_config cfg;
-    cfg.url = fake.url();
-    backend b(io.get_executor(), cfg);
-    completion_request r;
-    r.prompt = "burst";
-    r.n_predict = 8;
-    std::vector<std::int64_t> writes, arrivals;
-    for (int i = 0; i < bursts; ++i) {
-      fake.clear_arrivals();
-      auto res = run(io, run_burst(b, std::vector<completion_request>(static_cast<std::size_t>(c), r)));
-      if (res.failures() > 0) {
-        std::fprintf(stderr, "burst failed: %s\n", res.warnings.empty() ? "?" : res.warnings[0].c_str());
-        return 1;
+    auto print = [&](const std::string& client, const stats& w, const stats& a) {
+      std::printf("%-24s %5d %10.1fus %10.1fus %10.1fus %10.1fus\n", client.c_str(), c, w.median_us, w.p99_us,
+                  a.median_us, a.p99_us);
+      results[std::to_string(c)][client] = {{"arrive_median_us", a.median_us}, {"arrive_p99_us", a.p99_us},
+                                            {"write_median_us", w.median_us}, {"write_p99_us", w.p99_us}};
+    };
+    {  // logitaudit
+      net::io_context io;
+      backend_config cfg;
+      cfg.url = fake.url();
+      backend b(io.get_executor(), cfg);
+      completion_request r;
+      r.prompt = "burst";
+      r.n_predict = 8;
+      std::vector<std::int64_t> writes, arrivals;
+      for (int i = 0; i < bursts; ++i) {
+        fake.clear_arrivals();
+        auto res = run(io, run_burst(b, std::vector<completion_request>(static_cast<std::size_t>(c), r)));
+        if (res.failures() > 0) {
+          std::fprintf(stderr, "burst failed: %s\n", res.warnings.empty() ? "?" : res.warnings[0].c_str());
+          return 1;
+        }
+        writes.push_back(res.launch_spread_ns);
+        arrivals.push_back(arrival_spread(fake));
       }
-      writes.push_back(res.launch_spread_ns);
-      arrivals.push_back(arrival_spread(fake));
+      print("logitaudit", summarize(writes), summarize(arrivals));
     }
-    auto w = summarize(writes), a = summarize(arrivals);
-    std::printf("%-24s %5d %14.1f %14.1f %14.1f %14.1f\n", "logitaudit (coroutines)", c, w.median_us, w.max_us,
-                a.median_us, a.max_us);
-    double py_med = 0;
     for (const char* kind : {"threads", "asyncio"}) {
       std::vector<std::int64_t> pw, pa;
       for (int i = 0; i < bursts; ++i) {
@@ -111,17 +161,40 @@ int main(int argc, char** argv) {
         pw.push_back(s);
         pa.push_back(arrival_spread(fake));
       }
-      auto pws = summarize(pw), pas = summarize(pa);
-      std::printf("%-24s %5d %14.1f %14.1f %14.1f %14.1f\n", (std::string("python ") + kind).c_str(), c,
-                  pws.median_us, pws.max_us, pas.median_us, pas.max_us);
-      if (std::string(kind) == "threads") py_med = pas.median_us;
+      print(std::string("python ") + kind, summarize(pw), summarize(pa));
     }
-    rows.push_back({c, a.median_us, py_med});
+    {  // curl --parallel: its own connections, no client-side timing
+      std::vector<std::int64_t> pa;
+      for (int i = 0; i < bursts; ++i) {
+        fake.clear_arrivals();
+        if (!curl_burst(fake.url(), c)) {
+          std::fprintf(stderr, "curl burst failed\n");
+          return 1;
+        }
+        pa.push_back(arrival_spread(fake));
+      }
+      print("curl --parallel", stats{}, summarize(pa));
+    }
+    {  // the floor: requests already queued in the kernel when the server reads them
+      std::vector<std::int64_t> pa;
+      for (int i = 0; i < bursts; ++i) {
+        fake.clear_arrivals();
+        pa.push_back(floor_burst(fake, c));
+      }
+      print("floor (server alone)", stats{}, summarize(pa));
+    }
   }
-  std::printf("\narrival spread at the server, median: python threads / logitaudit\n");
-  for (const auto& r : rows)
-    std::printf("  C=%-4d %8.1f us / %8.1f us = %6.1fx tighter\n", r.c, r.py_arrive, r.ours_arrive,
-                r.ours_arrive > 0 ? r.py_arrive / r.ours_arrive : 0.0);
+  std::printf("\narrival spread, median: how many times tighter logitaudit is (goal at C=64: threads >= 10x, "
+              "asyncio and curl >= 3x, within 2x of the floor)\n");
+  for (const auto& [c, row] : results.items()) {
+    const double ours = row["logitaudit"]["arrive_median_us"];
+    std::printf("  C=%-4s threads %6.1fx  asyncio %6.1fx  curl %6.1fx  floor/ours %5.2f\n", c.c_str(),
+                row["python threads"]["arrive_median_us"].get<double>() / ours,
+                row["python asyncio"]["arrive_median_us"].get<double>() / ours,
+                row["curl --parallel"]["arrive_median_us"].get<double>() / ours,
+                row["floor (server alone)"]["arrive_median_us"].get<double>() / ours);
+  }
+  if (!json_out.empty()) std::ofstream(json_out) << results.dump(2) << "\n";
 
   // Client CPU per request: sequential keep-alive completions, 64 tokens, top-5.
   {

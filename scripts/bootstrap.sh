@@ -10,6 +10,9 @@ packages=(
   libgtest-dev                      # GoogleTest
   python3                           # the independent verifier and the Python baseline clients
   curl                              # health checks in scripts/demo.sh
+  clang libclang-rt-14-dev          # libFuzzer targets (scripts/fuzz.sh)
+  systemd                           # systemd-analyze verify of daemon/logitauditd.service
+  wrk                               # the HTTP load baseline of bench/run.sh
 )
 
 missing=()

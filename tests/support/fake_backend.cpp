@@ -1,6 +1,8 @@
 // The fake backend's server: one coroutine per connection on a single-threaded io_context.
 #include "fake_backend.hpp"
 
+#include <future>
+
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <atomic>
@@ -327,6 +329,16 @@ fake_backend::~fake_backend() {
   thread_.join();
   acceptor_.reset();  // nothing listens on the port any more
   io_.reset();        // destroys every connection coroutine and closes its socket
+}
+
+void fake_backend::pause_for(std::chrono::milliseconds d) {
+  std::promise<void> begun;
+  auto started = begun.get_future();
+  net::post(*io_, [d, &begun] {
+    begun.set_value();
+    std::this_thread::sleep_for(d);  // the server thread does nothing else meanwhile
+  });
+  started.wait();
 }
 
 void fake_backend::set_knobs(const fake_knobs& k) {

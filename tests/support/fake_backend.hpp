@@ -43,6 +43,10 @@ class fake_backend {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
   void set_knobs(const fake_knobs& k);
+  // Blocks the server thread for `d`; returns once the pause has begun. Requests written
+  // meanwhile wait in the kernel and are read back to back when it ends: the arrival spread
+  // of such a burst is the server's own floor.
+  void pause_for(std::chrono::milliseconds d);
   fake_knobs knobs() const;
 
   // Steady-clock ns at which each completion request's header was complete, in arrival order.

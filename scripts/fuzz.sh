@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang (ASan + coverage; UBSan on the parsers) and runs
+# each for a while on a copy of its corpus in tests/fuzz/corpus/. Prints one line per target:
+# executions, coverage, corpus size, crashes. A crash leaves its input in $out and fails.
+#
+# Usage: scripts/fuzz.sh [--seconds N] [--merge] [TARGET...]
+#   --seconds N   per target (default 20; the long run in docs/reliability.md used 600)
+#   --merge       fold what was found back into tests/fuzz/corpus (minimized)
+# Targets: spec completion openai cron http (default: all).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+seconds=20
+merge=0
+targets=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --seconds) seconds=$2; shift ;;
+    --merge) merge=1 ;;
+    spec|completion|openai|cron|http) targets+=("$1") ;;
+    *) echo "usage: scripts/fuzz.sh [--seconds N] [--merge] [spec|completion|openai|cron|http ...]" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ ${#targets[@]} -gt 0 ]] || targets=(spec completion openai cron http)
+build=${LOGITAUDIT_FUZZ_BUILD_DIR:-build-fuzz}
+out=${LOGITAUDIT_FUZZ_OUT:-$build/fuzz-out}
+
+bash scripts/bootstrap.sh
+command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get install clang)" >&2; exit 2; }
+if [[ ! -f $build/build.ninja ]]; then
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOGITAUDIT_FUZZ=ON \
+    -DBUILD_TESTING=OFF >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+
+failed=0
+printf '%-11s %10s %8s %8s %8s %s\n' target executions exec/s coverage corpus result
+for t in "${targets[@]}"; do
+  work=$out/$t
+  rm -rf "$work" && mkdir -p "$work/corpus" "$work/crashes"
+  cp tests/fuzz/corpus/$t/* "$work/corpus/"
+  set +e
+  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=4096 \
+    -artifact_prefix="$work/crashes/" "$work/corpus" >"$work/log.txt" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$work/log.txt" | awk '{print $2}')
+  rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$work/log.txt" | awk '{print $2}')
+  cov=$(grep -o 'cov: [0-9]*' "$work/log.txt" | tail -1 | awk '{print $2}')
+  files=$(ls "$work/corpus" | wc -l)
+  result=ok
+  if [[ $rc -ne 0 ]]; then
+    result="CRASH (rc $rc): $(ls "$work/crashes" | head -3 | tr '\n' ' ') see $work/log.txt"
+    failed=1
+  fi
+  printf '%-11s %10s %8s %8s %8s %s\n' "$t" "${execs:-?}" "${rate:-?}" "${cov:-?}" "$files" "$result"
+  if [[ $merge -eq 1 && $rc -eq 0 ]]; then
+    mkdir -p "$work/merged"
+    "$build/tests/fuzz/fuzz_$t" -merge=1 "$work/merged" tests/fuzz/corpus/$t "$work/corpus" >/dev/null 2>&1
+    rm -f tests/fuzz/corpus/$t/* && cp "$work/merged"/* tests/fuzz/corpus/$t/
+  fi
+done
+exit $failed

@@ -1,0 +1,101 @@
+// libFuzzer: the HTTP request path of logitauditd, whole. Each input is written as raw bytes
+// to the real server (http_server + the real routes over job_service, the scheduler and a
+// SQLite file) on a loopback socket, and the answer is read. Invariants: the server answers
+// or closes, never hangs past its deadline, and keeps answering GET /healthz afterwards.
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "api/audit_routes.hpp"
+#include "api/http_server.hpp"
+#include "api/metrics.hpp"
+#include "api/schedule_routes.hpp"
+#include "daemon/job_service.hpp"
+#include "daemon/scheduler.hpp"
+
+namespace {
+
+using namespace logitaudit;
+namespace net = boost::asio;
+
+struct daemon_in_process {
+  net::io_context io{1};
+  std::unique_ptr<storage::db_worker> db;
+  api::daemon_metrics metrics;
+  std::unique_ptr<daemon::job_service> service;
+  std::unique_ptr<daemon::scheduler> scheduler;
+  api::router routes;
+  std::unique_ptr<api::http_server> server;
+  std::thread thread;
+  unsigned short port = 0;
+
+  daemon_in_process() {
+    const auto path = std::filesystem::temp_directory_path() / ("logitaudit-fuzz-" + std::to_string(::getpid()) + ".db");
+    for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + s);
+    db = std::make_unique<storage::db_worker>(path.string());
+    daemon::service_config cfg;
+    cfg.metrics = &metrics;
+    clients::backend_config b;  // a backend that is never there: jobs fail fast
+    b.name = "b";
+    b.url = "http://127.0.0.1:1";
+    cfg.backends["b"] = b;
+    service = std::make_unique<daemon::job_service>(io.get_executor(), *db, cfg);
+    scheduler = std::make_unique<daemon::scheduler>(io.get_executor(), *db, *service, audit::spec_limits{});
+    const api::route_options opts{{"fuzz-token-1"}, {}, &metrics, "fuzz"};
+    api::add_schedule_routes(routes, *scheduler, opts);
+    api::add_audit_routes(routes, *service, opts);
+    api::server_limits limits;
+    limits.read_timeout = std::chrono::seconds(2);
+    server = std::make_unique<api::http_server>(io.get_executor(), routes, limits);
+    server->listen({net::ip::make_address("127.0.0.1"), 0});
+    port = server->port();
+    service->start();
+    scheduler->start();
+    thread = std::thread([this] { io.run(); });
+  }
+};
+
+daemon_in_process& the_daemon() {
+  static auto* d = new daemon_in_process();  // lives for the whole fuzzing run
+  return *d;
+}
+
+// Writes `bytes`, half-closes, and reads until the server closes (or 5 s pass).
+std::size_t exchange(unsigned short port, std::string_view bytes) {
+  net::io_context io;
+  net::ip::tcp::socket s(io);
+  s.connect({net::ip::make_address("127.0.0.1"), port});
+  boost::system::error_code ec;
+  net::write(s, net::buffer(bytes.data(), bytes.size()), ec);
+  s.shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  std::size_t got = 0;
+  char buf[8192];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  s.non_blocking(true);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto n = s.read_some(net::buffer(buf), ec);
+    if (ec == net::error::would_block) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    if (ec) return got;
+    got += n;
+  }
+  __builtin_trap();  // the server neither answered nor closed
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  auto& d = the_daemon();
+  exchange(d.port, std::string_view(reinterpret_cast<const char*>(data), size));
+  static int n = 0;
+  if (++n % 256 == 0) {
+    const auto got = exchange(d.port, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    if (got == 0) __builtin_trap();
+  }
+  return 0;
+}
