@@ -261,12 +261,58 @@ std::string findings_to_json(const audit::findings& f) {
   j["predictions"] = json::array();
   for (const auto& p : f.predictions)
     j["predictions"].push_back({{"id", p.claim.id}, {"statement", p.claim.statement}, {"held", p.held},
+                                {"conditions", p.claim.conditions},
                                 {"k", p.k}, {"n", p.n}, {"at_least", p.claim.at_least},
                                 {"level", p.claim.level == audit::identity_level::logit ? "logit" : "token"},
                                 {"expect", p.claim.expect == audit::expectation::identical ? "identical" : "diverges"}});
   j["failed_runs"] = f.failed_runs;
   j["fingerprint_changes"] = f.fingerprint_changes;
   return j.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<audit::findings> findings_from_json(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("valid") || !j.contains("pooled") || !j.contains("predictions")) return std::nullopt;
+  try {
+    auto tally = [](const json& t) {
+      audit::condition_tally c;
+      c.condition = t.at("condition").get<std::string>();
+      c.kind = audit::parse_condition_kind(t.at("kind").get<std::string>()).value();
+      c.concurrency = t.at("concurrency").get<int>();
+      c.seeded = t.at("seeded").get<bool>();
+      c.n = t.at("n").get<int>();
+      c.logit_identical = t.at("logit_identical").get<int>();
+      c.token_identical = t.at("token_identical").get<int>();
+      c.failed = t.at("failed").get<int>();
+      return c;
+    };
+    audit::findings f;
+    f.valid = j.at("valid").get<bool>();
+    f.invalid_reason = j.value("invalid_reason", "");
+    f.backends = j.at("backends").get<std::vector<std::string>>();
+    for (const auto& t : j.at("pooled")) f.pooled.push_back(tally(t));
+    for (const auto& [b, rows] : j.at("per_backend").items())
+      for (const auto& t : rows) f.per_backend[b].push_back(tally(t));
+    f.sentences = j.at("findings").get<std::vector<std::string>>();
+    for (const auto& p : j.at("predictions")) {
+      audit::prediction_result r;
+      r.claim.id = p.at("id").get<std::string>();
+      r.claim.statement = p.at("statement").get<std::string>();
+      r.claim.conditions = p.value("conditions", std::vector<std::string>{});
+      r.claim.at_least = p.at("at_least").get<double>();
+      r.claim.level = p.at("level") == "logit" ? audit::identity_level::logit : audit::identity_level::token;
+      r.claim.expect = p.at("expect") == "identical" ? audit::expectation::identical : audit::expectation::diverges;
+      r.held = p.at("held").get<bool>();
+      r.k = p.at("k").get<int>();
+      r.n = p.at("n").get<int>();
+      f.predictions.push_back(std::move(r));
+    }
+    f.failed_runs = j.at("failed_runs").get<int>();
+    f.fingerprint_changes = j.at("fingerprint_changes").get<std::vector<std::string>>();
+    return f;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace logitaudit::api

@@ -2,6 +2,7 @@
 // audit::audit_spec at the edge, and the findings rendered as JSON.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,5 +28,8 @@ std::string spec_to_json(const audit::audit_spec& spec);
 
 // The findings (tables, verdict summary, sentences, predictions) as JSON.
 std::string findings_to_json(const audit::findings& f);
+// The inverse for what the reports need (everything but the per-run verdicts, which live in
+// their own table): nullopt when `json` is not a findings document.
+std::optional<audit::findings> findings_from_json(std::string_view json);
 
 }  // namespace logitaudit::api

@@ -293,6 +293,9 @@ net::awaitable<std::optional<audit::findings>> job_service::findings(std::int64_
   auto recompute_findings = [id](storage::audit_store& s) -> std::optional<audit::findings> {
     auto row = s.job(id);
     if (!row || row->findings_json.empty()) return std::nullopt;
+    // The findings stored when the job ended serve the report; recomputing them loads and
+    // decodes every stream of the job (docs/operations.md: `verify` does that).
+    if (auto stored = api::findings_from_json(row->findings_json)) return stored;
     auto spec = api::read_spec(row->spec_json);
     if (!spec) return std::nullopt;
     return audit::evaluate(*spec, audit::make_plan(*spec), s.observations(id), s.fingerprints(id));

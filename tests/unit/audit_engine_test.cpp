@@ -10,6 +10,7 @@
 #include "audit/plan.hpp"
 #include "audit/report.hpp"
 #include "audit/stream_encoding.hpp"
+#include "api/spec_json.hpp"
 #include "support/synthetic.hpp"
 
 using namespace logitaudit::audit;
@@ -305,4 +306,22 @@ TEST(predictions, registration_hash_is_stable_and_sensitive) {
   EXPECT_NE(prediction_hash(a), prediction_hash(b));
   EXPECT_NE(prediction_registration_text(a).find("P1\tserial repeats are logit-identical\trepeat_greedy\tlogit\tidentical"),
             std::string::npos);
+}
+
+// The daemon serves reports from the findings stored at the end of a job: read back, they
+// render exactly as the findings computed from the runs (one with a failed group, too).
+TEST(findings, stored_findings_json_renders_the_same_reports_as_the_computed_findings) {
+  auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
+  auto plan = make_plan(spec);
+  for (std::size_t fail : {SIZE_MAX, std::size_t{40}}) {
+    auto f = evaluate(spec, plan, simulate(plan, fail));
+    auto back = logitaudit::api::findings_from_json(logitaudit::api::findings_to_json(f));
+    ASSERT_TRUE(back);
+    EXPECT_EQ(render_text(*back), render_text(f));
+    EXPECT_EQ(render_markdown(*back), render_markdown(f));
+    EXPECT_EQ(render_csv(*back), render_csv(f));
+    EXPECT_EQ(logitaudit::api::findings_to_json(*back), logitaudit::api::findings_to_json(f));
+  }
+  EXPECT_FALSE(logitaudit::api::findings_from_json("{}"));
+  EXPECT_FALSE(logitaudit::api::findings_from_json(R"({"valid":true,"pooled":[{"condition":1}],"predictions":[]})"));
 }
