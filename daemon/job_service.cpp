@@ -273,11 +273,42 @@ net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> job
   co_return summarize(*row);
 }
 
+namespace {
+
+constexpr std::size_t kEndedCacheJobs = 1024;
+constexpr std::size_t kEndedCacheRunsPerJob = 20'000;
+
+bool has_ended(const std::string& status) { return status == "done" || status == "failed" || status == "cancelled"; }
+
+}  // namespace
+
+job_service::ended_entry* job_service::ended(std::int64_t id) {
+  auto it = ended_.find(id);
+  if (it == ended_.end()) return nullptr;
+  it->second.last_used = ++use_clock_;
+  return &it->second;
+}
+
+job_service::ended_entry& job_service::remember(std::int64_t id) {
+  if (!ended_.count(id) && ended_.size() >= kEndedCacheJobs) {
+    auto oldest = ended_.begin();
+    for (auto it = ended_.begin(); it != ended_.end(); ++it)
+      if (it->second.last_used < oldest->second.last_used) oldest = it;
+    ended_.erase(oldest);
+  }
+  auto& e = ended_[id];
+  e.last_used = ++use_clock_;
+  return e;
+}
+
 net::awaitable<std::optional<api::job_summary>> job_service::job(std::int64_t id) {
+  if (auto* e = ended(id); e && e->summary) co_return e->summary;
   auto load_job = [id](storage::audit_store& s) { return s.job(id); };
   auto row = co_await on_db(db_, std::move(load_job));
   if (!row) co_return std::nullopt;
-  co_return summarize(*row);
+  auto summary = summarize(*row);
+  if (has_ended(summary.status)) remember(id).summary = summary;
+  co_return summary;
 }
 
 net::awaitable<std::vector<api::job_summary>> job_service::jobs(std::string status, std::string tag, std::int64_t before,
@@ -290,6 +321,14 @@ net::awaitable<std::vector<api::job_summary>> job_service::jobs(std::string stat
 }
 
 net::awaitable<std::optional<audit::findings>> job_service::findings(std::int64_t id) {
+  if (auto* e = ended(id); e && e->findings) co_return e->findings;
+  auto summary = co_await job(id);
+  auto f = co_await findings_from_db(id);
+  if (f && summary && has_ended(summary->status)) remember(id).findings = f;
+  co_return f;
+}
+
+net::awaitable<std::optional<audit::findings>> job_service::findings_from_db(std::int64_t id) {
   auto recompute_findings = [id](storage::audit_store& s) -> std::optional<audit::findings> {
     auto row = s.job(id);
     if (!row || row->findings_json.empty()) return std::nullopt;
@@ -305,6 +344,27 @@ net::awaitable<std::optional<audit::findings>> job_service::findings(std::int64_
 
 net::awaitable<std::optional<std::vector<api::run_view>>> job_service::runs(std::int64_t id, std::string condition,
                                                                            std::string backend) {
+  auto filtered = [&condition, &backend](const std::vector<api::run_view>& all) {
+    std::vector<api::run_view> out;
+    for (const auto& r : all)
+      if ((condition.empty() || r.condition == condition) && (backend.empty() || r.backend == backend)) out.push_back(r);
+    return out;
+  };
+  if (auto* e = ended(id); e && e->runs) co_return filtered(*e->runs);
+  const auto summary = co_await job(id);
+  if (summary && has_ended(summary->status) && summary->total <= static_cast<std::int64_t>(kEndedCacheRunsPerJob)) {
+    const std::string all;  // named: GCC 12 and temporaries passed into coroutines
+    auto every = co_await runs_from_db(id, all, all);
+    if (!every) co_return std::nullopt;
+    auto& e = remember(id);
+    e.runs = std::move(*every);
+    co_return filtered(*e.runs);
+  }
+  co_return co_await runs_from_db(id, condition, backend);
+}
+
+net::awaitable<std::optional<std::vector<api::run_view>>> job_service::runs_from_db(std::int64_t id, std::string condition,
+                                                                                   std::string backend) {
   auto load_runs = [id, condition, backend](storage::audit_store& s) -> std::optional<std::vector<api::run_view>> {
     if (!s.job(id)) return std::nullopt;
     std::map<std::int64_t, storage::stored_verdict> verdicts;
@@ -401,6 +461,7 @@ net::awaitable<bool> job_service::remove(std::int64_t id) {
       co_await t.async_wait(net::as_tuple(net::use_awaitable));
     }
   }
+  ended_.erase(id);
   auto delete_rows = [id](storage::audit_store& s) { return s.delete_job(id); };
   co_return co_await on_db(db_, std::move(delete_rows));
 }

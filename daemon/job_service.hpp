@@ -71,6 +71,24 @@ class job_service final : public api::audit_service {
   net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> enqueue(audit::audit_spec spec,
                                                                                     std::optional<std::int64_t> schedule);
 
+  // Ended audits (done, failed, cancelled) do not change until deleted: their summary,
+  // findings and runs are kept here, least recently used out first, so that reading them —
+  // what dashboards and pollers do most — never waits on the db thread. Touched only on the
+  // io thread.
+  struct ended_entry {
+    std::optional<api::job_summary> summary;
+    std::optional<audit::findings> findings;
+    std::optional<std::vector<api::run_view>> runs;  // all of them, when there are not too many
+    std::uint64_t last_used = 0;
+  };
+  ended_entry* ended(std::int64_t id);
+  net::awaitable<std::optional<audit::findings>> findings_from_db(std::int64_t id);
+  net::awaitable<std::optional<std::vector<api::run_view>>> runs_from_db(std::int64_t id, std::string condition,
+                                                                         std::string backend);
+  ended_entry& remember(std::int64_t id);
+  std::map<std::int64_t, ended_entry> ended_;
+  std::uint64_t use_clock_ = 0;
+
   net::any_io_executor ex_;
   storage::db_worker& db_;
   service_config config_;

@@ -200,8 +200,14 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
   EXPECT_EQ(call(port(), http::verb::get, "/v1/audits?tag=weekly").json()["audits"].size(), 0u);
 
   expect_error(call(port(), http::verb::post, "/v1/audits/" + std::to_string(id) + "/cancel"), 409, "already_finished");
+  // Ended audits are served from memory after the first read; a delete forgets them at once.
+  const std::string before = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body;
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body, before);
+  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=concurrent_greedy_c8").json()["runs"].size(), 8u);
   EXPECT_EQ(call(port(), http::verb::delete_, "/v1/audits/" + std::to_string(id)).status, 200u);
   expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id)), 404, "not_found");
+  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report"), 404, "not_found");
+  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs"), 404, "not_found");
   EXPECT_EQ(rows("runs"), 0);
   EXPECT_EQ(rows("streams"), 0);
 }
