@@ -50,10 +50,10 @@ const char* kBody = R"({"prompt":"burst","n_predict":8,"n_probs":5,"temperature"
 
 // curl --parallel with C transfers at once, each on its own connection.
 bool curl_burst(const std::string& url, int c) {
-  std::string cmd = "curl -sS -Z --parallel-immediate --parallel-max " + std::to_string(c) +
+  std::string cmd = "curl -s --no-progress-meter -Z --parallel-immediate --parallel-max " + std::to_string(c) +
                     " -H 'Content-Type: application/json' -d '" + kBody + "'";
   for (int i = 0; i < c; ++i) cmd += " " + url + "/completion";
-  cmd += " > /dev/null";
+  cmd += " > /dev/null 2>&1";
   return std::system(cmd.c_str()) == 0;
 }
 

@@ -115,9 +115,12 @@ std::vector<config_problem> apply_environment(daemon_config& c, const std::map<s
                                               "LOGITAUDIT_ALLOW_ADHOC_BACKENDS"};
   for (const auto& [k, v] : env) {
     if (!k.starts_with("LOGITAUDIT_") || known.count(k)) continue;
-    // Variables of the other tools (server URL, cache, llama-server path) are not ours to judge.
-    if (k == "LOGITAUDIT_SERVER" || k == "LOGITAUDIT_CACHE" || k == "LOGITAUDIT_LLAMA_SERVER" ||
-        k == "LOGITAUDIT_LLAMA_QUANTIZE" || k == "LOGITAUDIT_BUILD_DIR" || k == "LOGITAUDIT_DEMO_STATE")
+    // Variables of the CLI and the scripts (docs/configuration.md) are not ours to judge.
+    static const std::set<std::string> tools = {
+        "LOGITAUDIT_SERVER",      "LOGITAUDIT_CACHE",     "LOGITAUDIT_LLAMA_SERVER", "LOGITAUDIT_LLAMA_QUANTIZE",
+        "LOGITAUDIT_BUILD_DIR",   "LOGITAUDIT_DEMO_STATE", "LOGITAUDIT_BENCH_BUILD_DIR",
+        "LOGITAUDIT_FUZZ_BUILD_DIR", "LOGITAUDIT_FUZZ_OUT", "LOGITAUDIT_SANITIZERS"};
+    if (tools.count(k))
       continue;
     p.push_back({k, "unknown LOGITAUDIT_ variable"});
   }

@@ -45,8 +45,8 @@ for t in "${targets[@]}"; do
     -artifact_prefix="$work/crashes/" "$work/corpus" >"$work/log.txt" 2>&1
   rc=$?
   set -e
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$work/log.txt" | awk '{print $2}')
-  rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$work/log.txt" | awk '{print $2}')
+  execs=$(awk '/stat::number_of_executed_units:/ {print $2}' "$work/log.txt")
+  rate=$(awk '/stat::average_exec_per_sec:/ {print $2}' "$work/log.txt")
   cov=$(grep -o 'cov: [0-9]*' "$work/log.txt" | tail -1 | awk '{print $2}')
   files=$(ls "$work/corpus" | wc -l)
   result=ok

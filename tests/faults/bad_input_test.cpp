@@ -162,6 +162,10 @@ class bad_input : public ::testing::Test {
     fake_ = std::make_unique<test_support::fake_backend>();
   }
   void TearDown() override {
+    // SIGTERM: a clean exit is 0; a sanitizer report or a crash would make it non-zero.
+    if (daemon_) {
+      EXPECT_EQ(daemon_->stop(), 0) << "logitauditd's exit status";
+    }
     daemon_.reset();
     fake_.reset();
     fs::remove_all(dir_);

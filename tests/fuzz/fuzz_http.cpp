@@ -67,8 +67,18 @@ daemon_in_process& the_daemon() {
 std::size_t exchange(unsigned short port, std::string_view bytes) {
   net::io_context io;
   net::ip::tcp::socket s(io);
-  s.connect({net::ip::make_address("127.0.0.1"), port});
   boost::system::error_code ec;
+  // Thousands of connections a second: retry a refused or unassignable connect briefly, and
+  // close with RST below so that TIME_WAIT does not use up the ephemeral ports. A server
+  // that stops accepting for a whole second is a finding.
+  for (int attempt = 0;; ++attempt) {
+    s.connect({net::ip::make_address("127.0.0.1"), port}, ec);
+    if (!ec) break;
+    if (attempt == 100) __builtin_trap();
+    s.close();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  s.set_option(net::socket_base::linger(true, 0), ec);
   net::write(s, net::buffer(bytes.data(), bytes.size()), ec);
   s.shutdown(net::ip::tcp::socket::shutdown_send, ec);
   std::size_t got = 0;
