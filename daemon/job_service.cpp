@@ -526,6 +526,7 @@ net::awaitable<void> job_service::dispatch_loop() {
           configs[b.name] = c;
         }
         running_[r.id] = job;
+        running_count_ = running_.size();
         auto start = [this, job, spec = *spec, configs] {
           return run_job(&db_, job, spec, configs, &stopping_, config_.metrics);
         };
@@ -544,6 +545,7 @@ net::awaitable<void> job_service::dispatch_loop() {
             }
           for (const auto& b : job->backends) busy_backends_.erase(b);
           running_.erase(job->id);
+          running_count_ = running_.size();
           wake();
         });
       }

@@ -41,7 +41,8 @@ class job_service final : public api::audit_service {
   // Stops taking jobs; running jobs stop at their next group boundary and stay `running`
   // in the database, to be resumed on the next start. `drained` completes when they have.
   void stop();
-  bool idle() const { return running_.empty(); }
+  // Safe from any thread (tests and shutdown poll it from outside the io thread).
+  bool idle() const { return running_count_.load() == 0; }
 
   net::awaitable<expected<api::job_summary, std::vector<audit::spec_problem>>> submit(audit::audit_spec spec) override;
   // The same for a schedule's fire: the job is linked to the schedule.
@@ -94,6 +95,7 @@ class job_service final : public api::audit_service {
   service_config config_;
   net::steady_timer wake_;
   std::map<std::int64_t, std::shared_ptr<running_job>> running_;
+  std::atomic<std::size_t> running_count_{0};  // running_.size(), readable from other threads
   std::set<std::string> busy_backends_;
   bool started_ = false;
   bool stopping_ = false;
