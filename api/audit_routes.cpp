@@ -1,6 +1,8 @@
 // Route handlers: parse, validate, call the service, render.
 #include "audit_routes.hpp"
 
+#include <map>
+
 #include <memory>
 #include <set>
 #include <nlohmann/json.hpp>
@@ -129,12 +131,20 @@ net::awaitable<api_response> route_get_v1_audits_id_report(audit_service* svc_pt
   if (!j) co_return bad_id(ctx.params[0]);
   if (j->status == "queued" || j->status == "running")
     co_return error_response(409, "not_finished", "audit " + std::to_string(*id) + " is " + j->status + "; its report comes when it ends");
+  static const std::map<std::string, std::string> content_types = {{"text", "text/plain; charset=utf-8"},
+                                                                    {"markdown", "text/markdown; charset=utf-8"},
+                                                                    {"csv", "text/csv; charset=utf-8"},
+                                                                    {"json", "application/json"}};
+  if (const std::string* kept = svc_ptr->rendered_report(*id, format))
+    co_return api_response{200, *kept, content_types.at(format)};
   auto f = co_await svc_ptr->findings(*id);
   if (!f) co_return error_response(409, "no_findings", "audit " + std::to_string(*id) + " has no findings (" + j->status + ")");
-  if (format == "text") co_return api_response{200, audit::render_text(*f), "text/plain; charset=utf-8"};
-  if (format == "markdown") co_return api_response{200, audit::render_markdown(*f), "text/markdown; charset=utf-8"};
-  if (format == "csv") co_return api_response{200, audit::render_csv(*f), "text/csv; charset=utf-8"};
-  co_return json_response(200, findings_to_json(*f));
+  std::string body = format == "text"       ? audit::render_text(*f)
+                     : format == "markdown" ? audit::render_markdown(*f)
+                     : format == "csv"      ? audit::render_csv(*f)
+                                            : findings_to_json(*f);
+  svc_ptr->keep_rendered_report(*id, format, body);
+  co_return api_response{200, std::move(body), content_types.at(format)};
 }
 
 // POST /v1/audits/{id}/cancel

@@ -90,6 +90,10 @@ class audit_service {
   // Jobs by status, for /metrics.
   virtual boost::asio::awaitable<std::map<std::string, std::int64_t>> job_counts() = 0;
   virtual bool ready() const = 0;
+  // The report of an ended audit never changes until it is deleted: an implementation may
+  // keep its rendered bodies (per format) and hand them back; the default keeps nothing.
+  virtual const std::string* rendered_report(std::int64_t /*id*/, const std::string& /*format*/) { return nullptr; }
+  virtual void keep_rendered_report(std::int64_t /*id*/, const std::string& /*format*/, std::string /*body*/) {}
 };
 
 }  // namespace logitaudit::api

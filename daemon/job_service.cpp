@@ -301,6 +301,18 @@ job_service::ended_entry& job_service::remember(std::int64_t id) {
   return e;
 }
 
+const std::string* job_service::rendered_report(std::int64_t id, const std::string& format) {
+  auto* e = ended(id);
+  if (!e) return nullptr;
+  auto it = e->reports.find(format);
+  return it == e->reports.end() ? nullptr : &it->second;
+}
+
+void job_service::keep_rendered_report(std::int64_t id, const std::string& format, std::string body) {
+  // Only for audits known to have ended (their summary is kept): a running one has no report.
+  if (auto* e = ended(id); e && e->summary) e->reports[format] = std::move(body);
+}
+
 net::awaitable<std::optional<api::job_summary>> job_service::job(std::int64_t id) {
   if (auto* e = ended(id); e && e->summary) co_return e->summary;
   auto load_job = [id](storage::audit_store& s) { return s.job(id); };

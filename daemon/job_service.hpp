@@ -63,6 +63,8 @@ class job_service final : public api::audit_service {
   net::awaitable<std::string> backends_json() override;
   net::awaitable<std::map<std::string, std::int64_t>> job_counts() override;
   bool ready() const override { return started_ && !stopping_; }
+  const std::string* rendered_report(std::int64_t id, const std::string& format) override;
+  void keep_rendered_report(std::int64_t id, const std::string& format, std::string body) override;
 
   struct running_job;  // shared with the job coroutines
 
@@ -80,6 +82,7 @@ class job_service final : public api::audit_service {
     std::optional<api::job_summary> summary;
     std::optional<audit::findings> findings;
     std::optional<std::vector<api::run_view>> runs;  // all of them, when there are not too many
+    std::map<std::string, std::string> reports;      // rendered, by format
     std::uint64_t last_used = 0;
   };
   ended_entry* ended(std::int64_t id);
