@@ -2,6 +2,9 @@
 #include "openai_api.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 
 #include "audit/stream_encoding.hpp"
@@ -18,10 +21,24 @@ std::string text_field(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
+// A numeric member, or `fallback` when it is missing, not a number, or (for integers) not
+// representable: converting 1e85 to an integer is undefined behaviour, not a value (found by
+// the openai fuzz target under UBSan).
 template <class T>
 T number_field(const json& j, const char* key, T fallback) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<T>() : fallback;
+  if (it == j.end() || !it->is_number()) return fallback;
+  if constexpr (std::is_integral_v<T>) {
+    if (it->is_number_unsigned())
+      return it->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<T>::max()) ? static_cast<T>(it->get<std::uint64_t>())
+                                                                                                 : fallback;
+    if (it->is_number_integer()) return it->get<std::int64_t>();
+    const double d = it->get<double>();
+    const bool fits = std::isfinite(d) && d >= -9.2e18 && d <= 9.2e18;
+    return fits ? static_cast<T>(d) : fallback;
+  } else {
+    return it->get<T>();
+  }
 }
 
 // "token_id:123" -> 123 (vLLM with return_tokens_as_token_ids).

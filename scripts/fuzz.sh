@@ -34,6 +34,8 @@ if [[ ! -f $build/build.ninja ]]; then
 fi
 cmake --build "$build" -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
 
+# Any sanitizer report is a crash (UBSan would otherwise print and go on).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 failed=0
 printf '%-11s %10s %8s %8s %8s %s\n' target executions exec/s coverage corpus result
 for t in "${targets[@]}"; do
