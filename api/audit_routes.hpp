@@ -1,5 +1,6 @@
-// The /v1 routes of logitauditd over an audit_service: JSON in, JSON (or a report) out,
-// every field validated with a message that names it, nothing stored for a rejected request.
+// The /v1 audit routes of logitauditd over an audit_service: JSON in, JSON (or a report) out,
+// every field validated with a message that names it, nothing stored for a rejected request,
+// and the bodies of final audits served from the read model.
 #pragma once
 
 #include <string>
@@ -8,6 +9,7 @@
 #include "audit_service.hpp"
 #include "http_server.hpp"
 #include "metrics.hpp"
+#include "read_model.hpp"
 
 namespace logitaudit::api {
 
@@ -15,14 +17,18 @@ struct route_options {
   std::vector<std::string> tokens;  // when non-empty, mutating routes need one as a bearer token
   audit::spec_limits limits;
   daemon_metrics* metrics = nullptr;  // /metrics when set (lives on the server's executor)
+  read_model* reads = nullptr;        // bodies of final audits; none kept when null
   std::string version = "0";
 };
 
 // Adds /healthz, /readyz, /metrics, /openapi.json and the /v1 audit routes to `r`.
-// `service` (and the metrics) must outlive the server.
+// `service` (and the metrics and read model) must outlive the server.
 void add_audit_routes(router& r, audit_service& service, route_options options);
 
 // Constant-time comparison of a presented token with the configured ones.
 bool token_accepted(const std::string& authorization_header, const std::vector<std::string>& tokens);
+
+// The JSON error of a service error, with its status from the one table.
+api_response error_response(const service_error& e);
 
 }  // namespace logitaudit::api

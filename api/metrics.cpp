@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "read_model.hpp"
+
 namespace logitaudit::api {
 namespace {
 
@@ -36,12 +38,13 @@ std::string histogram::render(const std::string& name, const std::string& labels
   return out;
 }
 
-std::string daemon_metrics::render(const std::map<std::string, std::int64_t>& jobs) const {
+std::string daemon_metrics::render(const std::map<audit::job_status, std::int64_t>& jobs, const read_model* reads) const {
   std::string out;
   out += "# HELP logitaudit_jobs Audit jobs by status.\n# TYPE logitaudit_jobs gauge\n";
-  for (const char* s : {"queued", "running", "done", "failed", "cancelled", "interrupted"}) {
+  for (auto s : audit::kJobStatuses) {
     auto it = jobs.find(s);
-    out += std::string("logitaudit_jobs{status=\"") + s + "\"} " + std::to_string(it == jobs.end() ? 0 : it->second) + "\n";
+    out += "logitaudit_jobs{status=\"" + std::string(audit::to_string(s)) + "\"} " +
+           std::to_string(it == jobs.end() ? 0 : it->second) + "\n";
   }
   out += "# HELP logitaudit_backend_requests_total Completion requests sent to backends.\n"
          "# TYPE logitaudit_backend_requests_total counter\n"
@@ -49,6 +52,9 @@ std::string daemon_metrics::render(const std::map<std::string, std::int64_t>& jo
   out += "# HELP logitaudit_backend_request_failures_total Completion requests that failed after their retries.\n"
          "# TYPE logitaudit_backend_request_failures_total counter\n"
          "logitaudit_backend_request_failures_total " + std::to_string(request_failures) + "\n";
+  out += "# HELP logitaudit_bursts_not_batched_total Bursts whose server did not batch them (counted apart).\n"
+         "# TYPE logitaudit_bursts_not_batched_total counter\n"
+         "logitaudit_bursts_not_batched_total " + std::to_string(bursts_not_batched) + "\n";
   out += "# HELP logitaudit_burst_launch_spread_seconds Last write minus first write of each burst.\n"
          "# TYPE logitaudit_burst_launch_spread_seconds histogram\n";
   out += burst_spread_seconds.render("logitaudit_burst_launch_spread_seconds", "");
@@ -58,6 +64,15 @@ std::string daemon_metrics::render(const std::map<std::string, std::int64_t>& jo
   out += "# HELP logitaudit_api_latency_seconds API request latency, read to written.\n"
          "# TYPE logitaudit_api_latency_seconds histogram\n";
   out += api_latency_seconds.render("logitaudit_api_latency_seconds", "");
+  if (reads) {
+    out += "# HELP logitaudit_read_cache_bytes Bytes of final audits' bodies kept by the read model.\n"
+           "# TYPE logitaudit_read_cache_bytes gauge\n"
+           "logitaudit_read_cache_bytes " + std::to_string(reads->bytes()) + "\n";
+    out += "# HELP logitaudit_read_cache_lookups_total Read model lookups by result.\n"
+           "# TYPE logitaudit_read_cache_lookups_total counter\n"
+           "logitaudit_read_cache_lookups_total{result=\"hit\"} " + std::to_string(reads->hits()) + "\n"
+           "logitaudit_read_cache_lookups_total{result=\"miss\"} " + std::to_string(reads->misses()) + "\n";
+  }
   return out;
 }
 

@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "audit/states.hpp"
+
 namespace logitaudit::api {
+
+class read_model;
 
 class histogram {
  public:
@@ -26,6 +30,7 @@ class histogram {
 struct daemon_metrics {
   std::uint64_t requests_sent = 0;     // completion requests to backends
   std::uint64_t request_failures = 0;  // of those, failed after retries
+  std::uint64_t bursts_not_batched = 0;  // bursts the server did not batch (judged at each audit's end)
   std::uint64_t api_requests = 0;
   std::map<unsigned, std::uint64_t> api_responses;  // by status
   histogram burst_spread_seconds{{1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1}};
@@ -37,8 +42,9 @@ struct daemon_metrics {
     api_latency_seconds.observe(seconds);
   }
 
-  // The exposition text; `jobs_by_status` comes from the database at scrape time.
-  std::string render(const std::map<std::string, std::int64_t>& jobs_by_status) const;
+  // The exposition text; `jobs_by_status` comes from the database at scrape time, the read
+  // model's size and hits from `reads` (when there is one).
+  std::string render(const std::map<audit::job_status, std::int64_t>& jobs_by_status, const read_model* reads) const;
 };
 
 }  // namespace logitaudit::api

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "record_json.hpp"
 #include "spec_json.hpp"
 
 namespace logitaudit::api {
@@ -12,26 +13,8 @@ namespace {
 
 using json = nlohmann::json;
 
-
 api_response no_schedule(const std::string& s) {
   return error_response(404, "not_found", "no schedule with id '" + s.substr(0, 64) + "'", "id");
-}
-
-json view_json(const schedule_view& v) {
-  json j = {{"id", v.id},           {"cron", v.cron},       {"timezone", v.timezone},
-            {"enabled", v.enabled}, {"missed", v.missed},   {"created_at", v.created_at},
-            {"spec", json::parse(v.spec_json, nullptr, false)},
-            {"links", {{"self", "/v1/schedules/" + std::to_string(v.id)},
-                       {"history", "/v1/schedules/" + std::to_string(v.id) + "/history"}}}};
-  j["next_fire_unix"] = v.next_fire_unix ? json(*v.next_fire_unix) : json(nullptr);
-  j["last_fire_unix"] = v.last_fire_unix ? json(*v.last_fire_unix) : json(nullptr);
-  return j;
-}
-
-api_response problems_response(const std::vector<audit::spec_problem>& ps, const std::string& prefix) {
-  std::string all;
-  for (const auto& q : ps) all += (all.empty() ? "" : "; ") + (q.field.empty() ? "" : prefix + q.field + ": ") + q.message;
-  return error_response(400, "invalid_schedule", all, ps.empty() ? "" : prefix + ps.front().field);
 }
 
 // Reads the members of a create or patch body; the spec through the spec parser.
@@ -57,13 +40,16 @@ body_fields read_body(const std::string& body, const audit::spec_limits& limits,
   };
   text("cron", out.patch.cron);
   text("timezone", out.patch.timezone);
-  text("missed", out.patch.missed);
+  std::optional<std::string> missed;
+  text("missed", missed);
+  if (missed) {
+    out.patch.missed = audit::parse_missed_fire_policy(*missed);
+    if (!out.patch.missed) out.problems.push_back({"missed", "must be \"run_once\" or \"skip\""});
+  }
   if (j.contains("enabled")) {
     if (!j["enabled"].is_boolean()) out.problems.push_back({"enabled", "must be true or false"});
     else out.patch.enabled = j["enabled"].get<bool>();
   }
-  if (out.patch.missed && *out.patch.missed != "run_once" && *out.patch.missed != "skip")
-    out.problems.push_back({"missed", "must be \"run_once\" or \"skip\""});
   if (j.contains("spec")) {
     auto spec = parse_spec(j["spec"].dump(), limits);
     if (!spec)
@@ -77,21 +63,34 @@ body_fields read_body(const std::string& body, const audit::spec_limits& limits,
   return out;
 }
 
+api_response problems_response(std::vector<audit::spec_problem> ps) {
+  return error_response(invalid(std::move(ps), "invalid_schedule"));
+}
+
+api_response service_problem(service_error e) {
+  if (e.kind == service_errc::invalid && e.code.empty()) e.code = "invalid_schedule";
+  return error_response(e);
+}
+
+bool authorized(const route_options& o, const request_context& ctx) {
+  return o.tokens.empty() || token_accepted(ctx.authorization, o.tokens);
+}
+
+api_response unauthorized() { return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>"); }
+
 net::awaitable<api_response> route_create(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!o->tokens.empty() && !token_accepted(ctx.authorization, o->tokens))
-    co_return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>");
+  if (!authorized(*o, ctx)) co_return unauthorized();
   auto b = read_body(ctx.body, o->limits, true);
-  if (!b.problems.empty()) co_return problems_response(b.problems, "");
-  auto created = co_await svc->create(*b.patch.cron, b.patch.timezone.value_or("UTC"), b.patch.enabled.value_or(true),
-                                      b.patch.missed.value_or("run_once"), *b.patch.spec);
-  if (!created) co_return problems_response(created.error(), "");
-  co_return json_response(201, view_json(*created).dump());
+  if (!b.problems.empty()) co_return problems_response(std::move(b.problems));
+  auto created = co_await svc->create(std::move(b.patch));
+  if (!created) co_return service_problem(created.error());
+  co_return json_response(201, dump(schedule_json(*created)));
 }
 
 net::awaitable<api_response> route_list(schedule_service* svc, request_context) {
   json out = {{"schedules", json::array()}};
-  for (const auto& v : co_await svc->list()) out["schedules"].push_back(view_json(v));
-  co_return json_response(200, out.dump());
+  for (const auto& v : co_await svc->list()) out["schedules"].push_back(schedule_json(v));
+  co_return json_response(200, dump(out));
 }
 
 net::awaitable<api_response> route_get(schedule_service* svc, request_context ctx) {
@@ -99,29 +98,29 @@ net::awaitable<api_response> route_get(schedule_service* svc, request_context ct
   if (!id) co_return no_schedule(ctx.params[0]);
   auto v = co_await svc->get(*id);
   if (!v) co_return no_schedule(ctx.params[0]);
-  co_return json_response(200, view_json(*v).dump());
+  co_return json_response(200, dump(schedule_json(*v)));
 }
 
 net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!o->tokens.empty() && !token_accepted(ctx.authorization, o->tokens))
-    co_return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>");
+  if (!authorized(*o, ctx)) co_return unauthorized();
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   auto b = read_body(ctx.body, o->limits, false);
-  if (!b.problems.empty()) co_return problems_response(b.problems, "");
+  if (!b.problems.empty()) co_return problems_response(std::move(b.problems));
   auto updated = co_await svc->update(*id, std::move(b.patch));
-  if (!updated) co_return no_schedule(ctx.params[0]);
-  if (!*updated) co_return problems_response(updated->error(), "");
-  co_return json_response(200, view_json(**updated).dump());
+  if (!updated) {
+    if (updated.error().kind == service_errc::not_found) co_return no_schedule(ctx.params[0]);
+    co_return service_problem(updated.error());
+  }
+  co_return json_response(200, dump(schedule_json(*updated)));
 }
 
 net::awaitable<api_response> route_delete(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!o->tokens.empty() && !token_accepted(ctx.authorization, o->tokens))
-    co_return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>");
+  if (!authorized(*o, ctx)) co_return unauthorized();
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   if (!co_await svc->remove(*id)) co_return no_schedule(ctx.params[0]);
-  co_return json_response(200, json{{"deleted", *id}}.dump());
+  co_return json_response(200, dump(json{{"deleted", *id}}));
 }
 
 net::awaitable<api_response> route_history(schedule_service* svc, request_context ctx) {
@@ -131,17 +130,21 @@ net::awaitable<api_response> route_history(schedule_service* svc, request_contex
   if (!h) co_return no_schedule(ctx.params[0]);
   json out = {{"schedule", *id}, {"runs", json::array()}};
   for (const auto& f : *h) {
-    json held = json::object();
-    for (const auto& [pid, ok] : f.held) held[pid] = ok;
+    json held = json::object(), outcomes = json::object();
+    for (const auto& p : f.predictions) {
+      held[p.id] = p.outcome == audit::prediction_outcome::held;
+      outcomes[p.id] = std::string(audit::to_string(p.outcome));
+    }
     out["runs"].push_back({{"audit", f.job.id},
-                           {"status", f.job.status},
+                           {"status", std::string(audit::to_string(f.job.status))},
                            {"created_at", f.job.created_at},
                            {"finished_at", f.job.finished_at},
                            {"valid", f.valid},
                            {"predictions_held", held},
+                           {"predictions", outcomes},
                            {"report", "/v1/audits/" + std::to_string(f.job.id) + "/report"}});
   }
-  co_return json_response(200, out.dump());
+  co_return json_response(200, dump(out));
 }
 
 }  // namespace

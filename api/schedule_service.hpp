@@ -9,42 +9,36 @@
 
 #include "audit/expected.hpp"
 #include "audit/spec.hpp"
-#include "audit_service.hpp"
+#include "audit/states.hpp"
+#include "service_error.hpp"
+#include "storage/records.hpp"
 
 namespace logitaudit::api {
 
-struct schedule_view {
-  std::int64_t id = 0;
-  std::string cron, timezone, missed, created_at;
-  bool enabled = true;
-  std::string spec_json;  // canonical spec JSON
-  std::optional<std::int64_t> next_fire_unix, last_fire_unix;
-};
-
-// A change to a schedule; absent members stay as they are.
+// A new schedule, or a change to one (absent members stay as they are).
 struct schedule_patch {
-  std::optional<std::string> cron, timezone, missed;
+  std::optional<std::string> cron, timezone;
+  std::optional<audit::missed_fire_policy> missed;
   std::optional<bool> enabled;
   std::optional<audit::audit_spec> spec;
 };
 
 struct schedule_fire {
-  job_summary job;
-  bool valid = false;                                  // findings valid (controls diverged)
-  std::vector<std::pair<std::string, bool>> held;      // prediction id -> held
+  storage::job_record job;
+  bool valid = false;  // findings valid (controls diverged)
+  std::vector<storage::prediction_record> predictions;
 };
 
 class schedule_service {
  public:
   virtual ~schedule_service() = default;
-  // Creates (id 0 in the result's absence) or fails with problems that name their fields.
-  virtual boost::asio::awaitable<expected<schedule_view, std::vector<audit::spec_problem>>> create(
-      std::string cron, std::string timezone, bool enabled, std::string missed, audit::audit_spec spec) = 0;
-  virtual boost::asio::awaitable<std::vector<schedule_view>> list() = 0;
-  virtual boost::asio::awaitable<std::optional<schedule_view>> get(std::int64_t id) = 0;
-  // nullopt: no such schedule.
-  virtual boost::asio::awaitable<std::optional<expected<schedule_view, std::vector<audit::spec_problem>>>> update(
-      std::int64_t id, schedule_patch patch) = 0;
+  // `patch` must carry cron and spec. Errors: invalid (each problem naming its field).
+  virtual boost::asio::awaitable<expected<storage::schedule_record, service_error>> create(schedule_patch patch) = 0;
+  virtual boost::asio::awaitable<std::vector<storage::schedule_record>> list() = 0;
+  virtual boost::asio::awaitable<std::optional<storage::schedule_record>> get(std::int64_t id) = 0;
+  // Errors: not_found, invalid.
+  virtual boost::asio::awaitable<expected<storage::schedule_record, service_error>> update(std::int64_t id,
+                                                                                          schedule_patch patch) = 0;
   virtual boost::asio::awaitable<bool> remove(std::int64_t id) = 0;
   // The jobs it fired, newest first; nullopt: no such schedule.
   virtual boost::asio::awaitable<std::optional<std::vector<schedule_fire>>> history(std::int64_t id) = 0;

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "clients/api_registry.hpp"
+
 namespace logitaudit::api {
 namespace {
 
@@ -169,7 +171,7 @@ expected<audit::audit_spec, std::vector<spec_problem>> parse_spec(std::string_vi
                                                                   const audit::spec_limits& limits) {
   auto s = read_spec(text);
   if (!s) return s;
-  auto invalid = audit::validate(*s, limits);
+  auto invalid = audit::validate(*s, limits, clients::api_kinds().names());
   if (!invalid.empty()) return unexpected{std::move(invalid)};
   return s;
 }
@@ -240,11 +242,21 @@ std::string spec_to_json(const audit::audit_spec& s) {
 
 std::string findings_to_json(const audit::findings& f) {
   auto tally = [](const audit::condition_tally& t) {
-    return json{{"condition", t.condition},       {"kind", std::string(audit::to_string(t.kind))},
-                {"concurrency", t.concurrency},   {"seeded", t.seeded},
-                {"control", t.control()},         {"n", t.n},
-                {"logit_identical", t.logit_identical}, {"token_identical", t.token_identical},
-                {"failed", t.failed}};
+    json j{{"condition", t.condition},       {"kind", std::string(audit::to_string(t.kind))},
+           {"concurrency", t.concurrency},   {"seeded", t.seeded},
+           {"control", t.control()},         {"n", t.n},
+           {"logit_identical", t.logit_identical}, {"token_identical", t.token_identical},
+           {"failed", t.failed},             {"flagged", t.flagged},
+           {"flag", std::string(audit::to_string(audit::flag_of(t.kind)))}};
+    if (t.bursts)
+      j["batching"] = {{"bursts", t.bursts->bursts},
+                       {"batched", t.bursts->batched},
+                       {"width", t.bursts->width},
+                       {"expected", t.bursts->expected},
+                       {"median_measured", t.bursts->median_measured ? json(*t.bursts->median_measured) : json(nullptr)},
+                       {"measured_by", std::string(audit::to_string(t.bursts->measured_by))},
+                       {"median_overlap", t.bursts->median_overlap}};
+    return j;
   };
   json j;
   j["valid"] = f.valid;
@@ -260,13 +272,19 @@ std::string findings_to_json(const audit::findings& f) {
   j["findings"] = f.sentences;
   j["predictions"] = json::array();
   for (const auto& p : f.predictions)
-    j["predictions"].push_back({{"id", p.claim.id}, {"statement", p.claim.statement}, {"held", p.held},
+    j["predictions"].push_back({{"id", p.claim.id}, {"statement", p.claim.statement}, {"held", p.held()},
+                                {"outcome", std::string(audit::to_string(p.outcome))},
                                 {"conditions", p.claim.conditions},
-                                {"k", p.k}, {"n", p.n}, {"at_least", p.claim.at_least},
+                                {"k", p.k}, {"n", p.n}, {"flagged", p.flagged}, {"at_least", p.claim.at_least},
                                 {"level", p.claim.level == audit::identity_level::logit ? "logit" : "token"},
                                 {"expect", p.claim.expect == audit::expectation::identical ? "identical" : "diverges"}});
   j["failed_runs"] = f.failed_runs;
+  j["flagged_runs"] = f.flagged_runs;
   j["fingerprint_changes"] = f.fingerprint_changes;
+  j["evidence_thresholds"] = {{"min_batching", f.thresholds.min_batching},
+                              {"min_overlap", f.thresholds.min_overlap},
+                              {"require_server_measure", f.thresholds.require_server_measure},
+                              {"min_reused_tokens", f.thresholds.min_reused_tokens}};
   return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
@@ -284,6 +302,18 @@ std::optional<audit::findings> findings_from_json(std::string_view text) {
       c.logit_identical = t.at("logit_identical").get<int>();
       c.token_identical = t.at("token_identical").get<int>();
       c.failed = t.at("failed").get<int>();
+      c.flagged = t.value("flagged", 0);
+      if (auto b = t.find("batching"); b != t.end() && b->is_object()) {
+        audit::burst_summary s;
+        s.bursts = b->at("bursts").get<int>();
+        s.batched = b->at("batched").get<int>();
+        s.width = b->at("width").get<int>();
+        s.expected = b->at("expected").get<double>();
+        if (!b->at("median_measured").is_null()) s.median_measured = b->at("median_measured").get<double>();
+        s.measured_by = audit::parse_concurrency_measure(b->at("measured_by").get<std::string>()).value();
+        s.median_overlap = b->at("median_overlap").get<double>();
+        c.bursts = s;
+      }
       return c;
     };
     audit::findings f;
@@ -302,13 +332,25 @@ std::optional<audit::findings> findings_from_json(std::string_view text) {
       r.claim.at_least = p.at("at_least").get<double>();
       r.claim.level = p.at("level") == "logit" ? audit::identity_level::logit : audit::identity_level::token;
       r.claim.expect = p.at("expect") == "identical" ? audit::expectation::identical : audit::expectation::diverges;
-      r.held = p.at("held").get<bool>();
       r.k = p.at("k").get<int>();
       r.n = p.at("n").get<int>();
+      r.flagged = p.value("flagged", 0);
+      // Written before outcomes existed: held, or failed (undecided when nothing was counted).
+      r.outcome = p.contains("outcome") ? audit::parse_prediction_outcome(p.at("outcome").get<std::string>()).value()
+                  : p.at("held").get<bool>() ? audit::prediction_outcome::held
+                  : r.n == 0                 ? audit::prediction_outcome::undecided
+                                             : audit::prediction_outcome::failed;
       f.predictions.push_back(std::move(r));
     }
     f.failed_runs = j.at("failed_runs").get<int>();
+    f.flagged_runs = j.value("flagged_runs", 0);
     f.fingerprint_changes = j.at("fingerprint_changes").get<std::vector<std::string>>();
+    if (auto t = j.find("evidence_thresholds"); t != j.end() && t->is_object()) {
+      f.thresholds.min_batching = t->at("min_batching").get<double>();
+      f.thresholds.min_overlap = t->at("min_overlap").get<double>();
+      f.thresholds.require_server_measure = t->at("require_server_measure").get<bool>();
+      f.thresholds.min_reused_tokens = t->at("min_reused_tokens").get<std::int64_t>();
+    }
     return f;
   } catch (const std::exception&) {
     return std::nullopt;

@@ -17,9 +17,10 @@ namespace logitaudit::api {
 // first). Type and unknown-member problems are reported, each naming its field.
 expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec(std::string_view json);
 
-// Parses and validates a spec. A "preset" member expands first; the other members override
-// it. Unknown members, wrong types and out-of-range values are all reported at once, each
-// naming its field. Never throws on any input.
+// Parses and validates a spec (backend API kinds from clients::api_kinds()). A "preset" member
+// expands first; the other members override it. Unknown members, wrong types and
+// out-of-range values are all reported at once, each naming its field. Never throws on any
+// input.
 expected<audit::audit_spec, std::vector<audit::spec_problem>> parse_spec(std::string_view json,
                                                                          const audit::spec_limits& limits = {});
 

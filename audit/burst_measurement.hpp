@@ -1,5 +1,6 @@
-// What a burst group measured, kept with its streams as evidence: how close together the
-// requests left, how long they were all in flight, and the server's own batching figure.
+// What a burst group measured, kept with its streams as evidence that it batched: how close
+// together the requests left, how long they were all in flight, and the server's own account
+// of how many of them it processed at once.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +11,16 @@
 namespace logitaudit::audit {
 
 struct burst_measurement {
-  std::int64_t launch_spread_ns = 0;  // last write minus first write
-  std::int64_t wall_ns = 0;           // first write to last byte
-  double overlap = 0;                 // share of wall_ns with every request in flight
+  int width = 0;                       // requests in the burst
+  std::int64_t server_slots = -1;      // the server's slots when the job began; -1: not reported
+  std::int64_t launch_spread_ns = 0;   // last write minus first write
+  std::int64_t wall_ns = 0;            // first write to last byte
+  double overlap = 0;                  // share of wall_ns with every request in flight
   std::optional<double> busy_slots_per_decode;  // llama.cpp --metrics, during the burst
+  std::optional<double> timed_concurrency;      // the members' own server times over wall_ns
   std::vector<std::string> warnings;
+
+  bool operator==(const burst_measurement&) const = default;
 };
 
 }  // namespace logitaudit::audit

@@ -1,4 +1,4 @@
-// Tallies, controls, predictions and the sentences of the findings.
+// Tallies, evidence, controls, predictions and the sentences of the findings.
 #include "findings.hpp"
 
 #include <algorithm>
@@ -26,11 +26,15 @@ std::string fixed(double v, int digits) {
   return b;
 }
 
+std::string plural(int n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
 const condition* find_condition(const audit_spec& spec, const std::string& name) {
   for (const auto& c : spec.conditions)
     if (c.name == name) return &c;
   return nullptr;
 }
+
+bool is_burst_kind(condition_kind k) { return k == condition_kind::concurrent || k == condition_kind::cross_batch; }
 
 condition_tally empty_tally(const condition& c) {
   condition_tally t;
@@ -42,13 +46,45 @@ condition_tally empty_tally(const condition& c) {
 }
 
 void count(condition_tally& t, const run_verdict& v) {
-  if (v.failed) {
-    ++t.failed;
-    return;
+  if (v.failed) ++t.failed;
+  else if (v.flag != evidence_flag::none) ++t.flagged;
+  else if (v.result) {
+    ++t.n;
+    t.logit_identical += v.result->logit_identical;
+    t.token_identical += v.result->token_identical;
   }
-  ++t.n;
-  t.logit_identical += v.result->logit_identical;
-  t.token_identical += v.result->token_identical;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// The batching evidence of one condition's bursts (on one backend, or all when `backend` is empty).
+burst_summary summarize_bursts(const audit_plan& plan, const findings& f, const evaluation_evidence& ev,
+                               const condition& c, const std::string& backend) {
+  burst_summary s;
+  s.width = c.concurrency;
+  std::vector<double> measured, overlap, expected;
+  for (const auto& g : plan.groups) {
+    if (g.condition != c.name || (!backend.empty() && g.backend != backend)) continue;
+    auto v = f.bursts.find(g.index);
+    if (v == f.bursts.end()) continue;
+    ++s.bursts;
+    s.batched += v->second.batched;
+    expected.push_back(v->second.expected);
+    if (v->second.measured) {
+      measured.push_back(*v->second.measured);
+      s.measured_by = v->second.measured_by;
+    }
+    if (auto m = ev.bursts.find(g.index); m != ev.bursts.end()) overlap.push_back(m->second.overlap);
+  }
+  if (!measured.empty()) s.median_measured = median(measured);
+  s.median_overlap = median(overlap);
+  s.expected = median(expected);
+  return s;
 }
 
 struct sums {
@@ -60,19 +96,65 @@ struct sums {
   }
 };
 
-void write_sentences(const audit_spec& spec, findings& f) {
+// "concurrency", "concurrency and cache reuse", "concurrency, cross-batch and cache reuse".
+std::string kinds_phrase(const std::vector<condition_kind>& kinds) {
+  std::vector<std::string> names;
+  for (auto k : {condition_kind::concurrent, condition_kind::cross_batch, condition_kind::cache_reuse})
+    if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
+      names.push_back(k == condition_kind::concurrent ? "concurrency" : k == condition_kind::cross_batch ? "cross-batch" : "cache reuse");
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+void write_evidence_sentences(const audit_plan& plan, findings& f) {
+  for (const auto& t : f.pooled) {
+    if (t.flagged == 0) continue;
+    std::string reason;
+    for (const auto& v : f.verdicts)
+      if (v.condition == t.condition && v.flag != evidence_flag::none) {
+        reason = v.flag_reason;
+        break;
+      }
+    if (flag_of(t.kind) == evidence_flag::not_batched) {
+      int bursts = 0, unbatched = 0;
+      for (const auto& g : plan.groups)
+        if (g.condition == t.condition)
+          if (auto b = f.bursts.find(g.index); b != f.bursts.end()) {
+            ++bursts;
+            unbatched += !b->second.batched;
+          }
+      f.sentences.push_back("Batching: " + t.condition + " did not batch in " + std::to_string(unbatched) + " of " +
+                            plural(bursts, "burst") + " (" + reason + "); its " + plural(t.flagged, "stream") +
+                            " are counted apart, never as having survived " +
+                            (t.kind == condition_kind::cross_batch ? "cross-batching." : "concurrency."));
+    } else {
+      f.sentences.push_back("Cache reuse: " + std::to_string(t.flagged) + " of " +
+                            plural(t.flagged + t.n + t.failed, "stream") + " of " + t.condition +
+                            " reused no cached prompt (" + reason +
+                            "); they are counted apart, never as having survived cache reuse.");
+    }
+  }
+}
+
+void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f) {
   sums serial, context, seeded_conc, controls;
+  std::vector<condition_kind> context_kinds;
   std::vector<const condition_tally*> greedy_levels;
   for (const auto& t : f.pooled) {
     if (t.kind == condition_kind::repeat) serial.add(t);
     else if (t.control()) controls.add(t);
     else if (t.kind == condition_kind::concurrent && t.seeded) seeded_conc.add(t);
-    else if (!t.seeded) context.add(t);
+    else if (!t.seeded) {
+      context.add(t);
+      if (t.n > 0) context_kinds.push_back(t.kind);
+    }
     if (t.kind == condition_kind::concurrent && !t.seeded) greedy_levels.push_back(&t);
   }
   double min_flip_margin = INFINITY;
   for (const auto& v : f.verdicts)
-    if (!v.failed && v.result && v.result->baseline_margin_at_flip) {
+    if (v.counted() && v.result->baseline_margin_at_flip) {
       const auto* c = find_condition(spec, v.condition);
       if (c && !is_control(c->kind) && !c->seeded) min_flip_margin = std::min(min_flip_margin, *v.result->baseline_margin_at_flip);
     }
@@ -84,7 +166,7 @@ void write_sentences(const audit_spec& spec, findings& f) {
                 (serial.logit == serial.n ? "; run solo with a fixed prompt, parameters and seed, the numbers repeat exactly."
                                           : "; even solo repeats moved, so nothing else in this table can be pinned on load."));
   if (context.n > 0) {
-    s.push_back("Execution context: under concurrency, cross-batch and cache reuse, " + pct(context.logit, context.n) +
+    s.push_back("Execution context: under " + kinds_phrase(context_kinds) + ", " + pct(context.logit, context.n) +
                 " of greedy streams were logit-identical and " + pct(context.token, context.n) + " token-identical" +
                 (context.logit < context.n && context.token > context.logit ? "; same text is not same logprobs." : "."));
     if (context.token == context.n)
@@ -104,19 +186,24 @@ void write_sentences(const audit_spec& spec, findings& f) {
   if (!greedy_levels.empty()) {
     std::sort(greedy_levels.begin(), greedy_levels.end(),
               [](auto* a, auto* b) { return a->concurrency < b->concurrency; });
-    std::string levels;
+    std::string levels, unbatched;
     int threshold = -1;
     for (const auto* t : greedy_levels) {
-      if (t->n == 0) continue;
+      if (t->n == 0) {
+        if (t->flagged > 0) unbatched += (unbatched.empty() ? "" : ", ") + std::string("C=") + std::to_string(t->concurrency);
+        continue;
+      }
       levels += (levels.empty() ? "" : ", ") + std::string("C=") + std::to_string(t->concurrency) + " " +
                 fixed(100.0 * t->logit_identical / t->n, 0) + "%";
       if (threshold < 0 && t->logit_identical == 0) threshold = t->concurrency;
     }
     if (!levels.empty())
       s.push_back("Concurrency threshold: logit identity by burst width: " + levels + "; " +
-                  (threshold > 0 ? "from C=" + std::to_string(threshold) + " on, no stream was logit-identical."
-                                 : "no level lost logit identity entirely."));
+                  (threshold > 0 ? "from C=" + std::to_string(threshold) + " on, no stream was logit-identical"
+                                 : "no level lost logit identity entirely") +
+                  (unbatched.empty() ? "." : "; " + unbatched + " did not batch and tell nothing about it."));
   }
+  write_evidence_sentences(plan, f);
   if (controls.n > 0)
     s.push_back("Positive controls: " + std::to_string(controls.n - controls.token) + "/" + std::to_string(controls.n) +
                 " diverged at the token level and " + std::to_string(controls.n - controls.logit) + "/" +
@@ -127,9 +214,43 @@ void write_sentences(const audit_spec& spec, findings& f) {
 
 }  // namespace
 
+evidence_flag flag_of(condition_kind k) {
+  switch (k) {
+    case condition_kind::concurrent:
+    case condition_kind::cross_batch: return evidence_flag::not_batched;
+    case condition_kind::cache_reuse: return evidence_flag::not_reused;
+    case condition_kind::repeat:
+    case condition_kind::control_prompt:
+    case condition_kind::control_seed:
+    case condition_kind::control_temperature: return evidence_flag::none;
+  }
+  return evidence_flag::none;
+}
+
+std::string_view to_string(prediction_outcome o) {
+  switch (o) {
+    case prediction_outcome::held: return "held";
+    case prediction_outcome::failed: return "failed";
+    case prediction_outcome::undecided: return "undecided";
+  }
+  return "?";
+}
+
+std::optional<prediction_outcome> parse_prediction_outcome(std::string_view s) {
+  for (auto o : {prediction_outcome::held, prediction_outcome::failed, prediction_outcome::undecided})
+    if (to_string(o) == s) return o;
+  return std::nullopt;
+}
+
+prediction_outcome decide(const prediction& p, int k, int n) {
+  if (n == 0) return prediction_outcome::undecided;
+  return static_cast<double>(k) >= p.at_least * n - 1e-9 ? prediction_outcome::held : prediction_outcome::failed;
+}
+
 findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
-                  const std::map<std::string, backend_fingerprints>& fingerprints) {
+                  const evaluation_evidence& ev) {
   findings f;
+  f.thresholds = ev.thresholds;
   for (const auto& b : spec.backends) f.backends.push_back(b.name);
 
   // Index the observations by (group, request).
@@ -153,6 +274,18 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     }
   }
 
+  // Every burst that ran is judged: did the server batch it?
+  for (const auto& g : plan.groups) {
+    if (g.mode != group_mode::burst) continue;
+    bool ran = false;
+    for (std::size_t r = 0; r < g.requests.size(); ++r)
+      if (auto it = seen.find({g.index, r}); it != seen.end() && it->second->stream) ran = true;
+    if (!ran) continue;
+    if (auto m = ev.bursts.find(g.index); m != ev.bursts.end()) f.bursts[g.index] = judge_burst(m->second, ev.thresholds);
+    else f.bursts[g.index] = burst_verdict{false, 0, 0, std::nullopt, concurrency_measure::none, 0,
+                                           "no measurement of this burst was stored"};
+  }
+
   for (const auto& g : plan.groups) {
     if (g.is_baseline) continue;
     for (std::size_t r = 0; r < g.requests.size(); ++r) {
@@ -172,9 +305,24 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
         v.failed = true;
         v.error = b.error;
       } else {
-        v.result = compare_streams(*b.stream, b.digests, *it->second->stream, digest(*it->second->stream));
+        const auto& stream = *it->second->stream;
+        v.result = compare_streams(*b.stream, b.digests, stream, digest(stream));
+        if (is_burst_kind(g.kind)) {
+          const auto& bv = f.bursts.at(g.index);
+          if (!bv.batched) {
+            v.flag = evidence_flag::not_batched;
+            v.flag_reason = bv.reason;
+          }
+        } else if (g.kind == condition_kind::cache_reuse) {
+          const auto rv = judge_cache_reuse(stream, ev.thresholds);
+          if (!rv.reused) {
+            v.flag = evidence_flag::not_reused;
+            v.flag_reason = rv.reason;
+          }
+        }
       }
       f.failed_runs += v.failed;
+      f.flagged_runs += v.flag != evidence_flag::none;
       f.verdicts.push_back(std::move(v));
     }
   }
@@ -185,10 +333,12 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
       condition_tally t = empty_tally(c);
       for (const auto& v : f.verdicts)
         if (v.condition == c.name && v.backend == b.name) count(t, v);
+      if (is_burst_kind(c.kind)) t.bursts = summarize_bursts(plan, f, ev, c, b.name);
       f.per_backend[b.name].push_back(t);
     }
     for (const auto& v : f.verdicts)
       if (v.condition == c.name) count(pooled, v);
+    if (is_burst_kind(c.kind)) pooled.bursts = summarize_bursts(plan, f, ev, c, "");
     f.pooled.push_back(pooled);
   }
 
@@ -215,19 +365,21 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     pr.claim = p;
     const std::set<std::string> names(p.conditions.begin(), p.conditions.end());
     for (const auto& v : f.verdicts) {
-      if (v.failed || !names.count(v.condition)) continue;
+      if (!names.count(v.condition)) continue;
+      if (!v.failed && v.flag != evidence_flag::none) ++pr.flagged;
+      if (!v.counted()) continue;
       ++pr.n;
       const bool identical = p.level == identity_level::logit ? v.result->logit_identical : v.result->token_identical;
       pr.k += identical == (p.expect == expectation::identical);
     }
-    pr.held = pr.n > 0 && static_cast<double>(pr.k) >= p.at_least * pr.n - 1e-9;
+    pr.outcome = decide(p, pr.k, pr.n);
     f.predictions.push_back(pr);
   }
 
-  for (const auto& [name, fp] : fingerprints)
+  for (const auto& [name, fp] : ev.fingerprints)
     for (const auto& field : fingerprint_differences(fp.before, fp.after)) f.fingerprint_changes.push_back(name + ": " + field);
 
-  write_sentences(spec, f);
+  write_sentences(spec, plan, f);
   if (!f.fingerprint_changes.empty())
     f.sentences.push_back("Backend changed during the job: " + std::to_string(f.fingerprint_changes.size()) +
                           " fingerprint field(s) differ between start and end; compare streams across that change with care.");

@@ -1,6 +1,8 @@
-// Verdicts and findings: every stream judged against its baseline, tallied per condition
-// (pooled and per backend), the positive controls checked, the pre-registered predictions
-// evaluated, and one sentence per finding computed from the data.
+// Verdicts and findings: every stream judged against its baseline, and against the evidence
+// that its condition happened (a burst that batched, a cache that was reused); tallied per
+// condition (pooled and per backend) with the streams that lack that evidence counted apart;
+// the positive controls checked; the pre-registered predictions evaluated; and one sentence
+// per finding computed from the data.
 #pragma once
 
 #include <map>
@@ -8,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "burst_measurement.hpp"
 #include "compare.hpp"
+#include "evidence.hpp"
 #include "fingerprint.hpp"
 #include "logit_stream.hpp"
 #include "plan.hpp"
@@ -29,9 +33,24 @@ struct run_verdict {
   std::size_t request = 0;
   std::string backend;
   std::string condition;
-  bool failed = false;       // failed itself, or its baseline failed: kept out of every tally
+  bool failed = false;  // failed itself, or its baseline failed: kept out of every tally
   std::string error;
-  std::optional<comparison> result;  // for compared, judged runs
+  std::optional<comparison> result;  // for compared runs whose stream and baseline exist
+  evidence_flag flag = evidence_flag::none;  // judged, but its condition did not happen: counted apart
+  std::string flag_reason;
+  // Counted in its condition's tallies and in the predictions.
+  bool counted() const { return !failed && result && flag == evidence_flag::none; }
+};
+
+// The batching evidence of a concurrent or cross-batch condition: medians over its bursts.
+struct burst_summary {
+  int bursts = 0;
+  int batched = 0;
+  int width = 0;
+  double expected = 0;                   // requests the server could batch at once
+  std::optional<double> median_measured;  // busy slots per decode (or timed concurrency)
+  concurrency_measure measured_by = concurrency_measure::none;
+  double median_overlap = 0;
 };
 
 struct condition_tally {
@@ -39,23 +58,48 @@ struct condition_tally {
   condition_kind kind = condition_kind::repeat;
   int concurrency = 1;
   bool seeded = false;
-  int n = 0;                 // judged streams
+  int n = 0;  // counted streams
   int logit_identical = 0;
   int token_identical = 0;
-  int failed = 0;            // kept out of n
+  int failed = 0;   // kept out of n
+  int flagged = 0;  // not_batched / not_reused: kept out of n
+  std::optional<burst_summary> bursts;  // concurrent and cross-batch conditions
   bool control() const { return is_control(kind); }
 };
 
+// The flag a condition's streams get when their condition did not happen.
+evidence_flag flag_of(condition_kind k);
+
+enum class prediction_outcome {
+  held,
+  failed,
+  undecided,  // no counted stream: nothing to decide it on (every one failed or was flagged)
+};
+std::string_view to_string(prediction_outcome o);
+std::optional<prediction_outcome> parse_prediction_outcome(std::string_view s);
+
 struct prediction_result {
   prediction claim;
-  int k = 0;  // streams matching the expectation
-  int n = 0;  // judged streams of the named conditions
-  bool held = false;
+  int k = 0;        // counted streams matching the expectation
+  int n = 0;        // counted streams of the named conditions
+  int flagged = 0;  // streams of those conditions counted apart
+  prediction_outcome outcome = prediction_outcome::undecided;
+  bool held() const { return outcome == prediction_outcome::held; }
 };
+
+// The outcome of a prediction from its counts (shared with the independent verifier).
+prediction_outcome decide(const prediction& p, int k, int n);
 
 struct backend_fingerprints {
   backend_fingerprint before;
   backend_fingerprint after;
+};
+
+// Everything besides the streams that the judgement reads.
+struct evaluation_evidence {
+  std::map<std::size_t, burst_measurement> bursts;  // by group index; a burst without one is not batched
+  std::map<std::string, backend_fingerprints> fingerprints;
+  evidence_thresholds thresholds;
 };
 
 struct findings {
@@ -63,17 +107,20 @@ struct findings {
   std::vector<condition_tally> pooled;  // in spec order
   std::map<std::string, std::vector<condition_tally>> per_backend;
   std::vector<run_verdict> verdicts;
+  std::map<std::size_t, burst_verdict> bursts;  // by group index
   std::vector<prediction_result> predictions;
   std::vector<std::string> sentences;
   bool valid = true;
   std::string invalid_reason;  // "comparator vacuous: ..." when a control came out identical
   int failed_runs = 0;
+  int flagged_runs = 0;
   std::vector<std::string> fingerprint_changes;  // "backend: field" changed during the job
+  evidence_thresholds thresholds;
 };
 
 // Judges every observed run of `plan`. Pure: the same inputs give the same findings.
 findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
-                  const std::map<std::string, backend_fingerprints>& fingerprints = {});
+                  const evaluation_evidence& evidence = {});
 
 // The canonical text of a spec's predictions and its XXH3-64 (hex): what is registered,
 // with a time, before the first request.

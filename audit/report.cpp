@@ -12,15 +12,27 @@ std::string cell(int k, int n) {
   return b;
 }
 
+std::string fixed(double v, int digits) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+
 std::string pad(std::string s, std::size_t w) {
   if (s.size() < w) s.append(w - s.size(), ' ');
   return s;
 }
 
+std::string flag_words(const condition_tally& t) {
+  return std::to_string(t.flagged) + " " + (flag_of(t.kind) == evidence_flag::not_reused ? "not reused" : "not batched");
+}
+
 std::string note(const condition_tally& t) {
   if (t.control()) return t.logit_identical == 0 && t.token_identical == 0 ? "<- control: diverged" : "<- CONTROL IDENTICAL";
-  if (t.failed) return "(" + std::to_string(t.failed) + " failed, not counted)";
-  return "";
+  std::string apart;
+  if (t.failed) apart = std::to_string(t.failed) + " failed";
+  if (t.flagged) apart += (apart.empty() ? "" : ", ") + flag_words(t);
+  return apart.empty() ? "" : "(" + apart + ", not counted)";
 }
 
 void table_text(std::string& out, const std::vector<condition_tally>& rows) {
@@ -32,6 +44,62 @@ void table_text(std::string& out, const std::vector<condition_tally>& rows) {
 
 const char* level_name(identity_level l) { return l == identity_level::logit ? "logit" : "token"; }
 const char* expect_name(expectation e) { return e == expectation::identical ? "identical" : "diverges"; }
+
+std::string outcome_word(const prediction_result& p) {
+  switch (p.outcome) {
+    case prediction_outcome::held: return "HELD     ";
+    case prediction_outcome::failed: return "FAILED   ";
+    case prediction_outcome::undecided: return "UNDECIDED";
+  }
+  return "?";
+}
+
+std::string measure_name(concurrency_measure m) {
+  switch (m) {
+    case concurrency_measure::busy_slots_per_decode: return "busy slots/decode";
+    case concurrency_measure::server_timings: return "timed concurrency";
+    case concurrency_measure::none: return "not measured";
+  }
+  return "?";
+}
+
+std::string measured_cell(const burst_summary& b) {
+  if (!b.median_measured) return "not measured";
+  return measure_name(b.measured_by) + " " + fixed(*b.median_measured, 2) + " of " + fixed(b.expected, 0);
+}
+
+std::string overlap_cell(const burst_summary& b) { return fixed(100 * b.median_overlap, 0) + "%"; }
+
+bool any_bursts(const std::vector<condition_tally>& rows) {
+  for (const auto& t : rows)
+    if (t.bursts && t.bursts->bursts > 0) return true;
+  return false;
+}
+
+void evidence_text(std::string& out, const std::vector<condition_tally>& rows) {
+  out += " " + pad("condition", 26) + pad("width", 7) + pad("batched", 9) + pad("server concurrency (median)", 37) +
+         "overlap\n";
+  for (const auto& t : rows) {
+    if (!t.bursts || t.bursts->bursts == 0) continue;
+    const auto& b = *t.bursts;
+    out += " " + pad(t.condition, 26) + pad(std::to_string(b.width), 7) +
+           pad(std::to_string(b.batched) + "/" + std::to_string(b.bursts), 9) + pad(measured_cell(b), 37) +
+           overlap_cell(b) + "\n";
+  }
+}
+
+std::string thresholds_line(const evidence_thresholds& t) {
+  return "a burst batched when its server concurrency reached 1 + " + fixed(t.min_batching, 2) +
+         " x (expected - 1) and all its requests were in flight together for " + fixed(100 * t.min_overlap, 0) +
+         "% of it (evidence.min_batching, evidence.min_overlap)";
+}
+
+std::string prediction_counts(const prediction_result& p) {
+  std::string s = std::string(level_name(p.claim.level)) + " " + expect_name(p.claim.expect) + " " + std::to_string(p.k) + "/" +
+                  std::to_string(p.n) + ", needed " + std::to_string(static_cast<int>(p.claim.at_least * 100 + 0.5)) + "%";
+  if (p.flagged) s += "; " + std::to_string(p.flagged) + " counted apart";
+  return s;
+}
 
 }  // namespace
 
@@ -45,14 +113,16 @@ std::string render_text(const findings& f) {
       out += "\n" + b + ":\n";
       table_text(out, f.per_backend.at(b));
     }
+  if (any_bursts(f.pooled)) {
+    out += "\nBatching evidence (" + thresholds_line(f.thresholds) + "):\n";
+    evidence_text(out, f.pooled);
+  }
   out += "\nFindings:\n";
   for (std::size_t i = 0; i < f.sentences.size(); ++i) out += " " + std::to_string(i + 1) + ". " + f.sentences[i] + "\n";
   if (!f.predictions.empty()) {
     out += "\nPre-registered predictions:\n";
     for (const auto& p : f.predictions)
-      out += " " + p.claim.id + " " + (p.held ? "HELD  " : "FAILED") + " " + p.claim.statement + " (" +
-             level_name(p.claim.level) + " " + expect_name(p.claim.expect) + " " + std::to_string(p.k) + "/" +
-             std::to_string(p.n) + ", needed " + std::to_string(static_cast<int>(p.claim.at_least * 100 + 0.5)) + "%)\n";
+      out += " " + p.claim.id + " " + outcome_word(p) + " " + p.claim.statement + " (" + prediction_counts(p) + ")\n";
   }
   return out;
 }
@@ -73,26 +143,48 @@ std::string render_markdown(const findings& f) {
       out += "\n### " + b + "\n\n";
       table(f.per_backend.at(b));
     }
+  if (any_bursts(f.pooled)) {
+    out += "\n### Batching evidence\n\nMedians per burst; " + thresholds_line(f.thresholds) +
+           ".\n\n| condition | width | bursts batched | server concurrency | overlap |\n| --- | --- | --- | --- | --- |\n";
+    for (const auto& t : f.pooled) {
+      if (!t.bursts || t.bursts->bursts == 0) continue;
+      const auto& b = *t.bursts;
+      out += "| " + t.condition + " | " + std::to_string(b.width) + " | " + std::to_string(b.batched) + "/" +
+             std::to_string(b.bursts) + " | " + measured_cell(b) + " | " + overlap_cell(b) + " |\n";
+    }
+  }
   out += "\n### Findings\n\n";
   for (std::size_t i = 0; i < f.sentences.size(); ++i) out += std::to_string(i + 1) + ". " + f.sentences[i] + "\n";
   if (!f.predictions.empty()) {
     out += "\n### Pre-registered predictions\n\n| id | claim | level | expect | evidence | needed | result |\n| --- | --- | --- | --- | --- | --- | --- |\n";
     for (const auto& p : f.predictions)
       out += "| " + p.claim.id + " | " + p.claim.statement + " | " + level_name(p.claim.level) + " | " +
-             expect_name(p.claim.expect) + " | " + std::to_string(p.k) + "/" + std::to_string(p.n) + " | " +
-             std::to_string(static_cast<int>(p.claim.at_least * 100 + 0.5)) + "% | " + (p.held ? "held" : "**failed**") +
+             expect_name(p.claim.expect) + " | " + std::to_string(p.k) + "/" + std::to_string(p.n) +
+             (p.flagged ? " (" + std::to_string(p.flagged) + " counted apart)" : "") + " | " +
+             std::to_string(static_cast<int>(p.claim.at_least * 100 + 0.5)) + "% | " +
+             (p.outcome == prediction_outcome::held ? "held" : p.outcome == prediction_outcome::failed ? "**failed**" : "undecided") +
              " |\n";
   }
   return out;
 }
 
 std::string render_csv(const findings& f) {
-  std::string out = "scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed\n";
+  std::string out =
+      "scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed,flagged,bursts,bursts_batched,"
+      "median_server_concurrency,measured_by,expected_concurrency,median_overlap\n";
   auto rows = [&](const std::string& scope, const std::vector<condition_tally>& ts) {
-    for (const auto& t : ts)
+    for (const auto& t : ts) {
       out += scope + "," + t.condition + "," + std::string(to_string(t.kind)) + "," + std::to_string(t.concurrency) + "," +
              (t.seeded ? "true" : "false") + "," + std::to_string(t.n) + "," + std::to_string(t.logit_identical) + "," +
-             std::to_string(t.token_identical) + "," + std::to_string(t.failed) + "\n";
+             std::to_string(t.token_identical) + "," + std::to_string(t.failed) + "," + std::to_string(t.flagged) + ",";
+      if (t.bursts)
+        out += std::to_string(t.bursts->bursts) + "," + std::to_string(t.bursts->batched) + "," +
+               (t.bursts->median_measured ? fixed(*t.bursts->median_measured, 4) : "") + "," +
+               std::string(to_string(t.bursts->measured_by)) + "," + fixed(t.bursts->expected, 0) + "," +
+               fixed(t.bursts->median_overlap, 4) + "\n";
+      else
+        out += ",,,,,\n";
+    }
   };
   rows("pooled", f.pooled);
   for (const auto& b : f.backends) rows(b, f.per_backend.at(b));

@@ -1,6 +1,7 @@
 // The seed-protocol preset and spec validation.
 #include "spec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -72,7 +73,7 @@ audit_spec seed_protocol(std::vector<backend_ref> backends) {
   return s;
 }
 
-std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim) {
+std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim, std::span<const std::string> api_kinds) {
   std::vector<spec_problem> p;
   auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
 
@@ -85,7 +86,11 @@ std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim) 
     const std::string f = "backends[" + std::to_string(i) + "]";
     if (b.name.empty()) add(f + ".name", "must not be empty");
     else if (!names.insert(b.name).second) add(f + ".name", "duplicate backend name '" + b.name + "'");
-    if (b.api != "llama" && b.api != "openai") add(f + ".api", "must be \"llama\" or \"openai\"");
+    if (std::find(api_kinds.begin(), api_kinds.end(), b.api) == api_kinds.end()) {
+      std::string known;
+      for (const auto& k : api_kinds) known += (known.empty() ? "" : ", ") + k;
+      add(f + ".api", "unknown API kind '" + b.api.substr(0, 64) + "' (known: " + known + ")");
+    }
     if (!b.url.empty() && !b.url.starts_with("http://")) add(f + ".url", "must start with http://");
   }
 

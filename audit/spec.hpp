@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,7 @@ struct prediction {
 struct backend_ref {
   std::string name;
   std::string url;         // empty: a backend configured in the daemon under `name`
-  std::string api = "llama";  // "llama" or "openai"
+  std::string api = "llama";  // a backend API kind (clients::api_kinds() knows them)
 
   bool operator==(const backend_ref&) const = default;
 };
@@ -100,7 +101,9 @@ struct spec_limits {
   std::size_t max_requests = 100'000;  // planned requests in one job
 };
 
-// Every problem at once; empty when the spec can run.
-std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& limits = {});
+// Every problem at once; empty when the spec can run. `api_kinds` are the backend API kinds
+// a backend may name (the programs pass clients::api_kinds().names()).
+std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& limits,
+                                   std::span<const std::string> api_kinds);
 
 }  // namespace logitaudit::audit

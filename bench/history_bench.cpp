@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   std::size_t streams = 0;
   std::int64_t last = 0;
   while (streams < target) {
-    const auto job = w.submit([&](storage::audit_store& s) { return s.create_job(nj); }).get();
+    const auto job = w.submit([&](storage::store& s) { return s.jobs().create(nj); }).get();
     std::size_t at = 0;
     for (const auto& g : plan.groups) {
       storage::group_write gw{&plan, &g, {}, std::nullopt, 1};
@@ -79,12 +79,12 @@ int main(int argc, char** argv) {
       w.enqueue_group(job, std::move(gw));
     }
     streams += runs.size();
-    w.post([job, &f, &findings_json](storage::audit_store& s) { s.finish_job(job, "done", "", f, findings_json, storage::now_utc()); });
+    w.post([job, &f, &findings_json](storage::store& s) { s.jobs().finish(job, audit::job_status::done, "", f, findings_json, storage::now_utc()); });
     last = job;
   }
   w.flush();
-  w.submit([](storage::audit_store& s) {
-     s.db().exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  w.submit([](storage::store& s) {
+     s.maintenance()->checkpoint();
      return 0;
    }).get();
   const double secs = duration<double>(steady_clock::now() - t0).count();

@@ -53,7 +53,10 @@ double write_streams(storage::db_worker& w, std::int64_t job, const audit::audit
   const auto t0 = steady_clock::now();
   *streams = 0;
   for (const auto& g : plan.groups) {
-    storage::group_write gw{&plan, &g, {}, std::nullopt, 1};
+    // A burst the server batched: 8 wide on 8 slots, as llama-server -np 8 reports it.
+    std::optional<audit::burst_measurement> burst;
+    if (!g.is_baseline) burst = audit::burst_measurement{8, 8, 120'000, 90'000'000, 0.9, 7.8, 6.9, {}};
+    storage::group_write gw{&plan, &g, {}, burst, 1};
     for (std::size_t r = 0; r < g.requests.size(); ++r)
       gw.runs.push_back({g.index, r, stream64(static_cast<std::int64_t>(g.index * 8 + r)), {}});
     *streams += g.requests.size();
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
     storage::db_worker w(db.string());
     storage::new_job j;
     j.spec_json = "{}";
-    auto job = w.submit([&](storage::audit_store& s) { return s.create_job(j); }).get();
+    auto job = w.submit([&](storage::store& s) { return s.jobs().create(j); }).get();
 
     // 1. Write rate: 2,500 groups of 8 (20,000 streams).
     auto plan = make_plan(2'501);
@@ -87,7 +90,7 @@ int main(int argc, char** argv) {
                 "streams/s (%zu commits)\n", n, secs, n / secs, w.batches_committed());
 
     // 2. Size on disk per 1000 streams (after a checkpoint, so the WAL is in the file).
-    w.submit([](storage::audit_store& s) { s.db().exec("PRAGMA wal_checkpoint(TRUNCATE)"); return 0; }).get();
+    w.submit([](storage::store& s) { s.maintenance()->checkpoint(); return 0; }).get();
     std::printf("size on disk: %.1f MB for %zu streams = %.2f MB per 1000 streams (%.0f bytes/stream)\n",
                 fs::file_size(db) / 1e6, n, fs::file_size(db) / 1e6 / (n / 1000.0),
                 static_cast<double>(fs::file_size(db)) / static_cast<double>(n));
@@ -95,7 +98,7 @@ int main(int argc, char** argv) {
     // 3. A job with `big` streams: load its findings, stored and recomputed.
     storage::new_job j2;
     j2.spec_json = "{}";
-    auto job2 = w.submit([&](storage::audit_store& s) { return s.create_job(j2); }).get();
+    auto job2 = w.submit([&](storage::store& s) { return s.jobs().create(j2); }).get();
     auto plan2 = make_plan(big / 8 + 1);
     std::size_t n2 = 0;
     const double s2 = write_streams(w, job2, plan2, &n2);
@@ -103,25 +106,26 @@ int main(int argc, char** argv) {
     audit::audit_spec spec;
     spec.backends = {{"a", "", "llama"}};
     spec.conditions = {{"concurrent_greedy_c8", audit::condition_kind::concurrent, 8, 1}};
-    w.submit([&](storage::audit_store& s) {
-       s.finish_job(job2, "done", "", audit::findings{}, std::string(4000, ' '), storage::now_utc());
+    w.submit([&](storage::store& s) {
+       s.jobs().finish(job2, audit::job_status::done, "", audit::findings{}, std::string(4000, ' '), storage::now_utc());
        return 0;
      }).get();
     auto t0 = steady_clock::now();
-    auto row = w.submit([&](storage::audit_store& s) { return s.job(job2); }).get();
+    auto row = w.submit([&](storage::store& s) { return s.jobs().get(job2); }).get();
     const double stored_ms = duration<double, std::milli>(steady_clock::now() - t0).count();
     t0 = steady_clock::now();
-    auto runs = w.submit([&](storage::audit_store& s) { return s.runs(job2); }).get();
-    std::vector<audit::observed_run> observed;
-    observed.reserve(runs.size());
-    for (const auto& r : runs) observed.push_back({r.group, r.request, audit::decode_canonical(r.encoding), {}});
+    audit::evaluation_evidence evidence;
+    auto observed = w.submit([&](storage::store& s) {
+                       for (auto& b : s.evidence().bursts(job2)) evidence.bursts[b.group] = b.measurement;
+                       return s.evidence().observations(job2);
+                     }).get();
     const double load_ms = duration<double, std::milli>(steady_clock::now() - t0).count();
     t0 = steady_clock::now();
-    auto f = audit::evaluate(spec, plan2, observed);
+    auto f = audit::evaluate(spec, plan2, observed, evidence);
     const double eval_ms = duration<double, std::milli>(steady_clock::now() - t0).count();
     std::printf("findings of that job: stored row %.2f ms; recomputed from its %zu streams: load + decode %.0f ms, "
                 "evaluate %.0f ms (%d judged)\n",
-                stored_ms, runs.size(), load_ms, eval_ms, f.pooled.empty() ? 0 : f.pooled[0].n);
+                stored_ms, observed.size(), load_ms, eval_ms, f.pooled.empty() ? 0 : f.pooled[0].n);
     (void)row;
   }
   cleanup();

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
     storage::db_worker w(db.string());
     storage::new_job j;
     j.spec_json = "{}";
-    const auto job = w.submit([&](storage::audit_store& s) { return s.create_job(j); }).get();
+    const auto job = w.submit([&](storage::store& s) { return s.jobs().create(j); }).get();
     audit::audit_plan plan;
     plan.baselines.push_back({"a", "p", {}, 0});
     const std::size_t capacity = static_cast<std::size_t>(seconds) * 20'000;
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     io.run();
     w.flush();  // everything on disk before the clock stops
     const double secs = duration<double>(steady_clock::now() - t0).count();
-    stored = w.submit([job](storage::audit_store& s) { return s.stored_groups(job).size(); }).get();
+    stored = w.submit([job](storage::store& s) { return s.evidence().stored_groups(job).size(); }).get();
     ours = static_cast<double>(stored) / secs;
     std::printf("%-44s %10.0f req/s  (%zu stored, %zu failed, %.1f s)\n", "logitaudit: send+parse+digest+SQLite", ours,
                 stored, l.failed, secs);

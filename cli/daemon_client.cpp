@@ -1,3 +1,4 @@
+// One blocking REST call per request; the daemon's errors become messages and exit codes.
 #include "daemon_client.hpp"
 
 #include "exit_codes.hpp"
@@ -57,6 +58,29 @@ json daemon_client::send_json(clients::http::verb method, const std::string& tar
   json j = json::parse(r.body, nullptr, false);
   if (j.is_discarded()) throw cli_failure(exit_server_error, "the daemon's answer to " + target + " is not JSON");
   return j;
+}
+
+std::string percent_encode(std::string_view s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string query_string(const query& q) {
+  std::string out;
+  for (const auto& [k, v] : q) out += (out.empty() ? "?" : "&") + percent_encode(k) + "=" + percent_encode(v);
+  return out;
 }
 
 }  // namespace logitaudit::cli

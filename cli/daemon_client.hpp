@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "clients/http_client.hpp"
 
@@ -39,5 +42,11 @@ class daemon_client {
 // "field: message (HTTP 400 invalid_spec)" from an error body of the daemon's shape, or the
 // raw text when it is not one.
 std::string describe_error(unsigned status, const std::string& body);
+
+// Query parameters, and their percent-encoded form: "?tag=c%2B%2B&limit=5" ("" for none).
+// Everything but RFC 3986's unreserved characters is encoded, so a value arrives as typed.
+using query = std::vector<std::pair<std::string, std::string>>;
+std::string query_string(const query& q);
+std::string percent_encode(std::string_view s);
 
 }  // namespace logitaudit::cli

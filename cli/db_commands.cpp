@@ -1,26 +1,29 @@
-// verify and db subcommands.
+// verify and db subcommands: they open an existing database through the storage interfaces.
 #include "db_commands.hpp"
 
 #include <filesystem>
 #include <iostream>
 
-#include "storage/audit_store.hpp"
+#include "exit_codes.hpp"
+#include "storage/repositories.hpp"
 #include "verify.hpp"
 
 namespace logitaudit::cli {
 namespace {
 
-std::unique_ptr<storage::audit_store> open_existing(const std::string& path) {
-  if (!std::filesystem::exists(path)) {
-    std::cerr << "logitaudit: database " << path << " does not exist\n";
-    std::exit(4);
-  }
+std::unique_ptr<storage::store> open_existing(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw cli_failure(exit_database, "database " + path + " does not exist");
   try {
-    return std::make_unique<storage::audit_store>(path);
+    return storage::open_store(path);
   } catch (const std::exception& e) {
-    std::cerr << "logitaudit: " << e.what() << "\n";
-    std::exit(4);
+    throw cli_failure(exit_database, e.what());
   }
+}
+
+storage::file_maintenance& chores_of(storage::store& s) {
+  auto* m = s.maintenance();
+  if (!m) throw cli_failure(exit_usage, s.location() + " is not a database file: this command is for SQLite files");
+  return *m;
 }
 
 }  // namespace
@@ -44,7 +47,8 @@ void add_db_commands(CLI::App& app) {
     std::cout << "verified " << r.jobs << " job(s): " << r.streams << " streams, " << r.verdicts << " verdicts, "
               << r.predictions << " predictions; " << r.problems.size() << " mismatch(es)\n";
     for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
-    std::exit(r.ok() ? 0 : 1);
+    std::cout.flush();
+    if (!r.ok()) throw cli_failure(exit_findings, "");
   });
 
   auto* db = app.add_subcommand("db", "database housekeeping");
@@ -54,9 +58,8 @@ void add_db_commands(CLI::App& app) {
   vacuum->callback([a] {
     auto store = open_existing(a->db);
     const auto before = std::filesystem::file_size(a->db);
-    store->vacuum();
+    chores_of(*store).vacuum();
     std::cout << "vacuumed " << a->db << ": " << before << " -> " << std::filesystem::file_size(a->db) << " bytes\n";
-    std::exit(0);
   });
   auto* backup = db->add_subcommand("backup", "a consistent copy through SQLite's online backup API");
   backup->add_option("db", a->db, "database file")->required();
@@ -64,21 +67,20 @@ void add_db_commands(CLI::App& app) {
   backup->callback([a] {
     auto store = open_existing(a->db);
     try {
-      store->backup(a->target);
-    } catch (const std::exception& e) {
-      std::cerr << "logitaudit: " << e.what() << "\n";
-      std::exit(4);
+      chores_of(*store).backup(a->target);
+    } catch (const storage::storage_error& e) {
+      throw cli_failure(exit_database, e.what());
     }
     std::cout << "backed up " << a->db << " to " << a->target << "\n";
-    std::exit(0);
   });
   auto* check = db->add_subcommand("check", "PRAGMA integrity_check and the schema version");
   check->add_option("db", a->db, "database file")->required();
   check->callback([a] {
     auto store = open_existing(a->db);
-    const auto r = store->integrity_check();
+    const auto r = chores_of(*store).integrity_check();
     std::cout << "integrity " << r << ", schema version " << store->schema_version() << "\n";
-    std::exit(r == "ok" ? 0 : 1);
+    std::cout.flush();
+    if (r != "ok") throw cli_failure(exit_findings, "");
   });
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "db_commands.hpp"
+#include "storage/records.hpp"
 #include "exit_codes.hpp"
 #include "remote_commands.hpp"
 #include "run_command.hpp"
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
       "logitaudit: audits whether LLM servers return bit-identical logprobs under load.\n"
       "Daemon commands talk to logitauditd (--server, $LOGITAUDIT_SERVER; token $LOGITAUDIT_TOKEN).\n"
       "Exit codes: 0 ok, 1 findings invalid or audit failed (--strict: a prediction failed), 2 usage,\n"
-      "3 daemon or backends unreachable, 4 database error, 5 request refused (4xx), 6 daemon error (5xx)."};
+      "3 daemon or backends unreachable, 4 database error, 5 request refused (4xx), 6 daemon error (5xx),\n"
+      "70 internal error."};
   app.set_version_flag("--version", std::string("logitaudit ") + LOGITAUDIT_VERSION);
   app.require_subcommand(0, 1);
   add_run_command(app);
@@ -35,6 +37,13 @@ int main(int argc, char** argv) {
   } catch (const cli_failure& e) {
     if (*e.what()) std::cerr << "logitaudit: " << e.what() << "\n";
     return e.code;
+  } catch (const logitaudit::storage::storage_error& e) {
+    std::cerr << "logitaudit: database: " << e.what() << "\n";
+    return exit_database;
+  } catch (const std::exception& e) {
+    // Anything else is a bug, not a usage error: say so, and never abort with a core dump.
+    std::cerr << "logitaudit: internal error: " << e.what() << "\n";
+    return exit_internal;
   }
   if (app.get_subcommands().empty()) std::cout << app.help();
   return exit_ok;

@@ -16,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include "audit/states.hpp"
+#include "clients/api_registry.hpp"
+#include "clients/backend.hpp"
 #include "daemon_client.hpp"
 #include "exit_codes.hpp"
 #include "table.hpp"
@@ -89,6 +92,12 @@ const CLI::Validator positive_id(
 
 std::string id_path(const char* collection, std::int64_t id) { return std::string(collection) + "/" + std::to_string(id); }
 
+std::vector<std::string> status_names() {
+  std::vector<std::string> out;
+  for (auto st : audit::kJobStatuses) out.emplace_back(audit::to_string(st));
+  return out;
+}
+
 // --- specs from a file, a preset and overrides (submit, schedule add) ----------------------
 
 struct spec_args {
@@ -108,25 +117,18 @@ void add_spec_options(CLI::App* sub, spec_args& a) {
       ->check(CLI::IsMember({"seed-protocol"}));
   sub->add_option("--backend", a.backends,
                   "a backend: NAME configured in the daemon, NAME=URL or URL (ad hoc); repeatable");
-  sub->add_option("--api", a.api, "API of ad-hoc backends")->check(CLI::IsMember({"llama", "openai"}));
+  sub->add_option("--api", a.api, "API kind of ad-hoc backends")->check(CLI::IsMember(clients::api_kinds().names()));
   sub->add_option("--n-predict", a.n_predict, "tokens per request")->check(CLI::Range(1, 1000000));
   sub->add_option("--top-k", a.top_k, "top-k logprobs per token")->check(CLI::Range(1, 1000));
   sub->add_option("--prompt", a.prompts, "replace the spec's prompts; repeatable");
   sub->add_option("--tag", a.tags, "label the audit (list --tag finds it); repeatable");
 }
 
-json backend_ref(const std::string& b, const std::string& api) {
-  json ref;
-  if (const auto eq = b.find('='); eq != std::string::npos) {
-    if (eq == 0) throw cli_failure(exit_usage, "--backend: '" + b + "' has an empty name");
-    ref = {{"name", b.substr(0, eq)}, {"url", b.substr(eq + 1)}};
-  } else if (b.starts_with("http://") || b.starts_with("https://")) {
-    std::string name = b.substr(b.find("://") + 3);
-    if (const auto slash = name.find('/'); slash != std::string::npos) name.resize(slash);
-    ref = {{"name", name}, {"url", b}};
-  } else {
-    return b;  // a name the daemon's configuration knows
-  }
+json backend_ref(const std::string& arg, const std::string& api) {
+  auto b = clients::parse_named_backend(arg);
+  if (!b) throw cli_failure(exit_usage, "--backend: " + b.error());
+  if (b->url.empty()) return b->name;  // a name the daemon's configuration knows
+  json ref = {{"name", b->name}, {"url", b->url}};
   if (!api.empty()) ref["api"] = api;
   return ref;
 }
@@ -229,13 +231,14 @@ class progress_display {
   std::chrono::steady_clock::time_point last_line_{};
 };
 
+// Follows an audit to its end with long polls: each answers when the audit ends, or after a
+// second with its progress so far.
 json wait_for(const daemon_client& c, std::int64_t id, bool show_progress) {
   progress_display progress(id, show_progress);
   for (;;) {
-    json job = c.get_json(id_path("/v1/audits", id));
+    json job = c.get_json(id_path("/v1/audits", id) + "?wait=1");
     progress.update(job);
     if (finished(text(job, "status"))) return job;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }
 
@@ -349,17 +352,16 @@ void add_list(CLI::App& app) {
   auto a = std::make_shared<list_args>();
   auto* sub = app.add_subcommand("list", "list audits, newest first");
   add_common(sub, a->common);
-  sub->add_option("--status", a->status, "only audits with this status")
-      ->check(CLI::IsMember({"queued", "running", "done", "failed", "cancelled", "interrupted"}));
+  sub->add_option("--status", a->status, "only audits with this status")->check(CLI::IsMember(status_names()));
   sub->add_option("--tag", a->tag, "only audits with this tag");
   sub->add_option("--before", a->before, "only audits older than this id (paging)")->check(positive_id);
   sub->add_option("--limit", a->limit, "at most this many (1-500)")->check(CLI::Range(1, 500));
   sub->callback([a] {
-    std::string q = "/v1/audits?limit=" + std::to_string(a->limit);
-    if (!a->status.empty()) q += "&status=" + a->status;
-    if (!a->tag.empty()) q += "&tag=" + a->tag;
-    if (a->before) q += "&before=" + std::to_string(a->before);
-    const json out = connect(a->common).get_json(q);
+    query q{{"limit", std::to_string(a->limit)}};
+    if (!a->status.empty()) q.emplace_back("status", a->status);
+    if (!a->tag.empty()) q.emplace_back("tag", a->tag);
+    if (a->before) q.emplace_back("before", std::to_string(a->before));
+    const json out = connect(a->common).get_json("/v1/audits" + query_string(q));
     if (a->common.json) return print_json(out);
     table t({"ID", "STATUS", "PROGRESS", "FAILED", "CREATED", "BACKENDS", "TAGS"});
     for (const auto& j : out["audits"])
@@ -423,22 +425,28 @@ void add_runs(CLI::App& app) {
   sub->add_option("--condition", *condition, "only this condition (baselines are 'baseline')");
   sub->add_option("--backend", *backend, "only this backend");
   sub->callback([a, condition, backend] {
-    std::string q = id_path("/v1/audits", a->id) + "/runs";
-    std::string sep = "?";
-    if (!condition->empty()) q += sep + "condition=" + *condition, sep = "&";
-    if (!backend->empty()) q += sep + "backend=" + *backend;
-    const json out = connect(a->common).get_json(q);
+    query q;
+    if (!condition->empty()) q.emplace_back("condition", *condition);
+    if (!backend->empty()) q.emplace_back("backend", *backend);
+    const json out = connect(a->common).get_json(id_path("/v1/audits", a->id) + "/runs" + query_string(q));
     if (a->common.json) return print_json(out);
-    table t({"RUN", "GROUP", "BACKEND", "CONDITION", "REP", "STATUS", "TOKENS", "LOGIT", "TOKEN", "TOKEN-DIGEST / ERROR"});
+    table t({"RUN", "GROUP", "BACKEND", "CONDITION", "REP", "STATUS", "TOKENS", "LOGIT", "TOKEN", "EVIDENCE",
+             "TOKEN-DIGEST / ERROR"});
+    int flagged = 0;
     for (const auto& r : out["runs"]) {
       const bool ok = text(r, "status") == "ok";
+      const std::string flag = r.contains("verdict") ? text(r["verdict"], "flag") : "";
+      flagged += !flag.empty() && flag != "none";
       t.add({std::to_string(r.value("id", 0)), std::to_string(r.value("group", 0)), text(r, "backend"),
              text(r, "condition"), std::to_string(r.value("replicate", 0)), text(r, "status"),
              ok ? std::to_string(r["digests"].value("tokens", 0)) : "-", verdict_cell(r, "logit_identical"),
-             verdict_cell(r, "token_identical"), ok ? text(r["digests"], "token").substr(0, 16) : text(r, "error")});
+             verdict_cell(r, "token_identical"), flag.empty() || flag == "none" ? "-" : flag,
+             ok ? text(r["digests"], "token").substr(0, 16) : text(r, "error")});
     }
     t.print(std::cout);
-    std::cout << t.size() << " runs (LOGIT/TOKEN: same or DIFF against the solo baseline; - not compared)\n";
+    std::cout << t.size() << " runs (LOGIT/TOKEN: same or DIFF against the solo baseline; - not compared)";
+    if (flagged) std::cout << "; " << flagged << " counted apart (EVIDENCE: their condition did not happen)";
+    std::cout << "\n";
   });
 }
 
@@ -514,6 +522,50 @@ void add_compare(CLI::App& app) {
   });
 }
 
+std::string fixed(const json& v, int digits) {
+  if (!v.is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v.get<double>());
+  return buf;
+}
+
+void add_bursts(CLI::App& app) {
+  auto a = std::make_shared<id_args>();
+  auto* sub = app.add_subcommand("bursts", "every burst of an audit: launch spread, overlap, the server's batching, verdict");
+  add_common(sub, a->common);
+  sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
+  sub->callback([a] {
+    const json out = connect(a->common).get_json(id_path("/v1/audits", a->id) + "/bursts");
+    if (a->common.json) return print_json(out);
+    table t({"GROUP", "BACKEND", "CONDITION", "REP", "WIDTH", "SLOTS", "SPREAD-us", "OVERLAP", "BUSY/DECODE", "TIMED-CONC",
+             "BATCHED", "WHY NOT"});
+    int unbatched = 0, judged = 0;
+    for (const auto& b : out["bursts"]) {
+      const json& v = b["verdict"];
+      std::string batched = "-", why;
+      if (v.is_object()) {
+        ++judged;
+        batched = v.value("batched", false) ? "yes" : "NO";
+        unbatched += !v.value("batched", false);
+        why = text(v, "reason");
+      }
+      t.add({std::to_string(b.value("group", 0)), text(b, "backend"), text(b, "condition"), std::to_string(b.value("replicate", 0)),
+             std::to_string(b.value("width", 0)), b["server_slots"].is_null() ? "?" : text(b, "server_slots"),
+             fixed(json(b.value("launch_spread_ns", 0) / 1000.0), 1), fixed(b["overlap"], 2), fixed(b["busy_slots_per_decode"], 2),
+             fixed(b["timed_concurrency"], 2), batched, why});
+    }
+    if (t.size() == 0) {
+      std::cout << "audit " << a->id << " has no bursts\n";
+      return;
+    }
+    t.print(std::cout);
+    std::cout << t.size() << " bursts";
+    if (judged < static_cast<int>(t.size())) std::cout << " (BATCHED is judged when the audit ends)";
+    if (unbatched) std::cout << "; " << unbatched << " did not batch: their streams are counted apart";
+    std::cout << "\n";
+  });
+}
+
 void add_cancel_and_delete(CLI::App& app) {
   auto a = std::make_shared<id_args>();
   auto* sub = app.add_subcommand("cancel", "cancel a queued or running audit (its stored runs are kept)");
@@ -522,11 +574,8 @@ void add_cancel_and_delete(CLI::App& app) {
   sub->callback([a] {
     const auto c = connect(a->common);
     json job = c.send_json(verb::post, id_path("/v1/audits", a->id) + "/cancel", nullptr);
-    // The daemon stops the job at its next request boundary; wait (briefly) to report the end.
-    for (int i = 0; i < 240 && !finished(text(job, "status")); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      job = c.get_json(id_path("/v1/audits", a->id));
-    }
+    // The daemon stops the job at its next group boundary; wait (up to a minute) for the end.
+    if (!finished(text(job, "status"))) job = c.get_json(id_path("/v1/audits", a->id) + "?wait=60");
     if (a->common.json) return print_json(job);
     std::cout << "audit " << a->id << " " << text(job, "status") << " (" << progress_cell(job)
               << " requests done; they stay stored)\n";
@@ -621,10 +670,14 @@ void add_schedule(CLI::App& app) {
     print_schedule_line(t, s);
     t.print(std::cout);
     std::cout << "missed firings: " << text(s, "missed") << "\n";
-    table runs({"AUDIT", "STATUS", "CREATED", "FINISHED", "VALID", "PREDICTIONS HELD"});
+    table runs({"AUDIT", "STATUS", "CREATED", "FINISHED", "VALID", "PREDICTIONS (+ held, - failed, ? undecided)"});
     for (const auto& r : h["runs"]) {
       std::string held;
-      for (const auto& [pid, ok] : r["predictions_held"].items()) held += (held.empty() ? "" : " ") + pid + (ok.get<bool>() ? "+" : "-");
+      const json& outcomes = r.contains("predictions") ? r["predictions"] : json::object();
+      for (const auto& [pid, o] : outcomes.items()) {
+        const std::string v = o.is_string() ? o.get<std::string>() : "";
+        held += (held.empty() ? "" : " ") + pid + (v == "held" ? "+" : v == "undecided" ? "?" : "-");
+      }
       runs.add({std::to_string(r.value("audit", 0)), text(r, "status"), text(r, "created_at"), text(r, "finished_at"),
                 r["valid"].is_boolean() ? (r["valid"].get<bool>() ? "yes" : "NO") : "-", held});
     }
@@ -654,6 +707,7 @@ void add_remote_commands(CLI::App& app) {
   add_runs(app);
   add_stream(app);
   add_compare(app);
+  add_bursts(app);
   add_cancel_and_delete(app);
   add_schedule(app);
   add_backends(app);

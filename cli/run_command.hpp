@@ -1,14 +1,39 @@
-// `logitaudit run`: an audit run in this process, without the daemon — the engine, the
-// clients and the report, straight against the backends named on the command line.
+// `logitaudit run`: an audit run in this process, without the daemon, through the same job
+// lifecycle the daemon uses: stored in the --db file (or an in-memory database), evaluated
+// from what was stored, rendered.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "audit/evidence.hpp"
 
 namespace logitaudit::cli {
 
-// Adds the subcommand to `app`; its callback runs the audit and exits with the command's
-// status (0 findings valid, 1 findings invalid or --strict with a failed prediction,
-// 2 bad arguments, 3 no backend reachable, 4 the database failed).
+struct run_args {
+  std::string preset = "seed-protocol";
+  std::string spec_file;
+  std::vector<std::string> backends;  // NAME=URL or URL
+  std::string api = "llama";
+  std::string format = "text";
+  int n_predict = 0;
+  int top_k = 0;
+  std::vector<std::string> tags;
+  bool strict = false;
+  bool quiet = false;
+  std::string db;           // store the job here; empty: an in-memory database
+  std::int64_t resume = 0;  // resume this stored job (with --db)
+  audit::evidence_thresholds evidence;
+};
+
+// Runs the audit; prints the report on stdout and progress on stderr. Returns the command's
+// exit code (0 findings valid, 1 findings invalid or --strict with a failed prediction,
+// 3 no request got through); throws cli_failure for bad arguments (2) and a database that
+// cannot be opened, is held by another process or fails (4).
+int run_audit(const run_args& args);
+
+// Adds the subcommand to `app`.
 void add_run_command(CLI::App& app);
 
 }  // namespace logitaudit::cli

@@ -1,7 +1,8 @@
 // The independent verifier: recomputes both digests of every stored stream from its
 // canonical encoding, every identity verdict from those digests, and every prediction from
-// those verdicts, and compares each with what the database says. It shares no code with the
-// comparator or the findings (only the documented encoding), so a bug in either is caught.
+// those verdicts (honouring the evidence flag stored with each verdict), and compares each
+// with what the database says. It shares no code with the comparator or the findings (only
+// the documented encoding), so a bug in either is caught.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/audit_store.hpp"
+#include "storage/repositories.hpp"
 
 namespace logitaudit::cli {
 
@@ -23,6 +24,6 @@ struct verify_report {
 };
 
 // Verifies one job, or every job. Reads only; never throws on bad rows (they are problems).
-verify_report verify_database(storage::audit_store& store, std::optional<std::int64_t> job);
+verify_report verify_database(storage::store& store, std::optional<std::int64_t> job);
 
 }  // namespace logitaudit::cli

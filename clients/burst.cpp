@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "audit/evidence.hpp"
 #include "join.hpp"
 
 namespace logitaudit::clients {
@@ -68,8 +69,9 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   for (auto& conn : connections)  // so that a send() in the write loop can never block
     if (conn) conn->stream->socket().non_blocking(true);
 
-  std::optional<backend::decode_counters> before;
-  if (o.read_metrics) before = co_await b.read_decode_counters();
+  // The server's counters are cumulative: the burst's own average is the difference. Kinds
+  // that expose none answer nullopt.
+  const auto before = co_await b.read_decode_counters();
 
   if (o.settle.count() > 0) {
     net::steady_timer settle(ex, o.settle);
@@ -99,7 +101,6 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
     members.push_back(burst_member(&b, std::move(connections[i]), std::move(wires[i]), sent[i], sent_ns[i]));
   out.results = co_await join_all(std::move(members));
 
-  // The server's counters are cumulative: the burst's own average is the difference.
   if (before) {
     if (auto after = co_await b.read_decode_counters(); after && after->decodes > before->decodes)
       out.busy_slots_per_decode = (after->busy_slots_per_decode * after->decodes -
@@ -114,6 +115,10 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   out.launch_spread_ns = t.launch_spread_ns;
   out.wall_ns = t.wall_ns;
   out.overlap = t.overlap;
+  std::vector<const audit::logit_stream*> answered;
+  for (const auto& r : out.results)
+    if (r) answered.push_back(&*r);
+  out.timed_concurrency = audit::timed_concurrency(answered, t.wall_ns);
   if (out.failures() > 0) out.warnings.push_back(std::to_string(out.failures()) + " of " + std::to_string(c) + " requests failed");
   co_return out;
 }

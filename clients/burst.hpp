@@ -14,8 +14,7 @@
 namespace logitaudit::clients {
 
 struct burst_options {
-  bool warm = true;           // one GET on each connection before the barrier
-  bool read_metrics = false;  // llama.cpp --metrics: n_busy_slots_per_decode around the burst
+  bool warm = true;               // one GET on each connection before the barrier
   std::int64_t total_slots = -1;  // the server's slots, when known: more requests queue
   // A pause between warming and the writes. On a machine shared with the server, its compute
   // threads keep spinning for a while after the warm-up requests and would preempt the
@@ -28,7 +27,8 @@ struct burst_result {
   std::int64_t launch_spread_ns = 0;  // last write minus first write
   std::int64_t wall_ns = 0;           // first write to last byte
   double overlap = 0;                 // share of wall_ns with every request in flight
-  std::optional<double> busy_slots_per_decode;  // the server's own batching evidence
+  std::optional<double> busy_slots_per_decode;  // the server's decode counters, around the burst
+  std::optional<double> timed_concurrency;      // the members' own server times over wall_ns
   std::vector<std::string> warnings;
   std::size_t failures() const;
 };

@@ -29,16 +29,18 @@ void fail(group_outcome& g, audit::observed_run& r, const client_error& e) {
   g.retryable_failure = g.retryable_failure || retryable(e);
 }
 
-net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_plan& plan) {
+net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
+                                             std::int64_t server_slots) {
   group_outcome out;
   out.group = g.index;
   if (g.mode == audit::group_mode::burst) {
     std::vector<completion_request> reqs;
     for (const auto& r : g.requests) reqs.push_back(to_request(r, plan));
     burst_options o;
-    o.read_metrics = b.config().api == api_kind::llama;
+    o.total_slots = server_slots;
     auto res = co_await run_burst(b, std::move(reqs), o);
-    out.burst = audit::burst_measurement{res.launch_spread_ns, res.wall_ns, res.overlap, res.busy_slots_per_decode,
+    out.burst = audit::burst_measurement{static_cast<int>(g.requests.size()), server_slots, res.launch_spread_ns,
+                                         res.wall_ns, res.overlap, res.busy_slots_per_decode, res.timed_concurrency,
                                          res.warnings};
     for (std::size_t i = 0; i < res.results.size(); ++i) {
       audit::observed_run r{g.index, i, std::nullopt, {}};
@@ -62,8 +64,13 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
   auto ex = co_await net::this_coro::executor;
   backend b(ex, std::move(config));
   auto before = co_await b.fingerprint(st->spec->prompts);
-  if (before) st->out->fingerprints[name].before = *before;
-  else st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
+  if (before) {
+    st->out->fingerprints[name].before = *before;
+    if (st->options->on_fingerprint) st->options->on_fingerprint(name, audit::fingerprint_phase::before, *before);
+  } else {
+    st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
+  }
+  const std::int64_t server_slots = before ? before->total_slots : -1;
   // Nothing listens there at all: every group fails at once instead of after its retries.
   const bool unreachable = !before && (before.error().code == client_errc::connection_refused ||
                                        before.error().code == client_errc::resolve_failed ||
@@ -86,7 +93,7 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
       continue;
     }
     for (int attempt = 1;; ++attempt) {
-      out = co_await run_group_once(b, g, *st->plan);
+      out = co_await run_group_once(b, g, *st->plan, server_slots);
       out.attempts = attempt;
       if (attempt >= st->options->max_attempts || !out.retryable_failure) break;
       net::steady_timer pause(ex, st->options->retry_delay);
@@ -98,8 +105,12 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
 
   if (unreachable) co_return false;
   auto after = co_await b.fingerprint(st->spec->prompts);
-  if (after) st->out->fingerprints[name].after = *after;
-  else st->out->errors.push_back(name + ": fingerprint after the job failed: " + after.error().message);
+  if (after) {
+    st->out->fingerprints[name].after = *after;
+    if (st->options->on_fingerprint) st->options->on_fingerprint(name, audit::fingerprint_phase::after, *after);
+  } else {
+    st->out->errors.push_back(name + ": fingerprint after the job failed: " + after.error().message);
+  }
   co_return true;
 }
 

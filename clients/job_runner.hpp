@@ -17,6 +17,7 @@
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/spec.hpp"
+#include "audit/states.hpp"
 #include "backend.hpp"
 
 namespace logitaudit::clients {
@@ -42,6 +43,8 @@ struct runner_options {
   std::shared_ptr<std::atomic<bool>> cancel;  // checked before each group
   std::function<void(const run_progress&)> on_progress;
   std::function<void(const group_outcome&)> on_group;  // each group as it completes (persistence)
+  // Each fingerprint the moment it is taken (persistence: "before" is stored with its own time).
+  std::function<void(const std::string& backend, audit::fingerprint_phase, const audit::backend_fingerprint&)> on_fingerprint;
 };
 
 struct job_outcome {

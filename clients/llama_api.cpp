@@ -223,3 +223,56 @@ std::optional<double> metric_value(std::string_view text, std::string_view name)
 }
 
 }  // namespace logitaudit::clients
+
+namespace logitaudit::clients {
+namespace {
+
+class llama_api final : public backend_api {
+ public:
+  std::string_view name() const override { return "llama"; }
+  std::string_view summary() const override {
+    return "llama.cpp's native API: POST /completion with n_probs (plain or SSE), /props, /tokenize, /metrics";
+  }
+  std::string health_target() const override { return "/health"; }
+
+  prepared_completion prepare(const http_client& http, const completion_request& r, const api_options&) const override {
+    return {http.serialize(http::verb::post, "/completion", completion_body(r)), r.stream};
+  }
+
+  client_result<audit::logit_stream> parse(std::string_view body) const override { return parse_completion(body); }
+
+  std::unique_ptr<stream_reader> read_stream(std::size_t max_event_bytes) const override {
+    return std::make_unique<completion_sse_parser>(max_event_bytes);
+  }
+
+  net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(http_client& http, std::vector<std::string> prompts,
+                                                                       api_options) const override {
+    auto props = co_await http.request(http::verb::get, "/props");
+    if (!props) co_return unexpected{props.error()};
+    auto f = parse_props(props->body);
+    if (!f) co_return unexpected{f.error()};
+    for (const auto& p : prompts) {
+      auto x = co_await http.request(http::verb::post, "/tokenize", tokenize_body(p));
+      if (!x) co_return unexpected{x.error()};
+      auto ids = parse_tokenize(x->body);
+      if (!ids) co_return unexpected{ids.error()};
+      f->prompt_token_hashes[p] = hash_token_ids(*ids);
+    }
+    co_return f;
+  }
+
+  net::awaitable<std::optional<decode_counters>> read_decode_counters(http_client& http) const override {
+    auto x = co_await http.request(http::verb::get, "/metrics");
+    if (!x) co_return std::nullopt;
+    auto decodes = metric_value(x->body, "llamacpp:n_decode_total");
+    auto busy = metric_value(x->body, "llamacpp:n_busy_slots_per_decode");
+    if (!decodes || !busy) co_return std::nullopt;
+    co_return decode_counters{*decodes, *busy};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<backend_api> make_llama_api() { return std::make_unique<llama_api>(); }
+
+}  // namespace logitaudit::clients

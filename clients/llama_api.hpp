@@ -1,9 +1,10 @@
-// llama.cpp's native server API: the /completion request, its response and SSE events
-// parsed into logit streams, and the endpoints a fingerprint is read from.
-// JSON stops here: what leaves this file is plain C++ structs.
+// llama.cpp's native server API (API kind "llama"): the /completion request, its response
+// and SSE events parsed into logit streams, and the endpoints a fingerprint and the batching
+// counters are read from. JSON stops here: what leaves this file is plain C++ structs.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,25 +12,10 @@
 
 #include "audit/fingerprint.hpp"
 #include "audit/logit_stream.hpp"
+#include "backend_api.hpp"
 #include "http_client.hpp"
 
 namespace logitaudit::clients {
-
-// The request fields an audit controls; everything else stays at the server's default.
-struct completion_request {
-  std::string prompt;
-  int n_predict = 32;
-  double temperature = 0.0;
-  std::optional<std::uint64_t> seed;
-  int n_probs = 5;  // top-k logprobs per token
-  bool cache_prompt = false;
-  std::optional<int> id_slot;
-  bool stream = false;
-  std::vector<std::string> samplers;  // empty: the server's default chain
-  std::optional<int> top_k;
-
-  bool operator==(const completion_request&) const = default;
-};
 
 // The JSON body for POST /completion.
 std::string completion_body(const completion_request& r);
@@ -41,12 +27,12 @@ client_result<audit::logit_stream> parse_completion(std::string_view body);
 // Incremental parser of a /completion SSE stream (`data: {...}` events). Feed it the body
 // in pieces as they arrive; `finish` returns the stream, or `truncated` when the final
 // event (stop: true) never came. Not thread-safe.
-class completion_sse_parser {
+class completion_sse_parser final : public stream_reader {
  public:
   explicit completion_sse_parser(std::size_t max_event_bytes = 16u << 20);
   // Returns false (and remembers the error) when an event is malformed or oversized.
-  bool feed(std::string_view chunk, std::int64_t now_ns);
-  client_result<audit::logit_stream> finish();
+  bool feed(std::string_view chunk, std::int64_t now_ns) override;
+  client_result<audit::logit_stream> finish() override;
 
  private:
   bool on_event(std::string_view data, std::int64_t now_ns);
@@ -78,5 +64,8 @@ std::optional<double> metric_value(std::string_view metrics_text, std::string_vi
 
 // XXH3-64 hex of arbitrary bytes (template and settings hashes, prompt-token hashes).
 std::string hash64_hex(std::string_view bytes);
+
+// The "llama" API kind, for the registry.
+std::unique_ptr<backend_api> make_llama_api();
 
 }  // namespace logitaudit::clients

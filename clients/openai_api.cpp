@@ -116,7 +116,7 @@ std::optional<client_error> parse_legacy_shape(const json& lp, audit::logit_stre
 
 }  // namespace
 
-std::string openai_completion_body(const completion_request& r, const openai_options& o) {
+std::string openai_completion_body(const completion_request& r, const api_options& o) {
   json j = {{"prompt", r.prompt},
             {"max_tokens", r.n_predict},
             {"temperature", r.temperature},
@@ -125,7 +125,7 @@ std::string openai_completion_body(const completion_request& r, const openai_opt
   if (!o.model.empty()) j["model"] = o.model;
   if (r.seed) j["seed"] = *r.seed;
   if (r.top_k) j["top_k"] = *r.top_k;
-  if (o.request_token_ids) j["return_tokens_as_token_ids"] = true;
+  j["return_tokens_as_token_ids"] = true;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -160,8 +160,12 @@ client_result<audit::logit_stream> parse_openai_completion(std::string_view body
     });
   if (auto t = c.find("text"); t != c.end() && t->is_string()) s.content = t->get<std::string>();
   if (auto f = c.find("finish_reason"); f != c.end() && f->is_string()) s.stop_reason = f->get<std::string>();
-  if (auto u = j.find("usage"); u != j.end() && u->is_object())
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
     s.prompt_tokens = number_field<std::int64_t>(*u, "prompt_tokens", -1);
+    // Servers with prefix caching (vLLM, OpenAI) say how many prompt tokens came from it.
+    if (auto d = u->find("prompt_tokens_details"); d != u->end() && d->is_object())
+      s.server.cache_n = s.cached_tokens = number_field<std::int64_t>(*d, "cached_tokens", -1);
+  }
   if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
     s.server.prompt_n = number_field<std::int64_t>(*t, "prompt_n", -1);
     s.server.prompt_ms = number_field<double>(*t, "prompt_ms", -1.0);
@@ -188,5 +192,46 @@ client_result<std::string> parse_openai_models(std::string_view body) {
   if (d->empty() || !(*d)[0].is_object() || !(*d)[0].contains("id") || !(*d)[0]["id"].is_string()) return std::string();
   return (*d)[0]["id"].get<std::string>();
 }
+
+namespace {
+
+class openai_api final : public backend_api {
+ public:
+  std::string_view name() const override { return "openai"; }
+  std::string_view summary() const override {
+    return "OpenAI-compatible POST /v1/completions with logprobs (vLLM, SGLang, llama.cpp's /v1), /v1/models";
+  }
+  std::string health_target() const override { return "/v1/models"; }
+
+  prepared_completion prepare(const http_client& http, const completion_request& r, const api_options& o) const override {
+    return {http.serialize(http::verb::post, "/v1/completions", openai_completion_body(r, o)), false};
+  }
+
+  client_result<audit::logit_stream> parse(std::string_view body) const override { return parse_openai_completion(body); }
+
+  net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(http_client& http, std::vector<std::string> prompts,
+                                                                       api_options o) const override {
+    auto models = co_await http.request(http::verb::get, "/v1/models");
+    if (!models) co_return unexpected{models.error()};
+    auto id = parse_openai_models(models->body);
+    if (!id) co_return unexpected{id.error()};
+    audit::backend_fingerprint f;
+    f.api = "openai";
+    f.model = o.model.empty() ? *id : o.model;
+    // system_fingerprint comes with completions: one tiny greedy request reads it.
+    completion_request probe;
+    probe.prompt = prompts.empty() ? "fingerprint" : prompts.front();
+    probe.n_predict = 1;
+    probe.n_probs = 1;
+    auto x = co_await http.request(http::verb::post, "/v1/completions", openai_completion_body(probe, o));
+    if (!x) co_return unexpected{x.error()};
+    f.build_info = openai_system_fingerprint(x->body);
+    co_return f;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<backend_api> make_openai_api() { return std::make_unique<openai_api>(); }
 
 }  // namespace logitaudit::clients

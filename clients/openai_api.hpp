@@ -1,23 +1,21 @@
-// The OpenAI-compatible completions API (vLLM, SGLang, llama.cpp's /v1): request body and
-// logprobs parsing, in both shapes servers use. JSON stops here.
+// The OpenAI-compatible completions API (API kind "openai": vLLM, SGLang, llama.cpp's /v1):
+// request body and logprobs parsing, in both shapes servers use. JSON stops here.
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include <memory>
+
 #include "audit/logit_stream.hpp"
+#include "backend_api.hpp"
 #include "http_client.hpp"
-#include "llama_api.hpp"
 
 namespace logitaudit::clients {
 
-struct openai_options {
-  std::string model;          // "model" field; empty: omitted (llama.cpp serves one model)
-  bool request_token_ids = true;  // vLLM's return_tokens_as_token_ids, so tokens carry ids
-};
-
-// The JSON body for POST /v1/completions with `logprobs: n_probs`.
-std::string openai_completion_body(const completion_request& r, const openai_options& o);
+// The JSON body for POST /v1/completions with `logprobs: n_probs`, and vLLM's
+// return_tokens_as_token_ids so that tokens carry ids.
+std::string openai_completion_body(const completion_request& r, const api_options& o);
 
 // Parses choices[0] of a /v1/completions response:
 //  - llama.cpp shape: logprobs.content[] with id, token, logprob, top_logprobs[];
@@ -32,5 +30,8 @@ std::string openai_system_fingerprint(std::string_view body);
 
 // GET /v1/models -> the first model id, "" when none.
 client_result<std::string> parse_openai_models(std::string_view body);
+
+// The "openai" API kind, for the registry.
+std::unique_ptr<backend_api> make_openai_api();
 
 }  // namespace logitaudit::clients

@@ -1,9 +1,15 @@
-// Config file parsing and environment overrides.
+// Config file parsing, environment and command-line overrides.
 #include "daemon_config.hpp"
 
+#include <arpa/inet.h>
+
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include "clients/api_registry.hpp"
+#include "clients/backend.hpp"
 
 extern char** environ;
 
@@ -30,13 +36,27 @@ void read(const json& j, const char* key, const std::string& at, T& out, std::ve
   } else if constexpr (std::is_same_v<T, bool>) {
     if (!it->is_boolean()) return p.push_back({name, "must be true or false"});
     out = it->get<bool>();
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (!it->is_number() || !std::isfinite(it->get<double>())) return p.push_back({name, "must be a number"});
+    out = it->get<double>();
   } else {
-    // Counts fit an int; byte sizes (int64) may be large.
-    const std::uint64_t most = std::is_same_v<T, std::int64_t> ? (1ull << 50) : (1ull << 31);
+    // Counts fit an int; byte sizes (int64, size_t) may be large.
+    const std::uint64_t most = sizeof(T) >= 8 ? (1ull << 50) : (1ull << 31) - 1;
     if (!it->is_number_unsigned() || it->get<std::uint64_t>() < 1 || it->get<std::uint64_t>() > most)
       return p.push_back({name, "must be a positive integer up to " + std::to_string(most)});
     out = static_cast<T>(it->get<std::uint64_t>());
   }
+}
+
+void fraction(const json& j, const char* key, const std::string& at, double& out, std::vector<config_problem>& p) {
+  read(j, key, at, out, p);
+  if (!(out >= 0 && out <= 1)) p.push_back({at + "." + key, "must be a fraction in [0, 1]"});
+}
+
+void check_backend(const backend_entry& be, const std::string& at, std::vector<config_problem>& p) {
+  if (auto ep = clients::parse_endpoint(be.url); !ep) p.push_back({at + ".url", "'" + be.url + "' " + ep.error()});
+  if (!clients::parse_api_kind(be.api))
+    p.push_back({at + ".api", "unknown API kind '" + be.api + "' (known: " + clients::api_kinds().names_text() + ")"});
 }
 
 }  // namespace
@@ -48,15 +68,19 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "limits",
-                       "log_file", "interrupted_jobs"}, p);
+                       "evidence", "read_cache_bytes", "log_file", "interrupted_jobs"},
+               p);
   read(j, "log_file", "", c.log_file, p);
-  read(j, "interrupted_jobs", "", c.interrupted_jobs, p);
-  if (c.interrupted_jobs != "resume" && c.interrupted_jobs != "mark_interrupted")
-    p.push_back({"interrupted_jobs", "must be \"resume\" or \"mark_interrupted\""});
+  std::string interrupted = "resume";
+  read(j, "interrupted_jobs", "", interrupted, p);
+  if (interrupted == "resume") c.interrupted_jobs = interrupted_policy::resume;
+  else if (interrupted == "mark_interrupted") c.interrupted_jobs = interrupted_policy::mark_interrupted;
+  else p.push_back({"interrupted_jobs", "must be \"resume\" or \"mark_interrupted\""});
   read(j, "listen", "", c.listen, p);
   read(j, "database", "", c.database, p);
   read(j, "allow_adhoc_backends", "", c.allow_adhoc_backends, p);
   read(j, "max_running_jobs", "", c.max_running_jobs, p);
+  read(j, "read_cache_bytes", "", c.read_cache_bytes, p);
   if (auto t = j.find("tokens"); t != j.end()) {
     if (!t->is_array()) p.push_back({"tokens", "must be an array of strings"});
     else
@@ -74,20 +98,20 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         const std::string at = "backends[" + std::to_string(i) + "]";
         const auto& e = (*b)[i];
         if (!e.is_object()) {
-          p.push_back({at, "must be an object {name, url, api, token, timeout_s}"});
+          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model}"});
           continue;
         }
-        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s"}, p);
+        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model"}, p);
         backend_entry be;
         read(e, "name", at, be.name, p);
         read(e, "url", at, be.url, p);
         read(e, "api", at, be.api, p);
         read(e, "token", at, be.token, p);
         read(e, "timeout_s", at, be.timeout_s, p);
+        read(e, "model", at, be.model, p);
         if (be.name.empty()) p.push_back({at + ".name", "is required"});
         else if (!names.insert(be.name).second) p.push_back({at + ".name", "duplicate backend name '" + be.name + "'"});
-        if (!be.url.starts_with("http://")) p.push_back({at + ".url", "must be http://host:port[/path]"});
-        if (be.api != "llama" && be.api != "openai") p.push_back({at + ".api", "must be \"llama\" or \"openai\""});
+        check_backend(be, at, p);
         c.backends.push_back(be);
       }
     }
@@ -95,14 +119,32 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (auto l = j.find("limits"); l != j.end()) {
     if (!l->is_object()) p.push_back({"limits", "must be an object"});
     else {
-      unknown_keys(*l, "limits", {"max_body_bytes", "max_prompts", "max_n_predict", "max_concurrency", "max_queued_jobs",
-                                   "max_database_bytes"}, p);
+      unknown_keys(*l, "limits",
+                   {"max_body_bytes", "max_prompts", "max_n_predict", "max_top_k", "max_concurrency", "max_replicates",
+                    "max_backends", "max_prompt_bytes", "max_requests", "max_queued_jobs", "max_database_bytes"},
+                   p);
+      auto& s = c.spec_limits;
       read(*l, "max_queued_jobs", "limits", c.max_queued_jobs, p);
       read(*l, "max_database_bytes", "limits", c.max_database_bytes, p);
       read(*l, "max_body_bytes", "limits", c.max_body_bytes, p);
-      read(*l, "max_prompts", "limits", c.max_prompts, p);
-      read(*l, "max_n_predict", "limits", c.max_n_predict, p);
-      read(*l, "max_concurrency", "limits", c.max_concurrency, p);
+      read(*l, "max_prompts", "limits", s.max_prompts, p);
+      read(*l, "max_n_predict", "limits", s.max_n_predict, p);
+      read(*l, "max_top_k", "limits", s.max_top_k, p);
+      read(*l, "max_concurrency", "limits", s.max_concurrency, p);
+      read(*l, "max_replicates", "limits", s.max_replicates, p);
+      read(*l, "max_backends", "limits", s.max_backends, p);
+      read(*l, "max_prompt_bytes", "limits", s.max_prompt_bytes, p);
+      read(*l, "max_requests", "limits", s.max_requests, p);
+    }
+  }
+  if (auto e = j.find("evidence"); e != j.end()) {
+    if (!e->is_object()) p.push_back({"evidence", "must be an object"});
+    else {
+      unknown_keys(*e, "evidence", {"min_batching", "min_overlap", "require_server_measure", "min_reused_tokens"}, p);
+      fraction(*e, "min_batching", "evidence", c.evidence.min_batching, p);
+      fraction(*e, "min_overlap", "evidence", c.evidence.min_overlap, p);
+      read(*e, "require_server_measure", "evidence", c.evidence.require_server_measure, p);
+      read(*e, "min_reused_tokens", "evidence", c.evidence.min_reused_tokens, p);
     }
   }
   if (!p.empty()) return unexpected{std::move(p)};
@@ -113,22 +155,18 @@ std::vector<config_problem> apply_environment(daemon_config& c, const std::map<s
   std::vector<config_problem> p;
   static const std::set<std::string> known = {"LOGITAUDIT_LISTEN", "LOGITAUDIT_DB", "LOGITAUDIT_TOKEN", "LOGITAUDIT_MAX_JOBS",
                                               "LOGITAUDIT_ALLOW_ADHOC_BACKENDS"};
-  for (const auto& [k, v] : env) {
-    if (!k.starts_with("LOGITAUDIT_") || known.count(k)) continue;
-    // Variables of the CLI and the scripts (docs/configuration.md) are not ours to judge.
-    static const std::set<std::string> tools = {
-        "LOGITAUDIT_SERVER",      "LOGITAUDIT_CACHE",     "LOGITAUDIT_LLAMA_SERVER", "LOGITAUDIT_LLAMA_QUANTIZE",
-        "LOGITAUDIT_BUILD_DIR",   "LOGITAUDIT_DEMO_STATE", "LOGITAUDIT_BENCH_BUILD_DIR",
-        "LOGITAUDIT_FUZZ_BUILD_DIR", "LOGITAUDIT_FUZZ_OUT", "LOGITAUDIT_SANITIZERS"};
-    if (tools.count(k))
-      continue;
-    p.push_back({k, "unknown LOGITAUDIT_ variable"});
-  }
+  // Variables of the CLI and the scripts (docs/configuration.md) are not ours to judge.
+  static const std::set<std::string> tools = {
+      "LOGITAUDIT_SERVER",         "LOGITAUDIT_CACHE",     "LOGITAUDIT_LLAMA_SERVER", "LOGITAUDIT_LLAMA_QUANTIZE",
+      "LOGITAUDIT_BUILD_DIR",      "LOGITAUDIT_DEMO_STATE", "LOGITAUDIT_BENCH_BUILD_DIR",
+      "LOGITAUDIT_FUZZ_BUILD_DIR", "LOGITAUDIT_FUZZ_OUT",  "LOGITAUDIT_SANITIZERS"};
+  for (const auto& [k, v] : env)
+    if (k.starts_with("LOGITAUDIT_") && !known.count(k) && !tools.count(k)) p.push_back({k, "unknown LOGITAUDIT_ variable"});
   if (auto it = env.find("LOGITAUDIT_LISTEN"); it != env.end()) c.listen = it->second;
   if (auto it = env.find("LOGITAUDIT_DB"); it != env.end()) c.database = it->second;
   if (auto it = env.find("LOGITAUDIT_TOKEN"); it != env.end()) {
     c.tokens.clear();
-    std::string v = it->second;
+    const std::string& v = it->second;
     for (std::size_t i = 0; i <= v.size();) {
       auto comma = v.find(',', i);
       if (comma == std::string::npos) comma = v.size();
@@ -159,6 +197,55 @@ std::map<std::string, std::string> logitaudit_environment() {
     if (eq != std::string::npos && s.starts_with("LOGITAUDIT_")) env[s.substr(0, eq)] = s.substr(eq + 1);
   }
   return env;
+}
+
+std::vector<config_problem> apply_command_line(daemon_config& c, const command_line& f) {
+  std::vector<config_problem> p;
+  if (f.listen) c.listen = *f.listen;
+  if (f.database) c.database = *f.database;
+  if (f.log_file) c.log_file = *f.log_file;
+  if (f.allow_adhoc_backends) c.allow_adhoc_backends = *f.allow_adhoc_backends;
+  if (f.max_running_jobs) c.max_running_jobs = *f.max_running_jobs;
+  if (!f.tokens.empty()) {
+    c.tokens = f.tokens;
+    for (const auto& t : f.tokens)
+      if (t.size() < 8) p.push_back({"--token", "each token must have at least 8 characters"});
+  }
+  if (!clients::parse_api_kind(f.backend_api))
+    p.push_back({"--backend-api", "unknown API kind '" + f.backend_api + "' (known: " + clients::api_kinds().names_text() + ")"});
+  for (const auto& arg : f.backends) {
+    auto b = clients::parse_named_backend(arg);
+    if (!b) p.push_back({"--backend", b.error()});
+    else if (b->url.empty()) p.push_back({"--backend", "must be NAME=http://host:port, got '" + arg + "'"});
+    else {
+      for (const auto& existing : c.backends)
+        if (existing.name == b->name) p.push_back({"--backend", "backend '" + b->name + "' is named twice"});
+      c.backends.push_back({b->name, b->url, f.backend_api, "", f.backend_timeout_s, ""});
+    }
+  }
+  if (auto l = parse_listen(c.listen); !l) p.push_back(l.error());
+  return p;
+}
+
+expected<listen_address, config_problem> parse_listen(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  listen_address a;
+  bool ok = colon != std::string::npos && colon > 0;
+  if (ok) {
+    a.host = listen.substr(0, colon);
+    if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
+    unsigned char buf[16];
+    ok = ::inet_pton(AF_INET, a.host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, a.host.c_str(), buf) == 1;
+  }
+  const std::string port = ok ? listen.substr(colon + 1) : "";
+  ok = ok && !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (ok) {
+    const long n = std::strtol(port.c_str(), nullptr, 10);
+    ok = n <= 65535;
+    a.port = static_cast<unsigned short>(n);
+  }
+  if (!ok) return unexpected{config_problem{"listen", "must be HOST:PORT with a numeric host, got '" + listen + "'"}};
+  return a;
 }
 
 }  // namespace logitaudit::config

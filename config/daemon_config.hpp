@@ -1,23 +1,31 @@
 // logitauditd's configuration: a JSON file, overridden by LOGITAUDIT_* environment variables,
-// overridden by command-line flags. Unknown keys are errors that name the key.
+// overridden by command-line flags; all three are merged here. Unknown keys are errors that
+// name the key. docs/configuration.md documents every key.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "audit/evidence.hpp"
 #include "audit/expected.hpp"
+#include "audit/spec.hpp"
 
 namespace logitaudit::config {
 
 struct backend_entry {
   std::string name;
   std::string url;
-  std::string api = "llama";  // llama | openai
-  std::string token;          // bearer token the backend wants (llama-server --api-key)
+  std::string api = "llama";  // a registered API kind (clients::api_kinds())
+  std::string token;          // bearer token the backend wants (llama-server --api-key); never logged
   int timeout_s = 600;        // a request's whole deadline (first byte included)
+  std::string model;          // the "model" member, for servers that serve several
 };
+
+// What to do with jobs an earlier process left running.
+enum class interrupted_policy { resume, mark_interrupted };
 
 struct daemon_config {
   std::string listen = "127.0.0.1:8700";
@@ -27,17 +35,17 @@ struct daemon_config {
   int max_running_jobs = 2;
   std::vector<std::string> tokens;  // API bearer tokens for mutating routes
   std::size_t max_body_bytes = 1 << 20;
-  int max_prompts = 64;
-  int max_n_predict = 4096;
-  int max_concurrency = 512;
+  audit::spec_limits spec_limits;   // limits.max_prompts ... limits.max_requests
   int max_queued_jobs = 100;
   std::int64_t max_database_bytes = 0;  // 0: no cap; else writes beyond it fail like a full disk
+  std::size_t read_cache_bytes = 64u << 20;  // bodies of final audits the API keeps in memory
+  audit::evidence_thresholds evidence;
   std::string log_file;  // empty: standard error; reopened on SIGHUP
-  std::string interrupted_jobs = "resume";  // resume | mark_interrupted: jobs left running at start
+  interrupted_policy interrupted_jobs = interrupted_policy::resume;
 };
 
 struct config_problem {
-  std::string key;  // e.g. "backends[1].url", "limits.max_n_predict", "LOGITAUDIT_MAX_JOBS"
+  std::string key;  // e.g. "backends[1].url", "limits.max_n_predict", "LOGITAUDIT_MAX_JOBS", "--backend"
   std::string message;
 };
 
@@ -50,5 +58,26 @@ std::vector<config_problem> apply_environment(daemon_config& c, const std::map<s
 
 // The process environment's LOGITAUDIT_* variables.
 std::map<std::string, std::string> logitaudit_environment();
+
+// What the command line said; absent members leave the configuration as it is.
+struct command_line {
+  std::optional<std::string> listen, database, log_file;
+  std::vector<std::string> backends;       // NAME=URL, added to the file's
+  std::string backend_api = "llama";       // API kind of those
+  int backend_timeout_s = 600;             // and their deadline
+  std::optional<bool> allow_adhoc_backends;
+  std::optional<int> max_running_jobs;
+  std::vector<std::string> tokens;         // replace the file's when given
+};
+
+// Applies the flags on top of `c`. Problems name the flag.
+std::vector<config_problem> apply_command_line(daemon_config& c, const command_line& flags);
+
+// The listen address split and checked: a numeric host and a port.
+struct listen_address {
+  std::string host;
+  unsigned short port = 0;
+};
+expected<listen_address, config_problem> parse_listen(const std::string& listen);
 
 }  // namespace logitaudit::config

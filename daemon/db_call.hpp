@@ -1,4 +1,4 @@
-// Reaching the database thread from a coroutine without blocking the network thread.
+// Reaching the database thread from a coroutine without blocking the thread it runs on.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -14,12 +14,12 @@ namespace logitaudit::daemon {
 namespace net = boost::asio;
 
 template <class R>
-net::awaitable<R> on_db_task(storage::db_worker* db, std::shared_ptr<std::function<R(storage::audit_store&)>> fn) {
+net::awaitable<R> on_db_task(storage::db_worker* db, std::shared_ptr<std::function<R(storage::store&)>> fn) {
   auto ex = co_await net::this_coro::executor;
   auto result = std::make_shared<std::optional<R>>();
   auto error = std::make_shared<std::exception_ptr>();
   auto done = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
-  db->post([result, error, done, ex, fn](storage::audit_store& s) {
+  db->post([result, error, done, ex, fn](storage::store& s) {
     try {
       result->emplace((*fn)(s));
     } catch (...) {
@@ -38,8 +38,8 @@ net::awaitable<R> on_db_task(storage::db_worker* db, std::shared_ptr<std::functi
 // moved into a shared std::function first.
 template <class F>
 auto on_db(storage::db_worker& db, F fn) {
-  using R = decltype(fn(std::declval<storage::audit_store&>()));
-  return on_db_task<R>(&db, std::make_shared<std::function<R(storage::audit_store&)>>(std::move(fn)));
+  using R = decltype(fn(std::declval<storage::store&>()));
+  return on_db_task<R>(&db, std::make_shared<std::function<R(storage::store&)>>(std::move(fn)));
 }
 
 }  // namespace logitaudit::daemon

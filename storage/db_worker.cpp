@@ -1,14 +1,12 @@
 // The database thread: drain pending group writes as one batch, then run queued tasks.
 #include "db_worker.hpp"
 
-#include <map>
-
 namespace logitaudit::storage {
 
-db_worker::db_worker(std::string path, std::int64_t max_bytes) {
+db_worker::db_worker(opener open) {
   std::promise<void> opened;
   auto ready = opened.get_future();
-  thread_ = std::thread([this, path, max_bytes, p = std::move(opened)]() mutable { loop(std::move(path), max_bytes, std::move(p)); });
+  thread_ = std::thread([this, open = std::move(open), p = std::move(opened)]() mutable { loop(std::move(open), std::move(p)); });
   try {
     ready.get();
   } catch (...) {
@@ -16,6 +14,14 @@ db_worker::db_worker(std::string path, std::int64_t max_bytes) {
     throw;
   }
 }
+
+db_worker::db_worker(std::string location, std::int64_t max_bytes)
+    : db_worker([location, max_bytes] {
+        auto s = open_store(location);
+        if (max_bytes > 0)
+          if (auto* m = s->maintenance()) m->limit_size(max_bytes);
+        return s;
+      }) {}
 
 db_worker::~db_worker() {
   {
@@ -34,7 +40,7 @@ void db_worker::enqueue_group(std::int64_t job, group_write g) {
   wake_.notify_all();
 }
 
-void db_worker::post(std::function<void(audit_store&)> fn) {
+void db_worker::post(std::function<void(store&)> fn) {
   {
     std::lock_guard lock(mutex_);
     tasks_.push_back(std::move(fn));
@@ -42,7 +48,7 @@ void db_worker::post(std::function<void(audit_store&)> fn) {
   wake_.notify_all();
 }
 
-void db_worker::flush() { submit([](audit_store&) { return 0; }).get(); }
+void db_worker::flush() { submit([](store&) { return 0; }).get(); }
 
 std::string db_worker::write_error(std::int64_t job) const {
   std::lock_guard lock(mutex_);
@@ -55,11 +61,10 @@ std::size_t db_worker::batches_committed() const {
   return batches_;
 }
 
-void db_worker::loop(std::string path, std::int64_t max_bytes, std::promise<void> opened) {
-  std::unique_ptr<audit_store> store;
+void db_worker::loop(opener open, std::promise<void> opened) {
+  std::unique_ptr<store> db;
   try {
-    store = std::make_unique<audit_store>(path);
-    if (max_bytes > 0) store->limit_size(max_bytes);
+    db = open();
     opened.set_value();
   } catch (...) {
     opened.set_exception(std::current_exception());
@@ -67,7 +72,7 @@ void db_worker::loop(std::string path, std::int64_t max_bytes, std::promise<void
   }
   for (;;) {
     std::vector<std::pair<std::int64_t, group_write>> batch;
-    std::deque<std::function<void(audit_store&)>> tasks;
+    std::deque<std::function<void(store&)>> tasks;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || !tasks_.empty(); });
@@ -80,7 +85,7 @@ void db_worker::loop(std::string path, std::int64_t max_bytes, std::promise<void
     for (auto& [job, g] : batch) by_job[job].push_back(std::move(g));
     for (auto& [job, groups] : by_job) {
       try {
-        store->record_groups(job, groups);
+        db->evidence().record_groups(job, groups);
         std::lock_guard lock(mutex_);
         ++batches_;
       } catch (const std::exception& e) {
@@ -88,7 +93,7 @@ void db_worker::loop(std::string path, std::int64_t max_bytes, std::promise<void
         write_errors_.emplace(job, std::string("storing results failed: ") + e.what());
       }
     }
-    for (auto& t : tasks) t(*store);
+    for (auto& t : tasks) t(*db);
   }
 }
 

@@ -1,6 +1,6 @@
 // The one thread that touches the database. Callers hand it work and never block on disk:
 // group writes are queued and committed in batches (each group still whole), other work
-// runs in order. Thread-safe.
+// runs in order, against the storage interfaces. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -8,20 +8,23 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "audit_store.hpp"
+#include "repositories.hpp"
 
 namespace logitaudit::storage {
 
 class db_worker {
  public:
-  // Opens the store on the worker thread; throws storage_error if it cannot be opened.
-  // `max_bytes` > 0 caps the database file (audit_store::limit_size).
-  explicit db_worker(std::string path, std::int64_t max_bytes = 0);
+  using opener = std::function<std::unique_ptr<store>()>;
+  // Opens the store with `open` on the worker thread; rethrows what `open` throws.
+  explicit db_worker(opener open);
+  // open_store(location), capped at `max_bytes` when > 0 and the engine is a file.
+  explicit db_worker(std::string location, std::int64_t max_bytes = 0);
   ~db_worker();  // writes what is queued, then stops
   db_worker(const db_worker&) = delete;
   db_worker& operator=(const db_worker&) = delete;
@@ -33,17 +36,17 @@ class db_worker {
   // Runs `fn` on the worker thread after everything queued before it; the future carries
   // its result or its exception.
   template <class F>
-  auto submit(F fn) -> std::future<decltype(fn(std::declval<audit_store&>()))> {
-    using R = decltype(fn(std::declval<audit_store&>()));
-    auto task = std::make_shared<std::packaged_task<R(audit_store&)>>(std::move(fn));
+  auto submit(F fn) -> std::future<decltype(fn(std::declval<store&>()))> {
+    using R = decltype(fn(std::declval<store&>()));
+    auto task = std::make_shared<std::packaged_task<R(store&)>>(std::move(fn));
     auto fut = task->get_future();
-    post([task](audit_store& s) { (*task)(s); });
+    post([task](store& s) { (*task)(s); });
     return fut;
   }
 
   // Runs `fn` on the worker thread after everything queued before it; returns at once.
   // Exceptions from `fn` are the caller's to catch inside `fn`.
-  void post(std::function<void(audit_store&)> fn);
+  void post(std::function<void(store&)> fn);
 
   // Blocks until everything queued so far is on disk.
   void flush();
@@ -53,11 +56,11 @@ class db_worker {
   std::size_t batches_committed() const;
 
  private:
-  void loop(std::string path, std::int64_t max_bytes, std::promise<void> opened);
+  void loop(opener open, std::promise<void> opened);
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<std::function<void(audit_store&)>> tasks_;
+  std::deque<std::function<void(store&)>> tasks_;
   std::vector<std::pair<std::int64_t, group_write>> pending_;
   bool stopping_ = false;
   std::map<std::int64_t, std::string> write_errors_;

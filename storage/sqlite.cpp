@@ -3,8 +3,17 @@
 
 namespace logitaudit::storage {
 
+storage_error::kind error_kind(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_FULL: return storage_error::kind::full;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return storage_error::kind::busy;
+    default: return storage_error::kind::broken;
+  }
+}
+
 void throw_sqlite(sqlite3* db, int rc, std::string_view what) {
-  throw storage_error(rc, std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  throw storage_error(error_kind(rc), std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
 }
 
 statement& statement::bind(int i, std::int64_t v) {
@@ -16,7 +25,8 @@ statement& statement::bind(int i, double v) {
   return *this;
 }
 statement& statement::bind(int i, std::string_view v) {
-  if (int rc = sqlite3_bind_text64(s_.get(), i, v.data(), v.size(), SQLITE_TRANSIENT, SQLITE_UTF8); rc != SQLITE_OK)
+  // An empty view may have no data pointer, which SQLite would bind as NULL: bind "" instead.
+  if (int rc = sqlite3_bind_text64(s_.get(), i, v.data() ? v.data() : "", v.size(), SQLITE_TRANSIENT, SQLITE_UTF8); rc != SQLITE_OK)
     throw_sqlite(db_, rc, "bind");
   return *this;
 }
@@ -78,7 +88,7 @@ void database::exec(std::string_view sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    throw storage_error(rc, msg + " (in: " + std::string(sql.substr(0, 80)) + ")");
+    throw storage_error(error_kind(rc), msg + " (in: " + std::string(sql.substr(0, 80)) + ")");
   }
 }
 

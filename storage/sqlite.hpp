@@ -1,7 +1,7 @@
 // SQLite done the way SQLiteCpp does it: RAII connection and statements, typed binds, and a
 // non-copyable transaction guard (BEGIN IMMEDIATE, explicit commit, rollback in a noexcept
-// destructor). Errors are storage_error exceptions: a database that fails is broken
-// infrastructure, not an input the caller can fix.
+// destructor). Errors are storage_error exceptions (records.hpp), their kind read from
+// SQLite's result code. Only the SQLite implementation includes this header.
 #pragma once
 
 #include <sqlite3.h>
@@ -16,12 +16,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace logitaudit::storage {
+#include "records.hpp"
 
-struct storage_error : std::runtime_error {
-  storage_error(int code, const std::string& what) : std::runtime_error(what), code(code) {}
-  int code;  // SQLITE_FULL, SQLITE_CORRUPT, ...
-};
+namespace logitaudit::storage {
 
 struct db_closer {
   void operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
@@ -102,5 +99,7 @@ class transaction {
 };
 
 [[noreturn]] void throw_sqlite(sqlite3* db, int rc, std::string_view what);
+// The kind of a SQLite result code.
+storage_error::kind error_kind(int rc);
 
 }  // namespace logitaudit::storage

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "audit/plan.hpp"
-#include "storage/audit_store.hpp"
+#include "storage/sqlite_store.hpp"
 #include "support/llama_server.hpp"
 
 using namespace logitaudit;
@@ -55,7 +55,7 @@ TEST(cli_storage_e2e, a_killed_run_resumes_to_exactly_the_planned_streams) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!fs::exists(db)) continue;
     try {
-      storage::audit_store s(db.string());
+      storage::sqlite_store s(db.string());
       auto& q = s.db().prepare("SELECT count(*) FROM groups");
       q.step();
       stored = q.integer(0);
@@ -70,13 +70,15 @@ TEST(cli_storage_e2e, a_killed_run_resumes_to_exactly_the_planned_streams) {
   std::int64_t job = 0;
   std::size_t planned = 0;
   {
-    storage::audit_store s(db.string());
-    ASSERT_EQ(s.integrity_check(), "ok");
-    auto jobs = s.jobs_with_status("running");
+    storage::sqlite_store s(db.string());
+    ASSERT_EQ(s.maintenance()->integrity_check(), "ok");
+    auto jobs = s.jobs().with_status(audit::job_status::running);
     ASSERT_EQ(jobs.size(), 1u) << "the killed job is left running";
     job = jobs[0].id;
     planned = static_cast<std::size_t>(jobs[0].total_requests);
-    ASSERT_LT(s.runs(job).size(), planned) << "killed too late to test a resume";
+    ASSERT_LT(s.evidence().runs(job).size(), planned) << "killed too late to test a resume";
+    const auto before = s.evidence().fingerprint_records(job);
+    ASSERT_EQ(before.size(), 1u) << "the fingerprint before was stored when it was taken";
   }
 
   std::string out;
@@ -84,10 +86,10 @@ TEST(cli_storage_e2e, a_killed_run_resumes_to_exactly_the_planned_streams) {
       << out;
   EXPECT_NE(out.find("repeat_greedy             30/30 (100%)"), std::string::npos) << out;
   {
-    storage::audit_store s(db.string());
-    const auto row = s.job(job);
-    EXPECT_EQ(row->status, "done");
-    const auto runs = s.runs(job);
+    storage::sqlite_store s(db.string());
+    const auto row = s.jobs().get(job);
+    EXPECT_EQ(row->status, audit::job_status::done);
+    const auto runs = s.evidence().runs(job);
     EXPECT_EQ(runs.size(), planned) << "every planned stream stored, none twice (UNIQUE keys)";
     EXPECT_EQ(row->done_requests, static_cast<std::int64_t>(planned));
   }
@@ -105,7 +107,7 @@ TEST(cli_storage_e2e, a_killed_run_resumes_to_exactly_the_planned_streams) {
   ASSERT_EQ(run_cli({"verify", db.string() + ".bak"}, &out), 0) << out;
   ASSERT_EQ(run_cli({"db", "vacuum", db.string()}, &out), 0) << out;
   EXPECT_EQ(run_cli({"verify", "/nonexistent.db"}, &out), 4);
-  for (const char* s : {"", "-wal", "-shm", ".bak"}) fs::remove(db.string() + s);
+  for (const char* s : {"", "-wal", "-shm", ".bak", ".lock"}) fs::remove(db.string() + s);
 }
 
 TEST(cli_storage_e2e, exit_codes_for_bad_arguments_and_unreachable_backends) {
@@ -113,7 +115,7 @@ TEST(cli_storage_e2e, exit_codes_for_bad_arguments_and_unreachable_backends) {
   EXPECT_EQ(run_cli({"run", "--backend", "nonsense"}, &out), 2);
   EXPECT_NE(out.find("NAME=URL"), std::string::npos) << out;
   EXPECT_EQ(run_cli({"run", "--backend", "a=ftp://x"}, &out), 2) << out;
-  EXPECT_NE(out.find("backends[0].url"), std::string::npos) << out;
+  EXPECT_NE(out.find("--backend 'ftp://x'"), std::string::npos) << out;
   EXPECT_EQ(run_cli({"run", "--quiet", "--backend", "a=http://127.0.0.1:1"}, &out), 3) << out;
   EXPECT_NE(out.find("connection_refused"), std::string::npos) << out;
 }

@@ -109,10 +109,12 @@ TEST(llama_server_e2e, bearer_token_and_slots) {
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->tokens.size(), 4u);
 
-  auto slots = test_support::run(io, keyed.read_slots());
+  auto answer = test_support::run(io, keyed.http().request(clients::http::verb::get, "/slots"));
+  ASSERT_TRUE(answer) << answer.error().message;
+  auto slots = clients::parse_slots(answer->body);
   ASSERT_TRUE(slots) << slots.error().message;
-  EXPECT_EQ(slots->total, 3);
-  EXPECT_EQ(slots->processing, 0);
+  EXPECT_EQ(slots->first, 3) << "slots";
+  EXPECT_EQ(slots->second, 0) << "processing";
 }
 
 // The model generator through llama-quantize: the same arguments give the same bytes.

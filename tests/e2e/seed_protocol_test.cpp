@@ -23,10 +23,17 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
   clients::net::io_context io;
   auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs, {}), std::chrono::minutes(10));
   ASSERT_TRUE(outcome.errors.empty()) << outcome.errors.front();
-  auto f = audit::evaluate(spec, plan, outcome.runs(), outcome.fingerprints);
+  audit::evaluation_evidence evidence;
+  for (const auto& g : outcome.groups)
+    if (g.burst) evidence.bursts[g.group] = *g.burst;
+  evidence.fingerprints = outcome.fingerprints;
+  auto f = audit::evaluate(spec, plan, outcome.runs(), evidence);
   std::printf("%s", audit::render_text(f).c_str());
 
   EXPECT_EQ(f.failed_runs, 0);
+  // -np 8 batches every burst of up to 8: nothing is counted apart.
+  EXPECT_EQ(f.flagged_runs, 0);
+  for (const auto& [group, b] : f.bursts) EXPECT_TRUE(b.batched) << "group " << group << ": " << b.reason;
   EXPECT_TRUE(f.valid) << f.invalid_reason;  // every positive control diverged
   for (const auto& t : f.pooled) {
     if (t.condition == "repeat_greedy") {
@@ -38,7 +45,7 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
       EXPECT_EQ(t.token_identical, 0) << t.condition;
     }
   }
-  EXPECT_TRUE(f.predictions.at(0).held);  // P1: serial repeats are logit-identical
+  EXPECT_TRUE(f.predictions.at(0).held());  // P1: serial repeats are logit-identical
   EXPECT_TRUE(f.fingerprint_changes.empty());
   EXPECT_EQ(outcome.fingerprints.at("tiny").before.total_slots, 8);
   EXPECT_NE(outcome.fingerprints.at("tiny").before.model, outcome.fingerprints.at("small").before.model);

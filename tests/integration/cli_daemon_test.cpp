@@ -23,6 +23,7 @@ class cli : public ::testing::Test {
     dir_ = ::mkdtemp(tmpl);
     test_support::fake_knobs k;
     k.jitter_when_overlapping = true;  // concurrency moves the logprobs, as on a real server
+    k.delay = std::chrono::milliseconds(20);  // long enough that every burst overlaps: the fake batches it
     fake_ = std::make_unique<test_support::fake_backend>(k);
   }
   void TearDown() override {
@@ -92,7 +93,7 @@ TEST_F(cli, submit_wait_shows_progress_then_the_findings_table_and_exits_0) {
 TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
   start_daemon();
   const auto a = finished_audit({"--tag", "first"});
-  const auto b = finished_audit();
+  const auto b = finished_audit({"--tag", "c++", "--tag", "a b&c=d"});
   ASSERT_GT(b, a);
 
   auto list = cli_json({"list"});
@@ -101,6 +102,13 @@ TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
   auto tagged = cli_json({"list", "--tag", "first"});
   ASSERT_EQ(tagged["audits"].size(), 1u);
   EXPECT_EQ(tagged["audits"][0]["id"], a);
+  // Query values are percent-encoded: "c++" is not "c  ", "&" and "=" stay in the value.
+  for (const char* tag : {"c++", "a b&c=d"}) {
+    auto found = cli_json({"list", "--tag", tag});
+    ASSERT_EQ(found["audits"].size(), 1u) << tag;
+    EXPECT_EQ(found["audits"][0]["id"], b) << tag;
+  }
+  EXPECT_TRUE(cli_json({"list", "--tag", "c"})["audits"].empty());
   auto table = cli_run({"list"});
   EXPECT_EQ(table.code, 0);
   EXPECT_NE(table.out.find("ID  STATUS  PROGRESS"), std::string::npos) << table.out;
@@ -116,7 +124,7 @@ TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
   EXPECT_EQ(report["predictions"].size(), 4u);
   auto csv = cli_run({"report", std::to_string(a), "--format", "csv"});
   EXPECT_EQ(csv.code, 0);
-  EXPECT_EQ(csv.out.rfind("scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed\n", 0), 0u)
+  EXPECT_EQ(csv.out.rfind("scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed,flagged,", 0), 0u)
       << csv.out;
   auto md = cli_run({"report", std::to_string(a), "--format", "markdown"});
   EXPECT_NE(md.out.find("| repeat_greedy |"), std::string::npos) << md.out;
@@ -128,6 +136,15 @@ TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
   auto runs_table = cli_run({"runs", std::to_string(a), "--condition", "concurrent_greedy_c8"});
   EXPECT_NE(runs_table.out.find("8 runs"), std::string::npos) << runs_table.out;
   EXPECT_NE(runs_table.out.find("DIFF"), std::string::npos) << "the fake moves logprobs when requests overlap";
+
+  // The batching evidence, as a table and as the daemon's JSON.
+  auto bursts = cli_json({"bursts", std::to_string(a)});
+  ASSERT_EQ(bursts["bursts"].size(), 5u) << bursts.dump();
+  for (const auto& b : bursts["bursts"]) EXPECT_EQ(b["verdict"]["batched"], true) << b.dump();
+  auto bursts_table = cli_run({"bursts", std::to_string(a)});
+  EXPECT_EQ(bursts_table.code, 0);
+  EXPECT_NE(bursts_table.out.find("concurrent_greedy_c8"), std::string::npos) << bursts_table.out;
+  EXPECT_NE(bursts_table.out.find("5 bursts"), std::string::npos) << bursts_table.out;
 
   const auto run = runs["runs"][0]["id"].get<std::int64_t>();
   auto stream = cli_json({"stream", std::to_string(a), std::to_string(run)});
@@ -276,7 +293,7 @@ TEST_F(cli, cancel_a_running_audit_and_follow_it_with_status_wait) {
   EXPECT_EQ(followed["status"], "cancelled");
   auto again = cli_run({"cancel", id});
   EXPECT_EQ(again.code, 5);
-  EXPECT_NE(again.err.find("has already ended (HTTP 409 already_finished)"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("has already ended (cancelled) (HTTP 409 already_finished)"), std::string::npos) << again.err;
   // What ran before the cancel is kept and reported, but without its controls the
   // findings cannot be valid: exit 1, and the reason is named.
   auto report = cli_run({"report", id});

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "storage/audit_store.hpp"
+#include "storage/repositories.hpp"
 #include "support/synthetic.hpp"
 
 using namespace logitaudit;
@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const long limit = argc > 2 ? std::atol(argv[2]) : -1;
-  storage::audit_store store(argv[1]);
+  auto store = storage::open_store(argv[1]);
   // A plan of many groups of varied sizes on one backend.
   audit::audit_plan plan;
   for (std::size_t i = 0; i < 4000; ++i) {
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   j.predictions_registered_at = j.created_at = storage::now_utc();
   j.total_requests = 0;
   j.total_groups = plan.groups.size();
-  const auto job = store.create_job(j);
+  const auto job = store->jobs().create(j);
 
   bool told = false;
   for (std::size_t i = 0; i < plan.groups.size() && (limit < 0 || static_cast<long>(i) < limit);) {
@@ -47,10 +47,11 @@ int main(int argc, char** argv) {
         audit::observed_run o{i, r, test_support::stream_of({static_cast<std::int64_t>(i), 1, 2, 3, 4, 5, 6, 7}), {}};
         w.runs.push_back(o);
       }
-      if (w.group->mode == audit::group_mode::burst) w.burst = audit::burst_measurement{1000, 2000, 0.5, 4.0, {}};
+      if (w.group->mode == audit::group_mode::burst)
+        w.burst = audit::burst_measurement{static_cast<int>(w.runs.size()), 8, 1000, 2000, 0.5, 4.0, 3.5, {}};
       batch.push_back(std::move(w));
     }
-    store.record_groups(job, batch);
+    store->evidence().record_groups(job, batch);
     if (!told) {  // the first batch is on disk: tell the test, which then picks its moment
       told = true;
       std::printf("committed job %lld\n", static_cast<long long>(job));

@@ -7,6 +7,7 @@
 #include <boost/beast.hpp>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace logitaudit::test_support {
@@ -24,7 +25,11 @@ struct fake_backend::state {
   std::vector<std::int64_t> arrivals;
   std::size_t served = 0;
   std::size_t accepted = 0;
-  int in_flight = 0;  // only touched on the server thread
+  // Only touched on the server thread:
+  int in_flight = 0;
+  std::chrono::steady_clock::time_point free_at{};  // batching off: when the one "slot" is free again
+  double decodes = 0, busy_slot_decodes = 0;        // llama.cpp's n_decode_total, n_busy_slots_total
+  std::map<std::int64_t, std::string> slot_prompts; // the prompt each slot holds (prompt cache)
 };
 
 namespace {
@@ -85,16 +90,29 @@ json probabilities(const std::vector<fake_token>& tokens) {
   return arr;
 }
 
-json final_fields(std::size_t n) {
-  return {{"stop", true},
-          {"stop_type", "limit"},
-          {"id_slot", 0},
-          {"tokens_evaluated", 5},
-          {"tokens_cached", 0},
-          {"timings", {{"prompt_n", 5}, {"prompt_ms", 1.0}, {"predicted_n", n}, {"predicted_ms", 2.0}, {"cache_n", 0}}}};
+// The server's account of one completion, as llama-server gives it.
+struct account {
+  std::int64_t slot = 0;
+  std::int64_t prompt_n = 5;
+  std::int64_t cache_n = 0;
+  double prompt_ms = 1.0;
+  double predicted_ms = 2.0;
+  bool timings = true;
+};
+
+json final_fields(std::size_t n, const account& a = {}) {
+  json j = {{"stop", true},
+            {"stop_type", "limit"},
+            {"id_slot", a.slot},
+            {"tokens_evaluated", a.prompt_n},
+            {"tokens_cached", a.prompt_n + static_cast<std::int64_t>(n)}};
+  if (a.timings)
+    j["timings"] = {{"prompt_n", a.prompt_n - a.cache_n}, {"prompt_ms", a.prompt_ms}, {"predicted_n", n},
+                    {"predicted_ms", a.predicted_ms}, {"cache_n", a.cache_n}};
+  return j;
 }
 
-json openai_body(const std::vector<fake_token>& tokens, const std::string& shape) {
+json openai_body(const std::vector<fake_token>& tokens, const std::string& shape, const account& a) {
   json lp;
   if (shape == "content") {
     lp["content"] = probabilities(tokens);
@@ -114,7 +132,8 @@ json openai_body(const std::vector<fake_token>& tokens, const std::string& shape
           {"object", "text_completion"},
           {"system_fingerprint", "fp_fake"},
           {"choices", json::array({{{"index", 0}, {"text", "fake"}, {"finish_reason", "length"}, {"logprobs", lp}}})},
-          {"usage", {{"prompt_tokens", 5}, {"completion_tokens", tokens.size()}}}};
+          {"usage", {{"prompt_tokens", a.prompt_n}, {"completion_tokens", tokens.size()}}},
+          {"timings", final_fields(tokens.size(), a).value("timings", json::object())}};
 }
 
 template <class Stream>
@@ -161,8 +180,17 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       continue;
     }
     if (target == "/metrics") {
-      std::string body = "# HELP x\nllamacpp:n_decode_total " + std::to_string(st->served) +
-                         "\nllamacpp:n_busy_slots_per_decode 1\n";
+      if (!k.metrics) {
+        std::string body = R"({"error":{"code":501,"message":"This server does not support metrics endpoint. Start it with `--metrics`","type":"not_supported_error"}})";
+        if (!co_await write_all(socket, plain_header(501, body.size()) + body)) co_return;
+        continue;
+      }
+      char body_text[256];
+      std::snprintf(body_text, sizeof body_text,
+                    "# HELP llamacpp:n_decode_total Total number of llama_decode() calls\n"
+                    "llamacpp:n_decode_total %.0f\nllamacpp:n_busy_slots_per_decode %.6f\n",
+                    st->decodes, st->decodes > 0 ? st->busy_slot_decodes / st->decodes : 0.0);
+      std::string body = body_text;
       if (!co_await write_all(socket, plain_header(200, body.size(), "text/plain") + body)) co_return;
       continue;
     }
@@ -197,17 +225,25 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       fake_backend::state* s;
       ~leave() { --s->in_flight; }
     } guard{st.get()};
-    bool overlapped = st->in_flight > 1;
+    int peak = st->in_flight;  // the most requests in flight while this one was
     if (k.never_answer) {
       timer.expires_after(std::chrono::hours(1));
       co_await timer.async_wait(token_t{});
       co_return;
     }
-    if (k.delay.count() > 0) {
-      timer.expires_after(k.delay);
+    // Without batching the server takes one request at a time: each waits for the one before.
+    const auto began = std::chrono::steady_clock::now();
+    auto start = began;
+    if (!k.batching) {
+      start = std::max(began, st->free_at);
+      st->free_at = start + std::max(k.delay, std::chrono::milliseconds(1));
+    }
+    if (start + k.delay > began) {
+      timer.expires_at(start + k.delay);
       co_await timer.async_wait(token_t{});
     }
-    overlapped = overlapped || st->in_flight > 1;
+    peak = std::max(peak, st->in_flight);
+    const bool overlapped = k.batching && peak > 1;
     json in = json::parse(req.body(), nullptr, false);
     if (!in.is_object()) in = json::object();
     const std::string prompt = in.contains("prompt") && in["prompt"].is_string() ? in["prompt"].get<std::string>() : "";
@@ -223,6 +259,19 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       std::lock_guard lock(st->mutex);
       ++st->served;
     }
+    // The server's account: batched requests share their decodes; a slot that held the same
+    // prompt serves all but its last token from the cache, as llama.cpp does.
+    account acct;
+    acct.timings = k.timings;
+    acct.slot = in.contains("id_slot") && in["id_slot"].is_number_integer() ? in["id_slot"].get<std::int64_t>() : 0;
+    acct.prompt_n = std::max<std::int64_t>(1, static_cast<std::int64_t>(prompt.size()));
+    const bool cache_prompt = in.contains("cache_prompt") && in["cache_prompt"].is_boolean() && in["cache_prompt"].get<bool>();
+    if (k.prompt_cache && cache_prompt && st->slot_prompts[acct.slot] == prompt) acct.cache_n = acct.prompt_n - 1;
+    st->slot_prompts[acct.slot] = prompt;
+    acct.predicted_ms = std::max(0.001, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() - acct.prompt_ms);
+    const double together = k.batching ? std::clamp(peak, 1, std::max(1, k.total_slots)) : 1;
+    st->decodes += static_cast<double>(std::max<std::size_t>(n, 1)) / together;
+    st->busy_slot_decodes += static_cast<double>(std::max<std::size_t>(n, 1));
 
     if (k.status != 200) {
       std::string body = R"({"error":{"code":)" + std::to_string(k.status) + R"(,"message":"fake failure","type":"server_error"}})";
@@ -249,7 +298,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
         socket.shutdown(tcp::socket::shutdown_both);
         co_return;
       }
-      json fin = final_fields(tokens.size());
+      json fin = final_fields(tokens.size(), acct);
       fin["content"] = "";
       if (!co_await write_all(socket, chunk("data: " + fin.dump() + "\n\n") + "0\r\n\r\n")) co_return;
       continue;
@@ -258,13 +307,13 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     if (!k.raw_body.empty()) {
       body = k.raw_body;
     } else if (native) {
-      json j = final_fields(tokens.size());
+      json j = final_fields(tokens.size(), acct);
       j["content"] = "fake";
       j["completion_probabilities"] = probabilities(tokens);
       if (k.padding_bytes) j["padding"] = std::string(k.padding_bytes, 'p');
       body = j.dump();
     } else {
-      json j = openai_body(tokens, k.openai_shape);
+      json j = openai_body(tokens, k.openai_shape, acct);
       if (k.padding_bytes) j["padding"] = std::string(k.padding_bytes, 'p');
       body = j.dump();
     }

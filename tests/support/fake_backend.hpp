@@ -1,7 +1,10 @@
 // An in-process fake backend (a Beast server on its own thread) that speaks enough of
 // llama.cpp's and the OpenAI API for fault injection and speed: knobs for delay, status,
 // garbage, reset mid-body, truncated SSE, slow drip, silence, and logprobs that move by one
-// ULP only when requests overlap. It is never a stand-in for the real server in e2e tests.
+// ULP only when requests overlap. It accounts for its work as llama-server does: decode
+// counters (--metrics) and per-request timings that show whether it batched, and a prompt
+// cache per slot; with `batching` off it takes one request at a time, like `-np 1`. It is
+// never a stand-in for the real server in e2e tests.
 #pragma once
 
 #include <chrono>
@@ -28,6 +31,10 @@ struct fake_knobs {
   bool jitter_when_overlapping = false;  // logprobs move by one ULP if another request is in flight
   std::size_t padding_bytes = 0;       // extra bytes in each completion body (oversize tests)
   int total_slots = 8;
+  bool batching = true;                // false: one completion at a time (llama-server -np 1)
+  bool metrics = true;                 // /metrics answers (llama-server --metrics)
+  bool timings = true;                 // completions carry `timings` (prompt_ms, predicted_ms, cache_n)
+  bool prompt_cache = true;            // cache_prompt reuses a slot's previous prompt (cache_n)
   std::string openai_shape = "content";  // content | legacy_ids | legacy_text
 };
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "audit/baselines.hpp"
 #include "audit/compare.hpp"
+#include "audit/evidence.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/report.hpp"
@@ -14,13 +16,17 @@
 #include "support/synthetic.hpp"
 
 using namespace logitaudit::audit;
+using logitaudit::test_support::batched_evidence;
 using logitaudit::test_support::next_float_down;
+using logitaudit::test_support::simulate_bursts;
 using logitaudit::test_support::simulate;
 using logitaudit::test_support::stream_of;
 
 namespace {
 
 comparison cmp(const logit_stream& a, const logit_stream& b) { return compare_streams(a, digest(a), b, digest(b)); }
+
+const std::vector<std::string> kApis = {"llama", "openai"};
 
 }  // namespace
 
@@ -95,7 +101,7 @@ TEST(comparator, ulp_distance_in_float32_and_float64) {
 
 TEST(planner, seed_protocol_expands_to_the_seed_conditions) {
   auto spec = seed_protocol({{"tiny", "http://127.0.0.1:1", "llama"}, {"small", "http://127.0.0.1:2", "llama"}});
-  ASSERT_TRUE(validate(spec).empty());
+  ASSERT_TRUE(validate(spec, {}, kApis).empty());
   auto plan = make_plan(spec);
   auto compared = [&](const std::string& backend, const std::string& condition) {
     int n = 0;
@@ -181,7 +187,7 @@ TEST(spec_validation, every_problem_at_once_each_naming_its_field) {
   s.conditions[3].name = s.conditions[4].name;
   s.predictions[0].conditions = {"nope"};
   s.predictions[1].at_least = 1.5;
-  auto problems = validate(s);
+  auto problems = validate(s, {}, kApis);
   std::vector<std::string> fields;
   for (const auto& p : problems) fields.push_back(p.field);
   for (const char* f : {"backends", "n_predict", "top_k", "prompts[3]", "conditions[2].concurrency",
@@ -191,7 +197,7 @@ TEST(spec_validation, every_problem_at_once_each_naming_its_field) {
   audit_spec no_controls = seed_protocol({{"a", "", "llama"}});
   no_controls.conditions.resize(2);
   no_controls.predictions.clear();
-  auto p2 = validate(no_controls);
+  auto p2 = validate(no_controls, {}, kApis);
   ASSERT_EQ(p2.size(), 1u);
   EXPECT_EQ(p2[0].field, "conditions");
   EXPECT_NE(p2[0].message.find("positive control"), std::string::npos);
@@ -201,7 +207,7 @@ TEST(spec_validation, every_problem_at_once_each_naming_its_field) {
   huge.prompts.resize(3);
   spec_limits lim;
   lim.max_requests = 1000;
-  auto p3 = validate(huge, lim);
+  auto p3 = validate(huge, lim, kApis);
   ASSERT_FALSE(p3.empty());
   EXPECT_NE(p3.back().message.find("limit is 1000"), std::string::npos);
 }
@@ -217,8 +223,9 @@ const condition_tally& row(const findings& f, const std::string& name) {
 TEST(findings, a_known_world_gives_a_known_table_and_predictions) {
   auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
   auto plan = make_plan(spec);
-  auto f = evaluate(spec, plan, simulate(plan));
+  auto f = evaluate(spec, plan, simulate(plan), batched_evidence(plan));
   EXPECT_TRUE(f.valid) << f.invalid_reason;
+  EXPECT_EQ(f.flagged_runs, 0);
   EXPECT_EQ(row(f, "repeat_greedy").n, 60);
   EXPECT_EQ(row(f, "repeat_greedy").logit_identical, 60);
   EXPECT_EQ(row(f, "concurrent_greedy_c8").n, 16);
@@ -230,18 +237,22 @@ TEST(findings, a_known_world_gives_a_known_table_and_predictions) {
   EXPECT_EQ(row(f, "control_seed").token_identical, 0);
   EXPECT_EQ(f.per_backend.at("a")[0].n, 30);
   ASSERT_EQ(f.predictions.size(), 4u);
-  EXPECT_TRUE(f.predictions[0].held);   // serial identical
-  EXPECT_EQ(f.predictions[1].k, 26);    // c4 + c8 + cross diverge, cache reuse does not: 8+16+2 of 28
-  EXPECT_TRUE(f.predictions[1].held);
+  EXPECT_TRUE(f.predictions[0].held());   // serial identical
+  EXPECT_EQ(f.predictions[1].k, 26);      // c4 + c8 + cross diverge, cache reuse does not: 8+16+2 of 28
+  EXPECT_TRUE(f.predictions[1].held());
   EXPECT_EQ(f.predictions[1].n, 28);
-  EXPECT_TRUE(f.predictions[2].held);   // tokens survive
-  EXPECT_FALSE(f.predictions[3].held);  // seeded tokens survive here: the prediction fails
+  EXPECT_TRUE(f.predictions[2].held());   // tokens survive
+  EXPECT_EQ(f.predictions[3].outcome, prediction_outcome::failed);  // seeded tokens survive here
   EXPECT_EQ(f.predictions[3].k, 0);
   const auto text = render_text(f);
   EXPECT_NE(text.find(" repeat_greedy             60/60 (100%)"), std::string::npos) << text;
   EXPECT_NE(text.find("P4 FAILED"), std::string::npos) << text;
   EXPECT_NE(render_markdown(f).find("| concurrent_greedy_c8 | 0/16 (  0%) | 16/16 (100%) |"), std::string::npos);
-  EXPECT_NE(render_csv(f).find("pooled,concurrent_greedy_c8,concurrent,8,false,16,0,16,0"), std::string::npos);
+  EXPECT_NE(render_csv(f).find("pooled,concurrent_greedy_c8,concurrent,8,false,16,0,16,0,0,2,2,7.7600,busy_slots_per_decode,8,0.9000"),
+            std::string::npos)
+      << render_csv(f);
+  EXPECT_NE(text.find(" concurrent_greedy_c8      8      2/2      busy slots/decode 7.76 of 8          90%"), std::string::npos)
+      << text;
   bool threshold = false;
   for (const auto& s : f.sentences) threshold = threshold || s.find("from C=2 on, no stream was logit-identical") != std::string::npos;
   EXPECT_TRUE(threshold);
@@ -258,7 +269,7 @@ TEST(findings, an_identical_control_voids_the_job) {
       for (auto& r : runs)
         if (r.group == g.index) r.stream = runs[base.group].stream;
     }
-  auto f = evaluate(spec, plan, runs);
+  auto f = evaluate(spec, plan, runs, batched_evidence(plan));
   EXPECT_FALSE(f.valid);
   EXPECT_NE(f.invalid_reason.find("comparator vacuous"), std::string::npos);
   EXPECT_NE(f.invalid_reason.find("control_seed"), std::string::npos);
@@ -271,14 +282,14 @@ TEST(findings, failed_runs_and_failed_baselines_stay_out_of_every_tally) {
   std::size_t c8 = 0;
   for (const auto& g : plan.groups)
     if (g.condition == "concurrent_greedy_c8") c8 = g.index;
-  auto f = evaluate(spec, plan, simulate(plan, c8));
+  auto f = evaluate(spec, plan, simulate(plan, c8), batched_evidence(plan));
   EXPECT_EQ(row(f, "concurrent_greedy_c8").n, 0);
   EXPECT_EQ(row(f, "concurrent_greedy_c8").failed, 8);
   EXPECT_EQ(f.failed_runs, 8);
   EXPECT_TRUE(f.valid);
 
   // The target prompt's greedy baseline fails: every stream compared with it is failed.
-  auto f2 = evaluate(spec, plan, simulate(plan, plan.baselines[0].group));
+  auto f2 = evaluate(spec, plan, simulate(plan, plan.baselines[0].group), batched_evidence(plan));
   EXPECT_EQ(row(f2, "concurrent_greedy_c8").failed, 8);
   EXPECT_GT(f2.failed_runs, 8);
   bool said = false;
@@ -292,7 +303,9 @@ TEST(findings, a_fingerprint_change_is_reported) {
   backend_fingerprints fp;
   fp.before.model = "tiny.gguf";
   fp.after.model = "small.gguf";
-  auto f = evaluate(spec, plan, simulate(plan), {{"a", fp}});
+  auto ev = batched_evidence(plan);
+  ev.fingerprints = {{"a", fp}};
+  auto f = evaluate(spec, plan, simulate(plan), ev);
   ASSERT_EQ(f.fingerprint_changes.size(), 1u);
   EXPECT_EQ(f.fingerprint_changes[0], "a: model");
 }
@@ -314,7 +327,11 @@ TEST(findings, stored_findings_json_renders_the_same_reports_as_the_computed_fin
   auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
   auto plan = make_plan(spec);
   for (std::size_t fail : {SIZE_MAX, std::size_t{40}}) {
-    auto f = evaluate(spec, plan, simulate(plan, fail));
+    auto ev = batched_evidence(plan);
+    for (auto& [group, b] : ev.bursts)
+      if (group % 3 == 0) b.busy_slots_per_decode = 1.0;  // some bursts did not batch
+    auto f = evaluate(spec, plan, simulate(plan, fail), ev);
+    ASSERT_GT(f.flagged_runs, 0);
     auto back = logitaudit::api::findings_from_json(logitaudit::api::findings_to_json(f));
     ASSERT_TRUE(back);
     EXPECT_EQ(render_text(*back), render_text(f));
@@ -324,4 +341,189 @@ TEST(findings, stored_findings_json_renders_the_same_reports_as_the_computed_fin
   }
   EXPECT_FALSE(logitaudit::api::findings_from_json("{}"));
   EXPECT_FALSE(logitaudit::api::findings_from_json(R"({"valid":true,"pooled":[{"condition":1}],"predictions":[]})"));
+}
+
+// ---- evidence: a condition counts only when the stored run shows it happened ---------------
+
+// The figures measured on llama-server (tiny model, 2 cores) with -np 1 and -np 8.
+TEST(evidence, bursts_are_judged_against_the_smaller_of_width_and_slots) {
+  const evidence_thresholds t;
+  // -np 1: every burst takes one request at a time.
+  auto v = judge_burst({2, 1, 60'000, 48'000'000, 0.455, 1.0, 0.94, {}}, t);
+  EXPECT_FALSE(v.batched);
+  EXPECT_NE(v.reason.find("the server has 1 slot"), std::string::npos) << v.reason;
+  // -np 8, measured: C=2 2.0 busy slots, C=8 7.76, C=6 6.0; overlaps 0.88-0.99.
+  for (auto [width, busy, overlap] : {std::tuple{2, 2.0, 0.987}, std::tuple{8, 7.76, 0.882}, std::tuple{6, 6.0, 0.979}}) {
+    auto b = judge_burst({width, 8, 100'000, 50'000'000, overlap, busy, std::nullopt, {}}, t);
+    EXPECT_TRUE(b.batched) << width << ": " << b.reason;
+    EXPECT_EQ(b.measured_by, concurrency_measure::busy_slots_per_decode);
+    EXPECT_DOUBLE_EQ(b.expected, width);
+    EXPECT_DOUBLE_EQ(b.needed, 1 + 0.5 * (width - 1));
+  }
+  // A 32-wide burst on 8 slots batches 8 at a time: 7.5 busy slots pass, and its overlap is
+  // judged against 8/32 of the threshold.
+  auto wide = judge_burst({32, 8, 500'000, 400'000'000, 0.2, 7.5, std::nullopt, {}}, t);
+  EXPECT_TRUE(wide.batched) << wide.reason;
+  EXPECT_DOUBLE_EQ(wide.expected, 8);
+  EXPECT_DOUBLE_EQ(wide.needed_overlap, 0.5 * 8 / 32);
+  // 8 slots, C=8, but only 3 busy per decode: the server queued most of it.
+  auto partial = judge_burst({8, 8, 100'000, 50'000'000, 0.9, 3.0, std::nullopt, {}}, t);
+  EXPECT_FALSE(partial.batched);
+  EXPECT_NE(partial.reason.find("busy slots per decode 3.00, needed 4.50 (width 8 on 8 slots)"), std::string::npos)
+      << partial.reason;
+}
+
+TEST(evidence, without_decode_counters_the_servers_timings_decide_and_without_both_nothing_does) {
+  evidence_thresholds t;
+  // -np 8 without --metrics: the members' own times over the wall time (measured 3.3 for C=4).
+  auto timed = judge_burst({4, 8, 100'000, 44'800'000, 0.97, std::nullopt, 3.3, {}}, t);
+  EXPECT_TRUE(timed.batched) << timed.reason;
+  EXPECT_EQ(timed.measured_by, concurrency_measure::server_timings);
+  // -np 1 without --metrics: 0.9.
+  auto serial = judge_burst({4, 4, 100'000, 78'000'000, 0.3, std::nullopt, 0.9, {}}, t);
+  EXPECT_FALSE(serial.batched);
+  EXPECT_NE(serial.reason.find("concurrency from the server's timings 0.90, needed 2.50"), std::string::npos) << serial.reason;
+  // An OpenAI-compatible server with neither: not batched, unless configured to trust the overlap.
+  burst_measurement blind{4, -1, 100'000, 40'000'000, 0.95, std::nullopt, std::nullopt, {}};
+  auto unknown = judge_burst(blind, t);
+  EXPECT_FALSE(unknown.batched);
+  EXPECT_NE(unknown.reason.find("neither decode counters nor timings"), std::string::npos);
+  t.require_server_measure = false;
+  EXPECT_TRUE(judge_burst(blind, t).batched);
+  blind.overlap = 0.3;
+  EXPECT_FALSE(judge_burst(blind, t).batched) << "the overlap still has to be there";
+}
+
+TEST(evidence, the_timed_concurrency_of_a_burst_is_its_server_time_over_its_wall_time) {
+  logit_stream a, b;
+  a.server = {8, 2.0, 16, 48.0, 0};
+  b.server = {8, 1.0, 16, 49.0, 0};
+  const logit_stream* both[] = {&a, &b};
+  EXPECT_DOUBLE_EQ(*timed_concurrency(both, 50'000'000), 2.0);
+  logit_stream silent;
+  const logit_stream* with_silent[] = {&a, &silent};
+  EXPECT_FALSE(timed_concurrency(with_silent, 50'000'000)) << "a member without timings";
+}
+
+TEST(evidence, a_cache_reuse_counts_only_when_the_server_says_it_reused_prompt_tokens) {
+  const evidence_thresholds t;
+  logit_stream s;
+  s.server.cache_n = 26;
+  EXPECT_TRUE(judge_cache_reuse(s, t).reused);
+  s.server.cache_n = 0;
+  EXPECT_FALSE(judge_cache_reuse(s, t).reused);
+  EXPECT_NE(judge_cache_reuse(s, t).reason.find("0 prompt tokens came from the cache"), std::string::npos);
+  s.server.cache_n = -1;
+  EXPECT_NE(judge_cache_reuse(s, t).reason.find("did not report"), std::string::npos);
+}
+
+TEST(findings, streams_of_bursts_that_did_not_batch_are_counted_apart_never_as_survivors) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  // llama-server -np 1: no burst batches; the cache is still reused.
+  std::set<std::size_t> every_burst;
+  for (const auto& g : plan.groups)
+    if (g.mode == group_mode::burst) every_burst.insert(g.index);
+  evaluation_evidence ev;
+  ev.bursts = simulate_bursts(plan, every_burst);
+  // In that world the streams come back identical: the server took them one at a time.
+  auto runs = simulate(plan);
+  for (auto& r : runs)
+    if (every_burst.count(r.group)) r.stream->tokens[1].logprob = stream_of({0}).tokens[0].logprob;
+  auto f = evaluate(spec, plan, runs, ev);
+  EXPECT_TRUE(f.valid) << f.invalid_reason;
+  for (const char* name : {"concurrent_greedy_c2", "concurrent_greedy_c4", "concurrent_greedy_c8", "concurrent_seeded_c6",
+                           "cross_batch"}) {
+    EXPECT_EQ(row(f, name).n, 0) << name;
+    EXPECT_EQ(row(f, name).logit_identical, 0) << name << ": never counted as identical";
+    EXPECT_GT(row(f, name).flagged, 0) << name;
+    ASSERT_TRUE(row(f, name).bursts);
+    EXPECT_EQ(row(f, name).bursts->batched, 0);
+    EXPECT_DOUBLE_EQ(*row(f, name).bursts->median_measured, 1.0);
+  }
+  EXPECT_EQ(row(f, "cache_reuse").n, 1) << "the cache was reused: it counts";
+  EXPECT_EQ(f.flagged_runs, 2 + 4 + 8 + 6 + 1);
+  // P2 still has cache_reuse; P4 (concurrent_seeded_c6 only) has nothing left to decide on.
+  EXPECT_EQ(f.predictions[1].n, 1);
+  EXPECT_EQ(f.predictions[1].flagged, 13);
+  EXPECT_EQ(f.predictions[3].outcome, prediction_outcome::undecided);
+  bool batching = false, threshold = false, context = false;
+  for (const auto& s : f.sentences) {
+    batching = batching || s.find("Batching: concurrent_greedy_c8 did not batch in 1 of 1 burst (the server has 1 slot") !=
+                               std::string::npos;
+    threshold = threshold || s.find("Concurrency threshold") != std::string::npos;
+    context = context || s.find("Execution context: under cache reuse, 1/1") != std::string::npos;
+    EXPECT_EQ(s.find("no level lost logit identity entirely"), std::string::npos) << s;
+  }
+  EXPECT_TRUE(batching);
+  EXPECT_FALSE(threshold) << "no level batched, so no threshold is claimed";
+  EXPECT_TRUE(context) << "the context sentence names only what happened";
+  const auto text = render_text(f);
+  EXPECT_NE(text.find(" concurrent_greedy_c8      0/0 (  0%)       0/0 (  0%)       (8 not batched, not counted)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("P4 UNDECIDED"), std::string::npos) << text;
+  EXPECT_NE(text.find(" concurrent_greedy_c2      2      0/1      busy slots/decode 1.00 of 1          20%"), std::string::npos)
+      << text;
+}
+
+TEST(findings, a_cache_reuse_that_reused_nothing_is_flagged_not_reused) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  for (auto& r : runs)
+    if (plan.groups[r.group].condition == "cache_reuse") r.stream->server.cache_n = 0;
+  auto f = evaluate(spec, plan, runs, batched_evidence(plan));
+  EXPECT_EQ(row(f, "cache_reuse").n, 0);
+  EXPECT_EQ(row(f, "cache_reuse").flagged, 1);
+  bool said = false;
+  for (const auto& s : f.sentences) said = said || s.find("Cache reuse: 1 of 1 stream of cache_reuse reused no cached prompt") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_NE(render_text(f).find("(1 not reused, not counted)"), std::string::npos);
+}
+
+TEST(findings, a_burst_without_a_stored_measurement_is_not_batched) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto f = evaluate(spec, plan, simulate(plan));
+  EXPECT_EQ(row(f, "concurrent_greedy_c4").n, 0);
+  for (const auto& [group, b] : f.bursts) EXPECT_EQ(b.reason, "no measurement of this burst was stored");
+}
+
+TEST(findings, sentences_name_only_the_kinds_of_condition_the_spec_had) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  spec.conditions = {{"c4", condition_kind::concurrent, 4, 1, false, false},
+                     {"control_prompt", condition_kind::control_prompt, 1, 1, false, false}};
+  spec.predictions.clear();
+  auto plan = make_plan(spec);
+  auto f = evaluate(spec, plan, simulate(plan), batched_evidence(plan));
+  bool said = false;
+  for (const auto& s : f.sentences) {
+    said = said || s.starts_with("Execution context: under concurrency, 0/4");
+    EXPECT_EQ(s.find("cross-batch"), std::string::npos) << s;
+    EXPECT_EQ(s.find("cache reuse"), std::string::npos) << s;
+  }
+  EXPECT_TRUE(said);
+}
+
+TEST(baselines, two_audits_baselines_are_matched_by_backend_prompt_and_sampling) {
+  const auto x = stream_of({1, 2, 3});
+  auto y = x;
+  y.tokens[2].logprob = next_float_down(y.tokens[2].logprob);
+  std::vector<baseline_stream> a = {{{"tiny", "p", 0, std::nullopt}, x}, {{"tiny", "q", 0, std::nullopt}, x}};
+  std::vector<baseline_stream> b = {{{"tiny", "p", 0, std::nullopt}, y}, {{"tiny", "p", 0.8, 1234}, x}};
+  std::map<std::string, backend_fingerprints> fa, fb;
+  fa["tiny"].before.build_info = "b1";
+  fb["tiny"].before.build_info = "b2";
+  const auto c = compare_baselines(a, b, fa, fb);
+  ASSERT_EQ(c.baselines.size(), 3u);
+  const auto& p = c.baselines[0];
+  EXPECT_EQ(p.key.prompt, "p");
+  ASSERT_TRUE(p.result);
+  EXPECT_FALSE(p.result->logit_identical);
+  EXPECT_TRUE(p.result->token_identical);
+  EXPECT_EQ(p.result->first_logit_difference, 2);
+  EXPECT_TRUE(c.baselines[1].in_b && !c.baselines[1].in_a && !c.baselines[1].result);
+  EXPECT_TRUE(c.baselines[2].in_a && !c.baselines[2].in_b);
+  EXPECT_EQ(c.fingerprint_differences.at("tiny"), std::vector<std::string>{"build_info"});
 }

@@ -7,6 +7,7 @@
 #include "audit/stream_encoding.hpp"
 #include "clients/backend.hpp"
 #include "clients/burst.hpp"
+#include "clients/llama_api.hpp"
 #include "support/run.hpp"
 #include "support/fake_backend.hpp"
 
@@ -20,7 +21,7 @@ using namespace std::chrono_literals;
 namespace {
 
 
-backend_config config_for(const fake_backend& f, api_kind api = api_kind::llama) {
+backend_config config_for(const fake_backend& f, api_kind api = default_api_kind()) {
   backend_config c;
   c.name = "fake";
   c.url = f.url();
@@ -190,7 +191,7 @@ TEST(backend_client, openai_shapes_give_the_same_identity_as_native_when_ids_are
     auto k = f.knobs();
     k.openai_shape = shape;
     f.set_knobs(k);
-    auto s = complete_once(f, greedy("same"), config_for(f, api_kind::openai));
+    auto s = complete_once(f, greedy("same"), config_for(f, *parse_api_kind("openai")));
     ASSERT_TRUE(s) << shape << ": " << s.error().message;
     EXPECT_EQ(s->keying, audit::token_keying::id) << shape;
     EXPECT_EQ(audit::digest(*s), audit::digest(*native)) << shape;
@@ -198,7 +199,7 @@ TEST(backend_client, openai_shapes_give_the_same_identity_as_native_when_ids_are
   auto k = f.knobs();
   k.openai_shape = "legacy_text";
   f.set_knobs(k);
-  auto t = complete_once(f, greedy("same"), config_for(f, api_kind::openai));
+  auto t = complete_once(f, greedy("same"), config_for(f, *parse_api_kind("openai")));
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->keying, audit::token_keying::text);
   EXPECT_NE(audit::digest(*t).token, audit::digest(*native).token) << "text-keyed digests say so";
@@ -214,7 +215,7 @@ TEST(backend_client, fingerprints_of_both_api_kinds) {
   EXPECT_EQ(fp->total_slots, 8);
   EXPECT_EQ(fp->prompt_token_hashes.size(), 2u);
   EXPECT_NE(fp->prompt_token_hashes["ab"], fp->prompt_token_hashes["abc"]);
-  backend oai(io.get_executor(), config_for(f, api_kind::openai));
+  backend oai(io.get_executor(), config_for(f, *parse_api_kind("openai")));
   auto fo = run(io, oai.fingerprint({"ab"}));
   ASSERT_TRUE(fo) << fo.error().message;
   EXPECT_EQ(fo->model, "fake-model");

@@ -31,8 +31,8 @@ TEST(config, a_full_file_parses_and_defaults_fill_the_rest) {
   EXPECT_TRUE(c->allow_adhoc_backends);
   EXPECT_EQ(c->max_running_jobs, 3);
   EXPECT_EQ(c->max_body_bytes, 2097152u);
-  EXPECT_EQ(c->max_n_predict, 256);
-  EXPECT_EQ(c->max_prompts, 64) << "a default";
+  EXPECT_EQ(c->spec_limits.max_n_predict, 256);
+  EXPECT_EQ(c->spec_limits.max_prompts, 64) << "a default";
   auto empty = parse_config("{}");
   ASSERT_TRUE(empty);
   EXPECT_EQ(empty->listen, "127.0.0.1:8700");
@@ -48,6 +48,69 @@ TEST(config, unknown_keys_and_bad_values_are_named_all_at_once) {
     EXPECT_TRUE(names(c.error(), k)) << k;
   EXPECT_FALSE(parse_config("[1]"));
   EXPECT_FALSE(parse_config("{"));
+}
+
+// Every limit a spec is checked against is a key, and reaches the spec limits.
+TEST(config, every_spec_limit_and_evidence_threshold_is_a_key) {
+  auto c = parse_config(R"({"limits":{"max_prompts":3,"max_n_predict":64,"max_top_k":4,"max_concurrency":16,
+    "max_replicates":10,"max_backends":2,"max_prompt_bytes":4096,"max_requests":5000},
+    "evidence":{"min_batching":0.75,"min_overlap":0.3,"require_server_measure":false,"min_reused_tokens":4},
+    "read_cache_bytes":1048576})");
+  ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
+  const auto& l = c->spec_limits;
+  EXPECT_EQ(l.max_prompts, 3);
+  EXPECT_EQ(l.max_n_predict, 64);
+  EXPECT_EQ(l.max_top_k, 4);
+  EXPECT_EQ(l.max_concurrency, 16);
+  EXPECT_EQ(l.max_replicates, 10);
+  EXPECT_EQ(l.max_backends, 2);
+  EXPECT_EQ(l.max_prompt_bytes, 4096u);
+  EXPECT_EQ(l.max_requests, 5000u);
+  EXPECT_DOUBLE_EQ(c->evidence.min_batching, 0.75);
+  EXPECT_DOUBLE_EQ(c->evidence.min_overlap, 0.3);
+  EXPECT_FALSE(c->evidence.require_server_measure);
+  EXPECT_EQ(c->evidence.min_reused_tokens, 4);
+  EXPECT_EQ(c->read_cache_bytes, 1048576u);
+  auto bad = parse_config(R"({"evidence":{"min_batching":1.5,"min_overlap":"high","strict":true},"interrupted_jobs":"retry"})");
+  ASSERT_FALSE(bad);
+  for (const char* k : {"evidence.min_batching", "evidence.min_overlap", "evidence.strict", "interrupted_jobs"})
+    EXPECT_TRUE(names(bad.error(), k)) << k;
+}
+
+// Flags are merged over the file and the environment here, not in main(): NAME=URL parsed
+// once, API kinds from the registry, the listen address checked.
+TEST(config, flags_override_and_name_what_is_wrong) {
+  auto c = *parse_config(R"({"backends":[{"name":"tiny","url":"http://127.0.0.1:8081"}],"tokens":["file-token"]})");
+  command_line flags;
+  flags.listen = "127.0.0.1:9100";
+  flags.backends = {"small=http://127.0.0.1:8082", "http://127.0.0.1:8083"};
+  flags.backend_api = "openai";
+  flags.max_running_jobs = 3;
+  flags.allow_adhoc_backends = true;
+  flags.tokens = {"flag-token"};
+  EXPECT_TRUE(apply_command_line(c, flags).empty());
+  EXPECT_EQ(c.listen, "127.0.0.1:9100");
+  ASSERT_EQ(c.backends.size(), 3u);
+  EXPECT_EQ(c.backends[1].name, "small");
+  EXPECT_EQ(c.backends[1].api, "openai");
+  EXPECT_EQ(c.backends[2].name, "127.0.0.1:8083") << "a bare URL is named after its host and port";
+  EXPECT_EQ(c.max_running_jobs, 3);
+  EXPECT_TRUE(c.allow_adhoc_backends);
+  EXPECT_EQ(c.tokens, std::vector<std::string>{"flag-token"});
+
+  command_line bad;
+  bad.backends = {"=http://x:1", "tiny", "y=ftp://h:1"};
+  bad.backend_api = "grpc";
+  bad.tokens = {"short"};
+  bad.listen = "localhost:80";
+  auto p = apply_command_line(c, bad);
+  EXPECT_TRUE(names(p, "--backend"));
+  EXPECT_TRUE(names(p, "--backend-api"));
+  EXPECT_TRUE(names(p, "--token"));
+  EXPECT_TRUE(names(p, "listen"));
+  EXPECT_EQ(std::count_if(p.begin(), p.end(), [](auto& q) { return q.key == "--backend"; }), 3);
+  EXPECT_EQ(parse_listen("[::1]:8700")->port, 8700);
+  EXPECT_FALSE(parse_listen("127.0.0.1:99999"));
 }
 
 TEST(config, the_environment_overrides_the_file_and_unknown_variables_are_errors) {
@@ -80,8 +143,8 @@ TEST(config, the_example_file_parses_and_every_key_is_documented) {
   const auto j = nlohmann::json::parse(ss.str());
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) {
-    if (k == "limits")
-      for (const auto& [lk, lv] : v.items()) keys.push_back("limits." + lk);
+    if (k == "limits" || k == "evidence")
+      for (const auto& [lk, lv] : v.items()) keys.push_back(k + "." + lk);
     else keys.push_back(k == "backends" || k == "tokens" ? k + "[]" : k);
   }
   for (const auto& k : keys) EXPECT_NE(doc.str().find("| `" + k + "` |"), std::string::npos) << k << " is not in docs/configuration.md";

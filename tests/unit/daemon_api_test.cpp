@@ -13,12 +13,8 @@
 #include <thread>
 
 #include "api/audit_routes.hpp"
-#include "api/http_server.hpp"
-#include "daemon/job_service.hpp"
-#include "daemon/scheduler.hpp"
-#include "api/schedule_routes.hpp"
+#include "support/daemon_harness.hpp"
 #include "support/fake_backend.hpp"
-#include "support/http_call.hpp"
 
 using namespace logitaudit;
 using json = nlohmann::json;
@@ -30,102 +26,39 @@ namespace {
 
 using reply = test_support::http_reply;
 
-reply call(unsigned short port, http::verb method, const std::string& target, const std::string& body = {},
-           const std::string& content_type = "application/json", const std::string& token = {}) {
-  return test_support::http_call(port, method, target, body, content_type, token);
-}
-
 class daemon_api : public ::testing::Test {
  protected:
   void SetUp() override { start({}); }
-  void start(std::vector<std::string> tokens, bool adhoc = false,
-             std::function<void(storage::db_worker&)> before_start = {}) {
+  void start(std::vector<std::string> tokens, bool adhoc = false, std::function<void(storage::db_worker&)> before_start = {}) {
     test_support::fake_knobs k;
     k.delay = 20ms;
     k.jitter_when_overlapping = true;
     fake_a_ = std::make_unique<test_support::fake_backend>(k);
     fake_b_ = std::make_unique<test_support::fake_backend>(k);
-    db_path_ = std::filesystem::temp_directory_path() / ("logitaudit-api-" + std::to_string(::getpid()) + ".db");
-    remove_db();
-    db_ = std::make_unique<storage::db_worker>(db_path_.string());
-    daemon::service_config cfg;
-    cfg.poll = 20ms;
-    cfg.allow_adhoc_backends = adhoc;
-    cfg.max_running_jobs = 2;
-    cfg.metrics = &metrics_;
-    cfg.resume_interrupted = resume_interrupted_;
-    for (auto [name, f] : {std::pair{"a", fake_a_.get()}, std::pair{"b", fake_b_.get()}}) {
-      clients::backend_config c;
-      c.name = name;
-      c.url = f->url();
-      cfg.backends[name] = c;
-    }
-    if (before_start) before_start(*db_);
-    service_ = std::make_unique<daemon::job_service>(io_.get_executor(), *db_, cfg);
-    scheduler_ = std::make_unique<daemon::scheduler>(io_.get_executor(), *db_, *service_, audit::spec_limits{});
-    scheduler_->now = [this] { return clock_.load(); };
-    const api::route_options opts{std::move(tokens), {}, &metrics_, "test"};
-    api::add_schedule_routes(routes_, *scheduler_, opts);
-    api::add_audit_routes(routes_, *service_, opts);
-    server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
-    server_->on_response([this](unsigned status, double seconds) { metrics_.observe_response(status, seconds); });
-    server_->listen({net::ip::make_address("127.0.0.1"), 0});
-    service_->start();
-    scheduler_->start();
-    thread_ = std::thread([this] { io_.run(); });
+    test_support::harness_options o;
+    o.backends = {{"a", fake_a_->url()}, {"b", fake_b_->url()}};
+    o.tokens = std::move(tokens);
+    o.allow_adhoc = adhoc;
+    o.resume_interrupted = resume_interrupted_;
+    o.before_start = std::move(before_start);
+    d_ = std::make_unique<test_support::daemon_harness>(std::move(o));
   }
-  void TearDown() override {
-    net::post(io_, [this] {
-      server_->stop();
-      scheduler_->stop();
-      service_->stop();
-    });
-    // Let running jobs reach a group boundary, then stop.
-    for (int i = 0; i < 200 && !service_->idle(); ++i) std::this_thread::sleep_for(10ms);
-    io_.stop();
-    thread_.join();
-    scheduler_.reset();
-    service_.reset();
-    db_.reset();
-    remove_db();
+  void TearDown() override { d_.reset(); }
+  reply call(http::verb method, const std::string& target, const std::string& body = {},
+             const std::string& content_type = "application/json", const std::string& token = {}) {
+    return d_->call(method, target, body, content_type, token);
   }
-  void remove_db() {
-    for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(db_path_.string() + s);
+  json wait_done(std::int64_t id) { return d_->wait_final(id); }
+  std::size_t stored_jobs() {
+    return d_->db().submit([](storage::store& s) { return s.jobs().ids().size(); }).get();
   }
-  unsigned short port() const { return server_->port(); }
-  std::int64_t rows(const std::string& table) {
-    return db_->submit([table](storage::audit_store& s) {
-                 auto& q = s.db().prepare("SELECT count(*) FROM " + table);
-                 q.step();
-                 auto n = q.integer(0);
-                 q.reset();
-                 return n;
-               })
-        .get();
-  }
-  json wait_done(std::int64_t id) {
-    for (int i = 0; i < 60000; ++i) {
-      auto r = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id));
-      auto j = r.json();
-      const std::string st = j.value("status", "");
-      if (st != "queued" && st != "running") return j;
-      std::this_thread::sleep_for(10ms);
-    }
-    throw std::runtime_error("audit did not finish");
+  std::size_t stored_schedules() {
+    return d_->db().submit([](storage::store& s) { return s.schedules().list().size(); }).get();
   }
 
-  net::io_context io_{1};
-  api::daemon_metrics metrics_;
   std::unique_ptr<test_support::fake_backend> fake_a_, fake_b_;
-  std::filesystem::path db_path_;
-  std::unique_ptr<storage::db_worker> db_;
-  std::unique_ptr<daemon::job_service> service_;
-  std::unique_ptr<daemon::scheduler> scheduler_;
+  std::unique_ptr<test_support::daemon_harness> d_;
   bool resume_interrupted_ = true;
-  std::atomic<std::int64_t> clock_{1798761600};  // 2027-01-01T00:00:00Z, moved by the tests
-  api::router routes_;
-  std::unique_ptr<api::http_server> server_;
-  std::thread thread_;
 };
 
 const char* kSmallJob = R"({"preset":"seed-protocol","backends":["a"],"n_predict":4,"tags":["nightly"]})";
@@ -144,9 +77,9 @@ void expect_error(const reply& r, unsigned status, const std::string& code, cons
 }  // namespace
 
 TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
-  EXPECT_EQ(call(port(), http::verb::get, "/healthz").status, 200u);
-  EXPECT_EQ(call(port(), http::verb::get, "/readyz").status, 200u);
-  auto r = call(port(), http::verb::post, "/v1/audits", kSmallJob);
+  EXPECT_EQ(call(http::verb::get, "/healthz").status, 200u);
+  EXPECT_EQ(call(http::verb::get, "/readyz").status, 200u);
+  auto r = call(http::verb::post, "/v1/audits", kSmallJob);
   ASSERT_EQ(r.status, 202u) << r.body;
   const auto id = r.json()["id"].get<std::int64_t>();
   EXPECT_EQ(r.json()["status"], "queued");
@@ -157,21 +90,21 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
   EXPECT_EQ(done["progress"]["done"], done["progress"]["total"]);
   EXPECT_EQ(done["progress"]["failed"], 0);
 
-  auto text = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=text");
+  auto text = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=text");
   EXPECT_EQ(text.status, 200u);
   EXPECT_NE(text.body.find(" repeat_greedy             30/30 (100%)     30/30 (100%)"), std::string::npos) << text.body;
   EXPECT_NE(text.body.find(" concurrent_greedy_c8      0/8 (  0%)       8/8 (100%)"), std::string::npos) << text.body;
-  auto md = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=markdown");
+  auto md = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=markdown");
   EXPECT_NE(md.body.find("| cross_batch | 0/1 (  0%) | 1/1 (100%) |"), std::string::npos) << md.body;
-  auto csv = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=csv");
+  auto csv = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=csv");
   EXPECT_NE(csv.body.find("pooled,concurrent_greedy_c4,concurrent,4,false,4,0,4,0"), std::string::npos) << csv.body;
-  auto js = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report");
+  auto js = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report");
   ASSERT_EQ(js.status, 200u);
   EXPECT_TRUE(js.json()["valid"].get<bool>());
   EXPECT_EQ(js.json()["predictions"].size(), 4u);
 
   // Runs, filtered, and one run's stream with its tokens and top-k.
-  auto runs = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=concurrent_greedy_c8").json();
+  auto runs = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=concurrent_greedy_c8").json();
   ASSERT_EQ(runs["runs"].size(), 8u) << runs.dump();
   for (const auto& run : runs["runs"]) {
     EXPECT_EQ(run["condition"], "concurrent_greedy_c8");
@@ -180,123 +113,152 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
     EXPECT_EQ(run["digests"]["logit"].get<std::string>().size(), 32u);
   }
   const auto run_id = runs["runs"][0]["id"].get<std::int64_t>();
-  auto stream = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs/" + std::to_string(run_id) + "/stream");
+  auto stream = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs/" + std::to_string(run_id) + "/stream");
   ASSERT_EQ(stream.status, 200u) << stream.body;
   EXPECT_EQ(stream.json()["tokens"].size(), 4u);
   EXPECT_EQ(stream.json()["tokens"][0]["top"].size(), 5u);
-  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs/999999/stream"), 404, "not_found", "run");
-  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?sort=x"), 400, "invalid_query", "sort");
+  EXPECT_EQ(stream.json()["server"]["timings"]["prompt_n"], 40) << "the server's account of the stream";
+  EXPECT_EQ(stream.json()["verdict"]["flag"], "none");
+  expect_error(call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs/999999/stream"), 404, "not_found", "run");
+  auto reuse = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=cache_reuse").json()["runs"];
+  ASSERT_EQ(reuse.size(), 2u);
+  EXPECT_GT(reuse[1]["server"]["timings"]["cache_n"].get<int>(), 0) << "the compared request reused the warmed prompt";
+  EXPECT_EQ(reuse[1]["verdict"]["counted"], true);
+
+  // Every burst with its measurement and its verdict, exactly as stored.
+  auto bursts = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/bursts").json()["bursts"];
+  const auto stored = d_->db().submit([id](storage::store& s) { return s.evidence().bursts(id); }).get();
+  ASSERT_EQ(bursts.size(), 5u) << bursts.dump();
+  ASSERT_EQ(stored.size(), 5u);
+  for (std::size_t i = 0; i < stored.size(); ++i) {
+    const auto& b = bursts[i];
+    EXPECT_EQ(b["group"], stored[i].group);
+    EXPECT_EQ(b["condition"], stored[i].condition);
+    EXPECT_EQ(b["width"], stored[i].measurement.width);
+    EXPECT_EQ(b["launch_spread_ns"], stored[i].measurement.launch_spread_ns);
+    EXPECT_DOUBLE_EQ(b["overlap"].get<double>(), stored[i].measurement.overlap);
+    EXPECT_DOUBLE_EQ(b["busy_slots_per_decode"].get<double>(), *stored[i].measurement.busy_slots_per_decode);
+    EXPECT_EQ(b["server_slots"], 8);
+    ASSERT_TRUE(stored[i].verdict);
+    EXPECT_EQ(b["verdict"]["batched"], stored[i].verdict->batched);
+    EXPECT_EQ(b["verdict"]["batched"], true) << b.dump() << ": the fake batches what overlaps";
+    EXPECT_EQ(b["verdict"]["measured_by"], "busy_slots_per_decode");
+    EXPECT_GE(b["busy_slots_per_decode"].get<double>(), b["verdict"]["needed"].get<double>());
+  }
+  // Each fingerprint with the time it was read: "before" before the first request, not at the end.
+  auto fps = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/fingerprints").json()["fingerprints"];
+  ASSERT_EQ(fps.size(), 2u) << fps.dump();
+  EXPECT_EQ(fps[0]["phase"], "before");
+  EXPECT_EQ(fps[0]["total_slots"], 8);
+  EXPECT_LE(done["created_at"].get<std::string>(), fps[0]["taken_at"].get<std::string>());
+  EXPECT_LE(fps[0]["taken_at"].get<std::string>(), fps[1]["taken_at"].get<std::string>());
+  EXPECT_LE(fps[1]["taken_at"].get<std::string>(), done["finished_at"].get<std::string>());
+  expect_error(call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?sort=x"), 400, "invalid_query", "sort");
 
   // Metrics saw the requests and the bursts; the API latency histogram counts responses.
-  auto metrics = call(port(), http::verb::get, "/metrics");
+  auto metrics = call(http::verb::get, "/metrics");
   EXPECT_EQ(metrics.status, 200u);
   EXPECT_NE(metrics.body.find("logitaudit_jobs{status=\"done\"} 1"), std::string::npos) << metrics.body;
   EXPECT_NE(metrics.body.find("logitaudit_backend_requests_total 65"), std::string::npos) << metrics.body;
   EXPECT_NE(metrics.body.find("logitaudit_burst_launch_spread_seconds_count 5"), std::string::npos) << metrics.body;
   EXPECT_NE(metrics.body.find("logitaudit_api_latency_seconds_count"), std::string::npos);
+  EXPECT_NE(metrics.body.find("logitaudit_read_cache_bytes"), std::string::npos);
 
-  auto list = call(port(), http::verb::get, "/v1/audits?status=done&tag=nightly");
+  auto list = call(http::verb::get, "/v1/audits?status=done&tag=nightly");
   ASSERT_EQ(list.json()["audits"].size(), 1u);
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits?tag=weekly").json()["audits"].size(), 0u);
+  EXPECT_EQ(call(http::verb::get, "/v1/audits?tag=weekly").json()["audits"].size(), 0u);
 
-  expect_error(call(port(), http::verb::post, "/v1/audits/" + std::to_string(id) + "/cancel"), 409, "already_finished");
+  expect_error(call(http::verb::post, "/v1/audits/" + std::to_string(id) + "/cancel"), 409, "already_finished");
   // Ended audits are served from memory after the first read; a delete forgets them at once.
-  const std::string before = call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body;
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body, before);
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=concurrent_greedy_c8").json()["runs"].size(), 8u);
-  EXPECT_EQ(call(port(), http::verb::delete_, "/v1/audits/" + std::to_string(id)).status, 200u);
-  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id)), 404, "not_found");
-  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/report"), 404, "not_found");
-  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs"), 404, "not_found");
-  EXPECT_EQ(rows("runs"), 0);
-  EXPECT_EQ(rows("streams"), 0);
+  const std::string before = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body;
+  EXPECT_EQ(call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body, before);
+  EXPECT_EQ(call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=concurrent_greedy_c8").json()["runs"].size(), 8u);
+  EXPECT_EQ(call(http::verb::delete_, "/v1/audits/" + std::to_string(id)).status, 200u);
+  expect_error(call(http::verb::get, "/v1/audits/" + std::to_string(id)), 404, "not_found");
+  expect_error(call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report"), 404, "not_found");
+  expect_error(call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs"), 404, "not_found");
+  EXPECT_EQ(stored_jobs(), 0u);
+  EXPECT_TRUE(d_->db().submit([id](storage::store& s) { return s.evidence().runs(id); }).get().empty());
 }
 
 TEST_F(daemon_api, bad_requests_get_the_right_status_and_store_nothing) {
-  expect_error(call(port(), http::verb::post, "/v1/audits", "{not json"), 400, "invalid_spec");
-  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"bogus":1})"), 400,
+  expect_error(call(http::verb::post, "/v1/audits", "{not json"), 400, "invalid_spec");
+  expect_error(call(http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"bogus":1})"), 400,
                "invalid_spec", "bogus");
-  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"n_predict":"x"})"),
+  expect_error(call(http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"n_predict":"x"})"),
                400, "invalid_spec", "n_predict");
-  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"n_predict":1000000000})"),
+  expect_error(call(http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["a"],"n_predict":1000000000})"),
                400, "invalid_spec", "n_predict");
-  expect_error(call(port(), http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["nope"]})"), 400,
+  expect_error(call(http::verb::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["nope"]})"), 400,
                "invalid_spec", "backends[0].name");
-  expect_error(call(port(), http::verb::post, "/v1/audits",
+  expect_error(call(http::verb::post, "/v1/audits",
                     R"({"preset":"seed-protocol","backends":[{"name":"x","url":"http://10.0.0.1:1"}]})"),
                400, "invalid_spec", "backends[0].url");
-  expect_error(call(port(), http::verb::post, "/v1/audits", kSmallJob, "text/plain"), 415, "unsupported_media_type");
-  expect_error(call(port(), http::verb::post, "/v1/audits", std::string(2 << 20, ' ')), 413, "payload_too_large");
-  expect_error(call(port(), http::verb::put, "/v1/audits"), 405, "method_not_allowed");
-  expect_error(call(port(), http::verb::get, "/v1/nothing"), 404, "not_found");
-  expect_error(call(port(), http::verb::get, "/v1/audits/..%2F..%2Fetc"), 404, "not_found", "id");
-  expect_error(call(port(), http::verb::get, "/v1/audits/" + std::string(300, '9')), 404, "not_found", "id");
-  expect_error(call(port(), http::verb::get, "/v1/audits/-1"), 404, "not_found", "id");
-  expect_error(call(port(), http::verb::get, "/v1/audits?limit=0"), 400, "invalid_query", "limit");
-  expect_error(call(port(), http::verb::get, "/v1/audits?status=lost"), 400, "invalid_query", "status");
-  expect_error(call(port(), http::verb::get, "/v1/audits?sort=id"), 400, "invalid_query", "sort");
-  expect_error(call(port(), http::verb::get, "/v1/audits/1/report?format=pdf"), 400, "invalid_query", "format");
+  expect_error(call(http::verb::post, "/v1/audits", kSmallJob, "text/plain"), 415, "unsupported_media_type");
+  expect_error(call(http::verb::post, "/v1/audits", std::string(2 << 20, ' ')), 413, "payload_too_large");
+  expect_error(call(http::verb::put, "/v1/audits"), 405, "method_not_allowed");
+  expect_error(call(http::verb::get, "/v1/nothing"), 404, "not_found");
+  expect_error(call(http::verb::get, "/v1/audits/..%2F..%2Fetc"), 404, "not_found", "id");
+  expect_error(call(http::verb::get, "/v1/audits/" + std::string(300, '9')), 404, "not_found", "id");
+  expect_error(call(http::verb::get, "/v1/audits/-1"), 404, "not_found", "id");
+  expect_error(call(http::verb::get, "/v1/audits?limit=0"), 400, "invalid_query", "limit");
+  expect_error(call(http::verb::get, "/v1/audits?status=lost"), 400, "invalid_query", "status");
+  expect_error(call(http::verb::get, "/v1/audits?sort=id"), 400, "invalid_query", "sort");
+  expect_error(call(http::verb::get, "/v1/audits/1/report?format=pdf"), 400, "invalid_query", "format");
   std::string deep(10000, '[');
-  expect_error(call(port(), http::verb::post, "/v1/audits", deep), 400, "invalid_spec");
-  expect_error(call(port(), http::verb::post, "/v1/audits", "{\"tags\":[\"\xff\xfe\"]}"), 400, "invalid_spec");
-  EXPECT_EQ(rows("jobs"), 0) << "nothing is stored for a rejected request";
-  EXPECT_EQ(call(port(), http::verb::get, "/healthz").status, 200u) << "and the daemon keeps serving";
+  expect_error(call(http::verb::post, "/v1/audits", deep), 400, "invalid_spec");
+  expect_error(call(http::verb::post, "/v1/audits", "{\"tags\":[\"\xff\xfe\"]}"), 400, "invalid_spec");
+  EXPECT_EQ(stored_jobs(), 0u) << "nothing is stored for a rejected request";
+  EXPECT_EQ(call(http::verb::get, "/healthz").status, 200u) << "and the daemon keeps serving";
 }
 
 TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_cancelled) {
   std::vector<std::int64_t> ids;
-  for (int i = 0; i < 3; ++i) ids.push_back(call(port(), http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>());
-  // Three jobs on backend "a" with two job slots: at most one runs at any time.
-  int max_running = 0;
-  for (int i = 0; i < 60000; ++i) {
-    auto page = call(port(), http::verb::get, "/v1/audits?status=running").json()["audits"];
-    max_running = std::max(max_running, static_cast<int>(page.size()));
-    auto queued = call(port(), http::verb::get, "/v1/audits?status=queued").json()["audits"];
-    if (page.empty() && queued.empty()) break;
-    if (i == 0) {
-      auto c = call(port(), http::verb::post, "/v1/audits/" + std::to_string(ids[2]) + "/cancel");
-      EXPECT_EQ(c.status, 202u) << c.body;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  EXPECT_EQ(max_running, 1);
-  EXPECT_EQ(wait_done(ids[0])["status"], "done");
-  EXPECT_EQ(wait_done(ids[1])["status"], "done");
-  EXPECT_EQ(wait_done(ids[2])["status"], "cancelled");
+  for (int i = 0; i < 3; ++i) ids.push_back(call(http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>());
+  // The third waits behind the first (one backend): cancelled where it is queued.
+  auto c = call(http::verb::post, "/v1/audits/" + std::to_string(ids[2]) + "/cancel");
+  EXPECT_EQ(c.status, 202u) << c.body;
+  const auto first = wait_done(ids[0]), second = wait_done(ids[1]), third = wait_done(ids[2]);
+  EXPECT_EQ(first["status"], "done");
+  EXPECT_EQ(second["status"], "done");
+  EXPECT_EQ(third["status"], "cancelled");
+  EXPECT_EQ(third["started_at"], "") << "it never ran";
+  // Two job slots, one backend: the second started only once the first had ended.
+  EXPECT_GE(second["started_at"].get<std::string>(), first["finished_at"].get<std::string>());
   // Paging: newest first, with a cursor.
-  auto page = call(port(), http::verb::get, "/v1/audits?limit=2").json();
+  auto page = call(http::verb::get, "/v1/audits?limit=2").json();
   ASSERT_EQ(page["audits"].size(), 2u);
   EXPECT_EQ(page["audits"][0]["id"], ids[2]);
-  auto next = call(port(), http::verb::get, page["next"].get<std::string>()).json();
+  auto next = call(http::verb::get, page["next"].get<std::string>()).json();
   ASSERT_EQ(next["audits"].size(), 1u);
   EXPECT_EQ(next["audits"][0]["id"], ids[0]);
 }
 
 TEST_F(daemon_api, two_jobs_compare_baseline_by_baseline) {
-  const auto a = call(port(), http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
-  const auto b = call(port(), http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
+  const auto a = call(http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
+  const auto b = call(http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
   wait_done(a);
   wait_done(b);
-  auto c = call(port(), http::verb::get, "/v1/compare?a=" + std::to_string(a) + "&b=" + std::to_string(b));
+  auto c = call(http::verb::get, "/v1/compare?a=" + std::to_string(a) + "&b=" + std::to_string(b));
   ASSERT_EQ(c.status, 200u) << c.body;
   auto j = c.json();
   EXPECT_EQ(j["summary"]["compared"], 6) << "3 prompts, greedy and seeded";
   EXPECT_EQ(j["summary"]["logit_identical"], 6) << "the fake's solo answers repeat exactly";
   EXPECT_TRUE(j["fingerprint_differences"]["a"].empty()) << j.dump();
-  expect_error(call(port(), http::verb::get, "/v1/compare?a=" + std::to_string(a)), 400, "invalid_query", "b");
-  expect_error(call(port(), http::verb::get, "/v1/compare?a=999&b=" + std::to_string(b)), 404, "not_found", "a");
+  expect_error(call(http::verb::get, "/v1/compare?a=" + std::to_string(a)), 400, "invalid_query", "b");
+  expect_error(call(http::verb::get, "/v1/compare?a=999&b=" + std::to_string(b)), 404, "not_found", "a");
 }
 
 TEST_F(daemon_api, the_openapi_document_lists_every_route) {
-  auto doc = call(port(), http::verb::get, "/openapi.json").json();
+  auto doc = call(http::verb::get, "/openapi.json").json();
   ASSERT_TRUE(doc.is_object());
   EXPECT_EQ(doc["openapi"], "3.1.0");
-  for (const auto& [method, pattern] : routes_.routes()) {
+  for (const auto& [method, pattern] : d_->routes().routes()) {
     std::string m = method;
     std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
     EXPECT_TRUE(doc["paths"].contains(pattern) && doc["paths"][pattern].contains(m)) << method << " " << pattern;
   }
-  EXPECT_GE(routes_.routes().size(), 13u);
+  EXPECT_GE(d_->routes().routes().size(), 15u);
 }
 
 // docs/api.md documents exactly the routes /openapi.json lists: each as `METHOD /path`.
@@ -305,7 +267,7 @@ TEST_F(daemon_api, docs_api_md_documents_every_route_the_openapi_document_lists)
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string doc = ss.str();
-  auto openapi = call(port(), http::verb::get, "/openapi.json").json();
+  auto openapi = call(http::verb::get, "/openapi.json").json();
   int checked = 0;
   for (const auto& [path, methods] : openapi["paths"].items())
     for (const auto& [m, op] : methods.items()) {
@@ -333,57 +295,54 @@ TEST_F(daemon_api, docs_api_md_documents_every_route_the_openapi_document_lists)
 
 TEST_F(daemon_api, a_schedule_fires_jobs_on_its_cron_and_keeps_their_history) {
   const std::string body = R"({"cron":"0 3 * * *","timezone":"Europe/Berlin","spec":)" + std::string(kSmallJob) + "}";
-  auto created = call(port(), http::verb::post, "/v1/schedules", body);
+  auto created = call(http::verb::post, "/v1/schedules", body);
   ASSERT_EQ(created.status, 201u) << created.body;
   const auto id = created.json()["id"].get<std::int64_t>();
   // 03:00 in Berlin on 1 January 2027 is 02:00 UTC.
   EXPECT_EQ(created.json()["next_fire_unix"], 1798761600 + 2 * 3600);
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/schedules").json()["schedules"].size(), 1u);
+  EXPECT_EQ(call(http::verb::get, "/v1/schedules").json()["schedules"].size(), 1u);
 
-  clock_ = 1798761600 + 2 * 3600 + 5;  // just past the fire
-  net::post(io_, [this] { scheduler_->poke(); });
-  nlohmann::json history;
-  for (int i = 0; i < 30000; ++i) {
-    history = call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id) + "/history").json();
-    if (!history["runs"].empty()) break;
-    std::this_thread::sleep_for(10ms);
-  }
-  ASSERT_EQ(history["runs"].size(), 1u) << history.dump();
-  const auto audit = history["runs"][0]["audit"].get<std::int64_t>();
+  d_->clock = 1798761600 + 2 * 3600 + 5;  // just past the fire
+  d_->poke_scheduler();
+  const auto audit = d_->await_fire();
+  ASSERT_GT(audit, 0);
   EXPECT_EQ(wait_done(audit)["status"], "done");
-  history = call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id) + "/history").json();
+  auto history = call(http::verb::get, "/v1/schedules/" + std::to_string(id) + "/history").json();
+  ASSERT_EQ(history["runs"].size(), 1u) << history.dump();
+  EXPECT_EQ(history["runs"][0]["audit"], audit);
   EXPECT_EQ(history["runs"][0]["valid"], true) << history.dump();
   EXPECT_EQ(history["runs"][0]["predictions_held"]["P1"], true) << history.dump();
-  auto tags = call(port(), http::verb::get, "/v1/audits/" + std::to_string(audit)).json()["tags"];
+  EXPECT_EQ(history["runs"][0]["predictions"]["P1"], "held") << history.dump();
+  auto tags = call(http::verb::get, "/v1/audits/" + std::to_string(audit)).json()["tags"];
   EXPECT_NE(std::find(tags.begin(), tags.end(), "schedule:" + std::to_string(id)), tags.end()) << tags.dump();
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id)).json()["next_fire_unix"],
+  EXPECT_EQ(call(http::verb::get, "/v1/schedules/" + std::to_string(id)).json()["next_fire_unix"],
             1798761600 + 2 * 3600 + 24 * 3600) << "the next day";
 
-  auto patched = call(port(), http::verb::patch, "/v1/schedules/" + std::to_string(id), R"({"enabled":false})");
+  auto patched = call(http::verb::patch, "/v1/schedules/" + std::to_string(id), R"({"enabled":false})");
   ASSERT_EQ(patched.status, 200u) << patched.body;
   EXPECT_EQ(patched.json()["enabled"], false);
-  EXPECT_EQ(call(port(), http::verb::delete_, "/v1/schedules/" + std::to_string(id)).status, 200u);
-  expect_error(call(port(), http::verb::get, "/v1/schedules/" + std::to_string(id)), 404, "not_found", "id");
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits/" + std::to_string(audit)).status, 200u) << "its audits stay";
+  EXPECT_EQ(call(http::verb::delete_, "/v1/schedules/" + std::to_string(id)).status, 200u);
+  expect_error(call(http::verb::get, "/v1/schedules/" + std::to_string(id)), 404, "not_found", "id");
+  EXPECT_EQ(call(http::verb::get, "/v1/audits/" + std::to_string(audit)).status, 200u) << "its audits stay";
 }
 
 TEST_F(daemon_api, bad_schedules_name_their_field) {
   auto with = [](const std::string& members) { return "{" + members + "}"; };
   const std::string spec = std::string(R"("spec":)") + kSmallJob;
-  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"61 * * * *",)" + spec)), 400,
+  expect_error(call(http::verb::post, "/v1/schedules", with(R"("cron":"61 * * * *",)" + spec)), 400,
                "invalid_schedule", "cron");
-  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"@daily","timezone":"Mars/Base",)" + spec)),
+  expect_error(call(http::verb::post, "/v1/schedules", with(R"("cron":"@daily","timezone":"Mars/Base",)" + spec)),
                400, "invalid_schedule", "timezone");
-  expect_error(call(port(), http::verb::post, "/v1/schedules",
+  expect_error(call(http::verb::post, "/v1/schedules",
                     with(R"("cron":"@daily","spec":{"preset":"seed-protocol","backends":["a"],"n_predict":0})")),
                400, "invalid_schedule", "spec.n_predict");
-  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"@daily","when":"now",)" + spec)), 400,
+  expect_error(call(http::verb::post, "/v1/schedules", with(R"("cron":"@daily","when":"now",)" + spec)), 400,
                "invalid_schedule", "when");
-  expect_error(call(port(), http::verb::post, "/v1/schedules", with(spec)), 400, "invalid_schedule", "cron");
-  expect_error(call(port(), http::verb::post, "/v1/schedules", with(R"("cron":"@daily","missed":"later",)" + spec)), 400,
+  expect_error(call(http::verb::post, "/v1/schedules", with(spec)), 400, "invalid_schedule", "cron");
+  expect_error(call(http::verb::post, "/v1/schedules", with(R"("cron":"@daily","missed":"later",)" + spec)), 400,
                "invalid_schedule", "missed");
-  expect_error(call(port(), http::verb::patch, "/v1/schedules/99", R"({"enabled":true})"), 404, "not_found", "id");
-  EXPECT_EQ(rows("schedules"), 0);
+  expect_error(call(http::verb::patch, "/v1/schedules/99", R"({"enabled":true})"), 404, "not_found", "id");
+  EXPECT_EQ(stored_schedules(), 0u);
 }
 
 class daemon_api_adhoc : public daemon_api {
@@ -393,10 +352,10 @@ class daemon_api_adhoc : public daemon_api {
 
 TEST_F(daemon_api_adhoc, an_unconfigured_url_is_audited_only_when_allowed) {
   const std::string body = R"({"preset":"seed-protocol","n_predict":4,"backends":[{"name":"x","url":")" + fake_b_->url() + R"("}]})";
-  auto r = call(port(), http::verb::post, "/v1/audits", body);
+  auto r = call(http::verb::post, "/v1/audits", body);
   ASSERT_EQ(r.status, 202u) << r.body;
   EXPECT_EQ(wait_done(r.json()["id"].get<std::int64_t>())["status"], "done");
-  EXPECT_TRUE(call(port(), http::verb::get, "/v1/backends").json()["allow_adhoc_backends"].get<bool>());
+  EXPECT_TRUE(call(http::verb::get, "/v1/backends").json()["allow_adhoc_backends"].get<bool>());
 }
 
 class daemon_api_missed : public daemon_api {
@@ -404,27 +363,25 @@ class daemon_api_missed : public daemon_api {
   void SetUp() override {
     // A schedule whose fire came while the daemon was down, before it starts.
     start({}, false, [](storage::db_worker& db) {
-      db.submit([](storage::audit_store& s) {
+      db.submit([](storage::store& s) {
           storage::schedule_record r;
           r.cron = "0 * * * *";
           r.spec_json = R"({"preset":"seed-protocol","backends":[{"name":"a"}],"n_predict":4})";
           r.created_at = "2026-12-31T00:00:00Z";
           r.next_fire_unix = 1798761600 - 3600;
-          return s.save_schedule(r);
+          return s.schedules().save(r);
         }).get();
     });
   }
 };
 
 TEST_F(daemon_api_missed, a_fire_missed_while_down_runs_once_at_start) {
-  nlohmann::json history;
-  for (int i = 0; i < 30000; ++i) {
-    history = call(port(), http::verb::get, "/v1/schedules/1/history").json();
-    if (!history["runs"].empty()) break;
-    std::this_thread::sleep_for(10ms);
-  }
+  const auto audit = d_->await_fire();
+  ASSERT_GT(audit, 0);
+  auto history = call(http::verb::get, "/v1/schedules/1/history").json();
   ASSERT_EQ(history["runs"].size(), 1u) << history.dump();
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/schedules/1").json()["next_fire_unix"], 1798761600 + 3600);
+  EXPECT_EQ(history["runs"][0]["audit"], audit);
+  EXPECT_EQ(call(http::verb::get, "/v1/schedules/1").json()["next_fire_unix"], 1798761600 + 3600);
 }
 
 class daemon_api_interrupted : public daemon_api {
@@ -433,12 +390,12 @@ class daemon_api_interrupted : public daemon_api {
     resume_interrupted_ = false;
     // A job an earlier process left running.
     start({}, false, [](storage::db_worker& db) {
-      db.submit([](storage::audit_store& s) {
+      db.submit([](storage::store& s) {
           storage::new_job j;
           j.spec_json = R"({"preset":"seed-protocol","backends":[{"name":"a"}],"n_predict":4})";
           j.created_at = "2026-12-31T00:00:00Z";
-          const auto id = s.create_job(j);
-          s.set_status(id, "running", "2026-12-31T00:00:01Z");
+          const auto id = s.jobs().create(j);
+          s.jobs().set_status(id, audit::job_status::running, "2026-12-31T00:00:01Z");
           return id;
         }).get();
     });
@@ -446,12 +403,7 @@ class daemon_api_interrupted : public daemon_api {
 };
 
 TEST_F(daemon_api_interrupted, by_configuration_a_job_left_running_is_marked_interrupted) {
-  nlohmann::json j;
-  for (int i = 0; i < 30000; ++i) {
-    j = call(port(), http::verb::get, "/v1/audits/1").json();
-    if (j["status"] != "running") break;
-    std::this_thread::sleep_for(10ms);
-  }
+  const auto j = wait_done(1);
   EXPECT_EQ(j["status"], "interrupted") << j.dump();
   EXPECT_NE(j.value("error", "").find("daemon stopped"), std::string::npos) << j.dump();
 }
@@ -470,11 +422,11 @@ class daemon_api_tokens : public daemon_api {
 };
 
 TEST_F(daemon_api_tokens, without_the_token_nothing_is_accepted) {
-  expect_error(call(port(), http::verb::post, "/v1/audits", kSmallJob), 401, "unauthorized");
-  expect_error(call(port(), http::verb::post, "/v1/audits", kSmallJob, "application/json", "wrong"), 401, "unauthorized");
-  EXPECT_EQ(rows("jobs"), 0);
-  auto ok = call(port(), http::verb::post, "/v1/audits", kSmallJob, "application/json", "s3cret");
+  expect_error(call(http::verb::post, "/v1/audits", kSmallJob), 401, "unauthorized");
+  expect_error(call(http::verb::post, "/v1/audits", kSmallJob, "application/json", "wrong"), 401, "unauthorized");
+  EXPECT_EQ(stored_jobs(), 0u);
+  auto ok = call(http::verb::post, "/v1/audits", kSmallJob, "application/json", "s3cret");
   EXPECT_EQ(ok.status, 202u) << ok.body;
-  EXPECT_EQ(call(port(), http::verb::get, "/v1/audits").status, 200u) << "reading needs no token";
-  expect_error(call(port(), http::verb::delete_, "/v1/audits/1"), 401, "unauthorized");
+  EXPECT_EQ(call(http::verb::get, "/v1/audits").status, 200u) << "reading needs no token";
+  expect_error(call(http::verb::delete_, "/v1/audits/1"), 401, "unauthorized");
 }

@@ -13,6 +13,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// What the runner measured, as the evaluation reads it.
+audit::evaluation_evidence evidence_of(const clients::job_outcome& o) {
+  audit::evaluation_evidence ev;
+  for (const auto& g : o.groups)
+    if (g.burst) ev.bursts[g.group] = *g.burst;
+  ev.fingerprints = o.fingerprints;
+  return ev;
+}
+
 const audit::condition_tally& row(const audit::findings& f, const std::string& name) {
   for (const auto& t : f.pooled)
     if (t.condition == name) return t;
@@ -50,9 +59,14 @@ TEST(job_runner, the_seed_protocol_on_a_fake_that_jitters_under_overlap_gives_th
   EXPECT_EQ(progress.back().total, plan.total_requests());
   EXPECT_EQ(progress.back().failed, 0u);
 
-  auto f = audit::evaluate(spec, plan, outcome.runs(), outcome.fingerprints);
+  auto f = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
   EXPECT_TRUE(f.valid) << f.invalid_reason;
   EXPECT_EQ(f.failed_runs, 0);
+  EXPECT_EQ(f.flagged_runs, 0) << "the fake batches every burst and reuses the warmed prompt";
+  for (const auto& [group, b] : f.bursts) {
+    EXPECT_TRUE(b.batched) << "group " << group << ": " << b.reason;
+    EXPECT_EQ(b.measured_by, audit::concurrency_measure::busy_slots_per_decode);
+  }
   auto expect_row = [&](const char* name, int n, int logit, int token) {
     const auto& t = row(f, name);
     EXPECT_EQ(t.n, n) << name;
@@ -69,12 +83,47 @@ TEST(job_runner, the_seed_protocol_on_a_fake_that_jitters_under_overlap_gives_th
   expect_row("control_prompt", 2, 0, 0);
   expect_row("control_seed", 2, 0, 0);
   expect_row("control_temperature", 2, 0, 0);
-  EXPECT_TRUE(f.predictions[0].held);
-  EXPECT_TRUE(f.predictions[1].held);
-  EXPECT_TRUE(f.predictions[2].held);
-  EXPECT_FALSE(f.predictions[3].held) << "the fake keeps seeded tokens under overlap";
+  EXPECT_TRUE(f.predictions[0].held());
+  EXPECT_TRUE(f.predictions[1].held());
+  EXPECT_TRUE(f.predictions[2].held());
+  EXPECT_FALSE(f.predictions[3].held()) << "the fake keeps seeded tokens under overlap";
   EXPECT_TRUE(f.fingerprint_changes.empty());
   EXPECT_EQ(outcome.fingerprints.at("a").before.build_info, "b0-fake");
+}
+
+// A server that takes one request at a time (llama-server -np 1): its bursts are measured
+// as not batched, by its decode counters, and by its timings when it has no counters.
+TEST(job_runner, a_server_that_cannot_batch_is_measured_as_such) {
+  for (bool metrics : {true, false}) {
+    test_support::fake_knobs k;
+    k.delay = 20ms;
+    k.batching = false;
+    k.total_slots = 1;
+    k.metrics = metrics;
+    test_support::fake_backend f(k);
+    auto spec = audit::seed_protocol({{"a", f.url(), "llama"}});
+    spec.n_predict = 4;
+    auto plan = audit::make_plan(spec);
+    clients::backend_config c;
+    c.name = "a";
+    c.url = f.url();
+    clients::net::io_context io;
+    auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", c}}, {}));
+    auto result = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
+    ASSERT_FALSE(result.bursts.empty());
+    for (const auto& g : outcome.groups) {
+      if (!g.burst) continue;
+      EXPECT_EQ(g.burst->busy_slots_per_decode.has_value(), metrics);
+      ASSERT_TRUE(g.burst->timed_concurrency);
+      EXPECT_LT(*g.burst->timed_concurrency, 1.3) << "one at a time";
+    }
+    for (const auto& [group, b] : result.bursts) {
+      EXPECT_FALSE(b.batched) << group;
+      EXPECT_NE(b.reason.find("the server has 1 slot"), std::string::npos) << b.reason;
+    }
+    EXPECT_EQ(row(result, "concurrent_greedy_c8").n, 0);
+    EXPECT_EQ(row(result, "concurrent_greedy_c8").flagged, 8);
+  }
 }
 
 TEST(job_runner, transport_failures_are_retried_then_recorded_and_cancel_stops_at_a_group) {
@@ -103,7 +152,7 @@ TEST(job_runner, transport_failures_are_retried_then_recorded_and_cancel_stops_a
   EXPECT_TRUE(outcome.cancelled);
   EXPECT_EQ(outcome.groups.size(), 3u);
   EXPECT_EQ(down.completions_served(), 6u) << "three groups of one request, two attempts each";
-  auto f = audit::evaluate(spec, plan, outcome.runs());
+  auto f = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
   EXPECT_GT(f.failed_runs, 0);
   EXPECT_FALSE(f.valid) << "no control was judged";
 }

@@ -1,5 +1,7 @@
-// Storage on real files: migrations, whole groups, deletion, backup, a refused newer
-// schema, SIGKILL at random points, and a verifier that names a corrupted stream.
+// Storage through its interfaces (storage/repositories.hpp), on every engine this build has:
+// a SQLite file and SQLite in memory. Another engine (PostgreSQL) adds itself to engines()
+// and runs the same tests unchanged. What only SQLite has (migrations of its file, the file's
+// chores, SIGKILL while writing, tampering with rows) is tested at the end.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,12 +14,14 @@
 #include "api/spec_json.hpp"
 #include "audit/stream_encoding.hpp"
 #include "cli/verify.hpp"
-#include "storage/audit_store.hpp"
+#include "storage/database_lock.hpp"
 #include "storage/db_worker.hpp"
+#include "storage/sqlite_store.hpp"
 #include "support/synthetic.hpp"
 
 using namespace logitaudit;
 namespace fs = std::filesystem;
+using audit::job_status;
 
 namespace {
 
@@ -29,22 +33,28 @@ struct temp_db {
   }
   ~temp_db() { remove(); }
   void remove() {
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix);
+    for (const char* suffix : {"", "-wal", "-shm", ".lock"}) fs::remove(path.string() + suffix);
   }
   std::string str() const { return path.string(); }
 };
 
-std::int64_t count(storage::audit_store& s, const std::string& table) {
-  auto& st = s.db().prepare("SELECT count(*) FROM " + table);
-  st.step();
-  const auto n = st.integer(0);
-  st.reset();
-  return n;
+// An engine: how to open a fresh store for a test.
+struct engine {
+  std::string name;
+  std::function<std::unique_ptr<storage::store>(const std::string& location)> open;
+};
+
+std::vector<engine> engines() {
+  return {{"sqlite_file", [](const std::string& location) { return storage::open_store(location); }},
+          {"sqlite_memory", [](const std::string&) { return storage::open_store(":memory:"); }}};
 }
 
-// A finished seed-protocol job on synthetic streams, stored the way `logitaudit run --db` does.
-std::int64_t store_job(storage::audit_store& store, audit::audit_spec& spec, audit::audit_plan& plan) {
+// A finished seed-protocol job on synthetic streams and batched bursts, stored the way the
+// lifecycle stores one: groups, fingerprints, then its end with the findings.
+std::int64_t store_job(storage::store& s, audit::audit_spec& spec, audit::audit_plan& plan,
+                       std::vector<std::string> tags = {}) {
   spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}});
+  spec.tags = tags;
   plan = audit::make_plan(spec);
   storage::new_job j;
   j.spec_json = api::spec_to_json(spec);
@@ -53,133 +63,265 @@ std::int64_t store_job(storage::audit_store& store, audit::audit_spec& spec, aud
   j.predictions_registered_at = j.created_at = storage::now_utc();
   j.total_requests = plan.total_requests();
   j.total_groups = plan.groups.size();
-  const auto job = store.create_job(j);
+  j.tags = tags;
+  const auto job = s.jobs().create(j);
   const auto runs = test_support::simulate(plan);
-  std::vector<storage::group_write> writes;
-  for (const auto& g : plan.groups) {
-    storage::group_write w{&plan, &g, {}, std::nullopt, 1};
-    for (const auto& r : runs)
-      if (r.group == g.index) w.runs.push_back(r);
-    writes.push_back(std::move(w));
-  }
-  store.record_groups(job, writes);
-  const auto f = audit::evaluate(spec, plan, runs);
-  store.finish_job(job, "done", "", f, api::findings_to_json(f), storage::now_utc());
+  const auto bursts = test_support::simulate_bursts(plan);
+  s.evidence().record_groups(job, test_support::group_writes(plan, runs, bursts));
+  audit::evaluation_evidence ev;
+  ev.bursts = bursts;
+  const auto f = audit::evaluate(spec, plan, runs, ev);
+  s.jobs().finish(job, job_status::done, "", f, api::findings_to_json(f), storage::now_utc());
   return job;
 }
 
+class storage_suite : public ::testing::TestWithParam<engine> {
+ protected:
+  void SetUp() override { s_ = GetParam().open(db_.str()); }
+  storage::store& s() { return *s_; }
+  temp_db db_{"suite"};
+  std::unique_ptr<storage::store> s_;
+};
+
 }  // namespace
 
-TEST(storage, migrations_are_recorded_and_a_newer_schema_is_refused) {
-  temp_db t("migrate");
-  {
-    storage::audit_store s(t.str());
-    EXPECT_EQ(s.schema_version(), storage::kSchemaVersion);
-    EXPECT_EQ(s.integrity_check(), "ok");
-    EXPECT_EQ(count(s, "schema_migrations"), storage::kSchemaVersion);
-  }
-  {
-    storage::audit_store again(t.str());
-    EXPECT_EQ(count(again, "schema_migrations"), storage::kSchemaVersion) << "reopening applies nothing twice";
-  }
-  {
-    storage::database raw(t.str());
-    raw.exec("PRAGMA user_version = 99");
-  }
-  try {
-    storage::audit_store s(t.str());
-    FAIL() << "a database from a newer logitaudit must be refused";
-  } catch (const storage::storage_error& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 99, newer than"), std::string::npos) << e.what();
-  }
-}
-
-TEST(storage, a_job_round_trips_and_deleting_it_removes_every_row) {
-  temp_db t("roundtrip");
-  storage::audit_store s(t.str());
+TEST_P(storage_suite, a_job_round_trips_and_deleting_it_removes_every_row) {
   audit::audit_spec spec;
   audit::audit_plan plan;
-  const auto job = store_job(s, spec, plan);
-  auto row = s.job(job);
+  const auto job = store_job(s(), spec, plan, {"nightly", "c++"});
+  auto row = s().jobs().get(job);
   ASSERT_TRUE(row);
-  EXPECT_EQ(row->status, "done");
+  EXPECT_EQ(row->status, job_status::done);
+  EXPECT_EQ(row->tags, (std::vector<std::string>{"nightly", "c++"}));
   EXPECT_EQ(row->done_requests, static_cast<std::int64_t>(plan.total_requests()));
-  EXPECT_EQ(s.stored_groups(job).size(), plan.groups.size());
-  const auto runs = s.runs(job);
+  EXPECT_NE(row->started_at.empty() && row->finished_at.empty(), true);
+  EXPECT_EQ(s().evidence().stored_groups(job).size(), plan.groups.size());
+  const auto runs = s().evidence().runs(job);
   ASSERT_EQ(runs.size(), plan.total_requests());
+  int verdicts = 0;
   for (const auto& r : runs) {
     ASSERT_TRUE(r.ok);
-    auto decoded = audit::decode_canonical(r.encoding);
-    ASSERT_TRUE(decoded);
-    EXPECT_EQ(audit::digest(*decoded).logit.bytes[0], r.logit_digest[0]);
+    ASSERT_TRUE(r.digests);
+    EXPECT_EQ(r.server.prompt_n, 8) << "the server's account is kept";
+    verdicts += r.verdict.has_value();
   }
-  EXPECT_EQ(s.predictions(job).size(), 4u);
-  EXPECT_GT(s.verdicts(job).size(), 50u);
+  EXPECT_GT(verdicts, 50);
+  const auto observed = s().evidence().observations(job);
+  ASSERT_EQ(observed.size(), plan.total_requests());
+  for (std::size_t i = 0; i < observed.size(); ++i) {
+    ASSERT_TRUE(observed[i].stream);
+    EXPECT_EQ(audit::digest(*observed[i].stream), *runs[i].digests) << "decoded streams have the stored digests";
+  }
+  ASSERT_EQ(s().jobs().predictions(job).size(), 4u);
   EXPECT_NE(api::read_spec(row->spec_json)->conditions.size(), 0u);
 
-  const auto other = store_job(s, spec, plan);
-  EXPECT_TRUE(s.delete_job(job));
-  EXPECT_FALSE(s.delete_job(job));
-  EXPECT_FALSE(s.job(job));
-  EXPECT_TRUE(s.runs(job).empty());
-  // Only the other job's rows remain, in every table.
-  EXPECT_EQ(count(s, "runs"), static_cast<std::int64_t>(plan.total_requests()));
-  EXPECT_EQ(count(s, "streams"), static_cast<std::int64_t>(plan.total_requests()));
-  EXPECT_EQ(count(s, "groups"), static_cast<std::int64_t>(plan.groups.size()));
-  EXPECT_EQ(count(s, "predictions"), 4);
-  EXPECT_EQ(count(s, "verdicts"), static_cast<std::int64_t>(s.verdicts(other).size()));
-  EXPECT_EQ(s.integrity_check(), "ok");
+  const auto other = store_job(s(), spec, plan);
+  EXPECT_TRUE(s().jobs().remove(job));
+  EXPECT_FALSE(s().jobs().remove(job));
+  EXPECT_FALSE(s().jobs().get(job));
+  EXPECT_TRUE(s().evidence().runs(job).empty());
+  EXPECT_TRUE(s().evidence().bursts(job).empty());
+  EXPECT_TRUE(s().evidence().stored_groups(job).empty());
+  EXPECT_TRUE(s().jobs().predictions(job).empty());
+  EXPECT_EQ(s().evidence().runs(other).size(), plan.total_requests()) << "the other job keeps everything";
+  EXPECT_EQ(s().jobs().ids(), std::vector<std::int64_t>{other});
 }
 
-TEST(storage, a_failing_batch_leaves_no_part_of_any_group) {
-  temp_db t("atomic");
-  storage::audit_store s(t.str());
+TEST_P(storage_suite, one_run_and_one_stream_are_read_by_id_and_runs_filter) {
   audit::audit_spec spec;
   audit::audit_plan plan;
-  store_job(s, spec, plan);
-  const auto before = count(s, "runs");
+  const auto job = store_job(s(), spec, plan);
+  const auto other = store_job(s(), spec, plan);
+  const auto c8 = s().evidence().runs(job, {"concurrent_greedy_c8", ""});
+  ASSERT_EQ(c8.size(), 8u);
+  for (const auto& r : c8) EXPECT_EQ(r.condition, "concurrent_greedy_c8");
+  EXPECT_EQ(s().evidence().runs(job, {"", "a"}).size(), plan.total_requests());
+  EXPECT_TRUE(s().evidence().runs(job, {"", "b"}).empty());
+  EXPECT_EQ(s().evidence().runs(job, {"baseline", ""}).size(), plan.baselines.size());
+
+  const auto one = s().evidence().run(job, c8[3].id);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->request, c8[3].request);
+  ASSERT_TRUE(one->verdict);
+  EXPECT_FALSE(one->verdict->logit_identical);
+  EXPECT_EQ(one->verdict->flag, audit::evidence_flag::none);
+  EXPECT_FALSE(s().evidence().run(other, c8[3].id)) << "a run is found only in its own job";
+  EXPECT_FALSE(s().evidence().run(job, 999'999));
+
+  const auto st = s().evidence().stream(job, c8[3].id);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->stream.tokens.size(), 3u);
+  EXPECT_EQ(audit::digest(st->stream), *c8[3].digests);
+  EXPECT_EQ(st->stream.server.prompt_n, 8);
+  EXPECT_FALSE(s().evidence().stream(other, c8[3].id));
+
+  const auto baselines = s().evidence().baselines(job);
+  EXPECT_EQ(baselines.size(), plan.baselines.size());
+  for (const auto& b : baselines) EXPECT_EQ(b.key.backend, "a");
+}
+
+TEST_P(storage_suite, a_failing_batch_leaves_no_part_of_any_group) {
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  const auto first = store_job(s(), spec, plan);
   storage::new_job j;
   j.spec_json = "{}";
-  const auto job = s.create_job(j);
+  const auto job = s().jobs().create(j);
   const auto runs = test_support::simulate(plan);
   storage::group_write a{&plan, &plan.groups[0], {runs[0]}, std::nullopt, 1};
   storage::group_write dup = a;  // the same group twice: the second insert violates the key
-  EXPECT_THROW(s.record_groups(job, {a, dup}), storage::storage_error);
-  EXPECT_EQ(count(s, "runs"), before);
-  EXPECT_TRUE(s.stored_groups(job).empty());
-  EXPECT_EQ(s.job(job)->done_requests, 0);
+  EXPECT_THROW(s().evidence().record_groups(job, {a, dup}), storage::storage_error);
+  EXPECT_TRUE(s().evidence().stored_groups(job).empty());
+  EXPECT_TRUE(s().evidence().runs(job).empty());
+  EXPECT_EQ(s().jobs().get(job)->done_requests, 0);
+  EXPECT_EQ(s().evidence().runs(first).size(), plan.total_requests());
 }
 
-TEST(storage, backup_gives_an_identical_consistent_copy) {
-  temp_db t("src"), copy("copy");
-  storage::audit_store s(t.str());
+TEST_P(storage_suite, bursts_keep_their_measurement_and_get_their_verdict_when_the_job_ends) {
+  auto spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}});
+  const auto plan = audit::make_plan(spec);
+  storage::new_job j;
+  j.spec_json = api::spec_to_json(spec);
+  const auto job = s().jobs().create(j);
+  const auto runs = test_support::simulate(plan);
+  std::size_t c2 = 0;
+  for (const auto& g : plan.groups)
+    if (g.condition == "concurrent_greedy_c2") c2 = g.index;
+  const auto bursts = test_support::simulate_bursts(plan, {c2});
+  s().evidence().record_groups(job, test_support::group_writes(plan, runs, bursts));
+  auto stored = s().evidence().bursts(job);
+  ASSERT_EQ(stored.size(), bursts.size());
+  for (const auto& b : stored) {
+    EXPECT_EQ(b.measurement, bursts.at(b.group)) << "group " << b.group;
+    EXPECT_FALSE(b.verdict) << "judged only when the job ends";
+  }
+  audit::evaluation_evidence ev;
+  ev.bursts = bursts;
+  const auto f = audit::evaluate(spec, plan, runs, ev);
+  s().jobs().finish(job, job_status::done, "", f, api::findings_to_json(f), storage::now_utc());
+  for (const auto& b : s().evidence().bursts(job)) {
+    ASSERT_TRUE(b.verdict);
+    EXPECT_EQ(*b.verdict, f.bursts.at(b.group));
+    EXPECT_EQ(b.verdict->batched, b.group != c2);
+  }
+  for (const auto& r : s().evidence().runs(job, {"concurrent_greedy_c2", ""})) {
+    ASSERT_TRUE(r.verdict);
+    EXPECT_EQ(r.verdict->flag, audit::evidence_flag::not_batched);
+    EXPECT_NE(r.verdict->flag_reason.find("1 slot"), std::string::npos) << r.verdict->flag_reason;
+  }
+  for (const auto& p : s().jobs().predictions(job)) {
+    if (p.id == "P3") {
+      EXPECT_EQ(p.flagged, 2) << "P3 names concurrent_greedy_c2, whose two streams are counted apart";
+    }
+  }
+}
+
+TEST_P(storage_suite, the_first_fingerprint_before_and_the_last_after_are_kept_with_their_times) {
+  storage::new_job j;
+  j.spec_json = "{}";
+  const auto job = s().jobs().create(j);
+  audit::backend_fingerprint f;
+  f.api = "llama";
+  f.model = "tiny.gguf";
+  f.total_slots = 8;
+  f.prompt_token_hashes = {{"a prompt", "0123"}};
+  s().evidence().record_fingerprint(job, "a", audit::fingerprint_phase::before, f, "2026-11-29T10:00:00.000Z");
+  auto resumed = f;
+  resumed.model = "other.gguf";
+  s().evidence().record_fingerprint(job, "a", audit::fingerprint_phase::before, resumed, "2026-11-29T11:00:00.000Z");
+  s().evidence().record_fingerprint(job, "a", audit::fingerprint_phase::after, f, "2026-11-29T11:30:00.000Z");
+  s().evidence().record_fingerprint(job, "a", audit::fingerprint_phase::after, resumed, "2026-11-29T12:00:00.000Z");
+  const auto records = s().evidence().fingerprint_records(job);
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& r : records) {
+    if (r.phase == audit::fingerprint_phase::before) {
+      EXPECT_EQ(r.taken_at, "2026-11-29T10:00:00.000Z") << "a resumed job keeps its real start";
+      EXPECT_EQ(r.fingerprint, f);
+    } else {
+      EXPECT_EQ(r.taken_at, "2026-11-29T12:00:00.000Z");
+      EXPECT_EQ(r.fingerprint, resumed);
+    }
+  }
+  const auto both = s().evidence().fingerprints(job);
+  EXPECT_EQ(both.at("a").before.model, "tiny.gguf");
+  EXPECT_EQ(both.at("a").after.model, "other.gguf");
+}
+
+TEST_P(storage_suite, jobs_are_paged_by_status_tag_and_cursor_and_counted) {
   audit::audit_spec spec;
   audit::audit_plan plan;
-  const auto job = store_job(s, spec, plan);
-  s.backup(copy.str());
-  storage::audit_store c(copy.str());
-  EXPECT_EQ(c.integrity_check(), "ok");
-  EXPECT_EQ(c.runs(job).size(), s.runs(job).size());
-  EXPECT_EQ(cli::verify_database(c, job).problems.size(), 0u);
+  const auto a = store_job(s(), spec, plan, {"nightly"});
+  const auto b = store_job(s(), spec, plan, {"c++", "nightly"});
+  storage::new_job j;
+  j.spec_json = "{}";
+  j.tags = {"c++"};
+  const auto queued = s().jobs().create(j);
+  auto ids = [](const std::vector<storage::job_record>& rows) {
+    std::vector<std::int64_t> out;
+    for (const auto& r : rows) out.push_back(r.id);
+    return out;
+  };
+  EXPECT_EQ(ids(s().jobs().page({})), (std::vector<std::int64_t>{queued, b, a}));
+  EXPECT_EQ(ids(s().jobs().page({job_status::done, "", 0, 50})), (std::vector<std::int64_t>{b, a}));
+  EXPECT_EQ(ids(s().jobs().page({std::nullopt, "c++", 0, 50})), (std::vector<std::int64_t>{queued, b}));
+  EXPECT_EQ(ids(s().jobs().page({std::nullopt, "nightly", b, 50})), (std::vector<std::int64_t>{a}));
+  EXPECT_EQ(ids(s().jobs().page({std::nullopt, "", 0, 1})), (std::vector<std::int64_t>{queued}));
+  EXPECT_EQ(ids(s().jobs().with_status(job_status::queued)), (std::vector<std::int64_t>{queued}));
+  const auto counts = s().jobs().counts();
+  EXPECT_EQ(counts.at(job_status::done), 2);
+  EXPECT_EQ(counts.at(job_status::queued), 1);
+  s().jobs().set_status(queued, job_status::running, "2026-11-29T10:00:00.000Z");
+  s().jobs().set_status(queued, job_status::cancelled, "2026-11-29T10:05:00.000Z", "stopped by its user");
+  const auto row = s().jobs().get(queued);
+  EXPECT_EQ(row->status, job_status::cancelled);
+  EXPECT_EQ(row->started_at, "2026-11-29T10:00:00.000Z");
+  EXPECT_EQ(row->finished_at, "2026-11-29T10:05:00.000Z");
+  EXPECT_EQ(row->error, "stopped by its user");
 }
 
-TEST(storage, the_db_thread_batches_writes_and_reports_a_failed_write) {
-  temp_db t("worker");
+TEST_P(storage_suite, schedules_are_saved_listed_and_removed_and_keep_their_jobs) {
+  storage::schedule_record r;
+  r.cron = "0 3 * * *";
+  r.timezone = "Europe/Berlin";
+  r.spec_json = "{}";
+  r.missed = audit::missed_fire_policy::skip;
+  r.next_fire_unix = 1798761600;
+  r.id = s().schedules().save(r);
+  ASSERT_GT(r.id, 0);
+  auto back = s().schedules().get(r.id);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->missed, audit::missed_fire_policy::skip);
+  EXPECT_EQ(back->next_fire_unix, 1798761600);
+  EXPECT_FALSE(back->last_fire_unix);
+  back->enabled = false;
+  back->last_fire_unix = 1798761600;
+  s().schedules().save(*back);
+  EXPECT_FALSE(s().schedules().get(r.id)->enabled);
+  storage::new_job j;
+  j.spec_json = "{}";
+  j.schedule_id = r.id;
+  const auto job = s().jobs().create(j);
+  EXPECT_EQ(s().jobs().of_schedule(r.id, 10).size(), 1u);
+  EXPECT_EQ(s().schedules().list().size(), 1u);
+  EXPECT_TRUE(s().schedules().remove(r.id));
+  EXPECT_FALSE(s().schedules().remove(r.id));
+  EXPECT_FALSE(s().jobs().get(job)->schedule_id) << "its jobs stay, unlinked";
+}
+
+TEST_P(storage_suite, the_db_thread_batches_writes_and_reports_a_failed_write) {
   audit::audit_spec spec = audit::seed_protocol({{"a", "", "llama"}});
   audit::audit_plan plan = audit::make_plan(spec);
   const auto runs = test_support::simulate(plan);
-  storage::db_worker w(t.str());
+  const auto open = GetParam().open;
+  const auto location = db_.str();
+  s_.reset();
+  storage::db_worker w([open, location] { return open(location); });
   storage::new_job j;
   j.spec_json = "{}";
-  const auto job = w.submit([&](storage::audit_store& s) { return s.create_job(j); }).get();
-  for (const auto& g : plan.groups) {
-    storage::group_write gw{&plan, &g, {}, std::nullopt, 1};
-    for (const auto& r : runs)
-      if (r.group == g.index) gw.runs.push_back(r);
-    w.enqueue_group(job, std::move(gw));
-  }
+  const auto job = w.submit([&](storage::store& s) { return s.jobs().create(j); }).get();
+  for (auto& g : test_support::group_writes(plan, runs, test_support::simulate_bursts(plan))) w.enqueue_group(job, std::move(g));
   w.flush();
-  EXPECT_EQ(w.submit([&](storage::audit_store& s) { return s.stored_groups(job).size(); }).get(), plan.groups.size());
+  EXPECT_EQ(w.submit([&](storage::store& s) { return s.evidence().stored_groups(job).size(); }).get(), plan.groups.size());
   EXPECT_LE(w.batches_committed(), plan.groups.size());
   EXPECT_TRUE(w.write_error(job).empty());
   w.enqueue_group(job, storage::group_write{&plan, &plan.groups[0], {runs[0]}, std::nullopt, 1});  // stored already
@@ -188,7 +330,123 @@ TEST(storage, the_db_thread_batches_writes_and_reports_a_failed_write) {
   EXPECT_EQ(w.write_error(job + 1), "") << "a write error belongs to its job only";
 }
 
-TEST(storage, sigkill_at_random_points_never_leaves_half_a_group) {
+TEST_P(storage_suite, verify_recomputes_a_clean_job_without_a_mismatch) {
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  const auto job = store_job(s(), spec, plan);
+  const auto r = cli::verify_database(s(), job);
+  EXPECT_TRUE(r.ok()) << r.problems.front();
+  EXPECT_EQ(r.streams, plan.total_requests());
+  EXPECT_EQ(r.predictions, 4u);
+  EXPECT_FALSE(cli::verify_database(s(), job + 100).ok()) << "a job that does not exist is named";
+}
+
+INSTANTIATE_TEST_SUITE_P(engines, storage_suite, ::testing::ValuesIn(engines()),
+                         [](const ::testing::TestParamInfo<engine>& i) { return i.param.name; });
+
+// ---- SQLite only ---------------------------------------------------------------------------
+
+namespace {
+
+std::int64_t count(storage::sqlite_store& s, const std::string& table) {
+  auto& st = s.db().prepare("SELECT count(*) FROM " + table);
+  st.step();
+  const auto n = st.integer(0);
+  st.reset();
+  return n;
+}
+
+}  // namespace
+
+TEST(sqlite_store, migrations_are_recorded_and_a_newer_schema_is_refused) {
+  temp_db t("migrate");
+  {
+    storage::sqlite_store s(t.str());
+    EXPECT_EQ(s.schema_version(), storage::kSchemaVersion);
+    EXPECT_EQ(s.maintenance()->integrity_check(), "ok");
+    EXPECT_EQ(count(s, "schema_migrations"), storage::kSchemaVersion);
+  }
+  {
+    storage::sqlite_store again(t.str());
+    EXPECT_EQ(count(again, "schema_migrations"), storage::kSchemaVersion) << "reopening applies nothing twice";
+  }
+  {
+    storage::database raw(t.str());
+    raw.exec("PRAGMA user_version = 99");
+  }
+  try {
+    storage::sqlite_store s(t.str());
+    FAIL() << "a database from a newer logitaudit must be refused";
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::newer_schema);
+    EXPECT_NE(std::string(e.what()).find("schema version 99, newer than"), std::string::npos) << e.what();
+  }
+}
+
+// A database written by version 1 (no burst widths, no flags, no prediction outcomes) opens,
+// migrates, and reads back with the new columns filled from what it had.
+TEST(sqlite_store, a_version_1_database_is_migrated_and_keeps_its_evidence) {
+  temp_db t("v1");
+  {
+    storage::database raw(t.str());
+    raw.exec(storage::sqlite_migrations()[0]);
+    raw.exec("PRAGMA user_version = 1");
+    raw.exec(R"sql(
+INSERT INTO jobs (id, status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests,
+                  total_groups, created_at, findings_json) VALUES (1, 'done', '{}', 'h', 'p', 't', 2, 1, 't', '');
+INSERT INTO groups VALUES (1, 0, 'a', 'concurrent_greedy_c2', 0, 'burst', 1, 't');
+INSERT INTO bursts VALUES (1, 0, 1000, 2000000, 0.9, 2.0, '');
+INSERT INTO runs (job_id, group_index, request_index, backend, condition, replicate, prompt, temperature, cache_prompt,
+                  compared, status) VALUES (1, 0, 0, 'a', 'concurrent_greedy_c2', 0, 'p', 0, 0, 1, 'ok'),
+                                           (1, 0, 1, 'a', 'concurrent_greedy_c2', 0, 'p', 0, 0, 1, 'ok');
+INSERT INTO predictions VALUES (1, 'P1', 1, 2, 2), (1, 'P2', 0, 0, 0), (1, 'P3', 0, 1, 2);
+)sql");
+  }
+  storage::sqlite_store s(t.str());
+  EXPECT_EQ(s.schema_version(), 2);
+  const auto bursts = s.evidence().bursts(1);
+  ASSERT_EQ(bursts.size(), 1u);
+  EXPECT_EQ(bursts[0].measurement.width, 2) << "the width is counted from the burst's runs";
+  EXPECT_EQ(bursts[0].measurement.server_slots, -1);
+  EXPECT_FALSE(bursts[0].measurement.timed_concurrency);
+  const auto p = s.jobs().predictions(1);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].outcome, audit::prediction_outcome::held);
+  EXPECT_EQ(p[1].outcome, audit::prediction_outcome::undecided);
+  EXPECT_EQ(p[2].outcome, audit::prediction_outcome::failed);
+  EXPECT_EQ(s.maintenance()->integrity_check(), "ok");
+}
+
+TEST(sqlite_store, backup_gives_an_identical_consistent_copy) {
+  temp_db t("src"), copy("copy");
+  storage::sqlite_store s(t.str());
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  const auto job = store_job(s, spec, plan);
+  s.maintenance()->backup(copy.str());
+  storage::sqlite_store c(copy.str());
+  EXPECT_EQ(c.maintenance()->integrity_check(), "ok");
+  EXPECT_EQ(c.evidence().runs(job).size(), s.evidence().runs(job).size());
+  EXPECT_EQ(cli::verify_database(c, job).problems.size(), 0u);
+}
+
+TEST(sqlite_store, one_process_holds_a_database_and_the_next_is_told_who) {
+  temp_db t("lock");
+  {
+    auto first = storage::database_lock::acquire(t.str(), "logitauditd (pid 4242, listening on 127.0.0.1:8700)");
+    ASSERT_TRUE(first) << first.error();
+    // flock locks belong to open file descriptions: a second open in this process conflicts
+    // exactly as another process would.
+    auto second = storage::database_lock::acquire(t.str(), "logitaudit run (pid 1)");
+    ASSERT_FALSE(second);
+    EXPECT_NE(second.error().find("in use by logitauditd (pid 4242, listening on 127.0.0.1:8700)"), std::string::npos)
+        << second.error();
+    EXPECT_TRUE(storage::database_lock::acquire(":memory:", "x")) << "a memory database needs no lock";
+  }
+  EXPECT_TRUE(storage::database_lock::acquire(t.str(), "again")) << "released with its holder";
+}
+
+TEST(sqlite_store, sigkill_at_random_points_never_leaves_half_a_group) {
   temp_db t("crash");
   std::mt19937 rng(20261129);
   const std::string writer = LOGITAUDIT_CRASH_WRITER;
@@ -217,8 +475,8 @@ TEST(storage, sigkill_at_random_points_never_leaves_half_a_group) {
     ASSERT_TRUE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
         << "the writer failed on its own";
 
-    storage::audit_store s(t.str());
-    ASSERT_EQ(s.integrity_check(), "ok") << "iteration " << iteration;
+    storage::sqlite_store s(t.str());
+    ASSERT_EQ(s.maintenance()->integrity_check(), "ok") << "iteration " << iteration;
     // Every stored group is whole: its runs and streams number what its condition says.
     auto& q = s.db().prepare(
         "SELECT g.job_id, g.group_index, g.condition, (SELECT count(*) FROM runs r WHERE r.job_id = g.job_id AND "
@@ -244,19 +502,16 @@ TEST(storage, sigkill_at_random_points_never_leaves_half_a_group) {
   EXPECT_GT(last_groups, 0) << "the writer got nothing committed in 30 runs";
 }
 
-TEST(verify, a_flipped_byte_in_one_stored_stream_is_named) {
+TEST(sqlite_store, verify_names_a_flipped_byte_a_tampered_verdict_flag_and_prediction) {
   temp_db t("verify");
-  storage::audit_store s(t.str());
+  storage::sqlite_store s(t.str());
   audit::audit_spec spec;
   audit::audit_plan plan;
   const auto job = store_job(s, spec, plan);
-  auto clean = cli::verify_database(s, job);
-  EXPECT_TRUE(clean.ok()) << clean.problems.front();
-  EXPECT_EQ(clean.streams, plan.total_requests());
-  EXPECT_EQ(clean.predictions, 4u);
+  ASSERT_TRUE(cli::verify_database(s, job).ok());
 
-  const auto victim = s.runs(job)[17];
-  auto enc = victim.encoding;
+  const auto victim = s.evidence().runs(job)[17];
+  auto enc = s.evidence().stored_streams(job)[17].encoding;
   enc[20] ^= 0x01;
   auto& upd = s.db().prepare("UPDATE streams SET encoding = ? WHERE run_id = ?");
   upd.bind_blob(1, enc).bind(2, victim.id);
@@ -268,17 +523,20 @@ TEST(verify, a_flipped_byte_in_one_stored_stream_is_named) {
       << r.problems.front();
   EXPECT_NE(r.problems.front().find("logit digest stored"), std::string::npos) << r.problems.front();
 
-  // A tampered verdict is caught too, and so is a tampered prediction.
-  auto& v = s.db().prepare("UPDATE verdicts SET logit_identical = 1 - logit_identical WHERE run_id = (SELECT min(run_id) FROM verdicts)");
-  v.run();
-  auto& p = s.db().prepare("UPDATE predictions SET k = k + 1 WHERE prediction_id = 'P2'");
-  p.run();
+  // A tampered verdict, an evidence flag its burst contradicts, and a tampered prediction are
+  // each caught.
+  s.db().exec("UPDATE verdicts SET logit_identical = 1 - logit_identical WHERE run_id = (SELECT min(run_id) FROM verdicts)");
+  s.db().exec("UPDATE verdicts SET flag = 'not_batched' WHERE run_id = (SELECT min(r.id) FROM runs r WHERE r.condition = "
+              "'concurrent_greedy_c8')");
+  s.db().exec("UPDATE predictions SET k = k + 1 WHERE prediction_id = 'P2'");
   r = cli::verify_database(s, job);
-  bool verdict = false, prediction = false;
+  bool verdict = false, flag = false, prediction = false;
   for (const auto& m : r.problems) {
     verdict = verdict || m.find("stored verdict") != std::string::npos;
+    flag = flag || m.find("its burst is stored as batched but its verdict is flagged 'not_batched'") != std::string::npos;
     prediction = prediction || m.find("prediction P2: stored") != std::string::npos;
   }
   EXPECT_TRUE(verdict);
+  EXPECT_TRUE(flag);
   EXPECT_TRUE(prediction);
 }

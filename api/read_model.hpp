@@ -1,0 +1,59 @@
+// What the API serves about final audits, built once: their rendered bodies (summary, report
+// in each format, runs, one run, streams, bursts, fingerprints), kept by audit in a cache
+// bounded in bytes (`read_cache_bytes`), least recently used out first. A final audit does not
+// change until it is deleted, and deletion goes through the API, which forgets it here; so a
+// dashboard polling finished audits never reaches the database. Not thread-safe: it lives on
+// the API's executor.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace logitaudit::api {
+
+struct rendered_body {
+  std::string text;
+  std::string content_type;
+};
+
+class read_model {
+ public:
+  explicit read_model(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // The body kept under (`audit`, `key`), or nullptr; a hit makes it the most recent.
+  std::shared_ptr<const rendered_body> find(std::int64_t audit, const std::string& key);
+  // Keeps `body`, then drops the least recently used bodies until the total fits. A body larger
+  // than the whole budget is not kept.
+  void keep(std::int64_t audit, const std::string& key, std::shared_ptr<const rendered_body> body);
+  // Drops everything kept for `audit` (it was deleted).
+  void forget(std::int64_t audit);
+
+  std::size_t bytes() const { return bytes_; }
+  std::size_t entries() const { return lru_.size(); }
+  std::uint64_t hits() const { return hits_; }
+  std::uint64_t misses() const { return misses_; }
+
+ private:
+  struct entry {
+    std::int64_t audit;
+    std::string key;
+    std::shared_ptr<const rendered_body> body;
+    std::size_t bytes;
+  };
+  static std::string index_key(std::int64_t audit, const std::string& key);
+  void drop(std::list<entry>::iterator it);
+
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0;
+  std::list<entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<entry>::iterator> index_;
+  std::map<std::int64_t, std::set<std::string>> keys_of_;
+};
+
+}  // namespace logitaudit::api

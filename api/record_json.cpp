@@ -1,0 +1,193 @@
+// Record -> JSON.
+#include "record_json.hpp"
+
+#include "spec_json.hpp"
+
+namespace logitaudit::api {
+namespace {
+
+using json = nlohmann::json;
+
+// -1 is how the server says "not reported": null on the wire.
+json reported(std::int64_t v) { return v < 0 ? json(nullptr) : json(v); }
+json reported(double v) { return v < 0 ? json(nullptr) : json(v); }
+template <class T>
+json maybe(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+}  // namespace
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json job_json(const storage::job_record& j) {
+  const std::string self = "/v1/audits/" + std::to_string(j.id);
+  json backends = json::array();
+  if (auto spec = read_spec(j.spec_json))
+    for (const auto& b : spec->backends) backends.push_back(b.name);
+  json out = {{"id", j.id},
+              {"status", std::string(audit::to_string(j.status))},
+              {"progress", {{"done", j.done_requests}, {"total", j.total_requests}, {"failed", j.failed_requests}}},
+              {"created_at", j.created_at},
+              {"started_at", j.started_at},
+              {"finished_at", j.finished_at},
+              {"predictions", {{"hash", j.prediction_hash}, {"registered_at", j.predictions_registered_at}}},
+              {"spec_hash", j.spec_hash},
+              {"tags", j.tags},
+              {"backends", backends},
+              {"schedule", maybe(j.schedule_id)},
+              {"links",
+               {{"self", self},
+                {"report", self + "/report"},
+                {"runs", self + "/runs"},
+                {"bursts", self + "/bursts"},
+                {"fingerprints", self + "/fingerprints"},
+                {"cancel", self + "/cancel"}}}};
+  if (!j.error.empty()) out["error"] = j.error;
+  return out;
+}
+
+json run_json(const storage::run_record& r) {
+  json j = {{"id", r.id},
+            {"group", r.group},
+            {"request", r.request},
+            {"backend", r.backend},
+            {"condition", r.condition},
+            {"replicate", r.replicate},
+            {"prompt", r.prompt},
+            {"compared", r.compared},
+            {"status", r.ok ? "ok" : "failed"},
+            {"params",
+             {{"temperature", r.temperature}, {"seed", maybe(r.seed)}, {"cache_prompt", r.cache_prompt}, {"id_slot", maybe(r.id_slot)}}},
+            {"client_ns", {{"write", r.write_ns}, {"first_byte", r.first_byte_ns}, {"last_byte", r.last_byte_ns}}}};
+  if (!r.ok) j["error"] = r.error;
+  if (r.ok) {
+    j["digests"] = {{"token", r.digests ? r.digests->token.hex() : ""},
+                    {"logit", r.digests ? r.digests->logit.hex() : ""},
+                    {"tokens", r.token_count}};
+    j["server"] = {{"stop_reason", r.stop_reason},
+                   {"prompt_tokens", reported(r.prompt_tokens)},
+                   {"cached_tokens", reported(r.cached_tokens)},
+                   {"slot", reported(r.slot)},
+                   {"timings",
+                    {{"prompt_n", reported(r.server.prompt_n)},
+                     {"prompt_ms", reported(r.server.prompt_ms)},
+                     {"predicted_n", reported(r.server.predicted_n)},
+                     {"predicted_ms", reported(r.server.predicted_ms)},
+                     {"cache_n", reported(r.server.cache_n)}}}};
+  }
+  if (r.verdict) {
+    const auto& v = *r.verdict;
+    j["verdict"] = {{"logit_identical", v.logit_identical},
+                    {"token_identical", v.token_identical},
+                    {"first_logit_difference", v.first_logit_difference},
+                    {"first_token_difference", v.first_token_difference},
+                    {"max_abs_delta", v.max_abs_delta},
+                    {"mean_abs_delta", v.mean_abs_delta},
+                    {"max_ulp", v.max_ulp},
+                    {"margin_at_flip", maybe(v.margin_at_flip)},
+                    {"counted", v.flag == audit::evidence_flag::none},
+                    {"flag", std::string(audit::to_string(v.flag))}};
+    if (v.flag != audit::evidence_flag::none) j["verdict"]["flag_reason"] = v.flag_reason;
+  }
+  return j;
+}
+
+json stream_json(const storage::stream_record& s) {
+  json j = run_json(s.run);
+  j["content"] = s.stream.content;
+  j["keying"] = s.stream.keying == audit::token_keying::id ? "id" : "text";
+  j["tokens"] = json::array();
+  for (const auto& t : s.stream.tokens) {
+    json top = json::array();
+    for (const auto& e : t.top) top.push_back({{"id", e.key}, {"logprob", e.logprob}});
+    j["tokens"].push_back({{"id", t.key}, {"logprob", t.logprob}, {"top", top}});
+  }
+  return j;
+}
+
+json burst_json(const storage::burst_record& b) {
+  const auto& m = b.measurement;
+  json j = {{"group", b.group},
+            {"backend", b.backend},
+            {"condition", b.condition},
+            {"replicate", b.replicate},
+            {"width", m.width},
+            {"server_slots", reported(m.server_slots)},
+            {"launch_spread_ns", m.launch_spread_ns},
+            {"wall_ns", m.wall_ns},
+            {"overlap", m.overlap},
+            {"busy_slots_per_decode", maybe(m.busy_slots_per_decode)},
+            {"timed_concurrency", maybe(m.timed_concurrency)},
+            {"warnings", m.warnings},
+            {"verdict", nullptr}};
+  if (b.verdict) {
+    const auto& v = *b.verdict;
+    j["verdict"] = {{"batched", v.batched},
+                    {"expected", v.expected},
+                    {"needed", v.needed},
+                    {"measured", maybe(v.measured)},
+                    {"measured_by", std::string(audit::to_string(v.measured_by))},
+                    {"needed_overlap", v.needed_overlap},
+                    {"reason", v.reason}};
+  }
+  return j;
+}
+
+json fingerprint_json(const storage::fingerprint_record& f) {
+  const auto& p = f.fingerprint;
+  json prompts = json::object();
+  for (const auto& [prompt, hash] : p.prompt_token_hashes) prompts[prompt] = hash;
+  return {{"backend", f.backend},
+          {"phase", std::string(audit::to_string(f.phase))},
+          {"taken_at", f.taken_at},
+          {"api", p.api},
+          {"build_info", p.build_info},
+          {"model", p.model},
+          {"model_ftype", p.model_ftype},
+          {"total_slots", reported(p.total_slots)},
+          {"n_ctx", reported(p.n_ctx)},
+          {"chat_template_hash", p.chat_template_hash},
+          {"generation_settings_hash", p.generation_settings_hash},
+          {"prompt_token_hashes", prompts}};
+}
+
+json schedule_json(const storage::schedule_record& v) {
+  return {{"id", v.id},
+          {"cron", v.cron},
+          {"timezone", v.timezone},
+          {"enabled", v.enabled},
+          {"missed", std::string(audit::to_string(v.missed))},
+          {"created_at", v.created_at},
+          {"spec", json::parse(v.spec_json, nullptr, false)},
+          {"next_fire_unix", maybe(v.next_fire_unix)},
+          {"last_fire_unix", maybe(v.last_fire_unix)},
+          {"links",
+           {{"self", "/v1/schedules/" + std::to_string(v.id)}, {"history", "/v1/schedules/" + std::to_string(v.id) + "/history"}}}};
+}
+
+json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_comparison& c) {
+  json out = {{"a", a}, {"b", b}, {"baselines", json::array()}, {"fingerprint_differences", c.fingerprint_differences}};
+  int compared = 0, logit = 0, token = 0;
+  for (const auto& p : c.baselines) {
+    json j = {{"backend", p.key.backend}, {"prompt", p.key.prompt}, {"temperature", p.key.temperature},
+              {"in_a", p.in_a},           {"in_b", p.in_b}};
+    if (p.key.seed) j["seed"] = *p.key.seed;
+    if (p.result) {
+      ++compared;
+      logit += p.result->logit_identical;
+      token += p.result->token_identical;
+      j["logit_identical"] = p.result->logit_identical;
+      j["token_identical"] = p.result->token_identical;
+      j["first_logit_difference"] = p.result->first_logit_difference;
+      j["first_token_difference"] = p.result->first_token_difference;
+      j["max_abs_delta"] = p.result->max_abs_delta;
+      j["max_ulp"] = p.result->max_ulp;
+    }
+    out["baselines"].push_back(j);
+  }
+  out["summary"] = {{"compared", compared}, {"logit_identical", logit}, {"token_identical", token}};
+  return out;
+}
+
+}  // namespace logitaudit::api

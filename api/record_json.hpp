@@ -1,0 +1,28 @@
+// The API's JSON for the stored records: an audit's summary, a run with the server's account
+// and its verdict, a stream, a burst with its batching verdict, a fingerprint, a schedule, and
+// two audits' baselines compared. One place for the wire shapes that docs/api.md describes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "audit/baselines.hpp"
+#include "storage/records.hpp"
+
+namespace logitaudit::api {
+
+// The summary of an audit: status, progress, predictions, tags, backends, links.
+nlohmann::json job_json(const storage::job_record& j);
+// A run: its request, client times, digests, the server's account and, once the audit ended,
+// its verdict with the evidence flag.
+nlohmann::json run_json(const storage::run_record& r);
+// A run with its stream: tokens, logprobs, top-k and the text.
+nlohmann::json stream_json(const storage::stream_record& s);
+nlohmann::json burst_json(const storage::burst_record& b);
+nlohmann::json fingerprint_json(const storage::fingerprint_record& f);
+nlohmann::json schedule_json(const storage::schedule_record& s);
+nlohmann::json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_comparison& c);
+
+// JSON text with untrusted strings (prompts, server text) made safe.
+std::string dump(const nlohmann::json& j);
+
+}  // namespace logitaudit::api

@@ -1,0 +1,33 @@
+// Baseline matching between two audits.
+#include "baselines.hpp"
+
+#include "stream_encoding.hpp"
+
+namespace logitaudit::audit {
+
+baseline_comparison compare_baselines(const std::vector<baseline_stream>& a, const std::vector<baseline_stream>& b,
+                                      const std::map<std::string, backend_fingerprints>& fa,
+                                      const std::map<std::string, backend_fingerprints>& fb) {
+  std::map<baseline_key, const logit_stream*> in_a, in_b;
+  for (const auto& s : a) in_a.emplace(s.key, &s.stream);
+  for (const auto& s : b) in_b.emplace(s.key, &s.stream);
+  std::map<baseline_key, baseline_pair> pairs;
+  for (const auto& [k, s] : in_a) pairs[k].in_a = true;
+  for (const auto& [k, s] : in_b) pairs[k].in_b = true;
+  baseline_comparison c;
+  for (auto& [k, p] : pairs) {
+    p.key = k;
+    if (p.in_a && p.in_b) {
+      const auto& x = *in_a.at(k);
+      const auto& y = *in_b.at(k);
+      p.result = compare_streams(x, digest(x), y, digest(y));
+    }
+    c.baselines.push_back(std::move(p));
+  }
+  for (const auto& [backend, f] : fa)
+    if (auto it = fb.find(backend); it != fb.end())
+      c.fingerprint_differences[backend] = fingerprint_differences(f.before, it->second.before);
+  return c;
+}
+
+}  // namespace logitaudit::audit

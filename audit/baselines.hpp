@@ -1,0 +1,49 @@
+// Two audits' solo baselines side by side (the same server another day, another build?):
+// matched by backend, prompt and sampling, each pair compared like any stream. Pure.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compare.hpp"
+#include "findings.hpp"
+
+namespace logitaudit::audit {
+
+struct baseline_key {
+  std::string backend;
+  std::string prompt;
+  double temperature = 0;
+  std::optional<std::int64_t> seed;
+
+  auto operator<=>(const baseline_key&) const = default;
+  bool operator==(const baseline_key&) const = default;
+};
+
+struct baseline_stream {
+  baseline_key key;
+  logit_stream stream;
+};
+
+struct baseline_pair {
+  baseline_key key;
+  std::optional<comparison> result;  // absent: the baseline is in only one of the audits
+  bool in_a = false, in_b = false;
+};
+
+struct baseline_comparison {
+  std::vector<baseline_pair> baselines;  // ordered by key
+  std::map<std::string, std::vector<std::string>> fingerprint_differences;  // backends in both, by name
+};
+
+// The baselines of audit `a` against those of audit `b`, and each shared backend's fingerprint
+// (before each audit) against the other's.
+baseline_comparison compare_baselines(const std::vector<baseline_stream>& a, const std::vector<baseline_stream>& b,
+                                      const std::map<std::string, backend_fingerprints>& fingerprints_a,
+                                      const std::map<std::string, backend_fingerprints>& fingerprints_b);
+
+}  // namespace logitaudit::audit

@@ -1,0 +1,81 @@
+// Whether a condition tested what its name says. A "concurrent" stream whose burst the server
+// did not batch, or a "cache_reuse" stream that reused no prompt tokens, is flagged and counted
+// apart: it must never count as having survived concurrency or cache reuse. Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "burst_measurement.hpp"
+#include "logit_stream.hpp"
+
+namespace logitaudit::audit {
+
+// The thresholds (configuration keys `evidence.*`, docs/configuration.md).
+struct evidence_thresholds {
+  // A burst batched when the server's measured concurrency reached 1 + min_batching x
+  // (expected - 1), where expected = min(width, the server's slots): 0.5 asks for half of
+  // the possible gain over one request at a time (1.5 for C=2, 4.5 for C=8 on 8 slots).
+  double min_batching = 0.5;
+  // ... and when every request was in flight together for this share of the burst's wall
+  // time, scaled by slots/width when the burst is wider than the server's slots.
+  double min_overlap = 0.5;
+  // A burst whose server reported neither decode counters nor timings counts as not batched
+  // (false: the overlap alone decides).
+  bool require_server_measure = true;
+  // A cache_reuse stream must show at least this many prompt tokens served from the cache.
+  std::int64_t min_reused_tokens = 1;
+
+  bool operator==(const evidence_thresholds&) const = default;
+};
+
+enum class evidence_flag {
+  none,
+  not_batched,  // a concurrent or cross-batch stream whose burst the server did not batch
+  not_reused,   // a cache_reuse stream whose request reused no prompt tokens
+};
+std::string_view to_string(evidence_flag f);
+std::optional<evidence_flag> parse_evidence_flag(std::string_view s);
+
+// Which of the server's figures measured a burst's concurrency.
+enum class concurrency_measure {
+  none,
+  busy_slots_per_decode,  // llama.cpp's decode counters (--metrics), before and after the burst
+  server_timings,         // the members' prompt + generation times over the burst's wall time
+};
+std::string_view to_string(concurrency_measure m);
+std::optional<concurrency_measure> parse_concurrency_measure(std::string_view s);
+
+struct burst_verdict {
+  bool batched = false;
+  double expected = 0;  // requests the server could batch at once: min(width, slots)
+  double needed = 0;    // what the measured concurrency had to reach
+  std::optional<double> measured;
+  concurrency_measure measured_by = concurrency_measure::none;
+  double needed_overlap = 0;
+  std::string reason;  // why it did not batch, in words; empty when it did
+
+  bool operator==(const burst_verdict&) const = default;
+};
+
+// The server-side concurrency of a burst from its members' own timings: the sum of their
+// prompt and generation times over the burst's wall time (about 1 when the server took them
+// one at a time, about C when it batched C). nullopt when a member has no timings.
+std::optional<double> timed_concurrency(std::span<const logit_stream* const> members, std::int64_t wall_ns);
+
+burst_verdict judge_burst(const burst_measurement& m, const evidence_thresholds& t);
+
+struct reuse_verdict {
+  bool reused = false;
+  std::int64_t reused_tokens = -1;  // the server's timings.cache_n; -1: not reported
+  std::string reason;               // why it does not count as reuse; empty when it does
+
+  bool operator==(const reuse_verdict&) const = default;
+};
+
+reuse_verdict judge_cache_reuse(const logit_stream& s, const evidence_thresholds& t);
+
+}  // namespace logitaudit::audit

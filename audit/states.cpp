@@ -1,0 +1,78 @@
+// Names of the job and schedule states.
+#include "states.hpp"
+
+namespace logitaudit::audit {
+namespace {
+
+template <class Enum, std::size_t N>
+std::optional<Enum> parse_among(const std::array<Enum, N>& all, std::string_view s) {
+  for (auto v : all)
+    if (to_string(v) == s) return v;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(job_status s) {
+  switch (s) {
+    case job_status::queued: return "queued";
+    case job_status::running: return "running";
+    case job_status::done: return "done";
+    case job_status::failed: return "failed";
+    case job_status::cancelled: return "cancelled";
+    case job_status::interrupted: return "interrupted";
+  }
+  return "?";
+}
+
+std::optional<job_status> parse_job_status(std::string_view s) { return parse_among(kJobStatuses, s); }
+
+bool is_final(job_status s) {
+  switch (s) {
+    case job_status::queued:
+    case job_status::running: return false;
+    case job_status::done:
+    case job_status::failed:
+    case job_status::cancelled:
+    case job_status::interrupted: return true;
+  }
+  return false;
+}
+
+bool has_findings(job_status s) {
+  switch (s) {
+    case job_status::done:
+    case job_status::failed:
+    case job_status::cancelled: return true;
+    case job_status::queued:
+    case job_status::running:
+    case job_status::interrupted: return false;
+  }
+  return false;
+}
+
+std::string_view to_string(missed_fire_policy p) {
+  switch (p) {
+    case missed_fire_policy::run_once: return "run_once";
+    case missed_fire_policy::skip: return "skip";
+  }
+  return "?";
+}
+
+std::optional<missed_fire_policy> parse_missed_fire_policy(std::string_view s) {
+  return parse_among(kMissedFirePolicies, s);
+}
+
+std::string_view to_string(fingerprint_phase p) {
+  switch (p) {
+    case fingerprint_phase::before: return "before";
+    case fingerprint_phase::after: return "after";
+  }
+  return "?";
+}
+
+std::optional<fingerprint_phase> parse_fingerprint_phase(std::string_view s) {
+  return parse_among(std::array{fingerprint_phase::before, fingerprint_phase::after}, s);
+}
+
+}  // namespace logitaudit::audit

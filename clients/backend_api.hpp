@@ -1,0 +1,88 @@
+// A backend API kind: how to ask one kind of server for a completion with logprobs, how to
+// read its answer as a logit stream, and how to read its fingerprint and its batching
+// counters. Implementations are stateless and thread-safe; api_registry.cpp lists them, and
+// everything else (configuration, specs, the CLI, the runner) asks the registry.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/fingerprint.hpp"
+#include "audit/logit_stream.hpp"
+#include "http_client.hpp"
+
+namespace logitaudit::clients {
+
+// The request fields an audit controls; everything else stays at the server's default.
+struct completion_request {
+  std::string prompt;
+  int n_predict = 32;
+  double temperature = 0.0;
+  std::optional<std::uint64_t> seed;
+  int n_probs = 5;  // top-k logprobs per token
+  bool cache_prompt = false;
+  std::optional<int> id_slot;
+  bool stream = false;
+  std::vector<std::string> samplers;  // empty: the server's default chain
+  std::optional<int> top_k;
+
+  bool operator==(const completion_request&) const = default;
+};
+
+// A completion ready to be written: the serialized request and how to read its answer.
+struct prepared_completion {
+  std::string wire;
+  bool stream = false;  // the answer is an event stream (read with stream_reader)
+};
+
+// A server's cumulative decode counters (llama.cpp --metrics): a burst's own average of busy
+// slots per decode is the difference of two readings.
+struct decode_counters {
+  double decodes = 0;
+  double busy_slots_per_decode = 0;
+};
+
+// Reads a streamed answer piece by piece. Not thread-safe.
+class stream_reader {
+ public:
+  virtual ~stream_reader() = default;
+  // False (and the error is kept for finish) when the stream is malformed or oversized.
+  virtual bool feed(std::string_view piece, std::int64_t now_ns) = 0;
+  virtual client_result<audit::logit_stream> finish() = 0;
+};
+
+// What a backend's configuration may add to every request of its kind.
+struct api_options {
+  std::string model;  // the "model" member, for servers that serve several; empty: left out
+};
+
+class backend_api {
+ public:
+  virtual ~backend_api() = default;
+  // The kind's name in configurations and specs ("llama", "openai").
+  virtual std::string_view name() const = 0;
+  // One line for --help and the API documentation.
+  virtual std::string_view summary() const = 0;
+  // The target a health probe GETs.
+  virtual std::string health_target() const = 0;
+  // The request for `r`, serialized by `http` (which knows the host and base path).
+  virtual prepared_completion prepare(const http_client& http, const completion_request& r,
+                                      const api_options& o) const = 0;
+  // The logit stream of a whole answer body. Errors: malformed_json, unexpected_shape.
+  virtual client_result<audit::logit_stream> parse(std::string_view body) const = 0;
+  // A reader for answers prepared with stream = true; the default kind never streams.
+  virtual std::unique_ptr<stream_reader> read_stream(std::size_t max_event_bytes) const;
+  // The server's fingerprint, with the hash of each prompt's token ids where the server can
+  // tokenize. Suspends. Errors: the first failing request's.
+  virtual net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(http_client& http,
+                                                                               std::vector<std::string> prompts,
+                                                                               api_options o) const = 0;
+  // The decode counters, or nullopt when the server does not expose them. Suspends.
+  virtual net::awaitable<std::optional<decode_counters>> read_decode_counters(http_client& http) const;
+};
+
+}  // namespace logitaudit::clients

@@ -1,0 +1,253 @@
+// create and run: every step of a job, once.
+#include "job_lifecycle.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "api/spec_json.hpp"
+#include "audit/plan.hpp"
+#include "clients/api_registry.hpp"
+#include "clients/llama_api.hpp"
+#include "db_call.hpp"
+
+namespace logitaudit::daemon {
+namespace {
+
+api::service_error storage_failure(const storage::storage_error& e, const std::string& what) {
+  return api::make_error(e.why == storage::storage_error::kind::full ? api::service_errc::storage_full
+                                                                      : api::service_errc::unavailable,
+                         e.why == storage::storage_error::kind::full ? "storage_full" : "storage_unavailable",
+                         what + ": " + e.what());
+}
+
+// What the stored runs say about the audit besides the streams, and the streams themselves.
+struct stored_evidence {
+  std::vector<audit::observed_run> runs;
+  audit::evaluation_evidence evidence;
+};
+
+}  // namespace
+
+job_lifecycle::job_lifecycle(storage::db_worker& db, lifecycle_config config) : db_(db), config_(std::move(config)) {}
+
+std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_spec& spec) const {
+  std::vector<audit::spec_problem> p;
+  for (std::size_t i = 0; i < spec.backends.size(); ++i) {
+    auto& b = spec.backends[i];
+    const std::string f = "backends[" + std::to_string(i) + "]";
+    auto it = config_.backends.find(b.name);
+    if (it != config_.backends.end()) {
+      if (!b.url.empty() && b.url != it->second.url)
+        p.push_back({f + ".url", "backend '" + b.name + "' is configured with another URL; leave url out to use it"});
+      b.url = it->second.url;
+      b.api = std::string(it->second.api.name());
+    } else if (b.url.empty()) {
+      p.push_back({f + ".name", "no configured backend named '" + b.name + "'"});
+    } else if (!config_.allow_adhoc_backends) {
+      p.push_back({f + ".url", "this daemon only audits its configured backends (allow_adhoc_backends is off)"});
+    } else if (auto ep = clients::parse_endpoint(b.url); !ep) {
+      p.push_back({f + ".url", "'" + b.url.substr(0, 200) + "' " + ep.error()});
+    }
+  }
+  return p;
+}
+
+net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle::create(audit::audit_spec spec,
+                                                                                      std::optional<std::int64_t> schedule) {
+  auto problems = resolve_backends(spec);
+  if (!problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
+  problems = audit::validate(spec, config_.limits, clients::api_kinds().names());
+  if (!problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
+
+  const auto plan = audit::make_plan(spec);
+  storage::new_job nj;
+  nj.spec_json = api::spec_to_json(spec);
+  nj.spec_hash = clients::hash64_hex(nj.spec_json);
+  nj.prediction_hash = audit::prediction_hash(spec.predictions);
+  nj.predictions_registered_at = storage::now_utc();
+  nj.created_at = nj.predictions_registered_at;
+  nj.total_requests = plan.total_requests();
+  nj.total_groups = plan.groups.size();
+  nj.tags = spec.tags;
+  nj.schedule_id = schedule;
+  const int max_queued = config_.max_queued_jobs;
+  // Counting the queue and inserting happen in one task on the db thread: nothing queues in
+  // between.
+  auto store_job = [nj, max_queued](storage::store& s) -> expected<storage::job_record, api::service_error> {
+    if (max_queued > 0) {
+      const auto counts = s.jobs().counts();
+      const auto it = counts.find(audit::job_status::queued);
+      const auto queued = it == counts.end() ? 0 : it->second;
+      if (queued >= max_queued)
+        return unexpected{api::make_error(api::service_errc::queue_full, "queue_full",
+                                          "the queue is full (" + std::to_string(queued) +
+                                              " audits waiting); submit again later",
+                                          "queue")};
+    }
+    return *s.jobs().get(s.jobs().create(nj));
+  };
+  expected<storage::job_record, api::service_error> row;
+  try {
+    row = co_await on_db(db_, std::move(store_job));
+  } catch (const storage::storage_error& e) {
+    spdlog::error("an audit could not be stored: {}", e.what());
+    co_return unexpected{storage_failure(e, "the audit could not be stored")};
+  }
+  if (row)
+    spdlog::info("audit {} queued: {} requests, predictions {} registered", row->id, nj.total_requests, nj.prediction_hash);
+  co_return row;
+}
+
+net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls controls) {
+  job_end end;
+  end.id = id;
+  auto begin = [id](storage::store& s) -> std::optional<std::pair<storage::job_record, std::set<std::size_t>>> {
+    auto row = s.jobs().get(id);
+    if (!row) return std::nullopt;
+    s.jobs().set_status(id, audit::job_status::running, storage::now_utc());
+    return std::pair{*row, s.evidence().stored_groups(id)};
+  };
+  auto started = co_await on_db(db_, std::move(begin));
+  if (!started) {
+    end.status = audit::job_status::failed;
+    end.error = "no audit " + std::to_string(id) + " is stored";
+    co_return end;
+  }
+  auto& [row, stored] = *started;
+
+  auto spec = api::read_spec(row.spec_json);
+  std::string setup_error;
+  std::map<std::string, clients::backend_config> configs;
+  if (!spec) {
+    setup_error = "the stored spec does not parse";
+  } else {
+    for (const auto& b : spec->backends) {
+      auto it = config_.backends.find(b.name);
+      clients::backend_config c = it != config_.backends.end() ? it->second : clients::backend_config{};
+      c.name = b.name;
+      c.url = b.url;
+      auto kind = clients::parse_api_kind(b.api);
+      if (!kind) {
+        setup_error = "backend '" + b.name + "' names the unknown API kind '" + b.api + "' (known: " +
+                      clients::api_kinds().names_text() + ")";
+        break;
+      }
+      c.api = *kind;
+      configs[b.name] = c;
+    }
+  }
+  if (!setup_error.empty()) {
+    spdlog::error("audit {} failed: {}", id, setup_error);
+    auto mark = [id, setup_error](storage::store& s) {
+      s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), setup_error);
+      return 0;
+    };
+    co_await on_db(db_, std::move(mark));
+    end.status = audit::job_status::failed;
+    end.error = setup_error;
+    co_return end;
+  }
+
+  auto plan = std::make_shared<audit::audit_plan>(audit::make_plan(*spec));
+  spdlog::info("audit {}: running {} requests in {} groups ({} already stored)", id, plan->total_requests(),
+               plan->groups.size(), stored.size());
+  clients::runner_options o;
+  o.max_attempts = config_.max_attempts;
+  o.retry_delay = config_.retry_delay;
+  o.skip_groups = stored;
+  o.cancel = std::shared_ptr<std::atomic<bool>>(controls.stop, &controls.stop->requested);
+  o.on_progress = controls.on_progress;
+  auto* db = &db_;
+  o.on_group = [db, id, plan, on_group = controls.on_group](const clients::group_outcome& g) {
+    db->enqueue_group(id, storage::group_write{plan.get(), &plan->groups[g.group], g.runs, g.burst, g.attempts});
+    if (on_group) on_group(g);
+  };
+  o.on_fingerprint = [db, id](const std::string& backend, audit::fingerprint_phase phase, const audit::backend_fingerprint& f) {
+    const std::string taken_at = storage::now_utc();
+    db->post([id, backend, phase, f, taken_at](storage::store& s) {
+      try {
+        s.evidence().record_fingerprint(id, backend, phase, f, taken_at);
+      } catch (const std::exception& e) {
+        spdlog::error("audit {}: storing the {} fingerprint of {} failed: {}", id, audit::to_string(phase), backend, e.what());
+      }
+    });
+  };
+  auto outcome = co_await clients::run_audit(*spec, *plan, configs, o);
+
+  if (outcome.cancelled && !controls.stop->by_user) {
+    spdlog::info("audit {}: stopped by a shutdown; stays running, to be resumed", id);
+    co_return end;  // status running
+  }
+
+  // Everything queued is written before this task runs (the db thread writes first); the
+  // findings are judged from what was stored, exactly as `verify` will see it.
+  auto load = [db, id](storage::store& s) {
+    stored_evidence ev;
+    ev.runs = s.evidence().observations(id);
+    for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
+    ev.evidence.fingerprints = s.evidence().fingerprints(id);
+    return std::pair{std::move(ev), db->write_error(id)};
+  };
+  auto [ev, write_error] = co_await on_db(db_, std::move(load));
+  ev.evidence.thresholds = config_.evidence;
+  auto f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
+
+  // A run that failed after its retries is a measurement missing from the evidence: the
+  // audit ends failed (its findings over the runs that did succeed are still stored).
+  std::size_t failed_runs = 0;
+  std::string first_failure;
+  for (const auto& r : ev.runs)
+    if (!r.stream) {
+      if (first_failure.empty()) first_failure = r.error;
+      ++failed_runs;
+    }
+  std::string errors;
+  for (const auto& e : outcome.errors) errors += (errors.empty() ? "" : "; ") + e;
+  if (!write_error.empty()) {
+    end.status = audit::job_status::failed;
+    end.error = write_error;
+    end.storage_failed = true;
+  } else if (outcome.cancelled) {
+    end.status = audit::job_status::cancelled;
+    end.error = errors;
+  } else if (failed_runs > 0) {
+    end.status = audit::job_status::failed;
+    end.error = std::to_string(failed_runs) + " of " + std::to_string(ev.runs.size()) + " requests failed (first: " +
+                first_failure + ")" + (errors.empty() ? "" : "; " + errors);
+  } else {
+    end.status = audit::job_status::done;
+    end.error = errors;
+  }
+  const std::string findings_json = api::findings_to_json(f);
+  auto finish = [id, status = end.status, error = end.error, f, findings_json](storage::store& s) {
+    s.jobs().finish(id, status, error, f, findings_json, storage::now_utc());
+    return 0;
+  };
+  std::string finish_failure;
+  try {
+    co_await on_db(db_, std::move(finish));
+  } catch (const std::exception& e) {
+    finish_failure = e.what();
+  }
+  if (!finish_failure.empty()) {
+    // The findings did not fit (a full disk): the status row is updated in place, which
+    // needs no new page, so the job still ends failed with the reason.
+    spdlog::error("audit {}: storing its findings failed: {}", id, finish_failure);
+    end.status = audit::job_status::failed;
+    end.error = "storing the findings failed: " + finish_failure;
+    end.storage_failed = true;
+    auto mark_failed = [id, why = end.error](storage::store& s) {
+      s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), why);
+      return 0;
+    };
+    try {
+      co_await on_db(db_, std::move(mark_failed));
+    } catch (const std::exception& e) {
+      spdlog::error("audit {}: cannot even mark it failed: {}", id, e.what());
+    }
+  }
+  end.findings = std::move(f);
+  spdlog::info("audit {}: {}", id, audit::to_string(end.status));
+  co_return end;
+}
+
+}  // namespace logitaudit::daemon

@@ -1,0 +1,93 @@
+// The one life of an audit job. create: its spec resolved against the configured backends
+// and validated, its predictions registered (hashed, with a time) and the job stored queued.
+// run: its groups sent and each stored whole as it finishes, its fingerprints stored the
+// moment they are taken, its findings evaluated from what was stored (never from memory), and
+// its end written. logitauditd's queue and the offline `logitaudit run` are its two callers,
+// so both store and judge the same way, with the error texts written here once.
+// Thread-safe: no state but its configuration; `run` may be awaited on any executor (the
+// daemon runs audits on a thread of their own, apart from the API).
+#pragma once
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/service_error.hpp"
+#include "audit/evidence.hpp"
+#include "audit/expected.hpp"
+#include "audit/findings.hpp"
+#include "audit/spec.hpp"
+#include "clients/backend.hpp"
+#include "clients/job_runner.hpp"
+#include "storage/db_worker.hpp"
+
+namespace logitaudit::daemon {
+
+namespace net = boost::asio;
+
+struct lifecycle_config {
+  std::map<std::string, clients::backend_config> backends;  // configured, by name
+  bool allow_adhoc_backends = false;  // a spec may name URLs that are not configured
+  audit::spec_limits limits;
+  audit::evidence_thresholds evidence;
+  int max_queued_jobs = 0;  // create refuses a job beyond this many queued (0: no bound)
+  int max_attempts = 3;     // per group, for transport failures and 5xx answers
+  std::chrono::milliseconds retry_delay{250};
+};
+
+// How a caller stops a running job: at the next group boundary. A stop by a user ends the job
+// cancelled; any other stop (a shutdown) leaves it running, to be resumed by the next start.
+struct job_stop {
+  std::atomic<bool> requested{false};
+  std::atomic<bool> by_user{false};
+};
+
+struct run_controls {
+  std::shared_ptr<job_stop> stop = std::make_shared<job_stop>();
+  std::function<void(const clients::run_progress&)> on_progress;
+  std::function<void(const clients::group_outcome&)> on_group;  // each group, once queued for storage
+};
+
+struct job_end {
+  std::int64_t id = 0;
+  // running: stopped by a shutdown and left to be resumed.
+  audit::job_status status = audit::job_status::running;
+  std::string error;
+  bool storage_failed = false;  // the error is the database's (a write failed)
+  std::optional<audit::findings> findings;  // none when left running or when the spec did not parse
+};
+
+class job_lifecycle {
+ public:
+  job_lifecycle(storage::db_worker& db, lifecycle_config config);
+
+  const lifecycle_config& config() const { return config_; }
+
+  // Fills configured backends' URLs and API kinds into `spec`, and names each backend it may
+  // not use (not configured, ad hoc while ad-hoc backends are off, a bad URL).
+  std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
+
+  // Stores `spec` as a queued job, its predictions registered. Suspends (db thread).
+  // Errors: invalid (every problem, each naming its field), queue_full, storage_full,
+  // unavailable. Nothing is stored on error.
+  net::awaitable<expected<storage::job_record, api::service_error>> create(audit::audit_spec spec,
+                                                                         std::optional<std::int64_t> schedule = std::nullopt);
+
+  // Runs stored job `id`: the groups not stored yet (a resumed job skips the rest), then its
+  // findings from the stored runs, then its end. Suspends until done. Never throws for a
+  // failure of the audit: a failed request, a failed write or a spec that does not parse end
+  // the job failed with the reason; a shutdown stop leaves it running.
+  net::awaitable<job_end> run(std::int64_t id, run_controls controls);
+
+ private:
+  storage::db_worker& db_;
+  lifecycle_config config_;
+};
+
+}  // namespace logitaudit::daemon

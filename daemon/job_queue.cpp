@@ -1,0 +1,158 @@
+// Dispatch, waits and the hand-over between the queue's executor and the audits'.
+#include "job_queue.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "api/spec_json.hpp"
+#include "db_call.hpp"
+
+namespace logitaudit::daemon {
+namespace {
+
+void log_exception(const char* what, std::exception_ptr e) {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    spdlog::critical("{}: {}", what, x.what());
+  }
+}
+
+}  // namespace
+
+job_queue::job_queue(net::any_io_executor ex, net::any_io_executor audits, storage::db_worker& db, job_lifecycle& lifecycle,
+                     queue_config config)
+    : ex_(ex), audits_(audits), db_(db), lifecycle_(lifecycle), config_(config), wake_(ex, net::steady_timer::time_point::max()) {}
+
+void job_queue::start() {
+  started_ = true;
+  auto loop = [this] { return dispatch_loop(); };
+  net::co_spawn(ex_, loop(), [](std::exception_ptr e) { log_exception("the job dispatcher stopped", e); });
+}
+
+void job_queue::stop() {
+  stopping_ = true;
+  for (auto& [id, job] : running_) job->stop->requested = true;
+  wake();
+}
+
+void job_queue::wake() { wake_.cancel(); }
+
+bool job_queue::cancel(std::int64_t id) {
+  auto it = running_.find(id);
+  if (it == running_.end()) return false;
+  it->second->stop->by_user = true;
+  it->second->stop->requested = true;
+  return true;
+}
+
+net::awaitable<void> job_queue::until_stopped(std::int64_t id) {
+  while (running_.count(id)) co_await until_end(id, std::chrono::seconds(1));
+}
+
+net::awaitable<void> job_queue::until_idle() {
+  while (!running_.empty()) co_await until_stopped(running_.begin()->first);
+}
+
+net::awaitable<void> job_queue::until_end(std::int64_t id, std::chrono::milliseconds timeout) {
+  auto timer = std::make_shared<net::steady_timer>(ex_, timeout);
+  waiters_[id].push_back(timer);
+  co_await timer->async_wait(net::as_tuple(net::use_awaitable));
+  auto& list = waiters_[id];
+  list.erase(std::remove(list.begin(), list.end(), timer), list.end());
+  if (list.empty()) waiters_.erase(id);
+}
+
+void job_queue::notify_end(std::int64_t id) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return;
+  for (auto& t : it->second) t->cancel();
+}
+
+void job_queue::launch(std::int64_t id, std::vector<std::string> backends) {
+  auto job = std::make_shared<running_job>();
+  job->id = id;
+  job->backends = std::move(backends);
+  for (const auto& b : job->backends) busy_backends_.insert(b);
+  running_[id] = job;
+  running_count_ = running_.size();
+  run_controls controls;
+  controls.stop = job->stop;
+  // The counters live here; the audit's thread only posts what each group added.
+  controls.on_group = [ex = ex_, observe = on_group](const clients::group_outcome& g) {
+    if (!observe) return;
+    group_stats s;
+    s.requests = g.runs.size() * static_cast<std::size_t>(g.attempts);
+    for (const auto& r : g.runs) s.failed += !r.stream;
+    if (g.burst) s.launch_spread_ns = g.burst->launch_spread_ns;
+    net::post(ex, [observe, s] { observe(s); });
+  };
+  auto run = [this, id, controls] { return lifecycle_.run(id, controls); };
+  net::co_spawn(audits_, run(), net::bind_executor(ex_, [this, job](std::exception_ptr e, job_end end) { ended(job, e, std::move(end)); }));
+}
+
+void job_queue::ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end) {
+  if (e) {
+    // Broken infrastructure (the database, most likely): the job fails with the reason.
+    std::string why = "internal error";
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      why = x.what();
+    }
+    spdlog::error("audit {} failed: {}", job->id, why);
+    db_.post([id = job->id, why](storage::store& s) {
+      try {
+        s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), why);
+      } catch (const std::exception&) {
+      }
+    });
+    end.id = job->id;
+    end.status = audit::job_status::failed;
+    end.error = why;
+  }
+  for (const auto& b : job->backends) busy_backends_.erase(b);
+  running_.erase(job->id);
+  running_count_ = running_.size();
+  notify_end(job->id);
+  if (on_end) on_end(end);
+  wake();
+}
+
+net::awaitable<void> job_queue::dispatch_loop() {
+  // Jobs an earlier process left running come first, in their order.
+  auto find_left = [](storage::store& s) { return s.jobs().with_status(audit::job_status::running); };
+  for (const auto& r : co_await on_db(db_, std::move(find_left))) {
+    const bool resume = config_.resume_interrupted;
+    spdlog::info("audit {} was left running; {}", r.id, resume ? "resuming it" : "marking it interrupted");
+    auto requeue = [id = r.id, resume](storage::store& s) {
+      s.jobs().set_status(id, resume ? audit::job_status::queued : audit::job_status::interrupted, storage::now_utc(),
+                          resume ? "" : "the daemon stopped while it ran; its stored groups are kept");
+      return 0;
+    };
+    co_await on_db(db_, std::move(requeue));
+    if (!resume) notify_end(r.id);
+  }
+  while (!stopping_) {
+    if (static_cast<int>(running_.size()) < config_.max_running_jobs) {
+      auto load_queued = [](storage::store& s) { return s.jobs().with_status(audit::job_status::queued); };
+      for (const auto& r : co_await on_db(db_, std::move(load_queued))) {
+        if (stopping_ || static_cast<int>(running_.size()) >= config_.max_running_jobs) break;
+        if (running_.count(r.id)) continue;
+        std::vector<std::string> backends;
+        if (auto spec = api::read_spec(r.spec_json))
+          for (const auto& b : spec->backends) backends.push_back(b.name);
+        // Never two jobs on one backend: they would perturb each other's batching.
+        bool free = true;
+        for (const auto& b : backends) free = free && !busy_backends_.count(b);
+        if (free) launch(r.id, std::move(backends));
+      }
+    }
+    wake_.expires_after(config_.poll);
+    co_await wake_.async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+}  // namespace logitaudit::daemon

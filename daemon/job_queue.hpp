@@ -1,0 +1,97 @@
+// The persistent FIFO of audits: queued jobs are taken in order, never two on one backend,
+// and each runs through the lifecycle on the audits' own executor and thread, so that no API
+// request can delay a burst. Jobs an earlier process left running are resumed first (or marked
+// interrupted); a cancel or a shutdown stops a job at its next group boundary; whoever waits
+// for a job's end is woken when it comes. Not thread-safe: it lives on the executor it was
+// made with (the API's), except idle(), which any thread may call.
+#pragma once
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "job_lifecycle.hpp"
+#include "storage/db_worker.hpp"
+
+namespace logitaudit::daemon {
+
+struct queue_config {
+  int max_running_jobs = 2;
+  bool resume_interrupted = true;  // jobs an earlier process left running: resume, or mark interrupted
+  std::chrono::milliseconds poll{1000};  // how often the queue is looked at without a wake-up
+};
+
+// What one stored group adds to the daemon's counters (small, so it crosses threads cheaply).
+struct group_stats {
+  std::size_t requests = 0;  // requests sent, every attempt counted
+  std::size_t failed = 0;    // of the group's requests, failed after their retries
+  std::optional<std::int64_t> launch_spread_ns;  // bursts only
+};
+
+class job_queue {
+ public:
+  // `ex` is where the queue lives; `audits` where the jobs run.
+  job_queue(net::any_io_executor ex, net::any_io_executor audits, storage::db_worker& db, job_lifecycle& lifecycle,
+            queue_config config);
+
+  // Observers, called on the queue's executor: every stored group, every job's end.
+  std::function<void(const group_stats&)> on_group;
+  std::function<void(const job_end&)> on_end;
+
+  // Resumes (or marks) jobs left running by an earlier process, then dispatches.
+  void start();
+  // Stops taking jobs; running jobs stop at their next group boundary and stay running in the
+  // database, to be resumed on the next start.
+  void stop();
+  bool started() const { return started_; }
+  bool stopping() const { return stopping_; }
+  // No job runs here. Safe from any thread.
+  bool idle() const { return running_count_.load() == 0; }
+  // Look at the queue now (a job was queued).
+  void wake();
+
+  bool is_running(std::int64_t id) const { return running_.count(id) > 0; }
+  bool busy(const std::string& backend) const { return busy_backends_.count(backend) > 0; }
+  // Asks a running job to stop at its next group boundary, as its user; false when it is not
+  // running here.
+  bool cancel(std::int64_t id);
+  // Completes when job `id` is no longer running here.
+  net::awaitable<void> until_stopped(std::int64_t id);
+  // Completes when no job runs here (after stop(): when every job reached its boundary).
+  net::awaitable<void> until_idle();
+  // Completes when job `id` ends (here, or when notify_end says so), or after `timeout`.
+  net::awaitable<void> until_end(std::int64_t id, std::chrono::milliseconds timeout);
+  // A job ended without running here (cancelled while queued, deleted): wake its waiters.
+  void notify_end(std::int64_t id);
+
+ private:
+  struct running_job {
+    std::int64_t id = 0;
+    std::shared_ptr<job_stop> stop = std::make_shared<job_stop>();
+    std::vector<std::string> backends;
+  };
+  net::awaitable<void> dispatch_loop();
+  void launch(std::int64_t id, std::vector<std::string> backends);
+  void ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end);
+
+  net::any_io_executor ex_, audits_;
+  storage::db_worker& db_;
+  job_lifecycle& lifecycle_;
+  queue_config config_;
+  net::steady_timer wake_;
+  std::map<std::int64_t, std::shared_ptr<running_job>> running_;
+  std::atomic<std::size_t> running_count_{0};  // running_.size(), readable from other threads
+  std::set<std::string> busy_backends_;
+  std::map<std::int64_t, std::vector<std::shared_ptr<net::steady_timer>>> waiters_;
+  bool started_ = false;
+  bool stopping_ = false;
+};
+
+}  // namespace logitaudit::daemon

@@ -1,0 +1,38 @@
+// daemon_config -> the settings of each part.
+#include "settings.hpp"
+
+namespace logitaudit::daemon {
+
+std::map<std::string, clients::backend_config> backend_configs(const config::daemon_config& conf) {
+  std::map<std::string, clients::backend_config> out;
+  for (const auto& b : conf.backends) {
+    clients::backend_config c;
+    c.name = b.name;
+    c.url = b.url;
+    c.api = clients::parse_api_kind(b.api).value_or(clients::default_api_kind());
+    c.http.bearer_token = b.token;
+    c.http.first_byte_timeout = c.http.total_timeout = std::chrono::seconds(b.timeout_s);
+    c.options.model = b.model;
+    out[c.name] = c;
+  }
+  return out;
+}
+
+lifecycle_config lifecycle_settings(const config::daemon_config& c) {
+  lifecycle_config l;
+  l.backends = backend_configs(c);
+  l.allow_adhoc_backends = c.allow_adhoc_backends;
+  l.limits = c.spec_limits;
+  l.evidence = c.evidence;
+  l.max_queued_jobs = c.max_queued_jobs;
+  return l;
+}
+
+queue_config queue_settings(const config::daemon_config& c) {
+  queue_config q;
+  q.max_running_jobs = c.max_running_jobs;
+  q.resume_interrupted = c.interrupted_jobs == config::interrupted_policy::resume;
+  return q;
+}
+
+}  // namespace logitaudit::daemon

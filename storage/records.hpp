@@ -1,0 +1,168 @@
+// What is stored, as plain values: jobs, the evidence of their runs (streams, bursts,
+// fingerprints, verdicts) and schedules. No storage engine appears here: the repositories
+// (repositories.hpp) hand these out, whatever database is behind them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "audit/burst_measurement.hpp"
+#include "audit/evidence.hpp"
+#include "audit/findings.hpp"
+#include "audit/fingerprint.hpp"
+#include "audit/logit_stream.hpp"
+#include "audit/plan.hpp"
+#include "audit/states.hpp"
+
+namespace logitaudit::storage {
+
+// A database that fails is broken infrastructure, not an input the caller can fix: storage
+// errors are exceptions, with a kind that says what a caller may tell its user.
+struct storage_error : std::runtime_error {
+  enum class kind {
+    full,          // the disk, or the configured size cap, is full
+    busy,          // another process holds the database
+    newer_schema,  // written by a newer logitaudit
+    broken,        // anything else: corruption, I/O errors, a bug
+  };
+  storage_error(kind k, const std::string& what) : std::runtime_error(what), why(k) {}
+  kind why;
+};
+
+struct new_job {
+  std::string spec_json;
+  std::string spec_hash;
+  std::string prediction_hash;
+  std::string predictions_registered_at;  // RFC 3339 UTC
+  std::size_t total_requests = 0;
+  std::size_t total_groups = 0;
+  std::vector<std::string> tags;
+  std::optional<std::int64_t> schedule_id;
+  std::string created_at;
+};
+
+struct job_record {
+  std::int64_t id = 0;
+  audit::job_status status = audit::job_status::queued;
+  std::string spec_json, spec_hash, prediction_hash, predictions_registered_at;
+  std::int64_t total_requests = 0, done_requests = 0, failed_requests = 0, total_groups = 0;
+  std::string error;
+  std::vector<std::string> tags;
+  std::optional<std::int64_t> schedule_id;
+  std::string created_at, started_at, finished_at;
+  std::string findings_json;  // empty until the job ends with findings
+};
+
+// Newest first; every member narrows ("" / nullopt / 0: no bound).
+struct job_query {
+  std::optional<audit::job_status> status;
+  std::string tag;
+  std::int64_t before = 0;  // ids below this
+  int limit = 50;
+};
+
+// One finished group, as the runner saw it. Points into the job's plan, which must outlive
+// the write.
+struct group_write {
+  const audit::audit_plan* plan = nullptr;
+  const audit::request_group* group = nullptr;
+  std::vector<audit::observed_run> runs;  // one per planned request
+  std::optional<audit::burst_measurement> burst;
+  int attempts = 1;
+};
+
+// A compared run's verdict, stored when its job ends.
+struct verdict_record {
+  bool logit_identical = false, token_identical = false;
+  int first_logit_difference = -1, first_token_difference = -1;
+  double max_abs_delta = 0, mean_abs_delta = 0;
+  std::uint64_t max_ulp = 0;
+  std::optional<double> margin_at_flip;
+  audit::evidence_flag flag = audit::evidence_flag::none;
+  std::string flag_reason;
+};
+
+// One run without its stream's bytes: what it asked, how it went, the stream's identity and
+// the server's own account of it.
+struct run_record {
+  std::int64_t id = 0;
+  std::size_t group = 0, request = 0;
+  std::string backend, condition;
+  int replicate = 0;
+  std::string prompt;
+  double temperature = 0;
+  std::optional<std::int64_t> seed;
+  bool cache_prompt = false;
+  std::optional<std::int64_t> id_slot;  // the slot the request asked for
+  bool compared = false;
+  std::optional<std::int64_t> baseline_group;
+  bool ok = false;
+  std::string error;
+  std::int64_t write_ns = 0, first_byte_ns = 0, last_byte_ns = 0;
+  // ok runs:
+  std::optional<audit::stream_digests> digests;
+  std::int64_t token_count = 0;
+  std::string stop_reason;
+  std::int64_t prompt_tokens = -1, cached_tokens = -1, slot = -1;  // as the server said; -1: not said
+  audit::server_timings server;
+  std::optional<verdict_record> verdict;
+};
+
+struct run_filter {
+  std::string condition;  // "" any; "baseline" the solo baselines
+  std::string backend;
+};
+
+// One run with its stream decoded (ids, logprobs, top-k) and its text.
+struct stream_record {
+  run_record run;
+  audit::logit_stream stream;
+};
+
+// A stored stream's bytes and digests, as written: what `verify` recomputes.
+struct stored_stream {
+  std::int64_t run = 0;
+  std::vector<std::uint8_t> token_digest, logit_digest, encoding;
+};
+
+struct burst_record {
+  std::size_t group = 0;
+  std::string backend, condition;
+  int replicate = 0;
+  audit::burst_measurement measurement;
+  std::optional<audit::burst_verdict> verdict;  // stored when the job ends
+};
+
+struct fingerprint_record {
+  std::string backend;
+  audit::fingerprint_phase phase = audit::fingerprint_phase::before;
+  audit::backend_fingerprint fingerprint;
+  std::string taken_at;  // RFC 3339 UTC, when it was read from the server
+};
+
+struct prediction_record {
+  std::string id;
+  audit::prediction_outcome outcome = audit::prediction_outcome::undecided;
+  int k = 0, n = 0, flagged = 0;
+};
+
+struct schedule_record {
+  std::int64_t id = 0;  // 0: not stored yet
+  std::string cron;
+  std::string timezone = "UTC";
+  std::string spec_json;
+  bool enabled = true;
+  audit::missed_fire_policy missed = audit::missed_fire_policy::run_once;
+  std::string created_at;
+  std::optional<std::int64_t> next_fire_unix;
+  std::optional<std::int64_t> last_fire_unix;
+};
+
+// The current time as RFC 3339 UTC with milliseconds.
+std::string now_utc();
+
+}  // namespace logitaudit::storage

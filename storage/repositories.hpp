@@ -1,0 +1,112 @@
+// The storage interfaces: jobs, evidence, schedules, and the housekeeping only a file-backed
+// SQLite database has. The daemon, the API and the CLI see these and nothing of the engine;
+// open_store() picks the implementation. Every method may throw storage_error. No
+// implementation is thread-safe: one store lives on one thread (db_worker).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "audit/baselines.hpp"
+#include "records.hpp"
+
+namespace logitaudit::storage {
+
+class job_repository {
+ public:
+  virtual ~job_repository() = default;
+  virtual std::int64_t create(const new_job& j) = 0;
+  // started_at is set on the first `running`, finished_at on a final status.
+  virtual void set_status(std::int64_t job, audit::job_status status, const std::string& at, const std::string& error = {}) = 0;
+  // The job's end, in one transaction: its status and error, every verdict, every burst's
+  // verdict, the predictions and the findings (as the API renders them, `findings_json`).
+  virtual void finish(std::int64_t job, audit::job_status status, const std::string& error, const audit::findings& f,
+                      const std::string& findings_json, const std::string& at) = 0;
+  virtual std::optional<job_record> get(std::int64_t job) = 0;
+  virtual std::vector<job_record> with_status(audit::job_status status) = 0;  // oldest first
+  virtual std::vector<job_record> page(const job_query& q) = 0;
+  virtual std::vector<job_record> of_schedule(std::int64_t schedule, int limit) = 0;  // newest first
+  virtual std::map<audit::job_status, std::int64_t> counts() = 0;
+  virtual std::vector<std::int64_t> ids() = 0;
+  virtual std::vector<prediction_record> predictions(std::int64_t job) = 0;
+  // Deletes the job and everything stored for it; false when there was none.
+  virtual bool remove(std::int64_t job) = 0;
+};
+
+class evidence_repository {
+ public:
+  virtual ~evidence_repository() = default;
+  // Stores finished groups, each whole (its runs, streams and burst) or not at all, in one
+  // transaction, and adds them to the job's progress.
+  virtual void record_groups(std::int64_t job, const std::vector<group_write>& groups) = 0;
+  // "before" keeps the first one stored (a resumed job keeps its real start); "after" the last.
+  virtual void record_fingerprint(std::int64_t job, const std::string& backend, audit::fingerprint_phase phase,
+                                  const audit::backend_fingerprint& f, const std::string& taken_at) = 0;
+  virtual std::set<std::size_t> stored_groups(std::int64_t job) = 0;
+  // Runs in plan order without their streams' bytes, with their verdicts once the job ended.
+  virtual std::vector<run_record> runs(std::int64_t job, const run_filter& filter = {}) = 0;
+  virtual std::optional<run_record> run(std::int64_t job, std::int64_t run) = 0;
+  // One run with its stream decoded; reads that run's bytes only.
+  virtual std::optional<stream_record> stream(std::int64_t job, std::int64_t run) = 0;
+  // Every stored run as the runner observed it (streams decoded, with the server's account),
+  // for evaluating the job from what was stored.
+  virtual std::vector<audit::observed_run> observations(std::int64_t job) = 0;
+  virtual std::vector<burst_record> bursts(std::int64_t job) = 0;
+  virtual std::vector<fingerprint_record> fingerprint_records(std::int64_t job) = 0;
+  virtual std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) = 0;
+  // The job's solo baselines that succeeded, decoded.
+  virtual std::vector<audit::baseline_stream> baselines(std::int64_t job) = 0;
+  // The stored bytes and digests of every ok run, as written.
+  virtual std::vector<stored_stream> stored_streams(std::int64_t job) = 0;
+};
+
+class schedule_repository {
+ public:
+  virtual ~schedule_repository() = default;
+  // Inserts (id 0) or updates; returns the id.
+  virtual std::int64_t save(const schedule_record& r) = 0;
+  virtual std::optional<schedule_record> get(std::int64_t id) = 0;
+  virtual std::vector<schedule_record> list() = 0;
+  // Its jobs stay, unlinked; false when there was none.
+  virtual bool remove(std::int64_t id) = 0;
+};
+
+// The chores of a database that is one file (SQLite).
+class file_maintenance {
+ public:
+  virtual ~file_maintenance() = default;
+  // Caps the file at about `max_bytes`: writes beyond it fail as on a full disk (kind full),
+  // and nothing stored is touched.
+  virtual void limit_size(std::int64_t max_bytes) = 0;
+  // Rebuilds the file to hand back the space of deleted jobs.
+  virtual void vacuum() = 0;
+  // A consistent copy while the store stays usable.
+  virtual void backup(const std::string& destination) = 0;
+  // "ok", or the first problem found.
+  virtual std::string integrity_check() = 0;
+  // Moves the write-ahead log into the file, so that its size is the whole database's.
+  virtual void checkpoint() = 0;
+};
+
+class store {
+ public:
+  virtual ~store() = default;
+  virtual job_repository& jobs() = 0;
+  virtual evidence_repository& evidence() = 0;
+  virtual schedule_repository& schedules() = 0;
+  // nullptr where the engine has no such chores.
+  virtual file_maintenance* maintenance() = 0;
+  virtual int schema_version() = 0;
+  // Where it lives, for messages ("logitaudit.db").
+  virtual std::string location() const = 0;
+};
+
+// Opens (creating and migrating) the store at `location`: a SQLite file path, or ":memory:"
+// for a database that lives as long as the store. Throws storage_error.
+std::unique_ptr<store> open_store(const std::string& location);
+
+}  // namespace logitaudit::storage

@@ -1,0 +1,910 @@
+// Schema, migrations and the queries of the SQLite store.
+#include "sqlite_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "audit/stream_encoding.hpp"
+
+namespace logitaudit::storage {
+namespace {
+
+// Migration N brings the schema from version N-1 to N. Never edit one that has shipped.
+const char* const kMigrations[] = {
+    // 1: the first schema.
+    R"sql(
+CREATE TABLE schema_migrations (
+  version INTEGER PRIMARY KEY,
+  applied_at TEXT NOT NULL
+);
+
+CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY,
+  status TEXT NOT NULL CHECK (status IN ('queued','running','done','failed','cancelled','interrupted')),
+  spec_json TEXT NOT NULL,
+  spec_hash TEXT NOT NULL,
+  prediction_hash TEXT NOT NULL,
+  predictions_registered_at TEXT NOT NULL,
+  total_requests INTEGER NOT NULL,
+  total_groups INTEGER NOT NULL,
+  done_requests INTEGER NOT NULL DEFAULT 0,
+  failed_requests INTEGER NOT NULL DEFAULT 0,
+  error TEXT NOT NULL DEFAULT '',
+  tags_json TEXT NOT NULL DEFAULT '[]',
+  schedule_id INTEGER REFERENCES schedules(id) ON DELETE SET NULL,
+  created_at TEXT NOT NULL,
+  started_at TEXT NOT NULL DEFAULT '',
+  finished_at TEXT NOT NULL DEFAULT '',
+  findings_json TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX jobs_by_status ON jobs(status, id);
+
+CREATE TABLE fingerprints (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  backend TEXT NOT NULL,
+  phase TEXT NOT NULL CHECK (phase IN ('before','after')),
+  api TEXT NOT NULL, build_info TEXT NOT NULL, model TEXT NOT NULL, model_ftype TEXT NOT NULL,
+  total_slots INTEGER NOT NULL, n_ctx INTEGER NOT NULL,
+  chat_template_hash TEXT NOT NULL, generation_settings_hash TEXT NOT NULL,
+  prompt_token_hashes TEXT NOT NULL,
+  taken_at TEXT NOT NULL,
+  PRIMARY KEY (job_id, backend, phase)
+);
+
+CREATE TABLE groups (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  group_index INTEGER NOT NULL,
+  backend TEXT NOT NULL,
+  condition TEXT NOT NULL,
+  replicate INTEGER NOT NULL,
+  mode TEXT NOT NULL CHECK (mode IN ('serial','burst')),
+  attempts INTEGER NOT NULL,
+  stored_at TEXT NOT NULL,
+  PRIMARY KEY (job_id, group_index)
+);
+
+CREATE TABLE bursts (
+  job_id INTEGER NOT NULL,
+  group_index INTEGER NOT NULL,
+  launch_spread_ns INTEGER NOT NULL,
+  wall_ns INTEGER NOT NULL,
+  overlap REAL NOT NULL,
+  busy_slots_per_decode REAL,
+  warnings TEXT NOT NULL,
+  PRIMARY KEY (job_id, group_index),
+  FOREIGN KEY (job_id, group_index) REFERENCES groups(job_id, group_index) ON DELETE CASCADE
+);
+
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL,
+  group_index INTEGER NOT NULL,
+  request_index INTEGER NOT NULL,
+  backend TEXT NOT NULL,
+  condition TEXT NOT NULL,
+  replicate INTEGER NOT NULL,
+  prompt TEXT NOT NULL,
+  temperature REAL NOT NULL,
+  seed INTEGER,
+  cache_prompt INTEGER NOT NULL,
+  id_slot INTEGER,
+  compared INTEGER NOT NULL,
+  baseline_group INTEGER,
+  status TEXT NOT NULL CHECK (status IN ('ok','failed')),
+  error TEXT NOT NULL DEFAULT '',
+  write_ns INTEGER NOT NULL DEFAULT 0,
+  first_byte_ns INTEGER NOT NULL DEFAULT 0,
+  last_byte_ns INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (job_id, group_index, request_index),
+  FOREIGN KEY (job_id, group_index) REFERENCES groups(job_id, group_index) ON DELETE CASCADE
+);
+CREATE INDEX runs_by_condition ON runs(job_id, condition, backend);
+
+CREATE TABLE streams (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  token_digest BLOB NOT NULL CHECK (length(token_digest) = 16),
+  logit_digest BLOB NOT NULL CHECK (length(logit_digest) = 16),
+  token_count INTEGER NOT NULL,
+  encoding BLOB NOT NULL,
+  content TEXT NOT NULL,
+  stop_reason TEXT NOT NULL,
+  prompt_tokens INTEGER NOT NULL,
+  cached_tokens INTEGER NOT NULL,
+  slot INTEGER NOT NULL,
+  prompt_ms REAL NOT NULL, predicted_ms REAL NOT NULL, cache_n INTEGER NOT NULL
+);
+CREATE INDEX streams_by_logit_digest ON streams(logit_digest);
+
+CREATE TABLE verdicts (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  logit_identical INTEGER NOT NULL,
+  token_identical INTEGER NOT NULL,
+  first_logit_difference INTEGER NOT NULL,
+  first_token_difference INTEGER NOT NULL,
+  max_abs_delta REAL NOT NULL,
+  mean_abs_delta REAL NOT NULL,
+  max_ulp INTEGER NOT NULL,
+  margin_at_flip REAL
+);
+
+CREATE TABLE predictions (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  prediction_id TEXT NOT NULL,
+  held INTEGER NOT NULL,
+  k INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (job_id, prediction_id)
+);
+
+CREATE TABLE schedules (
+  id INTEGER PRIMARY KEY,
+  cron TEXT NOT NULL,
+  timezone TEXT NOT NULL,
+  spec_json TEXT NOT NULL,
+  enabled INTEGER NOT NULL,
+  missed TEXT NOT NULL CHECK (missed IN ('run_once','skip')),
+  created_at TEXT NOT NULL,
+  next_fire_unix INTEGER,
+  last_fire_unix INTEGER
+);
+CREATE INDEX jobs_by_schedule ON jobs(schedule_id, id);
+)sql",
+    // 2: the evidence that each condition happened. The server's whole account of a stream
+    // (prompt_n, predicted_n), each burst's width, the server's slots and its concurrency from
+    // the server's timings, the burst's verdict (batched or not, and why), a flag on every
+    // verdict whose condition did not happen, and predictions that can be undecided.
+    R"sql(
+ALTER TABLE streams ADD COLUMN prompt_n INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE streams ADD COLUMN predicted_n INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE bursts ADD COLUMN width INTEGER NOT NULL DEFAULT 0;
+UPDATE bursts SET width = (SELECT count(*) FROM runs r WHERE r.job_id = bursts.job_id AND r.group_index = bursts.group_index);
+ALTER TABLE bursts ADD COLUMN server_slots INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE bursts ADD COLUMN timed_concurrency REAL;
+ALTER TABLE bursts ADD COLUMN batched INTEGER;
+ALTER TABLE bursts ADD COLUMN expected REAL;
+ALTER TABLE bursts ADD COLUMN needed REAL;
+ALTER TABLE bursts ADD COLUMN measured REAL;
+ALTER TABLE bursts ADD COLUMN measured_by TEXT;
+ALTER TABLE bursts ADD COLUMN needed_overlap REAL;
+ALTER TABLE bursts ADD COLUMN verdict_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE verdicts ADD COLUMN flag TEXT NOT NULL DEFAULT 'none' CHECK (flag IN ('none','not_batched','not_reused'));
+ALTER TABLE verdicts ADD COLUMN flag_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE predictions ADD COLUMN outcome TEXT NOT NULL DEFAULT 'failed' CHECK (outcome IN ('held','failed','undecided'));
+UPDATE predictions SET outcome = CASE WHEN held THEN 'held' WHEN n = 0 THEN 'undecided' ELSE 'failed' END;
+ALTER TABLE predictions ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
+)sql",
+};
+
+constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
+static_assert(kMigrationCount == kSchemaVersion);
+
+using json = nlohmann::json;
+
+std::string hashes_text(const std::map<std::string, std::string>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += k + "\t" + v + "\n";
+  return s;
+}
+
+std::map<std::string, std::string> hashes_of(const std::string& text) {
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < text.size();) {
+    auto nl = text.find('\n', i);
+    if (nl == std::string::npos) nl = text.size();
+    auto line = text.substr(i, nl - i);
+    if (auto tab = line.rfind('\t'); tab != std::string::npos) out[line.substr(0, tab)] = line.substr(tab + 1);
+    i = nl + 1;
+  }
+  return out;
+}
+
+std::string tags_text(const std::vector<std::string>& tags) {
+  return json(tags).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::vector<std::string> tags_of(const std::string& text) {
+  std::vector<std::string> out;
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_array())
+    for (const auto& t : j)
+      if (t.is_string()) out.push_back(t.get<std::string>());
+  return out;
+}
+
+audit::job_status status_of(const std::string& s) {
+  auto st = audit::parse_job_status(s);
+  if (!st) throw storage_error(storage_error::kind::broken, "a job has the unknown status '" + s + "'");
+  return *st;
+}
+
+std::optional<audit::digest128> digest_of(const std::vector<std::uint8_t>& b) {
+  if (b.size() != 16) return std::nullopt;
+  audit::digest128 d;
+  std::copy(b.begin(), b.end(), d.bytes);
+  return d;
+}
+
+// ---- jobs --------------------------------------------------------------------------------
+
+constexpr const char* kJobColumns =
+    "id, status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, total_groups, "
+    "done_requests, failed_requests, error, tags_json, schedule_id, created_at, started_at, finished_at, findings_json";
+
+job_record read_job(statement& s) {
+  job_record j;
+  j.id = s.integer(0);
+  j.status = status_of(s.text(1));
+  j.spec_json = s.text(2);
+  j.spec_hash = s.text(3);
+  j.prediction_hash = s.text(4);
+  j.predictions_registered_at = s.text(5);
+  j.total_requests = s.integer(6);
+  j.total_groups = s.integer(7);
+  j.done_requests = s.integer(8);
+  j.failed_requests = s.integer(9);
+  j.error = s.text(10);
+  j.tags = tags_of(s.text(11));
+  if (!s.is_null(12)) j.schedule_id = s.integer(12);
+  j.created_at = s.text(13);
+  j.started_at = s.text(14);
+  j.finished_at = s.text(15);
+  j.findings_json = s.text(16);
+  return j;
+}
+
+std::vector<job_record> read_jobs(statement& s) {
+  std::vector<job_record> out;
+  while (s.step()) out.push_back(read_job(s));
+  s.reset();
+  return out;
+}
+
+void write_status(database& db, std::int64_t job, audit::job_status status, const std::string& at, const std::string& error) {
+  auto& s = db.prepare(
+      "UPDATE jobs SET status = ?2, error = ?3, "
+      "started_at = CASE WHEN ?2 = 'running' AND started_at = '' THEN ?4 ELSE started_at END, "
+      "finished_at = CASE WHEN ?5 THEN ?4 ELSE finished_at END "
+      "WHERE id = ?1");
+  s.bind(1, job).bind(2, audit::to_string(status)).bind(3, error).bind(4, at).bind(5, audit::is_final(status));
+  s.run();
+}
+
+class sqlite_jobs final : public job_repository {
+ public:
+  explicit sqlite_jobs(database& db) : db_(db) {}
+
+  std::int64_t create(const new_job& j) override {
+    auto& s = db_.prepare(
+        "INSERT INTO jobs (status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, "
+        "total_groups, tags_json, schedule_id, created_at) VALUES ('queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    s.bind(1, j.spec_json).bind(2, j.spec_hash).bind(3, j.prediction_hash).bind(4, j.predictions_registered_at);
+    s.bind(5, j.total_requests).bind(6, j.total_groups).bind(7, tags_text(j.tags)).bind(8, j.schedule_id);
+    s.bind(9, j.created_at);
+    s.run();
+    return db_.last_insert_id();
+  }
+
+  void set_status(std::int64_t job, audit::job_status status, const std::string& at, const std::string& error) override {
+    write_status(db_, job, status, at, error);
+  }
+
+  void finish(std::int64_t job, audit::job_status status, const std::string& error, const audit::findings& f,
+              const std::string& findings_json, const std::string& at) override {
+    transaction t(db_);
+    auto& run_id = db_.prepare("SELECT id FROM runs WHERE job_id = ? AND group_index = ? AND request_index = ?");
+    auto& v_ins = db_.prepare(
+        "INSERT OR REPLACE INTO verdicts (run_id, logit_identical, token_identical, first_logit_difference, "
+        "first_token_difference, max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    for (const auto& v : f.verdicts) {
+      if (v.failed || !v.result) continue;
+      run_id.bind(1, job).bind(2, v.group).bind(3, v.request);
+      if (!run_id.step()) {
+        run_id.reset();
+        continue;
+      }
+      const auto id = run_id.integer(0);
+      run_id.reset();
+      const auto& c = *v.result;
+      v_ins.bind(1, id).bind(2, c.logit_identical).bind(3, c.token_identical).bind(4, c.first_logit_difference);
+      v_ins.bind(5, c.first_token_difference).bind(6, c.max_abs_delta).bind(7, c.mean_abs_delta);
+      v_ins.bind(8, static_cast<std::int64_t>(std::min<std::uint64_t>(c.max_ulp, INT64_MAX))).bind(9, c.baseline_margin_at_flip);
+      v_ins.bind(10, audit::to_string(v.flag)).bind(11, v.flag_reason);
+      v_ins.run();
+    }
+    auto& b_upd = db_.prepare(
+        "UPDATE bursts SET batched = ?3, expected = ?4, needed = ?5, measured = ?6, measured_by = ?7, "
+        "needed_overlap = ?8, verdict_reason = ?9 WHERE job_id = ?1 AND group_index = ?2");
+    for (const auto& [group, b] : f.bursts) {
+      b_upd.bind(1, job).bind(2, group).bind(3, b.batched).bind(4, b.expected).bind(5, b.needed).bind(6, b.measured);
+      b_upd.bind(7, audit::to_string(b.measured_by)).bind(8, b.needed_overlap).bind(9, b.reason);
+      b_upd.run();
+    }
+    auto& p_ins = db_.prepare(
+        "INSERT OR REPLACE INTO predictions (job_id, prediction_id, held, k, n, outcome, flagged) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    for (const auto& p : f.predictions) {
+      p_ins.bind(1, job).bind(2, p.claim.id).bind(3, p.held()).bind(4, p.k).bind(5, p.n);
+      p_ins.bind(6, audit::to_string(p.outcome)).bind(7, p.flagged);
+      p_ins.run();
+    }
+    auto& j = db_.prepare("UPDATE jobs SET findings_json = ? WHERE id = ?");
+    j.bind(1, findings_json).bind(2, job);
+    j.run();
+    write_status(db_, job, status, at, error);
+    t.commit();
+  }
+
+  std::optional<job_record> get(std::int64_t id) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
+    s.bind(1, id);
+    std::optional<job_record> j;
+    if (s.step()) j = read_job(s);
+    s.reset();
+    return j;
+  }
+
+  std::vector<job_record> with_status(audit::job_status status) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE status = ? ORDER BY id");
+    s.bind(1, audit::to_string(status));
+    return read_jobs(s);
+  }
+
+  std::vector<job_record> page(const job_query& q) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns +
+                          " FROM jobs WHERE (?1 = '' OR status = ?1) AND (?2 = 0 OR id < ?2) AND "
+                          "(?3 = '' OR EXISTS (SELECT 1 FROM json_each(jobs.tags_json) WHERE value = ?3)) "
+                          "ORDER BY id DESC LIMIT ?4");
+    const std::string status(q.status ? audit::to_string(*q.status) : "");
+    s.bind(1, status).bind(2, q.before).bind(3, q.tag).bind(4, q.limit);
+    return read_jobs(s);
+  }
+
+  std::vector<job_record> of_schedule(std::int64_t schedule, int limit) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE schedule_id = ? ORDER BY id DESC LIMIT ?");
+    s.bind(1, schedule).bind(2, limit);
+    return read_jobs(s);
+  }
+
+  std::map<audit::job_status, std::int64_t> counts() override {
+    auto& s = db_.prepare("SELECT status, count(*) FROM jobs GROUP BY status");
+    std::map<audit::job_status, std::int64_t> out;
+    while (s.step()) out[status_of(s.text(0))] = s.integer(1);
+    s.reset();
+    return out;
+  }
+
+  std::vector<std::int64_t> ids() override {
+    auto& s = db_.prepare("SELECT id FROM jobs ORDER BY id");
+    std::vector<std::int64_t> out;
+    while (s.step()) out.push_back(s.integer(0));
+    s.reset();
+    return out;
+  }
+
+  std::vector<prediction_record> predictions(std::int64_t job) override {
+    auto& s = db_.prepare("SELECT prediction_id, outcome, k, n, flagged FROM predictions WHERE job_id = ? ORDER BY prediction_id");
+    s.bind(1, job);
+    std::vector<prediction_record> out;
+    while (s.step())
+      out.push_back({s.text(0), audit::parse_prediction_outcome(s.text(1)).value_or(audit::prediction_outcome::failed),
+                     static_cast<int>(s.integer(2)), static_cast<int>(s.integer(3)), static_cast<int>(s.integer(4))});
+    s.reset();
+    return out;
+  }
+
+  bool remove(std::int64_t job) override {
+    transaction t(db_);
+    // Verdicts and streams hang off runs, runs and bursts off groups: cascades remove them all.
+    auto& s = db_.prepare("DELETE FROM jobs WHERE id = ?");
+    s.bind(1, job);
+    s.run();
+    const bool any = db_.changes() > 0;
+    t.commit();
+    return any;
+  }
+
+ private:
+  database& db_;
+};
+
+// ---- evidence ----------------------------------------------------------------------------
+
+constexpr const char* kRunColumns =
+    "r.id, r.group_index, r.request_index, r.backend, r.condition, r.replicate, r.prompt, r.temperature, r.seed, "
+    "r.cache_prompt, r.id_slot, r.compared, r.baseline_group, r.status, r.error, r.write_ns, r.first_byte_ns, "
+    "r.last_byte_ns, s.token_digest, s.logit_digest, s.token_count, s.stop_reason, s.prompt_tokens, s.cached_tokens, "
+    "s.slot, s.prompt_n, s.prompt_ms, s.predicted_n, s.predicted_ms, s.cache_n, v.run_id, v.logit_identical, "
+    "v.token_identical, v.first_logit_difference, v.first_token_difference, v.max_abs_delta, v.mean_abs_delta, "
+    "v.max_ulp, v.margin_at_flip, v.flag, v.flag_reason";
+constexpr int kRunColumnCount = 41;
+constexpr const char* kRunJoins =
+    " FROM runs r LEFT JOIN streams s ON s.run_id = r.id LEFT JOIN verdicts v ON v.run_id = r.id ";
+
+run_record read_run(statement& s) {
+  run_record r;
+  r.id = s.integer(0);
+  r.group = static_cast<std::size_t>(s.integer(1));
+  r.request = static_cast<std::size_t>(s.integer(2));
+  r.backend = s.text(3);
+  r.condition = s.text(4);
+  r.replicate = static_cast<int>(s.integer(5));
+  r.prompt = s.text(6);
+  r.temperature = s.real(7);
+  if (!s.is_null(8)) r.seed = s.integer(8);
+  r.cache_prompt = s.integer(9) != 0;
+  if (!s.is_null(10)) r.id_slot = s.integer(10);
+  r.compared = s.integer(11) != 0;
+  if (!s.is_null(12)) r.baseline_group = s.integer(12);
+  r.ok = s.text(13) == "ok";
+  r.error = s.text(14);
+  r.write_ns = s.integer(15);
+  r.first_byte_ns = s.integer(16);
+  r.last_byte_ns = s.integer(17);
+  if (!s.is_null(18)) {
+    auto token = digest_of(s.blob(18)), logit = digest_of(s.blob(19));
+    if (token && logit) r.digests = audit::stream_digests{*token, *logit};
+    r.token_count = s.integer(20);
+    r.stop_reason = s.text(21);
+    r.prompt_tokens = s.integer(22);
+    r.cached_tokens = s.integer(23);
+    r.slot = s.integer(24);
+    r.server.prompt_n = s.integer(25);
+    r.server.prompt_ms = s.real(26);
+    r.server.predicted_n = s.integer(27);
+    r.server.predicted_ms = s.real(28);
+    r.server.cache_n = s.integer(29);
+  }
+  if (!s.is_null(30)) {
+    verdict_record v;
+    v.logit_identical = s.integer(31) != 0;
+    v.token_identical = s.integer(32) != 0;
+    v.first_logit_difference = static_cast<int>(s.integer(33));
+    v.first_token_difference = static_cast<int>(s.integer(34));
+    v.max_abs_delta = s.real(35);
+    v.mean_abs_delta = s.real(36);
+    v.max_ulp = static_cast<std::uint64_t>(s.integer(37));
+    if (!s.is_null(38)) v.margin_at_flip = s.real(38);
+    v.flag = audit::parse_evidence_flag(s.text(39)).value_or(audit::evidence_flag::none);
+    v.flag_reason = s.text(40);
+    r.verdict = v;
+  }
+  return r;
+}
+
+// The stream as the runner saw it: decoded bytes plus what the row keeps beside them.
+std::optional<audit::logit_stream> stream_of(const run_record& r, const std::vector<std::uint8_t>& encoding, std::string content) {
+  auto st = audit::decode_canonical(encoding);
+  if (!st) return std::nullopt;
+  st->content = std::move(content);
+  st->stop_reason = r.stop_reason;
+  st->prompt_tokens = r.prompt_tokens;
+  st->cached_tokens = r.cached_tokens;
+  st->slot = r.slot;
+  st->server = r.server;
+  st->client.write_ns = r.write_ns;
+  st->client.first_byte_ns = r.first_byte_ns;
+  st->client.last_byte_ns = r.last_byte_ns;
+  return st;
+}
+
+audit::backend_fingerprint read_fingerprint(statement& s, int at) {
+  audit::backend_fingerprint f;
+  f.api = s.text(at);
+  f.build_info = s.text(at + 1);
+  f.model = s.text(at + 2);
+  f.model_ftype = s.text(at + 3);
+  f.total_slots = s.integer(at + 4);
+  f.n_ctx = s.integer(at + 5);
+  f.chat_template_hash = s.text(at + 6);
+  f.generation_settings_hash = s.text(at + 7);
+  f.prompt_token_hashes = hashes_of(s.text(at + 8));
+  return f;
+}
+
+class sqlite_evidence final : public evidence_repository {
+ public:
+  explicit sqlite_evidence(database& db) : db_(db) {}
+
+  void record_groups(std::int64_t job, const std::vector<group_write>& groups) override {
+    transaction t(db_);
+    auto& g_ins = db_.prepare(
+        "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    auto& b_ins = db_.prepare(
+        "INSERT INTO bursts (job_id, group_index, launch_spread_ns, wall_ns, overlap, busy_slots_per_decode, warnings, "
+        "width, server_slots, timed_concurrency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    auto& r_ins = db_.prepare(
+        "INSERT INTO runs (job_id, group_index, request_index, backend, condition, replicate, prompt, temperature, seed, "
+        "cache_prompt, id_slot, compared, baseline_group, status, error, write_ns, first_byte_ns, last_byte_ns) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    auto& s_ins = db_.prepare(
+        "INSERT INTO streams (run_id, token_digest, logit_digest, token_count, encoding, content, stop_reason, "
+        "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    auto& progress =
+        db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");
+    const std::string at = now_utc();
+    for (const auto& gw : groups) {
+      const auto& g = *gw.group;
+      g_ins.bind(1, job).bind(2, g.index).bind(3, g.backend).bind(4, g.condition).bind(5, g.replicate);
+      g_ins.bind(6, g.mode == audit::group_mode::burst ? "burst" : "serial").bind(7, gw.attempts).bind(8, at);
+      g_ins.run();
+      if (gw.burst) {
+        const auto& b = *gw.burst;
+        std::string warnings;
+        for (const auto& w : b.warnings) warnings += w + "\n";
+        b_ins.bind(1, job).bind(2, g.index).bind(3, b.launch_spread_ns).bind(4, b.wall_ns).bind(5, b.overlap);
+        b_ins.bind(6, b.busy_slots_per_decode).bind(7, warnings).bind(8, b.width).bind(9, b.server_slots);
+        b_ins.bind(10, b.timed_concurrency);
+        b_ins.run();
+      }
+      int failed = 0;
+      for (const auto& r : gw.runs) {
+        const auto& req = g.requests.at(r.request);
+        std::optional<std::int64_t> baseline_group;
+        if (req.compared && req.baseline >= 0)
+          baseline_group = static_cast<std::int64_t>(gw.plan->baselines.at(static_cast<std::size_t>(req.baseline)).group);
+        r_ins.bind(1, job).bind(2, g.index).bind(3, r.request).bind(4, g.backend).bind(5, g.condition);
+        r_ins.bind(6, g.replicate).bind(7, req.prompt).bind(8, req.params.temperature);
+        r_ins.bind(9, req.params.seed ? std::optional<std::int64_t>(static_cast<std::int64_t>(*req.params.seed)) : std::nullopt);
+        r_ins.bind(10, req.cache_prompt).bind(11, req.id_slot ? std::optional<std::int64_t>(*req.id_slot) : std::nullopt);
+        r_ins.bind(12, req.compared).bind(13, baseline_group).bind(14, r.stream ? "ok" : "failed").bind(15, r.error);
+        r_ins.bind(16, r.stream ? r.stream->client.write_ns : 0).bind(17, r.stream ? r.stream->client.first_byte_ns : 0);
+        r_ins.bind(18, r.stream ? r.stream->client.last_byte_ns : 0);
+        r_ins.run();
+        failed += !r.stream;
+        if (!r.stream) continue;
+        const auto run_id = db_.last_insert_id();
+        const auto& st = *r.stream;
+        const auto enc = audit::encode_canonical(st);
+        const auto d = audit::digest(st);
+        s_ins.bind(1, run_id).bind_blob(2, d.token.bytes).bind_blob(3, d.logit.bytes).bind(4, st.tokens.size());
+        s_ins.bind_blob(5, enc).bind(6, st.content).bind(7, st.stop_reason).bind(8, st.prompt_tokens);
+        s_ins.bind(9, st.cached_tokens).bind(10, st.slot).bind(11, st.server.prompt_ms).bind(12, st.server.predicted_ms);
+        s_ins.bind(13, st.server.cache_n).bind(14, st.server.prompt_n).bind(15, st.server.predicted_n);
+        s_ins.run();
+      }
+      progress.bind(1, job).bind(2, gw.runs.size()).bind(3, failed);
+      progress.run();
+    }
+    t.commit();
+  }
+
+  void record_fingerprint(std::int64_t job, const std::string& backend, audit::fingerprint_phase phase,
+                          const audit::backend_fingerprint& f, const std::string& taken_at) override {
+    // A resumed job keeps the fingerprint taken when it first began; the end is the last one.
+    auto& s = db_.prepare(std::string(phase == audit::fingerprint_phase::before ? "INSERT OR IGNORE" : "INSERT OR REPLACE") +
+                          " INTO fingerprints (job_id, backend, phase, api, build_info, model, model_ftype, total_slots, "
+                          "n_ctx, chat_template_hash, generation_settings_hash, prompt_token_hashes, taken_at) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    s.bind(1, job).bind(2, backend).bind(3, audit::to_string(phase)).bind(4, f.api).bind(5, f.build_info).bind(6, f.model);
+    s.bind(7, f.model_ftype).bind(8, f.total_slots).bind(9, f.n_ctx).bind(10, f.chat_template_hash);
+    s.bind(11, f.generation_settings_hash).bind(12, hashes_text(f.prompt_token_hashes)).bind(13, taken_at);
+    s.run();
+  }
+
+  std::set<std::size_t> stored_groups(std::int64_t job) override {
+    auto& s = db_.prepare("SELECT group_index FROM groups WHERE job_id = ?");
+    s.bind(1, job);
+    std::set<std::size_t> out;
+    while (s.step()) out.insert(static_cast<std::size_t>(s.integer(0)));
+    s.reset();
+    return out;
+  }
+
+  std::vector<run_record> runs(std::int64_t job, const run_filter& filter) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + kRunJoins +
+                          "WHERE r.job_id = ?1 AND (?2 = '' OR r.condition = ?2) AND (?3 = '' OR r.backend = ?3) "
+                          "ORDER BY r.group_index, r.request_index");
+    s.bind(1, job).bind(2, filter.condition).bind(3, filter.backend);
+    std::vector<run_record> out;
+    while (s.step()) out.push_back(read_run(s));
+    s.reset();
+    return out;
+  }
+
+  std::optional<run_record> run(std::int64_t job, std::int64_t run) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + kRunJoins + "WHERE r.id = ?2 AND r.job_id = ?1");
+    s.bind(1, job).bind(2, run);
+    std::optional<run_record> out;
+    if (s.step()) out = read_run(s);
+    s.reset();
+    return out;
+  }
+
+  std::optional<stream_record> stream(std::int64_t job, std::int64_t run) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
+                          "WHERE r.id = ?2 AND r.job_id = ?1");
+    s.bind(1, job).bind(2, run);
+    std::optional<stream_record> out;
+    if (s.step()) {
+      stream_record rec;
+      rec.run = read_run(s);
+      if (rec.run.ok)
+        if (auto st = stream_of(rec.run, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1))) rec.stream = std::move(*st);
+      out = std::move(rec);
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<audit::observed_run> observations(std::int64_t job) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
+                          "WHERE r.job_id = ?1 ORDER BY r.group_index, r.request_index");
+    s.bind(1, job);
+    std::vector<audit::observed_run> out;
+    while (s.step()) {
+      const auto r = read_run(s);
+      audit::observed_run o{r.group, r.request, std::nullopt, r.error};
+      if (r.ok) {
+        o.stream = stream_of(r, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1));
+        if (!o.stream) o.error = "the stored encoding does not decode";
+      }
+      out.push_back(std::move(o));
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<burst_record> bursts(std::int64_t job) override {
+    auto& s = db_.prepare(
+        "SELECT b.group_index, g.backend, g.condition, g.replicate, b.width, b.server_slots, b.launch_spread_ns, "
+        "b.wall_ns, b.overlap, b.busy_slots_per_decode, b.timed_concurrency, b.warnings, b.batched, b.expected, "
+        "b.needed, b.measured, b.measured_by, b.needed_overlap, b.verdict_reason "
+        "FROM bursts b JOIN groups g ON g.job_id = b.job_id AND g.group_index = b.group_index "
+        "WHERE b.job_id = ? ORDER BY b.group_index");
+    s.bind(1, job);
+    std::vector<burst_record> out;
+    while (s.step()) {
+      burst_record b;
+      b.group = static_cast<std::size_t>(s.integer(0));
+      b.backend = s.text(1);
+      b.condition = s.text(2);
+      b.replicate = static_cast<int>(s.integer(3));
+      auto& m = b.measurement;
+      m.width = static_cast<int>(s.integer(4));
+      m.server_slots = s.integer(5);
+      m.launch_spread_ns = s.integer(6);
+      m.wall_ns = s.integer(7);
+      m.overlap = s.real(8);
+      if (!s.is_null(9)) m.busy_slots_per_decode = s.real(9);
+      if (!s.is_null(10)) m.timed_concurrency = s.real(10);
+      const std::string warnings = s.text(11);
+      for (std::size_t i = 0; i < warnings.size();) {
+        auto nl = warnings.find('\n', i);
+        if (nl == std::string::npos) nl = warnings.size();
+        if (nl > i) m.warnings.push_back(warnings.substr(i, nl - i));
+        i = nl + 1;
+      }
+      if (!s.is_null(12)) {
+        audit::burst_verdict v;
+        v.batched = s.integer(12) != 0;
+        v.expected = s.real(13);
+        v.needed = s.real(14);
+        if (!s.is_null(15)) v.measured = s.real(15);
+        v.measured_by = audit::parse_concurrency_measure(s.text(16)).value_or(audit::concurrency_measure::none);
+        v.needed_overlap = s.real(17);
+        v.reason = s.text(18);
+        b.verdict = v;
+      }
+      out.push_back(std::move(b));
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<fingerprint_record> fingerprint_records(std::int64_t job) override {
+    auto& s = db_.prepare(
+        "SELECT backend, phase, api, build_info, model, model_ftype, total_slots, n_ctx, chat_template_hash, "
+        "generation_settings_hash, prompt_token_hashes, taken_at FROM fingerprints WHERE job_id = ? "
+        "ORDER BY backend, phase DESC");
+    s.bind(1, job);
+    std::vector<fingerprint_record> out;
+    while (s.step())
+      out.push_back({s.text(0), audit::parse_fingerprint_phase(s.text(1)).value_or(audit::fingerprint_phase::before),
+                     read_fingerprint(s, 2), s.text(11)});
+    s.reset();
+    return out;
+  }
+
+  std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) override {
+    std::map<std::string, audit::backend_fingerprints> out;
+    for (auto& r : fingerprint_records(job))
+      (r.phase == audit::fingerprint_phase::before ? out[r.backend].before : out[r.backend].after) = std::move(r.fingerprint);
+    return out;
+  }
+
+  std::vector<audit::baseline_stream> baselines(std::int64_t job) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
+                          "WHERE r.job_id = ?1 AND r.condition = 'baseline' AND r.status = 'ok' ORDER BY r.group_index");
+    s.bind(1, job);
+    std::vector<audit::baseline_stream> out;
+    while (s.step()) {
+      const auto r = read_run(s);
+      if (auto st = stream_of(r, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1)))
+        out.push_back({{r.backend, r.prompt, r.temperature, r.seed}, std::move(*st)});
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<stored_stream> stored_streams(std::int64_t job) override {
+    auto& s = db_.prepare(
+        "SELECT r.id, s.token_digest, s.logit_digest, s.encoding FROM runs r JOIN streams s ON s.run_id = r.id "
+        "WHERE r.job_id = ? ORDER BY r.group_index, r.request_index");
+    s.bind(1, job);
+    std::vector<stored_stream> out;
+    while (s.step()) out.push_back({s.integer(0), s.blob(1), s.blob(2), s.blob(3)});
+    s.reset();
+    return out;
+  }
+
+ private:
+  database& db_;
+};
+
+// ---- schedules ---------------------------------------------------------------------------
+
+constexpr const char* kScheduleColumns =
+    "id, cron, timezone, spec_json, enabled, missed, created_at, next_fire_unix, last_fire_unix";
+
+schedule_record read_schedule(statement& s) {
+  schedule_record r;
+  r.id = s.integer(0);
+  r.cron = s.text(1);
+  r.timezone = s.text(2);
+  r.spec_json = s.text(3);
+  r.enabled = s.integer(4) != 0;
+  r.missed = audit::parse_missed_fire_policy(s.text(5)).value_or(audit::missed_fire_policy::run_once);
+  r.created_at = s.text(6);
+  if (!s.is_null(7)) r.next_fire_unix = s.integer(7);
+  if (!s.is_null(8)) r.last_fire_unix = s.integer(8);
+  return r;
+}
+
+class sqlite_schedules final : public schedule_repository {
+ public:
+  explicit sqlite_schedules(database& db) : db_(db) {}
+
+  std::int64_t save(const schedule_record& r) override {
+    if (r.id == 0) {
+      auto& s = db_.prepare(
+          "INSERT INTO schedules (cron, timezone, spec_json, enabled, missed, created_at, next_fire_unix, last_fire_unix) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+      s.bind(1, r.cron).bind(2, r.timezone).bind(3, r.spec_json).bind(4, r.enabled).bind(5, audit::to_string(r.missed));
+      s.bind(6, r.created_at).bind(7, r.next_fire_unix).bind(8, r.last_fire_unix);
+      s.run();
+      return db_.last_insert_id();
+    }
+    auto& s = db_.prepare(
+        "UPDATE schedules SET cron = ?, timezone = ?, spec_json = ?, enabled = ?, missed = ?, next_fire_unix = ?, "
+        "last_fire_unix = ? WHERE id = ?");
+    s.bind(1, r.cron).bind(2, r.timezone).bind(3, r.spec_json).bind(4, r.enabled).bind(5, audit::to_string(r.missed));
+    s.bind(6, r.next_fire_unix).bind(7, r.last_fire_unix).bind(8, r.id);
+    s.run();
+    return r.id;
+  }
+
+  std::optional<schedule_record> get(std::int64_t id) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules WHERE id = ?");
+    s.bind(1, id);
+    std::optional<schedule_record> r;
+    if (s.step()) r = read_schedule(s);
+    s.reset();
+    return r;
+  }
+
+  std::vector<schedule_record> list() override {
+    auto& s = db_.prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules ORDER BY id");
+    std::vector<schedule_record> out;
+    while (s.step()) out.push_back(read_schedule(s));
+    s.reset();
+    return out;
+  }
+
+  bool remove(std::int64_t id) override {
+    auto& s = db_.prepare("DELETE FROM schedules WHERE id = ?");
+    s.bind(1, id);
+    s.run();
+    return db_.changes() > 0;
+  }
+
+ private:
+  database& db_;
+};
+
+}  // namespace
+
+std::span<const char* const> sqlite_migrations() { return kMigrations; }
+
+std::string now_utc() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const auto t = system_clock::to_time_t(now);
+  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[96];
+  std::snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ms));
+  return b;
+}
+
+sqlite_store::sqlite_store(const std::string& path)
+    : db_(path),
+      jobs_(std::make_unique<sqlite_jobs>(db_)),
+      evidence_(std::make_unique<sqlite_evidence>(db_)),
+      schedules_(std::make_unique<sqlite_schedules>(db_)) {
+  migrate();
+}
+
+sqlite_store::~sqlite_store() = default;
+
+int sqlite_store::schema_version() {
+  auto& s = db_.prepare("PRAGMA user_version");
+  s.step();
+  const int v = static_cast<int>(s.integer(0));
+  s.reset();
+  return v;
+}
+
+void sqlite_store::migrate() {
+  const int version = schema_version();
+  if (version > kSchemaVersion)
+    throw storage_error(storage_error::kind::newer_schema,
+                        "database " + db_.path() + " has schema version " + std::to_string(version) +
+                            ", newer than this logitaudit's " + std::to_string(kSchemaVersion) +
+                            ": upgrade logitaudit, or open a copy made for this version");
+  for (int v = version; v < kSchemaVersion; ++v) {
+    transaction t(db_);
+    db_.exec(kMigrations[v]);
+    auto& record = db_.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)");
+    record.bind(1, v + 1).bind(2, now_utc());
+    record.run();
+    db_.exec("PRAGMA user_version = " + std::to_string(v + 1));
+    t.commit();
+  }
+}
+
+void sqlite_store::limit_size(std::int64_t max_bytes) {
+  auto& s = db_.prepare("PRAGMA page_size");
+  s.step();
+  const std::int64_t page = s.integer(0);
+  s.reset();
+  // SQLite never shrinks the limit below the pages already in use.
+  db_.exec("PRAGMA max_page_count = " + std::to_string(std::max<std::int64_t>(1, max_bytes / page)));
+}
+
+void sqlite_store::vacuum() { db_.exec("VACUUM"); }
+
+void sqlite_store::backup(const std::string& destination) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(destination.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::unique_ptr<sqlite3, db_closer> dest(raw);
+  if (rc != SQLITE_OK) throw_sqlite(raw, rc, "cannot open backup target " + destination);
+  sqlite3_backup* b = sqlite3_backup_init(dest.get(), "main", db_.handle(), "main");
+  if (!b) throw_sqlite(dest.get(), sqlite3_errcode(dest.get()), "backup");
+  // Copy in steps so that a long backup never holds the source for long.
+  do {
+    rc = sqlite3_backup_step(b, 256);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) sqlite3_sleep(10);
+  } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+  sqlite3_backup_finish(b);
+  if (rc != SQLITE_DONE) throw_sqlite(dest.get(), rc, "backup to " + destination);
+}
+
+std::string sqlite_store::integrity_check() {
+  auto& s = db_.prepare("PRAGMA integrity_check");
+  std::string r = s.step() ? s.text(0) : "no answer";
+  s.reset();
+  return r;
+}
+
+void sqlite_store::checkpoint() { db_.exec("PRAGMA wal_checkpoint(TRUNCATE)"); }
+
+std::unique_ptr<store> open_store(const std::string& location) { return std::make_unique<sqlite_store>(location); }
+
+}  // namespace logitaudit::storage

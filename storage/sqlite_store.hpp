@@ -1,0 +1,52 @@
+// The SQLite implementation of the storage interfaces: one database file (or ":memory:"),
+// numbered migrations, each group written whole in one transaction. Only storage/ and the
+// storage tests include this; everyone else reaches it through repositories.hpp.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "repositories.hpp"
+#include "sqlite.hpp"
+
+namespace logitaudit::storage {
+
+inline constexpr int kSchemaVersion = 2;
+
+// The numbered migrations (migration N brings version N-1 to N), for tests that build an
+// older database and open it with this program.
+std::span<const char* const> sqlite_migrations();
+
+class sqlite_store final : public store, private file_maintenance {
+ public:
+  // Opens or creates the database and applies the migrations. Refuses (storage_error,
+  // kind newer_schema) a database whose schema is newer than this program's.
+  explicit sqlite_store(const std::string& path);
+  ~sqlite_store() override;
+
+  job_repository& jobs() override { return *jobs_; }
+  evidence_repository& evidence() override { return *evidence_; }
+  schedule_repository& schedules() override { return *schedules_; }
+  file_maintenance* maintenance() override { return this; }
+  int schema_version() override;
+  std::string location() const override { return db_.path(); }
+
+  // The connection itself, for tests that look at rows.
+  database& db() { return db_; }
+
+ private:
+  void migrate();
+  void limit_size(std::int64_t max_bytes) override;
+  void vacuum() override;
+  void backup(const std::string& destination) override;
+  std::string integrity_check() override;
+  void checkpoint() override;
+
+  database db_;
+  std::unique_ptr<job_repository> jobs_;
+  std::unique_ptr<evidence_repository> evidence_;
+  std::unique_ptr<schedule_repository> schedules_;
+};
+
+}  // namespace logitaudit::storage
