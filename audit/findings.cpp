@@ -127,13 +127,13 @@ void write_evidence_sentences(const audit_plan& plan, findings& f) {
           }
       f.sentences.push_back("Batching: " + t.condition + " did not batch in " + std::to_string(unbatched) + " of " +
                             plural(bursts, "burst") + " (" + reason + "); its " + plural(t.flagged, "stream") +
-                            " are counted apart, never as having survived " +
+                            (t.flagged == 1 ? " is" : " are") + " counted apart, never as having survived " +
                             (t.kind == condition_kind::cross_batch ? "cross-batching." : "concurrency."));
     } else {
       f.sentences.push_back("Cache reuse: " + std::to_string(t.flagged) + " of " +
                             plural(t.flagged + t.n + t.failed, "stream") + " of " + t.condition +
-                            " reused no cached prompt (" + reason +
-                            "); they are counted apart, never as having survived cache reuse.");
+                            " reused no cached prompt (" + reason + "); " + (t.flagged == 1 ? "it is" : "they are") +
+                            " counted apart, never as having survived cache reuse.");
     }
   }
 }

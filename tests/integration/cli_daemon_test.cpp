@@ -330,3 +330,51 @@ TEST_F(cli, schedules_add_list_show_and_rm) {
   EXPECT_EQ(cli_json({"schedule", "list"})["schedules"].size(), 1u);
   EXPECT_EQ(cli_run({"schedule"}).code, 2) << "a subcommand is required";
 }
+
+// One daemon per SQLite database: a second one exits 2 naming the first (pid and address),
+// and so does an offline run on the same file; the lock dies with its holder.
+TEST_F(cli, a_second_daemon_or_run_on_a_held_database_is_refused_naming_the_holder) {
+  start_daemon();
+  const auto db = (dir_ / "audit.db").string();
+  auto second = test_support::run_process({LOGITAUDITD, "--db", db, "--listen", "127.0.0.1:0"}, {}, std::chrono::seconds(60));
+  EXPECT_EQ(second.code, 2) << second.err;
+  const std::string holder = "in use by logitauditd (pid " + std::to_string(daemon_->pid()) + ", listening on 127.0.0.1:" +
+                             std::to_string(daemon_->port()) + ")";
+  EXPECT_NE(second.err.find(holder), std::string::npos) << second.err;
+  auto offline = cli_run({"run", "--quiet", "--db", db, "--backend", "x=" + fake_->url()});
+  EXPECT_EQ(offline.code, 4) << offline.err;
+  EXPECT_NE(offline.err.find(holder), std::string::npos) << offline.err;
+  // The first daemon is untouched by both.
+  EXPECT_EQ(cli_json({"list"})["audits"].size(), 0u);
+  EXPECT_EQ(daemon_->stop(), 0);
+  daemon_.reset();
+  start_daemon();
+  EXPECT_EQ(cli_json({"list"})["audits"].size(), 0u) << "the next daemon takes the database once the first is gone";
+}
+
+// A server that answers with JSON of an unexpected shape is a bug to report, not a crash:
+// exit 70 with one line, never an abort.
+TEST_F(cli, an_unexpected_answer_is_an_internal_error_with_exit_70_not_an_abort) {
+  const std::string script = R"(
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"audits": 7}'
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_port, flush=True)
+s.handle_request()
+)";
+  const auto file = dir_ / "odd_server.py";
+  std::ofstream(file) << script;
+  std::FILE* p = ::popen(("python3 '" + file.string() + "'").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char port[32] = {};
+  ASSERT_NE(std::fgets(port, sizeof port, p), nullptr);
+  auto r = cli_run({"list", "--server", "http://127.0.0.1:" + std::string(port, std::strlen(port) - 1)});
+  ::pclose(p);
+  EXPECT_EQ(r.code, 70) << r.err;
+  EXPECT_NE(r.err.find("logitaudit: internal error: "), std::string::npos) << r.err;
+}

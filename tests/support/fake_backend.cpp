@@ -24,6 +24,7 @@ struct fake_backend::state {
   fake_knobs knobs;
   std::vector<std::int64_t> arrivals;
   std::size_t served = 0;
+  std::size_t streamed = 0;
   std::size_t accepted = 0;
   // Only touched on the server thread:
   int in_flight = 0;
@@ -258,6 +259,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     {
       std::lock_guard lock(st->mutex);
       ++st->served;
+      st->streamed += stream;
     }
     // The server's account: batched requests share their decodes; a slot that held the same
     // prompt serves all but its last token from the cache, as llama.cpp does.
@@ -409,6 +411,10 @@ void fake_backend::clear_arrivals() {
 std::size_t fake_backend::completions_served() const {
   std::lock_guard lock(state_->mutex);
   return state_->served;
+}
+std::size_t fake_backend::completions_streamed() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->streamed;
 }
 std::size_t fake_backend::connections_accepted() const {
   std::lock_guard lock(state_->mutex);

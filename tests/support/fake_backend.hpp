@@ -60,6 +60,7 @@ class fake_backend {
   std::vector<std::int64_t> header_arrivals() const;
   void clear_arrivals();
   std::size_t completions_served() const;
+  std::size_t completions_streamed() const;  // of those, asked for as an event stream
   std::size_t connections_accepted() const;
 
   struct state;  // shared with the connection coroutines

@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "api/audit_routes.hpp"
+#include "config/daemon_config.hpp"
+#include "daemon/settings.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/fake_backend.hpp"
 
@@ -429,4 +431,37 @@ TEST_F(daemon_api_tokens, without_the_token_nothing_is_accepted) {
   EXPECT_EQ(ok.status, 202u) << ok.body;
   EXPECT_EQ(call(http::verb::get, "/v1/audits").status, 200u) << "reading needs no token";
   expect_error(call(http::verb::delete_, "/v1/audits/1"), 401, "unauthorized");
+}
+
+// Every spec limit of the configuration reaches the routes and the lifecycle (version 1 passed
+// on only three of them).
+TEST(daemon_api_limits, every_configured_spec_limit_is_enforced) {
+  auto conf = *config::parse_config(R"({"limits":{"max_prompts":2,"max_n_predict":8,"max_top_k":3,"max_concurrency":4,
+    "max_replicates":2,"max_backends":1,"max_prompt_bytes":64,"max_requests":50}})");
+  const auto settings = daemon::lifecycle_settings(conf);
+  EXPECT_EQ(settings.limits.max_top_k, 3);
+  EXPECT_EQ(settings.limits.max_requests, 50u);
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"a", fake.url()}, {"b", fake.url()}};
+  o.limits = settings.limits;
+  test_support::daemon_harness d(o);
+  auto refused = [&](const std::string& spec, const std::string& field) {
+    auto r = d.call(http::verb::post, "/v1/audits", spec);
+    EXPECT_EQ(r.status, 400u) << spec << " -> " << r.body;
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find(field + ": "), std::string::npos) << field << ": " << r.body;
+  };
+  refused(R"({"preset":"seed-protocol","backends":["a"],"top_k":5})", "top_k");
+  refused(R"({"preset":"seed-protocol","backends":["a"],"n_predict":9})", "n_predict");
+  refused(R"({"preset":"seed-protocol","backends":["a"],"prompts":["x","y","z"]})", "prompts");
+  refused(R"({"preset":"seed-protocol","backends":["a","b"]})", "backends");
+  refused(R"({"preset":"seed-protocol","backends":["a"],"prompts":[")" + std::string(65, 'p') + R"(","q"]})", "prompts[0]");
+  refused(R"({"backends":["a"],"prompts":["x","y"],"conditions":[{"name":"c","kind":"concurrent","concurrency":5},
+    {"name":"k","kind":"control_prompt"}]})", "conditions[0].concurrency");
+  refused(R"({"backends":["a"],"prompts":["x","y"],"conditions":[{"name":"r","kind":"repeat","replicates":3},
+    {"name":"k","kind":"control_prompt"}]})", "conditions[0].replicates");
+  refused(R"({"preset":"seed-protocol","backends":["a"],"prompts":["x","y"],"n_predict":8,"top_k":3})", "conditions[0].replicates");
+  auto ok = d.call(http::verb::post, "/v1/audits", R"({"backends":["a"],"prompts":["x","y"],"n_predict":4,"top_k":3,
+    "conditions":[{"name":"r","kind":"repeat","replicates":2},{"name":"k","kind":"control_prompt"}]})");
+  EXPECT_EQ(ok.status, 202u) << ok.body;
 }
