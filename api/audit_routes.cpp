@@ -50,7 +50,10 @@ std::optional<api_response> kept(const route_state& st, std::int64_t id, const s
   if (!st.options.reads) return std::nullopt;
   auto b = st.options.reads->find(id, key);
   if (!b) return std::nullopt;
-  return api_response{200, b->text, b->content_type};
+  api_response r;
+  r.content_type = b->content_type;
+  r.shared_body = std::shared_ptr<const std::string>(b, &b->text);
+  return r;
 }
 
 // Keeps a 200 body of a final audit for the next reader.
@@ -111,17 +114,26 @@ net::awaitable<api_response> route_get_audits(state_ptr st, request_context ctx)
   co_return json_response(200, dump(out));
 }
 
-// GET /v1/audits/{id}[?wait=SECONDS]
+// GET /v1/audits/{id}[?wait=SECONDS[&done=N]]
 net::awaitable<api_response> route_get_audit(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"wait"})) co_return *bad;
+  if (auto bad = unknown_query(ctx, {"wait", "done"})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   if (auto hit = kept(*st, *id, "summary")) co_return *hit;
   std::optional<storage::job_record> j;
+  if (ctx.query.count("done") && !ctx.query.count("wait"))
+    co_return error_response(400, "invalid_query", "done= goes with wait=", "done");
   if (ctx.query.count("wait")) {
     auto s = parse_positive_id(ctx.query.at("wait"));
     if (!s || *s > 300) co_return error_response(400, "invalid_query", "must be 1 to 300 seconds", "wait");
-    j = co_await st->svc->wait(*id, std::chrono::seconds(*s));
+    std::optional<std::int64_t> done_above;
+    if (ctx.query.count("done")) {
+      const std::string& d = ctx.query.at("done");
+      auto n = d == "0" ? std::optional<std::int64_t>(0) : parse_positive_id(d);
+      if (!n) co_return error_response(400, "invalid_query", "must be a count of requests (0 or more)", "done");
+      done_above = *n;
+    }
+    j = co_await st->svc->wait(*id, std::chrono::seconds(*s), done_above);
   } else {
     j = co_await st->svc->job(*id);
   }

@@ -39,9 +39,10 @@ class audit_service {
   // storage_full, unavailable. Nothing is stored on error.
   virtual boost::asio::awaitable<expected<storage::job_record, service_error>> submit(audit::audit_spec spec) = 0;
   virtual boost::asio::awaitable<std::optional<storage::job_record>> job(std::int64_t id) = 0;
-  // The job once it is final, or as it is when `timeout` passes first; nullopt: no such job.
-  virtual boost::asio::awaitable<std::optional<storage::job_record>> wait(std::int64_t id,
-                                                                         std::chrono::milliseconds timeout) = 0;
+  // The job once it is final (or, with `done_above`, once more than that many of its requests
+  // are stored), or as it is when `timeout` passes first; nullopt: no such job.
+  virtual boost::asio::awaitable<std::optional<storage::job_record>> wait(std::int64_t id, std::chrono::milliseconds timeout,
+                                                                         std::optional<std::int64_t> done_above) = 0;
   virtual boost::asio::awaitable<std::vector<storage::job_record>> jobs(storage::job_query query) = 0;
   // nullopt: no such job.
   virtual boost::asio::awaitable<std::optional<std::vector<storage::run_record>>> runs(std::int64_t id,

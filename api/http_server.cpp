@@ -202,11 +202,13 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
         res = co_await dispatch(st->routes, std::move(ctx));
       }
     }
-    http::response<http::string_body> out{static_cast<http::status>(res.status), version};
+    // A shared body (the read model's) is written from where it lies, without a copy.
+    const std::shared_ptr<const std::string> shared = std::move(res.shared_body);
+    http::response<http::span_body<const char>> out{static_cast<http::status>(res.status), version};
     out.set(http::field::server, "logitauditd");
     out.set(http::field::content_type, res.content_type);
     out.keep_alive(keep_alive && !st->stopped);
-    out.body() = std::move(res.body);
+    out.body() = shared ? std::span<const char>(shared->data(), shared->size()) : std::span<const char>(res.body.data(), res.body.size());
     out.prepare_payload();
     stream.expires_after(st->limits.read_timeout);
     auto [wec, wn] = co_await http::async_write(stream, out);

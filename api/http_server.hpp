@@ -33,6 +33,9 @@ struct api_response {
   unsigned status = 200;
   std::string body;
   std::string content_type = "application/json";
+  // When set, the body is this immutable text instead of `body`, written without a copy
+  // (what the read model keeps: many readers share one rendering).
+  std::shared_ptr<const std::string> shared_body;
 };
 
 // {"error":{"code":...,"message":...,"field":...}}; untrusted text is escaped safely.

@@ -55,7 +55,14 @@ int main(int argc, char** argv) {
   for (const auto& g : plan.groups)
     for (std::size_t i = 0; i < g.requests.size(); ++i)
       runs.push_back({g.index, i, stream_for(g.requests[i], g.mode == audit::group_mode::burst), {}});
-  const auto f = audit::evaluate(spec, plan, runs);
+  // Each burst as llama-server -np 8 reports it: batched, 8 slots.
+  audit::evaluation_evidence evidence;
+  for (const auto& g : plan.groups)
+    if (g.mode == audit::group_mode::burst) {
+      const int width = static_cast<int>(g.requests.size());
+      evidence.bursts[g.index] = {width, 8, 120'000, 60'000'000, 0.9, 0.97 * std::min(width, 8), 0.9 * std::min(width, 8), {}};
+    }
+  const auto f = audit::evaluate(spec, plan, runs, evidence);
   const std::string findings_json = api::findings_to_json(f);
 
   storage::new_job nj;
@@ -74,7 +81,9 @@ int main(int argc, char** argv) {
     const auto job = w.submit([&](storage::store& s) { return s.jobs().create(nj); }).get();
     std::size_t at = 0;
     for (const auto& g : plan.groups) {
-      storage::group_write gw{&plan, &g, {}, std::nullopt, 1};
+      std::optional<audit::burst_measurement> burst;
+      if (auto b = evidence.bursts.find(g.index); b != evidence.bursts.end()) burst = b->second;
+      storage::group_write gw{&plan, &g, {}, burst, 1};
       for (std::size_t i = 0; i < g.requests.size(); ++i) gw.runs.push_back(runs[at++]);
       w.enqueue_group(job, std::move(gw));
     }

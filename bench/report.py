@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Helpers of bench/run.sh (standard library only).
 
-  report.py spreads RUNS_JSON                 burst launch spreads of an audit's burst groups (us)
+  report.py spreads BURSTS_JSON               the launch spreads of an audit's bursts (us), from GET .../bursts
   report.py overhead DB                       the serial conditions' wall time / the server's own time
   report.py rss PID                           peak and current RSS of a process (MB)
   report.py wrk WRK_OUTPUT                    wrk --latency output as JSON (p50/p99 ms, rate, errors)
@@ -24,12 +24,7 @@ def pct(values, p):
 
 
 def spreads(path):
-    runs = json.load(open(path))["runs"]
-    groups = {}
-    for r in runs:
-        if r["condition"].startswith("concurrent") and r["status"] == "ok":
-            groups.setdefault(r["group"], []).append(r["client_ns"]["write"])
-    s = [(max(w) - min(w)) / 1e3 for w in groups.values() if len(w) > 1]
+    s = [b["launch_spread_ns"] / 1e3 for b in json.load(open(path))["bursts"]]
     print(json.dumps({"bursts": len(s), "median_us": statistics.median(s) if s else None, "p99_us": pct(s, 99)}))
 
 
@@ -110,12 +105,15 @@ ROWS = [
     ("report p50 (ms), 100 conns", ["history", "report", "p50_ms"]),
     ("report p99 (ms, goal < 20)", ["history", "report", "p99_ms"]),
     ("runs p50 (ms), 100 conns", ["history", "runs", "p50_ms"]),
-    ("runs p99 (ms)", ["history", "runs", "p99_ms"]),
+    ("runs p99 (ms, goal < 10)", ["history", "runs", "p99_ms"]),
     ("RSS idle (MB)", ["memory", "idle_mb"]),
     ("RSS peak, 256-wide burst (MB, goal <= 64)", ["memory", "burst_peak_mb"]),
     ("RSS serving 1M streams (MB)", ["memory", "history_mb"]),
     ("load: burst spread idle med (us)", ["load", "idle", "median_us"]),
-    ("load: burst spread, 200 pollers med (us)", ["load", "loaded", "median_us"]),
+    ("load: burst spread, 50 conns of API reads med (us)", ["load", "loaded", "median_us"]),
+    ("load: spread loaded / idle (goal <= 1.5)", ["load", "ratio"]),
+    ("load: audit wall time idle (s)", ["load", "idle_audit_s"]),
+    ("load: audit wall time under API load (s)", ["load", "loaded_audit_s"]),
     ("load: API requests during the audit", ["load", "api", "requests"]),
     ("load: API errors", ["load", "api", "errors"]),
 ]

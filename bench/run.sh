@@ -9,9 +9,8 @@
 #   3. overhead on a real llama-server (tiny): serial wall time / the server's own time
 #   4. the API over a database of 1,000,000 streams: report and runs p50/p99, 100 connections (wrk)
 #   5. logitauditd's memory: idle, during a 256-wide burst, serving the 1M-stream database
-#   6. load: 200 clients polling the API (an audit's status and report, the running audits)
-#      while a 64-wide burst audit runs; that audit's launch
-#      spread then and when idle
+#   6. load: 50 connections of API reads (list, status, report, runs, bursts, metrics) while a
+#      64-wide burst audit runs; that audit's launch spread and wall time then and when idle
 #
 # Usage: bench/run.sh [--quick]   (--quick: fewer bursts, 100,000 streams; for a smoke run)
 #   BENCH_STEPS="4 6" bench/run.sh runs only those steps (the table shows what ran)
@@ -115,30 +114,38 @@ if want 5 || want 6; then
     memory="{\"idle_mb\": $idle_mb, \"burst_peak_mb\": $burst_mb}"
   fi
   if want 6; then
-    say "6/6 load: 200 pollers during a 64-wide burst audit"
+    say "6/6 load: 50 connections of API reads during a 64-wide burst audit"
     spec64='{"preset":"seed-protocol","backends":["f"],"n_predict":8,"prompts":["a b","c d"],"conditions":[{"name":"concurrent_c64","kind":"concurrent","concurrency":64,"replicates":10},{"name":"k","kind":"control_prompt"}],"predictions":[]}'
-    idle_id=$(submit "$spec64"); wait_audit "$idle_id" >/dev/null
-    curl -sf "$daemon_url/v1/audits/$idle_id/runs" >"$tmp/idle_runs.json"
+    t0=$(date +%s.%N); idle_id=$(submit "$spec64"); wait_audit "$idle_id" >/dev/null; t1=$(date +%s.%N)
+    curl -sf "$daemon_url/v1/audits/$idle_id/bursts" >"$tmp/idle_bursts.json"
     loaded_id=$(( idle_id + 1 ))
+    # The heavy routes too: every run of an audit, its bursts, its report, the list, the metrics.
     cat >"$tmp/poll.lua" <<LUA
-local paths = {"/v1/audits/$idle_id", "/v1/audits/$idle_id/report", "/v1/audits?status=running"}
+local paths = {"/v1/audits/$idle_id", "/v1/audits/$idle_id/report", "/v1/audits/$idle_id/runs",
+               "/v1/audits/$idle_id/bursts", "/v1/audits?limit=50", "/metrics", "/v1/audits?status=running"}
 local i = 0
-request = function() i = i + 1; return wrk.format("GET", paths[i % 3 + 1]) end
+request = function() i = i + 1; return wrk.format("GET", paths[i % #paths + 1]) end
 LUA
     # One wrk thread: on two cores the other stays for the daemon and the fake backend.
-    wrk -t1 -c200 -d$((seconds + 5))s --latency -s "$tmp/poll.lua" "$daemon_url" >"$tmp/load_wrk.txt" 2>&1 &
+    wrk -t1 -c50 -d$((seconds + 5))s --latency -s "$tmp/poll.lua" "$daemon_url" >"$tmp/load_wrk.txt" 2>&1 &
     wrk_pid=$!
     sleep 1
+    t2=$(date +%s.%N)
     [[ $(submit "$spec64") == "$loaded_id" ]] || say "unexpected audit id"
     wait_audit "$loaded_id" >/dev/null
+    t3=$(date +%s.%N)
     wait "$wrk_pid" || true
-    curl -sf "$daemon_url/v1/audits/$loaded_id/runs" >"$tmp/loaded_runs.json"
-    python3 - "$parts/load.json" "$tmp" <<'PY'
+    curl -sf "$daemon_url/v1/audits/$loaded_id/bursts" >"$tmp/loaded_bursts.json"
+    python3 - "$parts/load.json" "$tmp" "$t0" "$t1" "$t2" "$t3" <<'PY'
 import json, subprocess, sys
 tmp = sys.argv[2]
+t0, t1, t2, t3 = map(float, sys.argv[3:7])
 run = lambda *a: json.loads(subprocess.check_output(["python3", "bench/report.py", *a]))
-json.dump({"idle": run("spreads", f"{tmp}/idle_runs.json"), "loaded": run("spreads", f"{tmp}/loaded_runs.json"),
-           "api": run("wrk", f"{tmp}/load_wrk.txt"), "clients": 200}, open(sys.argv[1], "w"))
+idle, loaded = run("spreads", f"{tmp}/idle_bursts.json"), run("spreads", f"{tmp}/loaded_bursts.json")
+ratio = loaded["median_us"] / idle["median_us"] if idle["median_us"] and loaded["median_us"] else None
+json.dump({"idle": idle, "loaded": loaded, "ratio": ratio, "idle_audit_s": round(t1 - t0, 2),
+           "loaded_audit_s": round(t3 - t2, 2), "api": run("wrk", f"{tmp}/load_wrk.txt"), "connections": 50},
+          open(sys.argv[1], "w"))
 PY
     cat "$parts/load.json" >&2
   fi

@@ -231,14 +231,16 @@ class progress_display {
   std::chrono::steady_clock::time_point last_line_{};
 };
 
-// Follows an audit to its end with long polls: each answers when the audit ends, or after a
-// second with its progress so far.
+// Follows an audit to its end with long polls: each answers as soon as another group of it is
+// stored or it ends (or after 10 s, so that the elapsed time keeps moving).
 json wait_for(const daemon_client& c, std::int64_t id, bool show_progress) {
   progress_display progress(id, show_progress);
+  json job = c.get_json(id_path("/v1/audits", id));
   for (;;) {
-    json job = c.get_json(id_path("/v1/audits", id) + "?wait=1");
     progress.update(job);
     if (finished(text(job, "status"))) return job;
+    const auto done = job["progress"].value("done", std::int64_t{0});
+    job = c.get_json(id_path("/v1/audits", id) + "?wait=10&done=" + std::to_string(done));
   }
 }
 

@@ -157,8 +157,9 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   o.cancel = std::shared_ptr<std::atomic<bool>>(controls.stop, &controls.stop->requested);
   o.on_progress = controls.on_progress;
   auto* db = &db_;
-  o.on_group = [db, id, plan, on_group = controls.on_group](const clients::group_outcome& g) {
+  o.on_group = [db, id, plan, on_group = controls.on_group, on_stored = controls.on_stored](const clients::group_outcome& g) {
     db->enqueue_group(id, storage::group_write{plan.get(), &plan->groups[g.group], g.runs, g.burst, g.attempts});
+    if (on_stored) db->post([on_stored](storage::store&) { on_stored(); });  // runs after the write
     if (on_group) on_group(g);
   };
   o.on_fingerprint = [db, id](const std::string& backend, audit::fingerprint_phase phase, const audit::backend_fingerprint& f) {

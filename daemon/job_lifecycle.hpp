@@ -52,6 +52,7 @@ struct run_controls {
   std::shared_ptr<job_stop> stop = std::make_shared<job_stop>();
   std::function<void(const clients::run_progress&)> on_progress;
   std::function<void(const clients::group_outcome&)> on_group;  // each group, once queued for storage
+  std::function<void()> on_stored;  // each group, once it is on disk (called on the db thread)
 };
 
 struct job_end {

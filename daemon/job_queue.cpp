@@ -49,14 +49,14 @@ bool job_queue::cancel(std::int64_t id) {
 }
 
 net::awaitable<void> job_queue::until_stopped(std::int64_t id) {
-  while (running_.count(id)) co_await until_end(id, std::chrono::seconds(1));
+  while (running_.count(id)) co_await until_change(id, std::chrono::seconds(1));
 }
 
 net::awaitable<void> job_queue::until_idle() {
   while (!running_.empty()) co_await until_stopped(running_.begin()->first);
 }
 
-net::awaitable<void> job_queue::until_end(std::int64_t id, std::chrono::milliseconds timeout) {
+net::awaitable<void> job_queue::until_change(std::int64_t id, std::chrono::milliseconds timeout) {
   auto timer = std::make_shared<net::steady_timer>(ex_, timeout);
   waiters_[id].push_back(timer);
   co_await timer->async_wait(net::as_tuple(net::use_awaitable));
@@ -65,7 +65,7 @@ net::awaitable<void> job_queue::until_end(std::int64_t id, std::chrono::millisec
   if (list.empty()) waiters_.erase(id);
 }
 
-void job_queue::notify_end(std::int64_t id) {
+void job_queue::notify(std::int64_t id) {
   auto it = waiters_.find(id);
   if (it == waiters_.end()) return;
   for (auto& t : it->second) t->cancel();
@@ -89,6 +89,8 @@ void job_queue::launch(std::int64_t id, std::vector<std::string> backends) {
     if (g.burst) s.launch_spread_ns = g.burst->launch_spread_ns;
     net::post(ex, [observe, s] { observe(s); });
   };
+  // Once a group is on disk, whoever follows the job's progress is woken.
+  controls.on_stored = [ex = ex_, queue = this, id] { net::post(ex, [queue, id] { queue->notify(id); }); };
   auto run = [this, id, controls] { return lifecycle_.run(id, controls); };
   net::co_spawn(audits_, run(), net::bind_executor(ex_, [this, job](std::exception_ptr e, job_end end) { ended(job, e, std::move(end)); }));
 }
@@ -116,7 +118,7 @@ void job_queue::ended(const std::shared_ptr<running_job>& job, std::exception_pt
   for (const auto& b : job->backends) busy_backends_.erase(b);
   running_.erase(job->id);
   running_count_ = running_.size();
-  notify_end(job->id);
+  notify(job->id);
   if (on_end) on_end(end);
   wake();
 }
@@ -133,7 +135,7 @@ net::awaitable<void> job_queue::dispatch_loop() {
       return 0;
     };
     co_await on_db(db_, std::move(requeue));
-    if (!resume) notify_end(r.id);
+    if (!resume) notify(r.id);
   }
   while (!stopping_) {
     if (static_cast<int>(running_.size()) < config_.max_running_jobs) {

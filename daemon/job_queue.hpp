@@ -66,10 +66,11 @@ class job_queue {
   net::awaitable<void> until_stopped(std::int64_t id);
   // Completes when no job runs here (after stop(): when every job reached its boundary).
   net::awaitable<void> until_idle();
-  // Completes when job `id` ends (here, or when notify_end says so), or after `timeout`.
-  net::awaitable<void> until_end(std::int64_t id, std::chrono::milliseconds timeout);
-  // A job ended without running here (cancelled while queued, deleted): wake its waiters.
-  void notify_end(std::int64_t id);
+  // Completes when job `id` changes (a group of it is stored, it ends here, or notify says
+  // so), or after `timeout`.
+  net::awaitable<void> until_change(std::int64_t id, std::chrono::milliseconds timeout);
+  // Job `id` changed without running here (cancelled while queued, deleted): wake its waiters.
+  void notify(std::int64_t id);
 
  private:
   struct running_job {

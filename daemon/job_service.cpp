@@ -28,13 +28,15 @@ net::awaitable<std::optional<storage::job_record>> job_service::job(std::int64_t
   co_return co_await on_db(db_, std::move(load));
 }
 
-net::awaitable<std::optional<storage::job_record>> job_service::wait(std::int64_t id, std::chrono::milliseconds timeout) {
+net::awaitable<std::optional<storage::job_record>> job_service::wait(std::int64_t id, std::chrono::milliseconds timeout,
+                                                                   std::optional<std::int64_t> done_above) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto row = co_await job(id);
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (!row || audit::is_final(row->status) || left.count() <= 0) co_return row;
-    co_await queue_.until_end(id, left);
+    if (done_above && row->done_requests > *done_above) co_return row;
+    co_await queue_.until_change(id, left);
   }
 }
 
@@ -86,7 +88,7 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_service::c
   if (!row)
     co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no audit with id '" + std::to_string(id) + "'", "id")};
   auto& [job, cancelled_here] = *row;
-  if (cancelled_here) queue_.notify_end(id);
+  if (cancelled_here) queue_.notify(id);
   else if (!was_running && audit::is_final(job.status))
     co_return unexpected{api::make_error(api::service_errc::conflict, "already_finished",
                                          "audit " + std::to_string(id) + " has already ended (" +
@@ -122,7 +124,7 @@ net::awaitable<expected<std::int64_t, api::service_error>> job_service::remove(s
   if (queue_.cancel(id)) co_await queue_.until_stopped(id);
   auto erase = [id](storage::store& s) { return s.jobs().remove(id); };
   const bool removed = co_await on_db(db_, std::move(erase));
-  queue_.notify_end(id);
+  queue_.notify(id);
   if (!removed) co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no audit with id '" + std::to_string(id) + "'", "id")};
   co_return id;
 }

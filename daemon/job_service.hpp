@@ -21,7 +21,8 @@ class job_service final : public api::audit_service {
   net::awaitable<expected<storage::job_record, api::service_error>> submit_scheduled(audit::audit_spec spec,
                                                                                    std::int64_t schedule);
   net::awaitable<std::optional<storage::job_record>> job(std::int64_t id) override;
-  net::awaitable<std::optional<storage::job_record>> wait(std::int64_t id, std::chrono::milliseconds timeout) override;
+  net::awaitable<std::optional<storage::job_record>> wait(std::int64_t id, std::chrono::milliseconds timeout,
+                                                          std::optional<std::int64_t> done_above) override;
   net::awaitable<std::vector<storage::job_record>> jobs(storage::job_query query) override;
   net::awaitable<std::optional<std::vector<storage::run_record>>> runs(std::int64_t id, storage::run_filter filter) override;
   net::awaitable<std::optional<storage::stream_record>> stream(std::int64_t id, std::int64_t run) override;

@@ -57,15 +57,14 @@ class faults : public ::testing::Test {
     return r.json().value("id", std::int64_t{0});
   }
 
-  // Polls until the audit ends; generous, since the machine may be shared.
+  // Long polls until the audit ends; generous, since the machine may be shared.
   static json wait_end(const test_support::daemon_process& d, std::int64_t id, std::chrono::seconds limit = 600s) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     json j;
     while (std::chrono::steady_clock::now() < deadline) {
-      j = get(d, "/v1/audits/" + std::to_string(id));
+      j = get(d, "/v1/audits/" + std::to_string(id) + "?wait=30");
       const std::string st = j.value("status", "");
       if (st != "queued" && st != "running") return j;
-      std::this_thread::sleep_for(20ms);
     }
     ADD_FAILURE() << "audit " << id << " did not end: " << j.dump();
     return j;
@@ -99,9 +98,11 @@ TEST_F(faults, a_llama_server_killed_mid_job_fails_its_runs_with_a_clear_error_a
   auto server = test_support::start_llama_server({.model = "small", .parallel = 8, .metrics = true});
   auto d = daemon({"--backend", "b=" + server->url(), "--backend-timeout", "60"});
   const auto id = submit(*d, R"({"preset":"seed-protocol","backends":["b"],"n_predict":48})");
-  for (int i = 0; i < 60000; ++i) {
-    if (get(*d, "/v1/audits/" + std::to_string(id))["progress"].value("done", 0) >= 12) break;
-    std::this_thread::sleep_for(5ms);
+  // Each long poll answers as soon as another group is stored.
+  for (std::int64_t done = 0; done < 12;) {
+    const auto j = get(*d, "/v1/audits/" + std::to_string(id) + "?wait=60&done=" + std::to_string(done));
+    ASSERT_EQ(j["status"], "running") << j.dump();
+    done = j["progress"].value("done", std::int64_t{0});
   }
   server->kill_now();
   const json end = wait_end(*d, id);
@@ -129,7 +130,7 @@ TEST_F(faults, a_llama_server_killed_mid_job_fails_its_runs_with_a_clear_error_a
 
 TEST_F(faults, each_backend_failure_has_its_own_error_code_and_memory_stays_bounded) {
   test_support::fake_backend fake;
-  auto d = daemon({"--backend", "b=" + fake.url(), "--backend-timeout", "2"});
+  auto d = daemon({"--backend", "b=" + fake.url(), "--backend-timeout", "1"});
   struct fault_case {
     const char* name;
     std::function<void(test_support::fake_knobs&)> set;
@@ -141,10 +142,10 @@ TEST_F(faults, each_backend_failure_has_its_own_error_code_and_memory_stays_boun
       {"wrong JSON shape", [](auto& k) { k.raw_body = R"({"content":"x"})"; }, "unexpected_shape"},
       {"reset in the body", [](auto& k) { k.reset_mid_body = true; }, "truncated"},
       {"never answers", [](auto& k) { k.never_answer = true; }, "first_byte_timeout"},
-      // One byte per second never completes the response header: the first-byte deadline.
-      {"one byte per second", [](auto& k) { k.drip_bytes = 1; k.drip = 1000ms; }, "first_byte_timeout"},
-      // The header at once, then the body at 256 bytes a second: the whole-request deadline.
-      {"a slow body", [](auto& k) { k.drip_bytes = 256; k.drip = 1000ms; }, "request_timeout"},
+      // One byte every 0.6 s never completes the response header: the first-byte deadline.
+      {"one byte per second", [](auto& k) { k.drip_bytes = 1; k.drip = 600ms; }, "first_byte_timeout"},
+      // The header at once, then the body at 256 bytes every 0.6 s: the whole-request deadline.
+      {"a slow body", [](auto& k) { k.drip_bytes = 256; k.drip = 600ms; }, "request_timeout"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
