@@ -3,22 +3,25 @@
 # each for a while on a copy of its corpus in tests/fuzz/corpus/. Prints one line per target:
 # executions, coverage, corpus size, crashes. A crash leaves its input in $out and fails.
 #
-# Usage: scripts/fuzz.sh [--seconds N] [--merge] [TARGET...]
+# Usage: scripts/fuzz.sh [--seconds N] [--merge] [--build-only] [TARGET...]
 #   --seconds N   per target (default 20; the long run in docs/reliability.md used 600)
 #   --merge       fold what was found back into tests/fuzz/corpus (minimized)
+#   --build-only  build the targets and stop (scripts/test.sh builds them beside the suite)
 # Targets: spec completion openai cron http (default: all).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 seconds=20
 merge=0
+build_only=0
 targets=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --seconds) seconds=$2; shift ;;
     --merge) merge=1 ;;
+    --build-only) build_only=1 ;;
     spec|completion|openai|cron|http) targets+=("$1") ;;
-    *) echo "usage: scripts/fuzz.sh [--seconds N] [--merge] [spec|completion|openai|cron|http ...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/fuzz.sh [--seconds N] [--merge] [--build-only] [spec|completion|openai|cron|http ...]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -32,7 +35,8 @@ if [[ ! -f $build/build.ninja ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOGITAUDIT_FUZZ=ON \
     -DBUILD_TESTING=OFF >/dev/null
 fi
-cmake --build "$build" -j "$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+cmake --build "$build" -j "${LOGITAUDIT_FUZZ_JOBS:-$(nproc)}" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+[[ $build_only -eq 1 ]] && exit 0
 
 # Any sanitizer report is a crash (UBSan would otherwise print and go on).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

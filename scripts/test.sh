@@ -1,41 +1,70 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: dependencies, llama-server, build, every test;
-# then the same unit, CLI and fault tests under ASan+UBSan, the concurrency-heavy ones under
-# TSan, and a short run of every fuzz target.
+# The whole test suite on a fresh machine: dependencies, llama-server, one build under
+# ASan+UBSan in which every test runs (unit, CLI, faults, e2e on real llama-servers, the demo
+# and the README tour), then the concurrency-heavy tests under TSan and a short run of every
+# fuzz target. The TSan and fuzz builds compile at a lower priority while the suite runs, since
+# the suite leaves the cores idle whenever it waits on a server.
 # Usage: scripts/test.sh [extra ctest arguments, e.g. -L unit]
-#   LOGITAUDIT_SANITIZERS=0   skip the sanitizer builds and the fuzz run (quick local runs)
+#   LOGITAUDIT_SANITIZERS=0   a plain optimized build instead, and no TSan or fuzz stage
+#   LOGITAUDIT_BUILD_DIR      the suite's build folder (default build-test; build with SANITIZERS=0)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-build=${LOGITAUDIT_BUILD_DIR:-build}
-step() { echo "== $* ($(date +%H:%M:%S))"; }
+started=$(date +%s)
+step() { echo "== $* ($(date +%H:%M:%S), $(( $(date +%s) - started )) s)"; }
+sanitizers=${LOGITAUDIT_SANITIZERS:-1}
+[[ $# -eq 0 ]] || sanitizers=0  # a partial run (ctest arguments) is a quick local run
 
 bash scripts/bootstrap.sh
 bash scripts/get-llama-server.sh
-step "build ($build)"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)"
-step "tests"
-(cd "$build" && ctest --output-on-failure -j 2 --timeout 900 "$@")
-[[ ${LOGITAUDIT_SANITIZERS:-1} == 1 && $# -eq 0 ]] || exit 0
 
 # Sanitizers: any report fails the test that caused it (UBSan does not recover; ASan aborts).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-step "ASan+UBSan build"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DLOGITAUDIT_SANITIZE=address,undefined >/dev/null
-cmake --build build-asan -j "$(nproc)" --target unit_tests cli_tests fault_tests crash_writer logitaudit logitauditd \
-  logitaudit-make-model
-step "unit, CLI and fault tests under ASan+UBSan"
-(cd build-asan && ctest --output-on-failure -j 2 --timeout 900 -L 'unit|cli|faults')
-step "TSan build"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DLOGITAUDIT_SANITIZE=thread >/dev/null
-cmake --build build-tsan -j "$(nproc)" --target unit_tests crash_writer
+
+if [[ $sanitizers == 1 ]]; then
+  build=${LOGITAUDIT_BUILD_DIR:-build-test}
+  step "build under ASan+UBSan ($build)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    -DLOGITAUDIT_SANITIZE=address,undefined >/dev/null
+else
+  build=${LOGITAUDIT_BUILD_DIR:-build}
+  step "build ($build)"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)"
+
+background=()
+if [[ $sanitizers == 1 ]]; then
+  mkdir -p "$build/logs"
+  # Built beside the suite, at a lower priority; each waits for its turn below.
+  (nice -n 15 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+     -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
+   nice -n 15 cmake --build build-tsan -j 1 --target unit_tests crash_writer) >"$build/logs/tsan-build.log" 2>&1 &
+  background+=($!)
+  (nice -n 15 env LOGITAUDIT_FUZZ_JOBS=1 bash scripts/fuzz.sh --build-only) >"$build/logs/fuzz-build.log" 2>&1 &
+  background+=($!)
+fi
+stop_background() { for p in "${background[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap stop_background EXIT
+
+step "tests"
+(cd "$build" && ctest --output-on-failure -j 2 --timeout 900 "$@")
+if [[ $sanitizers != 1 ]]; then step "all passed"; exit 0; fi
+
+step "waiting for the TSan and fuzz builds"
+for i in "${!background[@]}"; do
+  if ! wait "${background[$i]}"; then
+    cat "$build/logs/tsan-build.log" "$build/logs/fuzz-build.log" | tail -40 >&2
+    echo "test.sh: a background build failed" >&2
+    exit 1
+  fi
+done
+background=()
 step "concurrency-heavy tests under TSan"
-(cd build-tsan && ctest --output-on-failure -j 2 --timeout 900 -L unit -R 'daemon_api|job_runner|backend_client|storage|burst')
+(cd build-tsan && ctest --output-on-failure -j 2 --timeout 900 -L unit \
+  -R 'daemon_api|job_runner|backend_client|storage|burst|lifecycle|api_registry')
 step "fuzz targets, 15 s each"
 bash scripts/fuzz.sh --seconds 15
 step "all passed"
