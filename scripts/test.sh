@@ -23,11 +23,14 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_retur
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
+# Sanitizer builds are unity builds (16 sources per unit) without the benchmarks: half the
+# compile time of one object per source on 2 cores.
+sanitized=(-G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_UNITY_BUILD=ON
+           -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 -DLOGITAUDIT_BENCH=OFF)
 if [[ $sanitizers == 1 ]]; then
   build=${LOGITAUDIT_BUILD_DIR:-build-test}
   step "build under ASan+UBSan ($build)"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-    -DLOGITAUDIT_SANITIZE=address,undefined >/dev/null
+  cmake -S . -B "$build" "${sanitized[@]}" -DLOGITAUDIT_SANITIZE=address,undefined >/dev/null
 else
   build=${LOGITAUDIT_BUILD_DIR:-build}
   step "build ($build)"
@@ -39,8 +42,7 @@ background=()
 if [[ $sanitizers == 1 ]]; then
   mkdir -p "$build/logs"
   # Built beside the suite, at a lower priority; each waits for its turn below.
-  (nice -n 15 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-     -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
+  (nice -n 15 cmake -S . -B build-tsan "${sanitized[@]}" -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
    nice -n 15 cmake --build build-tsan -j 1 --target unit_tests crash_writer) >"$build/logs/tsan-build.log" 2>&1 &
   background+=($!)
   (nice -n 15 env LOGITAUDIT_FUZZ_JOBS=1 bash scripts/fuzz.sh --build-only) >"$build/logs/fuzz-build.log" 2>&1 &
