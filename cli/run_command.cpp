@@ -101,6 +101,7 @@ int run_audit(const run_args& a) {
   const std::string location = a.db.empty() ? ":memory:" : a.db;
   auto lock = storage::database_lock::acquire(location, "logitaudit run (pid " + std::to_string(::getpid()) + ")");
   if (!lock) throw cli_failure(exit_database, "run: " + lock.error());
+  clients::net::io_context io;  // declared first, destroyed last: the db thread's tasks end before it
   std::unique_ptr<storage::db_worker> db;
   try {
     db = std::make_unique<storage::db_worker>(location);
@@ -113,7 +114,6 @@ int run_audit(const run_args& a) {
   config.limits.max_requests = 10'000'000;
   config.evidence = a.evidence;
   daemon::job_lifecycle lifecycle(*db, config);
-  clients::net::io_context io;
 
   std::int64_t job = a.resume;
   if (!job) {

@@ -19,13 +19,15 @@ net::awaitable<R> on_db_task(storage::db_worker* db, std::shared_ptr<std::functi
   auto result = std::make_shared<std::optional<R>>();
   auto error = std::make_shared<std::exception_ptr>();
   auto done = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
-  db->post([result, error, done, ex, fn](storage::store& s) {
+  // The task hands its reference to the timer over to the completion it posts: a task the db
+  // thread destroys late must not be the last owner of a timer whose io_context is gone.
+  db->post([result, error, wake = done, ex, fn](storage::store& s) mutable {
     try {
       result->emplace((*fn)(s));
     } catch (...) {
       *error = std::current_exception();
     }
-    net::post(ex, [done] { done->cancel(); });
+    net::post(ex, [wake = std::move(wake)] { wake->cancel(); });
   });
   co_await done->async_wait(net::as_tuple(net::use_awaitable));
   if (*error) std::rethrow_exception(*error);

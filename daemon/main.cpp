@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   audits_work.reset();
   audits.stop();
   audit_thread.join();
-  db->flush();
+  db.reset();  // writes what is queued and ends the db thread while the io_contexts still exist
   spdlog::info("logitauditd stopped");
   return exit_code;
 }
