@@ -27,12 +27,6 @@ api_response no_audit(const std::string& s) {
   return error_response(404, "not_found", "no audit with id '" + s.substr(0, 64) + "'", "id");
 }
 
-bool authorized(const request_context& ctx, const route_options& o) {
-  return o.tokens.empty() || token_accepted(ctx.authorization, o.tokens);
-}
-
-api_response unauthorized() { return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>"); }
-
 std::optional<api_response> unknown_query(const request_context& ctx, std::initializer_list<const char*> known) {
   std::set<std::string> k(known.begin(), known.end());
   for (const auto& [key, v] : ctx.query)
@@ -289,6 +283,12 @@ net::awaitable<api_response> route_get_metrics(state_ptr st, request_context) {
 }
 
 }  // namespace
+
+bool authorized(const request_context& ctx, const route_options& o) {
+  return o.tokens.empty() || token_accepted(ctx.authorization, o.tokens);
+}
+
+api_response unauthorized() { return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>"); }
 
 api_response error_response(const service_error& e) {
   const auto h = http_status_of(e.kind);

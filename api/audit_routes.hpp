@@ -27,6 +27,10 @@ void add_audit_routes(router& r, audit_service& service, route_options options);
 
 // Constant-time comparison of a presented token with the configured ones.
 bool token_accepted(const std::string& authorization_header, const std::vector<std::string>& tokens);
+// A request may mutate: no tokens are configured, or it carries one of them.
+bool authorized(const request_context& ctx, const route_options& o);
+// The 401 of a request without an accepted token.
+api_response unauthorized();
 
 // The JSON error of a service error, with its status from the one table.
 api_response error_response(const service_error& e);

@@ -72,14 +72,8 @@ api_response service_problem(service_error e) {
   return error_response(e);
 }
 
-bool authorized(const route_options& o, const request_context& ctx) {
-  return o.tokens.empty() || token_accepted(ctx.authorization, o.tokens);
-}
-
-api_response unauthorized() { return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>"); }
-
 net::awaitable<api_response> route_create(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!authorized(*o, ctx)) co_return unauthorized();
+  if (!authorized(ctx, *o)) co_return unauthorized();
   auto b = read_body(ctx.body, o->limits, true);
   if (!b.problems.empty()) co_return problems_response(std::move(b.problems));
   auto created = co_await svc->create(std::move(b.patch));
@@ -102,7 +96,7 @@ net::awaitable<api_response> route_get(schedule_service* svc, request_context ct
 }
 
 net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!authorized(*o, ctx)) co_return unauthorized();
+  if (!authorized(ctx, *o)) co_return unauthorized();
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   auto b = read_body(ctx.body, o->limits, false);
@@ -116,7 +110,7 @@ net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<
 }
 
 net::awaitable<api_response> route_delete(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!authorized(*o, ctx)) co_return unauthorized();
+  if (!authorized(ctx, *o)) co_return unauthorized();
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   if (!co_await svc->remove(*id)) co_return no_schedule(ctx.params[0]);

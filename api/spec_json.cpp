@@ -247,7 +247,7 @@ std::string findings_to_json(const audit::findings& f) {
            {"control", t.control()},         {"n", t.n},
            {"logit_identical", t.logit_identical}, {"token_identical", t.token_identical},
            {"failed", t.failed},             {"flagged", t.flagged},
-           {"flag", std::string(audit::to_string(audit::flag_of(t.kind)))}};
+           {"flagged_as", std::string(audit::to_string(audit::flag_of(t.kind)))}};
     if (t.bursts)
       j["batching"] = {{"bursts", t.bursts->bursts},
                        {"batched", t.bursts->batched},

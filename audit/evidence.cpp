@@ -5,14 +5,12 @@
 #include <array>
 #include <cstdio>
 
+#include "numbers.hpp"
+
+#include "enum_names.hpp"
+
 namespace logitaudit::audit {
 namespace {
-
-std::string fixed(double v, int digits) {
-  char b[48];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
-}
 
 std::string percent(double share) { return fixed(100 * share, 0) + "%"; }
 
@@ -34,9 +32,7 @@ std::string_view to_string(evidence_flag f) {
 }
 
 std::optional<evidence_flag> parse_evidence_flag(std::string_view s) {
-  for (auto f : {evidence_flag::none, evidence_flag::not_batched, evidence_flag::not_reused})
-    if (to_string(f) == s) return f;
-  return std::nullopt;
+  return parse_by_name(std::array{evidence_flag::none, evidence_flag::not_batched, evidence_flag::not_reused}, s);
 }
 
 std::string_view to_string(concurrency_measure m) {
@@ -49,9 +45,8 @@ std::string_view to_string(concurrency_measure m) {
 }
 
 std::optional<concurrency_measure> parse_concurrency_measure(std::string_view s) {
-  for (auto m : {concurrency_measure::none, concurrency_measure::busy_slots_per_decode, concurrency_measure::server_timings})
-    if (to_string(m) == s) return m;
-  return std::nullopt;
+  return parse_by_name(
+      std::array{concurrency_measure::none, concurrency_measure::busy_slots_per_decode, concurrency_measure::server_timings}, s);
 }
 
 std::optional<double> timed_concurrency(std::span<const logit_stream* const> members, std::int64_t wall_ns) {

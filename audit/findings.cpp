@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "numbers.hpp"
 #include <set>
 
+#include "enum_names.hpp"
 #include "stream_encoding.hpp"
 
 #define XXH_INLINE_ALL
@@ -17,12 +20,6 @@ namespace {
 std::string pct(int k, int n) {
   char b[32];
   std::snprintf(b, sizeof b, "%d/%d (%.0f%%)", k, n, n ? 100.0 * k / n : 0.0);
-  return b;
-}
-
-std::string fixed(double v, int digits) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
   return b;
 }
 
@@ -201,7 +198,7 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
       s.push_back("Concurrency threshold: logit identity by burst width: " + levels + "; " +
                   (threshold > 0 ? "from C=" + std::to_string(threshold) + " on, no stream was logit-identical"
                                  : "no level lost logit identity entirely") +
-                  (unbatched.empty() ? "." : "; " + unbatched + " did not batch and tell nothing about it."));
+                  (unbatched.empty() ? "." : "; " + unbatched + " did not batch: their streams are counted apart and say nothing about batching."));
   }
   write_evidence_sentences(plan, f);
   if (controls.n > 0)
@@ -237,9 +234,7 @@ std::string_view to_string(prediction_outcome o) {
 }
 
 std::optional<prediction_outcome> parse_prediction_outcome(std::string_view s) {
-  for (auto o : {prediction_outcome::held, prediction_outcome::failed, prediction_outcome::undecided})
-    if (to_string(o) == s) return o;
-  return std::nullopt;
+  return parse_by_name(std::array{prediction_outcome::held, prediction_outcome::failed, prediction_outcome::undecided}, s);
 }
 
 prediction_outcome decide(const prediction& p, int k, int n) {

@@ -3,18 +3,14 @@
 
 #include <cstdio>
 
+#include "numbers.hpp"
+
 namespace logitaudit::audit {
 namespace {
 
 std::string cell(int k, int n) {
   char b[40];
   std::snprintf(b, sizeof b, "%d/%d (%3.0f%%)", k, n, n ? 100.0 * k / n : 0.0);
-  return b;
-}
-
-std::string fixed(double v, int digits) {
-  char b[40];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
   return b;
 }
 

@@ -2,8 +2,11 @@
 #include "spec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
+
+#include "enum_names.hpp"
 
 namespace logitaudit::audit {
 
@@ -21,11 +24,10 @@ std::string_view to_string(condition_kind k) {
 }
 
 std::optional<condition_kind> parse_condition_kind(std::string_view s) {
-  for (auto k : {condition_kind::repeat, condition_kind::concurrent, condition_kind::cross_batch,
-                 condition_kind::cache_reuse, condition_kind::control_prompt, condition_kind::control_seed,
-                 condition_kind::control_temperature})
-    if (to_string(k) == s) return k;
-  return std::nullopt;
+  return parse_by_name(std::array{condition_kind::repeat, condition_kind::concurrent, condition_kind::cross_batch,
+                                  condition_kind::cache_reuse, condition_kind::control_prompt, condition_kind::control_seed,
+                                  condition_kind::control_temperature},
+                       s);
 }
 
 bool is_control(condition_kind k) {

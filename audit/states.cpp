@@ -1,17 +1,9 @@
 // Names of the job and schedule states.
 #include "states.hpp"
 
+#include "enum_names.hpp"
+
 namespace logitaudit::audit {
-namespace {
-
-template <class Enum, std::size_t N>
-std::optional<Enum> parse_among(const std::array<Enum, N>& all, std::string_view s) {
-  for (auto v : all)
-    if (to_string(v) == s) return v;
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::string_view to_string(job_status s) {
   switch (s) {
@@ -25,7 +17,7 @@ std::string_view to_string(job_status s) {
   return "?";
 }
 
-std::optional<job_status> parse_job_status(std::string_view s) { return parse_among(kJobStatuses, s); }
+std::optional<job_status> parse_job_status(std::string_view s) { return parse_by_name(kJobStatuses, s); }
 
 bool is_final(job_status s) {
   switch (s) {
@@ -60,7 +52,7 @@ std::string_view to_string(missed_fire_policy p) {
 }
 
 std::optional<missed_fire_policy> parse_missed_fire_policy(std::string_view s) {
-  return parse_among(kMissedFirePolicies, s);
+  return parse_by_name(kMissedFirePolicies, s);
 }
 
 std::string_view to_string(fingerprint_phase p) {
@@ -72,7 +64,7 @@ std::string_view to_string(fingerprint_phase p) {
 }
 
 std::optional<fingerprint_phase> parse_fingerprint_phase(std::string_view s) {
-  return parse_among(std::array{fingerprint_phase::before, fingerprint_phase::after}, s);
+  return parse_by_name(std::array{fingerprint_phase::before, fingerprint_phase::after}, s);
 }
 
 }  // namespace logitaudit::audit

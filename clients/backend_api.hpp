@@ -33,6 +33,11 @@ struct completion_request {
   bool operator==(const completion_request&) const = default;
 };
 
+// The error of an answer that is JSON, but not of the shape its API promises.
+inline client_error unexpected_shape(std::string message) {
+  return client_error{client_errc::unexpected_shape, std::move(message)};
+}
+
 // A completion ready to be written: the serialized request and how to read its answer.
 struct prepared_completion {
   std::string wire;

@@ -14,10 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-client_error shape(std::string message) {
-  return client_error{client_errc::unexpected_shape, std::move(message)};
-}
-
 bool integer(const json& j, const char* key, std::int64_t& out) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number_integer()) return false;
@@ -70,8 +66,8 @@ client_result<audit::logit_stream> parse_completion(std::string_view body) {
   audit::logit_stream s;
   auto o = read_completion_object(body, s);
   if (!o) return unexpected{o.error()};
-  if (o->error) return unexpected{shape("response carries an error: " + *o->error)};
-  if (!o->has_probabilities) return unexpected{shape("completion_probabilities is missing (was n_probs > 0 sent?)")};
+  if (o->error) return unexpected{unexpected_shape("response carries an error: " + *o->error)};
+  if (!o->has_probabilities) return unexpected{unexpected_shape("completion_probabilities is missing (was n_probs > 0 sent?)")};
   s.content = std::move(o->content);
   apply_summary(*o, s);
   return s;
@@ -140,7 +136,7 @@ client_result<audit::logit_stream> completion_sse_parser::finish() {
 client_result<audit::backend_fingerprint> parse_props(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "/props body is not JSON"}};
-  if (!j.is_object()) return unexpected{shape("/props is not a JSON object")};
+  if (!j.is_object()) return unexpected{unexpected_shape("/props is not a JSON object")};
   audit::backend_fingerprint f;
   f.api = "llama";
   f.build_info = text_of(j, "build_info");
@@ -156,7 +152,7 @@ client_result<audit::backend_fingerprint> parse_props(std::string_view body) {
   }
   if (auto m = j.find("model_ftype"); m != j.end() && m->is_string()) f.model_ftype = m->get<std::string>();
   if (f.build_info.empty() && f.model.empty())
-    return unexpected{shape("/props has neither build_info nor model_path: not a llama.cpp server?")};
+    return unexpected{unexpected_shape("/props has neither build_info nor model_path: not a llama.cpp server?")};
   return f;
 }
 
@@ -176,12 +172,12 @@ client_result<std::vector<std::int64_t>> parse_tokenize(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "/tokenize body is not JSON"}};
   auto it = j.is_object() ? j.find("tokens") : j.end();
-  if (it == j.end() || !it->is_array()) return unexpected{shape("/tokenize has no tokens array")};
+  if (it == j.end() || !it->is_array()) return unexpected{unexpected_shape("/tokenize has no tokens array")};
   std::vector<std::int64_t> ids;
   for (const auto& t : *it) {
     if (t.is_number_integer()) ids.push_back(t.get<std::int64_t>());
     else if (t.is_object() && t.contains("id") && t["id"].is_number_integer()) ids.push_back(t["id"].get<std::int64_t>());
-    else return unexpected{shape("/tokenize tokens must be integers")};
+    else return unexpected{unexpected_shape("/tokenize tokens must be integers")};
   }
   return ids;
 }
@@ -189,10 +185,10 @@ client_result<std::vector<std::int64_t>> parse_tokenize(std::string_view body) {
 client_result<std::pair<std::int64_t, std::int64_t>> parse_slots(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "/slots body is not JSON"}};
-  if (!j.is_array()) return unexpected{shape("/slots is not an array")};
+  if (!j.is_array()) return unexpected{unexpected_shape("/slots is not an array")};
   std::int64_t busy = 0;
   for (const auto& s : j) {
-    if (!s.is_object()) return unexpected{shape("/slots entries must be objects")};
+    if (!s.is_object()) return unexpected{unexpected_shape("/slots entries must be objects")};
     auto p = s.find("is_processing");
     if (p != s.end() && p->is_boolean() && p->get<bool>()) ++busy;
   }

@@ -14,8 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-client_error shape(std::string m) { return client_error{client_errc::unexpected_shape, std::move(m)}; }
-
 // Field readers that never throw on a wrong type: untrusted bodies are data, not bugs.
 std::string text_field(const json& j, const char* key) {
   auto it = j.find(key);
@@ -58,17 +56,17 @@ std::optional<client_error> parse_content_shape(const json& content, audit::logi
     const auto& e = content[i];
     const std::string at = "logprobs.content[" + std::to_string(i) + "]";
     if (!e.is_object() || !e.contains("logprob") || !e["logprob"].is_number())
-      return shape(at + " needs a number logprob");
+      return unexpected_shape(at + " needs a number logprob");
     audit::token_step t;
     t.logprob = e["logprob"].get<double>();
     t.text = text_field(e, "token");
     if (e.contains("id") && e["id"].is_number_integer()) t.key = e["id"].get<std::int64_t>();
     else s.keying = audit::token_keying::text;
     if (auto top = e.find("top_logprobs"); top != e.end()) {
-      if (!top->is_array()) return shape(at + ".top_logprobs is not an array");
+      if (!top->is_array()) return unexpected_shape(at + ".top_logprobs is not an array");
       for (const auto& c : *top) {
         if (!c.is_object() || !c.contains("logprob") || !c["logprob"].is_number())
-          return shape(at + ".top_logprobs entries need a number logprob");
+          return unexpected_shape(at + ".top_logprobs entries need a number logprob");
         audit::top_logprob tl;
         tl.logprob = c["logprob"].get<double>();
         tl.text = text_field(c, "token");
@@ -86,21 +84,21 @@ std::optional<client_error> parse_legacy_shape(const json& lp, audit::logit_stre
   const auto& tokens = lp["tokens"];
   auto tlp = lp.find("token_logprobs");
   if (!tokens.is_array() || tlp == lp.end() || !tlp->is_array() || tlp->size() != tokens.size())
-    return shape("logprobs.tokens and logprobs.token_logprobs must be arrays of one length");
+    return unexpected_shape("logprobs.tokens and logprobs.token_logprobs must be arrays of one length");
   const json* top = lp.contains("top_logprobs") && lp["top_logprobs"].is_array() ? &lp["top_logprobs"] : nullptr;
-  if (top && top->size() != tokens.size()) return shape("logprobs.top_logprobs must have one entry per token");
+  if (top && top->size() != tokens.size()) return unexpected_shape("logprobs.top_logprobs must have one entry per token");
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (!tokens[i].is_string() || !(*tlp)[i].is_number())
-      return shape("logprobs.tokens[" + std::to_string(i) + "] must be a string with a number logprob");
+      return unexpected_shape("logprobs.tokens[" + std::to_string(i) + "] must be a string with a number logprob");
     audit::token_step t;
     t.text = tokens[i].get<std::string>();
     t.logprob = (*tlp)[i].get<double>();
     if (auto id = token_id_text(t.text)) t.key = *id;
     else s.keying = audit::token_keying::text;
     if (top && !(*top)[i].is_null()) {
-      if (!(*top)[i].is_object()) return shape("logprobs.top_logprobs[" + std::to_string(i) + "] is not an object");
+      if (!(*top)[i].is_object()) return unexpected_shape("logprobs.top_logprobs[" + std::to_string(i) + "] is not an object");
       for (const auto& [text, v] : (*top)[i].items()) {
-        if (!v.is_number()) return shape("logprobs.top_logprobs[" + std::to_string(i) + "] values must be numbers");
+        if (!v.is_number()) return unexpected_shape("logprobs.top_logprobs[" + std::to_string(i) + "] values must be numbers");
         audit::top_logprob tl;
         tl.text = text;
         tl.logprob = v.get<double>();
@@ -132,19 +130,19 @@ std::string openai_completion_body(const completion_request& r, const api_option
 client_result<audit::logit_stream> parse_openai_completion(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "response body is not JSON"}};
-  if (!j.is_object()) return unexpected{shape("response is not a JSON object")};
+  if (!j.is_object()) return unexpected{unexpected_shape("response is not a JSON object")};
   auto choices = j.find("choices");
   if (choices == j.end() || !choices->is_array() || choices->empty() || !(*choices)[0].is_object())
-    return unexpected{shape("choices[0] is missing")};
+    return unexpected{unexpected_shape("choices[0] is missing")};
   const auto& c = (*choices)[0];
   auto lp = c.find("logprobs");
   if (lp == c.end() || !lp->is_object())
-    return unexpected{shape("choices[0].logprobs is missing (does the server support logprobs?)")};
+    return unexpected{unexpected_shape("choices[0].logprobs is missing (does the server support logprobs?)")};
   audit::logit_stream s;
   std::optional<client_error> err;
   if (lp->contains("content") && (*lp)["content"].is_array()) err = parse_content_shape((*lp)["content"], s);
   else if (lp->contains("tokens")) err = parse_legacy_shape(*lp, s);
-  else return unexpected{shape("choices[0].logprobs has neither content[] nor tokens[]")};
+  else return unexpected{unexpected_shape("choices[0].logprobs has neither content[] nor tokens[]")};
   if (err) return unexpected{*err};
 
   if (s.keying == audit::token_keying::text) {
@@ -188,7 +186,7 @@ client_result<std::string> parse_openai_models(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded()) return unexpected{client_error{client_errc::malformed_json, "/v1/models body is not JSON"}};
   auto d = j.is_object() ? j.find("data") : j.end();
-  if (d == j.end() || !d->is_array()) return unexpected{shape("/v1/models has no data array")};
+  if (d == j.end() || !d->is_array()) return unexpected{unexpected_shape("/v1/models has no data array")};
   if (d->empty() || !(*d)[0].is_object() || !(*d)[0].contains("id") || !(*d)[0]["id"].is_string()) return std::string();
   return (*d)[0]["id"].get<std::string>();
 }

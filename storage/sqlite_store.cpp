@@ -632,20 +632,12 @@ class sqlite_evidence final : public evidence_repository {
   }
 
   std::vector<audit::observed_run> observations(std::int64_t job) override {
-    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
-                          "WHERE r.job_id = ?1 ORDER BY r.group_index, r.request_index");
-    s.bind(1, job);
     std::vector<audit::observed_run> out;
-    while (s.step()) {
-      const auto r = read_run(s);
-      audit::observed_run o{r.group, r.request, std::nullopt, r.error};
-      if (r.ok) {
-        o.stream = stream_of(r, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1));
-        if (!o.stream) o.error = "the stored encoding does not decode";
-      }
+    for (auto& [r, stream] : decoded_runs(job, "")) {
+      audit::observed_run o{r.group, r.request, std::move(stream), r.error};
+      if (r.ok && !o.stream) o.error = "the stored encoding does not decode";
       out.push_back(std::move(o));
     }
-    s.reset();
     return out;
   }
 
@@ -718,14 +710,24 @@ class sqlite_evidence final : public evidence_repository {
   }
 
   std::vector<audit::baseline_stream> baselines(std::int64_t job) override {
-    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
-                          "WHERE r.job_id = ?1 AND r.condition = 'baseline' AND r.status = 'ok' ORDER BY r.group_index");
-    s.bind(1, job);
     std::vector<audit::baseline_stream> out;
+    for (auto& [r, stream] : decoded_runs(job, "baseline"))
+      if (stream) out.push_back({{r.backend, r.prompt, r.temperature, r.seed}, std::move(*stream)});
+    return out;
+  }
+
+  // The job's runs (of one condition, or all for ""), in plan order, each with its stream
+  // decoded (nullopt for failed runs and bytes that do not decode).
+  std::vector<std::pair<run_record, std::optional<audit::logit_stream>>> decoded_runs(std::int64_t job,
+                                                                                      const std::string& condition) {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
+                          "WHERE r.job_id = ?1 AND (?2 = '' OR r.condition = ?2) ORDER BY r.group_index, r.request_index");
+    s.bind(1, job).bind(2, condition);
+    std::vector<std::pair<run_record, std::optional<audit::logit_stream>>> out;
     while (s.step()) {
-      const auto r = read_run(s);
-      if (auto st = stream_of(r, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1)))
-        out.push_back({{r.backend, r.prompt, r.temperature, r.seed}, std::move(*st)});
+      auto r = read_run(s);
+      auto stream = r.ok ? stream_of(r, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1)) : std::nullopt;
+      out.emplace_back(std::move(r), std::move(stream));
     }
     s.reset();
     return out;

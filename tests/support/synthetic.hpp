@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,13 @@
 #include "storage/records.hpp"
 
 namespace logitaudit::test_support {
+
+// The pooled row of one condition; throws when the findings have none.
+inline const audit::condition_tally& row(const audit::findings& f, const std::string& name) {
+  for (const auto& t : f.pooled)
+    if (t.condition == name) return t;
+  throw std::runtime_error("no row " + name);
+}
 
 inline audit::logit_stream stream_of(std::vector<std::int64_t> ids, double lp = -0.25) {
   audit::logit_stream s;

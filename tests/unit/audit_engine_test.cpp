@@ -18,6 +18,7 @@
 using namespace logitaudit::audit;
 using logitaudit::test_support::batched_evidence;
 using logitaudit::test_support::next_float_down;
+using logitaudit::test_support::row;
 using logitaudit::test_support::simulate_bursts;
 using logitaudit::test_support::simulate;
 using logitaudit::test_support::stream_of;
@@ -211,14 +212,6 @@ TEST(spec_validation, every_problem_at_once_each_naming_its_field) {
   ASSERT_FALSE(p3.empty());
   EXPECT_NE(p3.back().message.find("limit is 1000"), std::string::npos);
 }
-
-namespace {
-
-const condition_tally& row(const findings& f, const std::string& name) {
-  return *std::find_if(f.pooled.begin(), f.pooled.end(), [&](auto& t) { return t.condition == name; });
-}
-
-}  // namespace
 
 TEST(findings, a_known_world_gives_a_known_table_and_predictions) {
   auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
