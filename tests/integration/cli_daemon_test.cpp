@@ -23,7 +23,7 @@ class cli : public ::testing::Test {
     dir_ = ::mkdtemp(tmpl);
     test_support::fake_knobs k;
     k.jitter_when_overlapping = true;  // concurrency moves the logprobs, as on a real server
-    k.delay = std::chrono::milliseconds(20);  // long enough that every burst overlaps: the fake batches it
+    k.delay = test_support::overlapping_delay;  // the fake batches every burst
     fake_ = std::make_unique<test_support::fake_backend>(k);
   }
   void TearDown() override {

@@ -38,6 +38,12 @@ struct fake_knobs {
   std::string openai_shape = "content";  // content | legacy_ids | legacy_text
 };
 
+// A delay under which every member of a burst is still being answered when the last one
+// arrives, with room for a loaded machine and a sanitizer build: the fake answers one request
+// after another on its thread, so a shorter delay lets a slow build serialize a burst, and the
+// audit then rightly finds it not batched.
+inline constexpr std::chrono::milliseconds overlapping_delay{100};
+
 // Thread-safe: knobs and counters are guarded; the server runs on its own thread.
 class fake_backend {
  public:

@@ -33,7 +33,7 @@ class daemon_api : public ::testing::Test {
   void SetUp() override { start({}); }
   void start(std::vector<std::string> tokens, bool adhoc = false, std::function<void(storage::db_worker&)> before_start = {}) {
     test_support::fake_knobs k;
-    k.delay = 20ms;
+    k.delay = test_support::overlapping_delay;  // the fake batches every burst
     k.jitter_when_overlapping = true;
     fake_a_ = std::make_unique<test_support::fake_backend>(k);
     fake_b_ = std::make_unique<test_support::fake_backend>(k);
@@ -104,6 +104,18 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
   ASSERT_EQ(js.status, 200u);
   EXPECT_TRUE(js.json()["valid"].get<bool>());
   EXPECT_EQ(js.json()["predictions"].size(), 4u);
+  const auto report = js.json();
+  for (const auto& row : report["pooled"]) {
+    if (row["condition"] == "cache_reuse") {
+      EXPECT_EQ(row["flagged_as"], "not_reused") << row.dump();
+    }
+    if (row["condition"] != "concurrent_greedy_c8") continue;
+    EXPECT_EQ(row["flagged"], 0) << row.dump();
+    EXPECT_EQ(row["flagged_as"], "not_batched");
+    EXPECT_GE(row["batching"]["bursts"].get<int>(), 1);
+    EXPECT_EQ(row["batching"]["batched"], row["batching"]["bursts"]);
+    EXPECT_EQ(row["batching"]["measured_by"], "busy_slots_per_decode");
+  }
 
   // Runs, filtered, and one run's stream with its tokens and top-k.
   auto runs = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?condition=concurrent_greedy_c8").json();

@@ -7,8 +7,10 @@
 #include "clients/job_runner.hpp"
 #include "support/fake_backend.hpp"
 #include "support/run.hpp"
+#include "support/synthetic.hpp"
 
 using namespace logitaudit;
+using test_support::row;
 using namespace std::chrono_literals;
 
 namespace {
@@ -22,17 +24,12 @@ audit::evaluation_evidence evidence_of(const clients::job_outcome& o) {
   return ev;
 }
 
-const audit::condition_tally& row(const audit::findings& f, const std::string& name) {
-  for (const auto& t : f.pooled)
-    if (t.condition == name) return t;
-  throw std::runtime_error("no row " + name);
-}
 
 }  // namespace
 
 TEST(job_runner, the_seed_protocol_on_a_fake_that_jitters_under_overlap_gives_the_known_table) {
   test_support::fake_knobs k;
-  k.delay = 60ms;  // every burst member is still in flight when the last one arrives
+  k.delay = test_support::overlapping_delay;
   k.jitter_when_overlapping = true;
   test_support::fake_backend a(k), b(k);
   auto spec = audit::seed_protocol({{"a", a.url(), "llama"}, {"b", b.url(), "llama"}});

@@ -4,10 +4,10 @@
 // API registry: a kind registered here, in the test, is usable end to end.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <regex>
 #include <sstream>
 
 #include "api/spec_json.hpp"
@@ -73,16 +73,28 @@ json comparable(storage::store& s, std::int64_t job) {
   return out;
 }
 
-// The text report without its measured figures (medians of busy slots and overlaps).
+// The text report without its measured figures: in the batching evidence's rows, from the
+// measured column on (medians of busy slots and overlaps), numbers become one '#' and the
+// padding around them one space.
 std::string without_measurements(const std::string& report) {
-  static const std::regex figure(R"((busy slots/decode|timed concurrency) [0-9.]+|[0-9]+%$)");
   std::string out, line;
   std::istringstream in(report);
   bool evidence = false;
   while (std::getline(in, line)) {
     if (line.starts_with("Batching evidence")) evidence = true;
     else if (line.empty()) evidence = false;
-    out += (evidence ? std::regex_replace(line, figure, "$1 #") : line) + "\n";
+    else if (evidence && line.find("server concurrency") == std::string::npos && line.size() > 43) {
+      std::string masked = line.substr(0, 43);
+      for (std::size_t i = 43; i < line.size(); ++i) {
+        const char c = line[i];
+        const bool number = std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+        const char put = number ? '#' : c;
+        if ((put == '#' || put == ' ') && !masked.empty() && masked.back() == put) continue;
+        masked += put;
+      }
+      line = masked;
+    }
+    out += line + "\n";
   }
   return out;
 }
@@ -96,7 +108,7 @@ json stored(const std::string& db, std::int64_t job) {
 
 TEST(lifecycle, the_daemon_and_the_offline_run_store_and_report_the_same_audit) {
   test_support::fake_knobs k;
-  k.delay = 20ms;
+  k.delay = test_support::overlapping_delay;  // both stores must find every burst batched
   k.jitter_when_overlapping = true;
   test_support::fake_backend fake(k);
   const fs::path dir = fs::temp_directory_path() / ("logitaudit-lifecycle-" + std::to_string(::getpid()));
