@@ -35,7 +35,12 @@ if [[ ! -f $build/build.ninja ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOGITAUDIT_FUZZ=ON \
     -DBUILD_TESTING=OFF >/dev/null
 fi
-cmake --build "$build" -j "${LOGITAUDIT_FUZZ_JOBS:-$(nproc)}" --target $(printf 'fuzz_%s ' "${targets[@]}") >/dev/null
+# Quiet when it builds; the compiler's errors (on ninja's stdout) when it does not.
+if ! log=$(cmake --build "$build" -j "${LOGITAUDIT_FUZZ_JOBS:-$(nproc)}" --target $(printf 'fuzz_%s ' "${targets[@]}") 2>&1); then
+  echo "$log" | grep -v '^\[' | tail -60 >&2
+  echo "fuzz: the build failed" >&2
+  exit 1
+fi
 [[ $build_only -eq 1 ]] && exit 0
 
 # Any sanitizer report is a crash (UBSan would otherwise print and go on).

@@ -12,7 +12,10 @@
 #include "api/audit_routes.hpp"
 #include "api/http_server.hpp"
 #include "api/metrics.hpp"
+#include "api/read_model.hpp"
 #include "api/schedule_routes.hpp"
+#include "daemon/job_lifecycle.hpp"
+#include "daemon/job_queue.hpp"
 #include "daemon/job_service.hpp"
 #include "daemon/scheduler.hpp"
 
@@ -21,12 +24,17 @@ namespace {
 using namespace logitaudit;
 namespace net = boost::asio;
 
+// The daemon's parts wired as daemon/main.cpp wires them, on one thread: the audits run on
+// the API's io_context (jobs fail fast against a backend that is never there).
 struct daemon_in_process {
   net::io_context io{1};
   std::unique_ptr<storage::db_worker> db;
   api::daemon_metrics metrics;
+  std::unique_ptr<daemon::job_lifecycle> lifecycle;
+  std::unique_ptr<daemon::job_queue> queue;
   std::unique_ptr<daemon::job_service> service;
   std::unique_ptr<daemon::scheduler> scheduler;
+  api::read_model reads{1 << 20};
   api::router routes;
   std::unique_ptr<api::http_server> server;
   std::thread thread;
@@ -36,15 +44,21 @@ struct daemon_in_process {
     const auto path = std::filesystem::temp_directory_path() / ("logitaudit-fuzz-" + std::to_string(::getpid()) + ".db");
     for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + s);
     db = std::make_unique<storage::db_worker>(path.string());
-    daemon::service_config cfg;
-    cfg.metrics = &metrics;
-    clients::backend_config b;  // a backend that is never there: jobs fail fast
+    daemon::lifecycle_config lc;
+    clients::backend_config b;
     b.name = "b";
     b.url = "http://127.0.0.1:1";
-    cfg.backends["b"] = b;
-    service = std::make_unique<daemon::job_service>(io.get_executor(), *db, cfg);
-    scheduler = std::make_unique<daemon::scheduler>(io.get_executor(), *db, *service, audit::spec_limits{});
-    const api::route_options opts{{"fuzz-token-1"}, {}, &metrics, "fuzz"};
+    lc.backends["b"] = b;
+    lifecycle = std::make_unique<daemon::job_lifecycle>(*db, lc);
+    queue = std::make_unique<daemon::job_queue>(io.get_executor(), io.get_executor(), *db, *lifecycle,
+                                                daemon::queue_config{});
+    service = std::make_unique<daemon::job_service>(*db, *lifecycle, *queue);
+    scheduler = std::make_unique<daemon::scheduler>(io.get_executor(), *db, *service, *lifecycle);
+    api::route_options opts;
+    opts.tokens = {"fuzz-token-1"};
+    opts.metrics = &metrics;
+    opts.reads = &reads;
+    opts.version = "fuzz";
     api::add_schedule_routes(routes, *scheduler, opts);
     api::add_audit_routes(routes, *service, opts);
     api::server_limits limits;
@@ -52,7 +66,7 @@ struct daemon_in_process {
     server = std::make_unique<api::http_server>(io.get_executor(), routes, limits);
     server->listen({net::ip::make_address("127.0.0.1"), 0});
     port = server->port();
-    service->start();
+    queue->start();
     scheduler->start();
     thread = std::thread([this] { io.run(); });
   }
