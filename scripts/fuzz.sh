@@ -32,7 +32,10 @@ out=${LOGITAUDIT_FUZZ_OUT:-$build/fuzz-out}
 bash scripts/bootstrap.sh
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is missing (apt-get install clang)" >&2; exit 2; }
 if [[ ! -f $build/build.ninja ]]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLOGITAUDIT_FUZZ=ON \
+  # A unity build at -O1: half the compile time of one object per source at -O2 (on 2 cores
+  # the fuzz build runs beside the test suite), at a small cost in executions per second.
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 -DLOGITAUDIT_BENCH=OFF -DLOGITAUDIT_FUZZ=ON \
     -DBUILD_TESTING=OFF >/dev/null
 fi
 # Quiet when it builds; the compiler's errors (on ninja's stdout) when it does not.
