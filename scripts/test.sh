@@ -41,11 +41,12 @@ cmake --build "$build" -j "$(nproc)"
 background=()
 if [[ $sanitizers == 1 ]]; then
   mkdir -p "$build/logs"
-  # Built beside the suite, at a lower priority; each waits for its turn below.
-  (nice -n 15 cmake -S . -B build-tsan "${sanitized[@]}" -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
-   nice -n 15 cmake --build build-tsan -j 1 --target unit_tests crash_writer) >"$build/logs/tsan-build.log" 2>&1 &
+  # Built beside the suite at the lowest priority, so that they take only the cores the suite
+  # leaves idle, and all of them once it is done (-j 1 left a core idle for 5 minutes).
+  (nice -n 19 cmake -S . -B build-tsan "${sanitized[@]}" -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
+   nice -n 19 cmake --build build-tsan -j "$(nproc)" --target unit_tests crash_writer) >"$build/logs/tsan-build.log" 2>&1 &
   background+=($!)
-  (nice -n 15 env LOGITAUDIT_FUZZ_JOBS=1 bash scripts/fuzz.sh --build-only) >"$build/logs/fuzz-build.log" 2>&1 &
+  (nice -n 19 bash scripts/fuzz.sh --build-only) >"$build/logs/fuzz-build.log" 2>&1 &
   background+=($!)
 fi
 stop_background() { for p in "${background[@]}"; do kill "$p" 2>/dev/null || true; done; }
