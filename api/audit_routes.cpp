@@ -27,18 +27,6 @@ api_response no_audit(const std::string& s) {
   return error_response(404, "not_found", "no audit with id '" + s.substr(0, 64) + "'", "id");
 }
 
-std::optional<api_response> unknown_query(const request_context& ctx, std::initializer_list<const char*> known) {
-  std::set<std::string> k(known.begin(), known.end());
-  for (const auto& [key, v] : ctx.query)
-    if (!k.count(key)) return error_response(400, "invalid_query", "unknown query parameter", key);
-  return std::nullopt;
-}
-
-std::string query_or(const request_context& ctx, const char* key, std::string fallback = {}) {
-  auto it = ctx.query.find(key);
-  return it == ctx.query.end() ? fallback : it->second;
-}
-
 // A final audit's body from the read model, if it is kept there.
 std::optional<api_response> kept(const route_state& st, std::int64_t id, const std::string& key) {
   if (!st.options.reads) return std::nullopt;
@@ -293,6 +281,18 @@ api_response unauthorized() { return error_response(401, "unauthorized", "this r
 api_response error_response(const service_error& e) {
   const auto h = http_status_of(e.kind);
   return error_response(h.status, e.code.empty() ? std::string(h.code) : e.code, e.message, e.field);
+}
+
+std::optional<api_response> unknown_query(const request_context& ctx, std::initializer_list<const char*> known) {
+  std::set<std::string> k(known.begin(), known.end());
+  for (const auto& [key, v] : ctx.query)
+    if (!k.count(key)) return error_response(400, "invalid_query", "unknown query parameter", key);
+  return std::nullopt;
+}
+
+std::string query_or(const request_context& ctx, const char* key, std::string fallback) {
+  auto it = ctx.query.find(key);
+  return it == ctx.query.end() ? fallback : it->second;
 }
 
 bool token_accepted(const std::string& header, const std::vector<std::string>& tokens) {

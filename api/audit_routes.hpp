@@ -3,6 +3,8 @@
 // and the bodies of final audits served from the read model.
 #pragma once
 
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,11 @@ bool token_accepted(const std::string& authorization_header, const std::vector<s
 bool authorized(const request_context& ctx, const route_options& o);
 // The 401 of a request without an accepted token.
 api_response unauthorized();
+
+// The 400 naming the first query parameter that is not among `known`; nullopt when all are.
+std::optional<api_response> unknown_query(const request_context& ctx, std::initializer_list<const char*> known);
+// A query parameter's decoded value, or `fallback`.
+std::string query_or(const request_context& ctx, const char* key, std::string fallback = {});
 
 // The JSON error of a service error, with its status from the one table.
 api_response error_response(const service_error& e);

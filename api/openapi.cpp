@@ -32,6 +32,8 @@ std::string openapi_document(const router& routes, const std::string& version) {
       {"PATCH /v1/schedules/{id}", "Change cron, timezone, spec, enabled or missed"},
       {"DELETE /v1/schedules/{id}", "Delete a schedule (its audits stay)"},
       {"GET /v1/schedules/{id}/history", "The audits a schedule fired, with their validity and predictions"},
+      {"GET /v1/schedules/{id}/timeline", "The schedule's series (one per backend): per audit its fingerprints, baseline digests, identical counts with Jeffreys intervals, batching evidence, predictions, and the classified transition into it (backend, audits)"},
+      {"GET /v1/series", "Series of audits (a schedule's, or ad-hoc audits of one spec) per backend, with their timelines, segments and state (backend, spec_hash, schedule, audits)"},
   };
   const json error_schema = {
       {"type", "object"},

@@ -134,22 +134,29 @@ json burst_json(const storage::burst_record& b) {
   return j;
 }
 
-json fingerprint_json(const storage::fingerprint_record& f) {
-  const auto& p = f.fingerprint;
+json fingerprint_fields_json(const audit::backend_fingerprint& p) {
   json prompts = json::object();
   for (const auto& [prompt, hash] : p.prompt_token_hashes) prompts[prompt] = hash;
-  return {{"backend", f.backend},
-          {"phase", std::string(audit::to_string(f.phase))},
-          {"taken_at", f.taken_at},
-          {"api", p.api},
+  json meta = json::object();
+  for (const auto& [key, value] : p.model_meta) meta[key] = value;
+  return {{"api", p.api},
           {"build_info", p.build_info},
           {"model", p.model},
+          {"model_sha256", p.model_sha256},
+          {"model_meta", meta},
           {"model_ftype", p.model_ftype},
           {"total_slots", reported(p.total_slots)},
           {"n_ctx", reported(p.n_ctx)},
           {"chat_template_hash", p.chat_template_hash},
           {"generation_settings_hash", p.generation_settings_hash},
-          {"prompt_token_hashes", prompts}};
+          {"prompt_token_hashes", prompts},
+          {"canary", {{"logit_digest", p.canary_logit_digest}, {"token_digest", p.canary_token_digest}}}};
+}
+
+json fingerprint_json(const storage::fingerprint_record& f) {
+  json j = {{"backend", f.backend}, {"phase", std::string(audit::to_string(f.phase))}, {"taken_at", f.taken_at}};
+  j.update(fingerprint_fields_json(f.fingerprint));
+  return j;
 }
 
 json schedule_json(const storage::schedule_record& v) {

@@ -19,6 +19,8 @@ nlohmann::json run_json(const storage::run_record& r);
 nlohmann::json stream_json(const storage::stream_record& s);
 nlohmann::json burst_json(const storage::burst_record& b);
 nlohmann::json fingerprint_json(const storage::fingerprint_record& f);
+// A fingerprint's fields alone (the history's before and after).
+nlohmann::json fingerprint_fields_json(const audit::backend_fingerprint& f);
 nlohmann::json schedule_json(const storage::schedule_record& s);
 nlohmann::json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_comparison& c);
 

@@ -371,13 +371,24 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     f.predictions.push_back(pr);
   }
 
+  // Both ends taken (a fingerprint that failed is not a change): a server that changed during
+  // the audit, by a declared field or by its canary's numbers, voids the findings.
   for (const auto& [name, fp] : ev.fingerprints)
-    for (const auto& field : fingerprint_differences(fp.before, fp.after)) f.fingerprint_changes.push_back(name + ": " + field);
+    if (!fp.before.api.empty() && !fp.after.api.empty())
+      for (const auto& field : fingerprint_differences(fp.before, fp.after))
+        f.fingerprint_changes.push_back(name + ": " + field);
+  if (!f.fingerprint_changes.empty() && f.valid) {
+    f.valid = false;
+    f.invalid_reason = "invalid: server changed during the audit: ";
+    for (std::size_t i = 0; i < f.fingerprint_changes.size(); ++i)
+      f.invalid_reason += (i ? ", " : "") + f.fingerprint_changes[i];
+  }
 
   write_sentences(spec, plan, f);
   if (!f.fingerprint_changes.empty())
-    f.sentences.push_back("Backend changed during the job: " + std::to_string(f.fingerprint_changes.size()) +
-                          " fingerprint field(s) differ between start and end; compare streams across that change with care.");
+    f.sentences.push_back("Server changed during the audit: " + std::to_string(f.fingerprint_changes.size()) +
+                          " fingerprint field(s) differ between start and end (the canary's digests among them when the "
+                          "numbers moved); the findings are not trusted.");
   if (f.failed_runs > 0)
     f.sentences.push_back("Failures: " + std::to_string(f.failed_runs) +
                           " compared request(s) failed and are kept out of every tally above.");

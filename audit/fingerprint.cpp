@@ -18,7 +18,42 @@ std::vector<std::string> fingerprint_differences(const backend_fingerprint& a,
     auto it = b.prompt_token_hashes.find(prompt);
     if (it != b.prompt_token_hashes.end() && it->second != h) d.push_back("prompt_tokens:" + prompt);
   }
+  if (!a.model_sha256.empty() && !b.model_sha256.empty() && a.model_sha256 != b.model_sha256)
+    d.push_back("model_sha256");
+  for (const auto& [key, value] : a.model_meta) {
+    auto it = b.model_meta.find(key);
+    if (it != b.model_meta.end() && it->second != value) d.push_back("model_meta:" + key);
+  }
+  if (!a.canary_logit_digest.empty() && !b.canary_logit_digest.empty() &&
+      (a.canary_logit_digest != b.canary_logit_digest || a.canary_token_digest != b.canary_token_digest))
+    d.push_back("canary");
   return d;
+}
+
+std::string_view declared_category(std::string_view field) {
+  if (field == "build_info") return "build";
+  if (field == "model" || field == "model_sha256" || field.starts_with("model_meta:")) return "model identity";
+  if (field == "model_ftype") return "quantisation";
+  if (field == "chat_template") return "chat template";
+  if (field == "generation_settings") return "generation settings";
+  if (field.starts_with("prompt_tokens:")) return "tokenisation";
+  if (field == "total_slots" || field == "n_ctx") return "server settings";
+  if (field == "api") return "api";
+  return "";
+}
+
+std::vector<std::string> declared_categories(const std::vector<std::string>& fields) {
+  static constexpr std::string_view order[] = {"api",                 "build",        "model identity",
+                                               "quantisation",        "chat template", "generation settings",
+                                               "tokenisation",        "server settings"};
+  std::vector<std::string> out;
+  for (auto category : order)
+    for (const auto& f : fields)
+      if (declared_category(f) == category) {
+        out.emplace_back(category);
+        break;
+      }
+  return out;
 }
 
 }  // namespace logitaudit::audit

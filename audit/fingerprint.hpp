@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace logitaudit::audit {
@@ -20,13 +21,36 @@ struct backend_fingerprint {
   std::string chat_template_hash;       // XXH3-64 hex of the chat template
   std::string generation_settings_hash; // XXH3-64 hex of the canonical default settings JSON
   std::map<std::string, std::string> prompt_token_hashes;  // prompt -> XXH3-64 hex of its ids
+  // The model beyond its path: what the server says of it (/v1/models: parameters, size,
+  // vocabulary, training context, ...) and the file's sha256 when the daemon can read it.
+  std::map<std::string, std::string> model_meta;
+  std::string model_sha256;  // hex; empty: no model_path configured, or not readable
+  // The behavioural fingerprint: the digests (hex) of a fixed canary request, solo, greedy,
+  // cache off. The numbers identify weights and build even behind the same path and name.
+  // Empty when the canary request failed.
+  std::string canary_logit_digest, canary_token_digest;
 
   bool operator==(const backend_fingerprint&) const = default;
 };
 
 // The fields that differ between two fingerprints, by name ("model", "build_info", ...;
-// "prompt_tokens:<prompt>" for a changed rendering). Empty when they agree.
+// "prompt_tokens:<prompt>" for a changed rendering, "model_meta:<key>", "canary" for the
+// canary's digests). A field one side lacks (empty) is not a difference. Empty when they agree.
 std::vector<std::string> fingerprint_differences(const backend_fingerprint& a,
                                                  const backend_fingerprint& b);
+
+// What a changed field declares, in the words of the history: "build", "model identity",
+// "quantisation", "chat template", "generation settings", "tokenisation", "server settings"
+// (slots, context), "api"; "" for the canary, which is evidence that the numbers moved and
+// not a declared field.
+std::string_view declared_category(std::string_view field);
+
+// The declared categories among `fields`, each once, in a fixed order.
+std::vector<std::string> declared_categories(const std::vector<std::string>& fields);
+
+// The fixed canary request: its prompt and length. Solo, greedy (temperature 0), cache off,
+// top-5 logprobs.
+inline constexpr const char* canary_prompt = "logitaudit canary: the same request, the same numbers";
+inline constexpr int canary_n_predict = 8;
 
 }  // namespace logitaudit::audit

@@ -1,6 +1,9 @@
 // A backend: the wire (http_client) plus its API kind.
 #include "backend.hpp"
 
+#include "audit/stream_encoding.hpp"
+#include "model_file.hpp"
+
 #include <stdexcept>
 
 namespace logitaudit::clients {
@@ -73,7 +76,21 @@ net::awaitable<client_result<bool>> backend::health() {
 }
 
 net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(std::vector<std::string> prompts) {
-  co_return co_await config_.api->fingerprint(http_, std::move(prompts), config_.options);
+  auto f = co_await config_.api->fingerprint(http_, std::move(prompts), config_.options);
+  if (!f) co_return f;
+  if (!config_.model_path.empty()) f->model_sha256 = co_await model_file_sha256(config_.model_path);
+  completion_request canary;
+  canary.prompt = audit::canary_prompt;
+  canary.n_predict = audit::canary_n_predict;
+  canary.temperature = 0;
+  canary.cache_prompt = false;
+  canary.n_probs = 5;
+  if (auto s = co_await complete(canary)) {
+    const auto d = audit::digest(*s);
+    f->canary_logit_digest = d.logit.hex();
+    f->canary_token_digest = d.token.hex();
+  }
+  co_return f;
 }
 
 net::awaitable<std::optional<decode_counters>> backend::read_decode_counters() {

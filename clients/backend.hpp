@@ -22,6 +22,7 @@ struct backend_config {
   api_kind api = default_api_kind();
   http_options http;  // deadlines, body limit, bearer token
   api_options options;
+  std::string model_path;  // the server's model file, if this process can read it: hashed into the fingerprint
 };
 
 // A backend named on a command line: "NAME=URL", a bare "URL" (named after its host:port),
@@ -57,7 +58,10 @@ class backend {
   // GET the kind's health target: ok when the server answers 2xx. Suspends.
   net::awaitable<client_result<bool>> health();
 
-  // The backend's fingerprint. Suspends. Errors: the first failing request's error.
+  // The backend's fingerprint: its kind's (build, model, settings, prompt tokenisation), the
+  // model file's sha256 when model_path is set (hashed on a thread of its own, cached by size
+  // and modification time), and the canary's digests (empty when the canary request failed).
+  // Suspends. Errors: the first failing request of the kind's fingerprint.
   net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(std::vector<std::string> prompts);
 
   // The server's cumulative decode counters; nullopt when its kind or its configuration

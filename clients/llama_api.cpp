@@ -1,5 +1,6 @@
 // Parsing of llama.cpp's /completion (plain and SSE), /props, /tokenize and /metrics.
 #include "llama_api.hpp"
+#include "openai_api.hpp"
 
 #include "completion_sax.hpp"
 
@@ -247,6 +248,9 @@ class llama_api final : public backend_api {
     if (!props) co_return unexpected{props.error()};
     auto f = parse_props(props->body);
     if (!f) co_return unexpected{f.error()};
+    // The model beyond its path; older servers without /v1/models just leave it empty.
+    if (auto models = co_await http.request(http::verb::get, "/v1/models"); models && models->status == 200)
+      f->model_meta = parse_models_meta(models->body, f->model);
     for (const auto& p : prompts) {
       auto x = co_await http.request(http::verb::post, "/tokenize", tokenize_body(p));
       if (!x) co_return unexpected{x.error()};

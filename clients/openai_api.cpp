@@ -191,6 +191,31 @@ client_result<std::string> parse_openai_models(std::string_view body) {
   return (*d)[0]["id"].get<std::string>();
 }
 
+std::map<std::string, std::string> parse_models_meta(std::string_view body, std::string_view id) {
+  std::map<std::string, std::string> out;
+  json j = json::parse(body, nullptr, false);
+  auto d = j.is_object() ? j.find("data") : j.end();
+  if (d == j.end() || !d->is_array()) return out;
+  const json* entry = nullptr;
+  for (const auto& m : *d)
+    if (m.is_object() && (!entry || (m.contains("id") && m["id"].is_string() && m["id"].get<std::string>() == id)))
+      entry = &m;
+  if (!entry) return out;
+  auto scalar = [](const json& v) -> std::optional<std::string> {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number() || v.is_boolean()) return v.dump();
+    return std::nullopt;
+  };
+  // What describes the model (not "created": llama.cpp answers the time of the request).
+  for (const char* key : {"owned_by", "root", "parent", "max_model_len"})
+    if (auto it = entry->find(key); it != entry->end())
+      if (auto v = scalar(*it)) out[key] = *v;
+  if (auto meta = entry->find("meta"); meta != entry->end() && meta->is_object())
+    for (const auto& [key, value] : meta->items())
+      if (auto v = scalar(value)) out[key] = *v;
+  return out;
+}
+
 namespace {
 
 class openai_api final : public backend_api {
@@ -216,6 +241,7 @@ class openai_api final : public backend_api {
     audit::backend_fingerprint f;
     f.api = "openai";
     f.model = o.model.empty() ? *id : o.model;
+    f.model_meta = parse_models_meta(models->body, f.model);
     // system_fingerprint comes with completions: one tiny greedy request reads it.
     completion_request probe;
     probe.prompt = prompts.empty() ? "fingerprint" : prompts.front();

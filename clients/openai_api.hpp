@@ -2,6 +2,7 @@
 // request body and logprobs parsing, in both shapes servers use. JSON stops here.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,11 @@ std::string openai_system_fingerprint(std::string_view body);
 
 // GET /v1/models -> the first model id, "" when none.
 client_result<std::string> parse_openai_models(std::string_view body);
+
+// What /v1/models says of the model `id` (or of its only model): llama.cpp's `meta` (n_params,
+// size, n_vocab, n_ctx_train, n_embd, vocab_type) and vLLM's max_model_len, root, parent,
+// owned_by, as strings. Empty when the body has none of it; never an error.
+std::map<std::string, std::string> parse_models_meta(std::string_view body, std::string_view id);
 
 // The "openai" API kind, for the registry.
 std::unique_ptr<backend_api> make_openai_api();

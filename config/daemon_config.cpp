@@ -68,7 +68,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "limits",
-                       "evidence", "read_cache_bytes", "log_file", "interrupted_jobs"},
+                       "evidence", "history", "read_cache_bytes", "log_file", "interrupted_jobs"},
                p);
   read(j, "log_file", "", c.log_file, p);
   std::string interrupted = "resume";
@@ -98,10 +98,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         const std::string at = "backends[" + std::to_string(i) + "]";
         const auto& e = (*b)[i];
         if (!e.is_object()) {
-          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model}"});
+          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model, model_path}"});
           continue;
         }
-        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model"}, p);
+        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model", "model_path"}, p);
         backend_entry be;
         read(e, "name", at, be.name, p);
         read(e, "url", at, be.url, p);
@@ -109,6 +109,8 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         read(e, "token", at, be.token, p);
         read(e, "timeout_s", at, be.timeout_s, p);
         read(e, "model", at, be.model, p);
+        read(e, "model_path", at, be.model_path, p);
+        if (e.contains("model_path") && be.model_path.empty()) p.push_back({at + ".model_path", "must not be empty"});
         if (be.name.empty()) p.push_back({at + ".name", "is required"});
         else if (!names.insert(be.name).second) p.push_back({at + ".name", "duplicate backend name '" + be.name + "'"});
         check_backend(be, at, p);
@@ -145,6 +147,24 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       fraction(*e, "min_overlap", "evidence", c.evidence.min_overlap, p);
       read(*e, "require_server_measure", "evidence", c.evidence.require_server_measure, p);
       read(*e, "min_reused_tokens", "evidence", c.evidence.min_reused_tokens, p);
+    }
+  }
+  if (auto h = j.find("history"); h != j.end()) {
+    if (!h->is_object()) p.push_back({"history", "must be an object"});
+    else {
+      unknown_keys(*h, "history", {"confidence", "rate_shift_q", "rate_min_history", "rate_window", "confirm_after"}, p);
+      auto& t = c.history;
+      read(*h, "confidence", "history", t.confidence, p);
+      if (!(t.confidence > 0 && t.confidence < 1)) p.push_back({"history.confidence", "must be in (0, 1)"});
+      read(*h, "rate_shift_q", "history", t.rate_shift_q, p);
+      if (!(t.rate_shift_q > 0 && t.rate_shift_q < 1)) p.push_back({"history.rate_shift_q", "must be in (0, 1)"});
+      auto count = [&](const char* key, int& v, int max) {
+        read(*h, key, "history", v, p);
+        if (v < 1 || v > max) p.push_back({std::string("history.") + key, "must be between 1 and " + std::to_string(max)});
+      };
+      count("rate_min_history", t.rate_min_history, 100);
+      count("rate_window", t.rate_window, 100);
+      count("confirm_after", t.confirm_after, 100);
     }
   }
   if (!p.empty()) return unexpected{std::move(p)};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "audit/evidence.hpp"
+#include "audit/history.hpp"
 #include "audit/expected.hpp"
 #include "audit/spec.hpp"
 
@@ -22,6 +23,7 @@ struct backend_entry {
   std::string token;          // bearer token the backend wants (llama-server --api-key); never logged
   int timeout_s = 600;        // a request's whole deadline (first byte included)
   std::string model;          // the "model" member, for servers that serve several
+  std::string model_path;     // the server's model file, when the daemon can read it: its sha256 joins the fingerprint
 };
 
 // What to do with jobs an earlier process left running.
@@ -40,6 +42,7 @@ struct daemon_config {
   std::int64_t max_database_bytes = 0;  // 0: no cap; else writes beyond it fail like a full disk
   std::size_t read_cache_bytes = 64u << 20;  // bodies of final audits the API keeps in memory
   audit::evidence_thresholds evidence;
+  audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)
   std::string log_file;  // empty: standard error; reopened on SIGHUP
   interrupted_policy interrupted_jobs = interrupted_policy::resume;
 };

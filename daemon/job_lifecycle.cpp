@@ -69,6 +69,7 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
   nj.total_groups = plan.groups.size();
   nj.tags = spec.tags;
   nj.schedule_id = schedule;
+  for (const auto& b : spec.backends) nj.backends.push_back(b.name);
   const int max_queued = config_.max_queued_jobs;
   // Counting the queue and inserting happen in one task on the db thread: nothing queues in
   // between.

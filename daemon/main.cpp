@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/audit_routes.hpp"
+#include "api/history_routes.hpp"
 #include "api/http_server.hpp"
 #include "api/read_model.hpp"
 #include "api/schedule_routes.hpp"
@@ -22,6 +23,7 @@
 #include "job_lifecycle.hpp"
 #include "job_queue.hpp"
 #include "job_service.hpp"
+#include "history_reader.hpp"
 #include "scheduler.hpp"
 #include "settings.hpp"
 #include "storage/database_lock.hpp"
@@ -146,8 +148,10 @@ int main(int argc, char** argv) {
   route_opts.metrics = &metrics;
   route_opts.reads = &reads;
   route_opts.version = LOGITAUDIT_VERSION;
+  daemon::history_reader history(*db, conf.history);
   api::add_schedule_routes(routes, schedules, route_opts);
-  api::add_audit_routes(routes, service, route_opts);
+  api::add_history_routes(routes, history, schedules);
+  api::add_audit_routes(routes, service, route_opts);  // last: its /openapi.json lists the routes added before it
   api::server_limits server_limits;
   server_limits.max_body = conf.max_body_bytes;
   api::http_server server(io.get_executor(), routes, server_limits);

@@ -7,6 +7,7 @@ packages=(
   g++ cmake ninja-build pkg-config  # toolchain
   libboost1.81-dev                  # Asio + Beast (libboost-dev is 1.74: too old)
   nlohmann-json3-dev libsqlite3-dev libxxhash-dev libspdlog-dev libcli11-dev
+  libssl-dev                        # sha256 of model files, HMAC-SHA256 of webhook payloads
   libgtest-dev                      # GoogleTest
   python3                           # the independent verifier and the Python baseline clients
   curl                              # health checks in scripts/demo.sh

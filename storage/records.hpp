@@ -43,6 +43,7 @@ struct new_job {
   std::vector<std::string> tags;
   std::optional<std::int64_t> schedule_id;
   std::string created_at;
+  std::vector<std::string> backends;  // by name: the series the job belongs to
 };
 
 struct job_record {
@@ -160,6 +161,28 @@ struct schedule_record {
   std::string created_at;
   std::optional<std::int64_t> next_fire_unix;
   std::optional<std::int64_t> last_fire_unix;
+};
+
+// A series: the audits of one schedule on one backend, or the ad-hoc audits (no schedule) of
+// one spec (by its hash) on one backend.
+struct series_key {
+  std::optional<std::int64_t> schedule;
+  std::string spec_hash;  // ad-hoc series; ignored for a schedule's
+  std::string backend;
+  bool operator==(const series_key&) const = default;
+};
+
+struct series_summary {
+  series_key key;
+  std::int64_t audits = 0, first_job = 0, last_job = 0;
+  std::string last_spec_hash, last_time;
+};
+
+// Every member narrows ("" / nullopt: no bound).
+struct series_filter {
+  std::string backend;
+  std::string spec_hash;
+  std::optional<std::int64_t> schedule;
 };
 
 // The current time as RFC 3339 UTC with milliseconds.

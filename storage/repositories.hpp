@@ -30,6 +30,10 @@ class job_repository {
   virtual std::vector<job_record> with_status(audit::job_status status) = 0;  // oldest first
   virtual std::vector<job_record> page(const job_query& q) = 0;
   virtual std::vector<job_record> of_schedule(std::int64_t schedule, int limit) = 0;  // newest first
+  // The series the stored jobs form, the one with the newest job first.
+  virtual std::vector<series_summary> series(const series_filter& filter) = 0;
+  // The newest `limit` jobs of a series, oldest first.
+  virtual std::vector<job_record> series_jobs(const series_key& key, int limit) = 0;
   virtual std::map<audit::job_status, std::int64_t> counts() = 0;
   virtual std::vector<std::int64_t> ids() = 0;
   virtual std::vector<prediction_record> predictions(std::int64_t job) = 0;

@@ -176,6 +176,25 @@ ALTER TABLE predictions ADD COLUMN outcome TEXT NOT NULL DEFAULT 'failed' CHECK 
 UPDATE predictions SET outcome = CASE WHEN held THEN 'held' WHEN n = 0 THEN 'undecided' ELSE 'failed' END;
 ALTER TABLE predictions ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 3: the history. Each job's backends (its series), filled in for the stored jobs from
+    // their specs; the model beyond its path (the server's metadata, the file's sha256) and
+    // the canary's digests in every fingerprint.
+    R"sql(
+CREATE TABLE job_backends (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  backend TEXT NOT NULL,
+  PRIMARY KEY (job_id, backend)
+);
+CREATE INDEX job_backends_by_backend ON job_backends(backend, job_id);
+INSERT OR IGNORE INTO job_backends (job_id, backend)
+  SELECT j.id, json_extract(b.value, '$.name') FROM jobs j, json_each(j.spec_json, '$.backends') b
+  WHERE json_valid(j.spec_json) AND json_extract(b.value, '$.name') IS NOT NULL;
+CREATE INDEX jobs_by_spec ON jobs(spec_hash, id);
+ALTER TABLE fingerprints ADD COLUMN model_meta TEXT NOT NULL DEFAULT '';
+ALTER TABLE fingerprints ADD COLUMN model_sha256 TEXT NOT NULL DEFAULT '';
+ALTER TABLE fingerprints ADD COLUMN canary_logit_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE fingerprints ADD COLUMN canary_token_digest TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -283,8 +302,16 @@ class sqlite_jobs final : public job_repository {
     s.bind(1, j.spec_json).bind(2, j.spec_hash).bind(3, j.prediction_hash).bind(4, j.predictions_registered_at);
     s.bind(5, j.total_requests).bind(6, j.total_groups).bind(7, tags_text(j.tags)).bind(8, j.schedule_id);
     s.bind(9, j.created_at);
+    transaction t(db_);
     s.run();
-    return db_.last_insert_id();
+    const auto id = db_.last_insert_id();
+    auto& b = db_.prepare("INSERT OR IGNORE INTO job_backends (job_id, backend) VALUES (?, ?)");
+    for (const auto& name : j.backends) {
+      b.bind(1, id).bind(2, name);
+      b.run();
+    }
+    t.commit();
+    return id;
   }
 
   void set_status(std::int64_t job, audit::job_status status, const std::string& at, const std::string& error) override {
@@ -366,6 +393,43 @@ class sqlite_jobs final : public job_repository {
     auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE schedule_id = ? ORDER BY id DESC LIMIT ?");
     s.bind(1, schedule).bind(2, limit);
     return read_jobs(s);
+  }
+
+  std::vector<series_summary> series(const series_filter& f) override {
+    auto& s = db_.prepare(
+        "SELECT g.schedule_id, g.spec, g.backend, g.n, g.first_id, g.last_id, l.spec_hash, l.created_at FROM ("
+        " SELECT j.schedule_id, CASE WHEN j.schedule_id IS NULL THEN j.spec_hash ELSE '' END AS spec, b.backend,"
+        "  count(*) AS n, min(j.id) AS first_id, max(j.id) AS last_id"
+        " FROM jobs j JOIN job_backends b ON b.job_id = j.id"
+        " WHERE (?1 = '' OR b.backend = ?1) AND (?2 = '' OR j.spec_hash = ?2) AND (?3 IS NULL OR j.schedule_id = ?3)"
+        " GROUP BY j.schedule_id, spec, b.backend) g JOIN jobs l ON l.id = g.last_id ORDER BY g.last_id DESC");
+    s.bind(1, f.backend).bind(2, f.spec_hash).bind(3, f.schedule);
+    std::vector<series_summary> out;
+    while (s.step()) {
+      series_summary x;
+      if (!s.is_null(0)) x.key.schedule = s.integer(0);
+      x.key.spec_hash = s.text(1);
+      x.key.backend = s.text(2);
+      x.audits = s.integer(3);
+      x.first_job = s.integer(4);
+      x.last_job = s.integer(5);
+      x.last_spec_hash = s.text(6);
+      x.last_time = s.text(7);
+      out.push_back(std::move(x));
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<job_record> series_jobs(const series_key& k, int limit) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns +
+                          " FROM jobs WHERE id IN (SELECT job_id FROM job_backends WHERE backend = ?1) AND"
+                          " ((?2 IS NOT NULL AND schedule_id = ?2) OR (?2 IS NULL AND schedule_id IS NULL AND spec_hash = ?3))"
+                          " ORDER BY id DESC LIMIT ?4");
+    s.bind(1, k.backend).bind(2, k.schedule).bind(3, k.spec_hash).bind(4, limit);
+    auto jobs = read_jobs(s);
+    std::reverse(jobs.begin(), jobs.end());
+    return jobs;
   }
 
   std::map<audit::job_status, std::int64_t> counts() override {
@@ -501,6 +565,10 @@ audit::backend_fingerprint read_fingerprint(statement& s, int at) {
   f.chat_template_hash = s.text(at + 6);
   f.generation_settings_hash = s.text(at + 7);
   f.prompt_token_hashes = hashes_of(s.text(at + 8));
+  f.model_meta = hashes_of(s.text(at + 9));
+  f.model_sha256 = s.text(at + 10);
+  f.canary_logit_digest = s.text(at + 11);
+  f.canary_token_digest = s.text(at + 12);
   return f;
 }
 
@@ -578,11 +646,13 @@ class sqlite_evidence final : public evidence_repository {
     // A resumed job keeps the fingerprint taken when it first began; the end is the last one.
     auto& s = db_.prepare(std::string(phase == audit::fingerprint_phase::before ? "INSERT OR IGNORE" : "INSERT OR REPLACE") +
                           " INTO fingerprints (job_id, backend, phase, api, build_info, model, model_ftype, total_slots, "
-                          "n_ctx, chat_template_hash, generation_settings_hash, prompt_token_hashes, taken_at) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                          "n_ctx, chat_template_hash, generation_settings_hash, prompt_token_hashes, model_meta, "
+                          "model_sha256, canary_logit_digest, canary_token_digest, taken_at) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     s.bind(1, job).bind(2, backend).bind(3, audit::to_string(phase)).bind(4, f.api).bind(5, f.build_info).bind(6, f.model);
     s.bind(7, f.model_ftype).bind(8, f.total_slots).bind(9, f.n_ctx).bind(10, f.chat_template_hash);
-    s.bind(11, f.generation_settings_hash).bind(12, hashes_text(f.prompt_token_hashes)).bind(13, taken_at);
+    s.bind(11, f.generation_settings_hash).bind(12, hashes_text(f.prompt_token_hashes)).bind(13, hashes_text(f.model_meta));
+    s.bind(14, f.model_sha256).bind(15, f.canary_logit_digest).bind(16, f.canary_token_digest).bind(17, taken_at);
     s.run();
   }
 
@@ -691,13 +761,13 @@ class sqlite_evidence final : public evidence_repository {
   std::vector<fingerprint_record> fingerprint_records(std::int64_t job) override {
     auto& s = db_.prepare(
         "SELECT backend, phase, api, build_info, model, model_ftype, total_slots, n_ctx, chat_template_hash, "
-        "generation_settings_hash, prompt_token_hashes, taken_at FROM fingerprints WHERE job_id = ? "
-        "ORDER BY backend, phase DESC");
+        "generation_settings_hash, prompt_token_hashes, model_meta, model_sha256, canary_logit_digest, "
+        "canary_token_digest, taken_at FROM fingerprints WHERE job_id = ? ORDER BY backend, phase DESC");
     s.bind(1, job);
     std::vector<fingerprint_record> out;
     while (s.step())
       out.push_back({s.text(0), audit::parse_fingerprint_phase(s.text(1)).value_or(audit::fingerprint_phase::before),
-                     read_fingerprint(s, 2), s.text(11)});
+                     read_fingerprint(s, 2), s.text(15)});
     s.reset();
     return out;
   }

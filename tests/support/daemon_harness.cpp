@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "api/audit_routes.hpp"
+#include "api/history_routes.hpp"
 #include "api/schedule_routes.hpp"
 #include "clients/api_registry.hpp"
 
@@ -69,6 +70,8 @@ daemon_harness::daemon_harness(harness_options o) {
   ro.reads = reads_.get();
   ro.version = "test";
   api::add_schedule_routes(routes_, *scheduler_, ro);
+  history_ = std::make_unique<daemon::history_reader>(*db_, o.history);
+  api::add_history_routes(routes_, *history_, *scheduler_);
   api::add_audit_routes(routes_, *service_, ro);
   server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
   server_->on_response([this](unsigned status, double seconds) { metrics_.observe_response(status, seconds); });
@@ -99,6 +102,7 @@ daemon_harness::~daemon_harness() {
   audit_thread_.join();
   server_.reset();
   scheduler_.reset();
+  history_.reset();
   service_.reset();
   queue_.reset();
   lifecycle_.reset();

@@ -294,6 +294,7 @@ TEST(findings, a_fingerprint_change_is_reported) {
   auto spec = seed_protocol({{"a", "", "llama"}});
   auto plan = make_plan(spec);
   backend_fingerprints fp;
+  fp.before.api = fp.after.api = "llama";
   fp.before.model = "tiny.gguf";
   fp.after.model = "small.gguf";
   auto ev = batched_evidence(plan);
@@ -301,6 +302,28 @@ TEST(findings, a_fingerprint_change_is_reported) {
   auto f = evaluate(spec, plan, simulate(plan), ev);
   ASSERT_EQ(f.fingerprint_changes.size(), 1u);
   EXPECT_EQ(f.fingerprint_changes[0], "a: model");
+  EXPECT_FALSE(f.valid) << "a server that changed during the audit voids its findings";
+  EXPECT_EQ(f.invalid_reason, "invalid: server changed during the audit: a: model");
+}
+
+TEST(findings, a_canary_that_moved_during_the_audit_voids_the_findings_and_a_missing_end_does_not) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  backend_fingerprints fp;
+  fp.before.api = fp.after.api = "llama";
+  fp.before.canary_logit_digest = "c1";
+  fp.after.canary_logit_digest = "c2";
+  auto ev = batched_evidence(plan);
+  ev.fingerprints = {{"a", fp}};
+  auto f = evaluate(spec, plan, simulate(plan), ev);
+  EXPECT_EQ(f.fingerprint_changes, std::vector<std::string>{"a: canary"});
+  EXPECT_FALSE(f.valid);
+  // The fingerprint after the audit could not be taken: nothing is known to have changed.
+  fp.after = {};
+  ev.fingerprints = {{"a", fp}};
+  f = evaluate(spec, plan, simulate(plan), ev);
+  EXPECT_TRUE(f.fingerprint_changes.empty());
+  EXPECT_TRUE(f.valid) << f.invalid_reason;
 }
 
 TEST(predictions, registration_hash_is_stable_and_sensitive) {

@@ -148,7 +148,8 @@ TEST(job_runner, transport_failures_are_retried_then_recorded_and_cancel_stops_a
   auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", c}}, o));
   EXPECT_TRUE(outcome.cancelled);
   EXPECT_EQ(outcome.groups.size(), 3u);
-  EXPECT_EQ(down.completions_served(), 6u) << "three groups of one request, two attempts each";
+  EXPECT_EQ(down.completions_served(), 8u)
+      << "three groups of one request, two attempts each, and the canary before and after";
   auto f = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
   EXPECT_GT(f.failed_runs, 0);
   EXPECT_FALSE(f.valid) << "no control was judged";

@@ -233,7 +233,7 @@ TEST(api_registry, a_kind_registered_in_a_test_is_usable_end_to_end) {
   const auto end = d.run(R"({"preset":"seed-protocol","backends":["s"],"n_predict":4})");
   ASSERT_EQ(end["status"], "done") << end.dump();
   EXPECT_EQ(fake.completions_streamed(), fake.completions_served()) << "every completion went out as the kind asked";
-  EXPECT_EQ(fake.completions_served(), 65u) << "the seed protocol's 65 planned requests";
+  EXPECT_EQ(fake.completions_served(), 67u) << "the seed protocol's 65 planned requests and the canary before and after";
   const auto report = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/report").json();
   EXPECT_TRUE(report["valid"].get<bool>()) << report.dump();
   const auto fps = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/fingerprints").json();

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "api/spec_json.hpp"
@@ -225,6 +226,10 @@ TEST_P(storage_suite, the_first_fingerprint_before_and_the_last_after_are_kept_w
   f.model = "tiny.gguf";
   f.total_slots = 8;
   f.prompt_token_hashes = {{"a prompt", "0123"}};
+  f.model_meta = {{"n_params", "1234567"}, {"n_vocab", "512"}};
+  f.model_sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+  f.canary_logit_digest = "0011";
+  f.canary_token_digest = "2233";
   s().evidence().record_fingerprint(job, "a", audit::fingerprint_phase::before, f, "2026-11-29T10:00:00.000Z");
   auto resumed = f;
   resumed.model = "other.gguf";
@@ -245,6 +250,54 @@ TEST_P(storage_suite, the_first_fingerprint_before_and_the_last_after_are_kept_w
   const auto both = s().evidence().fingerprints(job);
   EXPECT_EQ(both.at("a").before.model, "tiny.gguf");
   EXPECT_EQ(both.at("a").after.model, "other.gguf");
+}
+
+TEST_P(storage_suite, series_are_a_schedules_jobs_or_one_specs_ad_hoc_jobs_per_backend) {
+  storage::schedule_record sched;
+  sched.cron = "0 3 * * *";
+  sched.spec_json = "{}";
+  sched.id = s().schedules().save(sched);
+  auto add = [&](std::vector<std::string> backends, std::string spec_hash, std::optional<std::int64_t> schedule) {
+    storage::new_job j;
+    j.spec_json = "{}";
+    j.spec_hash = std::move(spec_hash);
+    j.schedule_id = schedule;
+    j.backends = std::move(backends);
+    j.created_at = storage::now_utc();
+    return s().jobs().create(j);
+  };
+  const auto n1 = add({"a", "b"}, "s1", sched.id);
+  const auto h1 = add({"a"}, "h1", std::nullopt);
+  const auto n2 = add({"a", "b"}, "s2", sched.id);  // the schedule's spec was edited: still its series
+  const auto h2 = add({"a"}, "h1", std::nullopt);
+  const auto other = add({"a"}, "h2", std::nullopt);
+
+  const auto all = s().jobs().series({});
+  ASSERT_EQ(all.size(), 4u) << "schedule x a, schedule x b, h1 x a, h2 x a";
+  EXPECT_EQ(all[0].key.spec_hash, "h2") << "the series with the newest job first";
+  EXPECT_EQ(all[0].last_job, other);
+  const auto of_schedule = s().jobs().series({.backend = "a", .schedule = sched.id});
+  ASSERT_EQ(of_schedule.size(), 1u);
+  EXPECT_EQ(of_schedule[0].key.schedule, sched.id);
+  EXPECT_EQ(of_schedule[0].audits, 2);
+  EXPECT_EQ(of_schedule[0].first_job, n1);
+  EXPECT_EQ(of_schedule[0].last_spec_hash, "s2");
+  const auto jobs = s().jobs().series_jobs(of_schedule[0].key, 10);
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].id, n1) << "oldest first";
+  EXPECT_EQ(jobs[1].id, n2);
+  EXPECT_EQ(s().jobs().series_jobs(of_schedule[0].key, 1).at(0).id, n2) << "the newest N";
+
+  const auto adhoc = s().jobs().series({.spec_hash = "h1"});
+  ASSERT_EQ(adhoc.size(), 1u);
+  EXPECT_FALSE(adhoc[0].key.schedule);
+  const auto adhoc_jobs = s().jobs().series_jobs(adhoc[0].key, 10);
+  ASSERT_EQ(adhoc_jobs.size(), 2u);
+  EXPECT_EQ(adhoc_jobs[0].id, h1);
+  EXPECT_EQ(adhoc_jobs[1].id, h2);
+  EXPECT_TRUE(s().jobs().series({.backend = "nope"}).empty());
+  EXPECT_TRUE(s().jobs().remove(h2));
+  EXPECT_EQ(s().jobs().series({.spec_hash = "h1"}).at(0).audits, 1) << "a deleted job leaves its series";
 }
 
 TEST_P(storage_suite, jobs_are_paged_by_status_tag_and_cursor_and_counted) {
@@ -403,7 +456,8 @@ INSERT INTO predictions VALUES (1, 'P1', 1, 2, 2), (1, 'P2', 0, 0, 0), (1, 'P3',
 )sql");
   }
   storage::sqlite_store s(t.str());
-  EXPECT_EQ(s.schema_version(), 2);
+  EXPECT_EQ(s.schema_version(), storage::kSchemaVersion);
+  EXPECT_TRUE(s.jobs().series({}).empty()) << "a spec without backends is in no series";
   const auto bursts = s.evidence().bursts(1);
   ASSERT_EQ(bursts.size(), 1u);
   EXPECT_EQ(bursts[0].measurement.width, 2) << "the width is counted from the burst's runs";
@@ -415,6 +469,35 @@ INSERT INTO predictions VALUES (1, 'P1', 1, 2, 2), (1, 'P2', 0, 0, 0), (1, 'P3',
   EXPECT_EQ(p[1].outcome, audit::prediction_outcome::undecided);
   EXPECT_EQ(p[2].outcome, audit::prediction_outcome::failed);
   EXPECT_EQ(s.maintenance()->integrity_check(), "ok");
+}
+
+// A database written by version 2 gets each job's backends from its stored spec (its series)
+// and fingerprints whose new fields are empty, which no comparison counts as a change.
+TEST(sqlite_store, a_version_2_database_gets_its_series_from_the_stored_specs) {
+  temp_db t("v2");
+  {
+    storage::database raw(t.str());
+    raw.exec(storage::sqlite_migrations()[0]);
+    raw.exec(storage::sqlite_migrations()[1]);
+    raw.exec("PRAGMA user_version = 2");
+    raw.exec(R"sql(
+INSERT INTO jobs (id, status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests,
+                  total_groups, created_at, findings_json) VALUES
+  (1, 'done', '{"backends":[{"name":"tiny","url":"http://x","api":"llama"},{"name":"small","url":"http://y","api":"llama"}]}',
+   'h', 'p', 't', 2, 1, 't', ''),
+  (2, 'done', 'not json', 'h', 'p', 't', 2, 1, 't', '');
+INSERT INTO fingerprints VALUES (1, 'tiny', 'before', 'llama', 'b', 'm', 'q', 8, 512, 'c', 'g', '', 't');
+)sql");
+  }
+  storage::sqlite_store s(t.str());
+  const auto series = s.jobs().series({});
+  ASSERT_EQ(series.size(), 2u);
+  std::set<std::string> backends;
+  for (const auto& x : series) backends.insert(x.key.backend);
+  EXPECT_EQ(backends, (std::set<std::string>{"small", "tiny"}));
+  const auto f = s.evidence().fingerprints(1).at("tiny").before;
+  EXPECT_EQ(f.model, "m");
+  EXPECT_TRUE(f.model_sha256.empty() && f.model_meta.empty() && f.canary_logit_digest.empty());
 }
 
 TEST(sqlite_store, backup_gives_an_identical_consistent_copy) {

@@ -1,0 +1,196 @@
+// Series as JSON: per audit its time, status, validity, fingerprints, baselines' digests,
+// counts with Jeffreys intervals, batching evidence, predictions, and the transition into it.
+#include "history_routes.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "record_json.hpp"
+
+namespace logitaudit::api {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kDefaultAudits = 30, kMaxAudits = 500;
+
+json interval_json(int k, int n, double confidence) {
+  if (n == 0) return nullptr;
+  const auto i = audit::jeffreys_interval(k, n, confidence);
+  return json::array({i.low, i.high});
+}
+
+json rate_json(int k, int n) { return n ? json(static_cast<double>(k) / n) : json(nullptr); }
+
+json transition_json(const audit::transition& t) {
+  json shifts = json::array();
+  for (const auto& r : t.rate_shifts)
+    shifts.push_back({{"condition", r.condition},
+                      {"level", r.level},
+                      {"before", {{"identical", r.before_k}, {"n", r.before_n}}},
+                      {"after", {{"identical", r.after_k}, {"n", r.after_n}}},
+                      {"direction", r.upward() ? "up" : "down"},
+                      {"p", r.p},
+                      {"q", r.q},
+                      {"state", std::string(audit::to_string(r.state))}});
+  return {{"from_audit", t.from_job},
+          {"classification", t.classification()},
+          {"kind", std::string(audit::to_string(t.kind))},
+          {"state", t.state ? json(std::string(audit::to_string(*t.state))) : json(nullptr)},
+          {"changed_fields", t.changed_fields},
+          {"field_details", t.field_details},
+          {"changed_baselines", t.changed_baselines},
+          {"shared_baselines", t.shared_baselines},
+          {"canary_changed", t.canary_changed},
+          {"rate_shifts", shifts},
+          {"reason", t.reason},
+          {"sentence", t.sentence()}};
+}
+
+std::string series_name(const storage::series_key& k) {
+  return (k.schedule ? "schedule " + std::to_string(*k.schedule) : "spec " + k.spec_hash) + " / " + k.backend;
+}
+
+api_response no_series(const std::string& what, const std::string& field) {
+  return error_response(404, "not_found", "no series " + what, field);
+}
+
+// audits=N: 1..500.
+std::optional<api_response> read_audits(const request_context& ctx, int& audits) {
+  audits = kDefaultAudits;
+  if (!ctx.query.count("audits")) return std::nullopt;
+  auto n = parse_positive_id(ctx.query.at("audits"));
+  if (!n || *n > kMaxAudits) return error_response(400, "invalid_query", "must be between 1 and 500", "audits");
+  audits = static_cast<int>(*n);
+  return std::nullopt;
+}
+
+json series_list(const std::vector<series_view>& all) {
+  json out = {{"series", json::array()}};
+  for (const auto& v : all) out["series"].push_back(series_json(v));
+  return out;
+}
+
+net::awaitable<api_response> route_series(history_service* h, request_context ctx) {
+  if (auto bad = unknown_query(ctx, {"backend", "spec_hash", "schedule", "audits"})) co_return *bad;
+  storage::series_filter f;
+  f.backend = query_or(ctx, "backend");
+  f.spec_hash = query_or(ctx, "spec_hash");
+  if (ctx.query.count("schedule")) {
+    auto s = parse_positive_id(ctx.query.at("schedule"));
+    if (!s) co_return error_response(400, "invalid_query", "must be a positive schedule id", "schedule");
+    f.schedule = *s;
+  }
+  int audits = 0;
+  if (auto bad = read_audits(ctx, audits)) co_return *bad;
+  auto all = co_await h->series(f, audits);
+  // A filter that names a series that does not exist is a 404, as an unknown id is.
+  if (all.empty() && (!f.backend.empty() || !f.spec_hash.empty() || f.schedule)) {
+    const char* field = !f.spec_hash.empty() ? "spec_hash" : f.schedule ? "schedule" : "backend";
+    co_return no_series(std::string("matches ") + field + " '" + query_or(ctx, field).substr(0, 64) + "'", field);
+  }
+  co_return json_response(200, series_list(all).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+net::awaitable<api_response> route_timeline(history_service* h, schedule_service* schedules, request_context ctx) {
+  if (auto bad = unknown_query(ctx, {"backend", "audits"})) co_return *bad;
+  auto id = parse_positive_id(ctx.params[0]);
+  std::optional<storage::schedule_record> schedule;
+  if (id) schedule = co_await schedules->get(*id);
+  if (!schedule)
+    co_return error_response(404, "not_found", "no schedule with id '" + ctx.params[0].substr(0, 64) + "'", "id");
+  int audits = 0;
+  if (auto bad = read_audits(ctx, audits)) co_return *bad;
+  storage::series_filter f;
+  f.schedule = *id;
+  f.backend = query_or(ctx, "backend");
+  auto all = co_await h->series(f, audits);
+  if (all.empty() && !f.backend.empty())
+    co_return no_series("of schedule " + std::to_string(*id) + " on backend '" + f.backend.substr(0, 64) + "'", "backend");
+  json out = series_list(all);
+  out["schedule"] = *id;
+  co_return json_response(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace
+
+json series_json(const series_view& v) {
+  const auto& k = v.summary.key;
+  const auto& t = v.thresholds;
+  json series = {{"name", series_name(k)},
+                 {"schedule", k.schedule ? json(*k.schedule) : json(nullptr)},
+                 {"spec_hash", k.schedule ? v.summary.last_spec_hash : k.spec_hash},
+                 {"backend", k.backend},
+                 {"audits_total", v.summary.audits},
+                 {"first_audit", v.summary.first_job},
+                 {"last_audit", v.summary.last_job},
+                 {"state", v.history.state},
+                 {"thresholds",
+                  {{"confidence", t.confidence},
+                   {"rate_shift_q", t.rate_shift_q},
+                   {"rate_min_history", t.rate_min_history},
+                   {"rate_window", t.rate_window},
+                   {"confirm_after", t.confirm_after}}},
+                 {"segments", json::array()},
+                 {"timeline", json::array()}};
+  for (const auto& s : v.history.segments)
+    series["segments"].push_back(
+        {{"first_audit", s.first_job}, {"last_audit", s.last_job}, {"audits", s.audits}, {"opened_by", s.opened_by}});
+  std::map<std::int64_t, const audit::transition*> into;
+  for (const auto& tr : v.history.transitions) into[tr.to_job] = &tr;
+  for (const auto& a : v.audits) {
+    json baselines = json::array();
+    for (const auto& [label, d] : a.baselines)
+      baselines.push_back({{"label", label}, {"logit_digest", d.logit}, {"token_digest", d.token}});
+    json conditions = json::array();
+    for (const auto& c : a.conditions) {
+      json row = {{"condition", c.condition},
+                  {"control", c.control},
+                  {"n", c.n},
+                  {"logit_identical", c.logit_identical},
+                  {"logit_rate", rate_json(c.logit_identical, c.n)},
+                  {"logit_interval", interval_json(c.logit_identical, c.n, t.confidence)},
+                  {"token_identical", c.token_identical},
+                  {"token_rate", rate_json(c.token_identical, c.n)},
+                  {"token_interval", interval_json(c.token_identical, c.n, t.confidence)},
+                  {"flagged", c.flagged},
+                  {"failed", c.failed}};
+      row["batching"] = c.bursts ? json{{"bursts", c.bursts}, {"batched", c.batched}} : json(nullptr);
+      conditions.push_back(std::move(row));
+    }
+    json predictions = json::array();
+    if (auto it = v.predictions.find(a.job); it != v.predictions.end())
+      for (const auto& p : it->second)
+        predictions.push_back({{"id", p.id},
+                               {"outcome", std::string(audit::to_string(p.outcome))},
+                               {"k", p.k},
+                               {"n", p.n},
+                               {"flagged", p.flagged}});
+    const auto self = "/v1/audits/" + std::to_string(a.job);
+    auto tr = into.find(a.job);
+    series["timeline"].push_back(
+        {{"audit", a.job},
+         {"time", a.time},
+         {"status", a.status},
+         {"valid", a.valid},
+         {"invalid_reason", a.invalid_reason},
+         {"server_changed", a.server_changed},
+         {"fingerprint",
+          {{"before", a.before ? fingerprint_fields_json(*a.before) : json(nullptr)},
+           {"after", a.after ? fingerprint_fields_json(*a.after) : json(nullptr)}}},
+         {"baselines", baselines},
+         {"conditions", conditions},
+         {"predictions", predictions},
+         {"transition", tr != into.end() ? transition_json(*tr->second) : json(nullptr)},
+         {"links", {{"audit", self}, {"report", self + "/report"}, {"runs", self + "/runs"}}}});
+  }
+  return series;
+}
+
+void add_history_routes(router& r, history_service& history, schedule_service& schedules) {
+  using http::verb;
+  r.add(verb::get, "/v1/series", [&history](const request_context& c) { return route_series(&history, c); });
+  r.add(verb::get, "/v1/schedules/{id}/timeline",
+        [&history, &schedules](const request_context& c) { return route_timeline(&history, &schedules, c); });
+}
+
+}  // namespace logitaudit::api

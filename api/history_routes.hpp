@@ -1,0 +1,17 @@
+// The history routes: GET /v1/series (filtered by backend, spec hash, schedule) and
+// GET /v1/schedules/{id}/timeline, each series with its audits, segments and classified
+// transitions (audit/history.hpp).
+#pragma once
+
+#include "audit_routes.hpp"
+#include "history_service.hpp"
+#include "schedule_service.hpp"
+
+namespace logitaudit::api {
+
+void add_history_routes(router& r, history_service& history, schedule_service& schedules);
+
+// One series as the API shows it (the CLI's `history --json` prints the same).
+nlohmann::json series_json(const series_view& v);
+
+}  // namespace logitaudit::api

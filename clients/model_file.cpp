@@ -1,0 +1,84 @@
+// sha256 of model files through OpenSSL's EVP interface, with a cache keyed by what changes
+// when the file does.
+#include "model_file.hpp"
+
+#include <openssl/evp.h>
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+namespace logitaudit::clients {
+namespace {
+
+struct file_state {
+  std::int64_t size = 0, mtime_ns = 0;
+  bool operator==(const file_state&) const = default;
+};
+
+std::optional<file_state> state_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  return file_state{static_cast<std::int64_t>(st.st_size),
+                    static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+std::mutex cache_mutex;
+std::map<std::string, std::pair<file_state, std::string>> cache;
+
+// One thread for every hash: a second backend on the same file waits and then hits the cache.
+net::thread_pool& hashing_pool() {
+  static net::thread_pool pool(1);
+  return pool;
+}
+
+net::awaitable<std::string> hash_on_pool(std::string path) { co_return file_sha256(path); }
+
+}  // namespace
+
+std::string file_sha256(const std::string& path) {
+  const auto before = state_of(path);
+  if (!before) return "";
+  {
+    std::lock_guard lock(cache_mutex);
+    if (auto it = cache.find(path); it != cache.end() && it->second.first == *before) return it->second.second;
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f) return "";
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) return "";
+  std::vector<unsigned char> buf(1 << 20);
+  for (;;) {
+    const std::size_t n = std::fread(buf.data(), 1, buf.size(), f.get());
+    if (n > 0 && EVP_DigestUpdate(ctx.get(), buf.data(), n) != 1) return "";
+    if (n < buf.size()) break;
+  }
+  if (std::ferror(f.get())) return "";
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) return "";
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) {
+    hex.push_back(digits[md[i] >> 4]);
+    hex.push_back(digits[md[i] & 15]);
+  }
+  // A file rewritten while it was read is hashed again next time.
+  if (state_of(path) == before) {
+    std::lock_guard lock(cache_mutex);
+    cache[path] = {*before, hex};
+  }
+  return hex;
+}
+
+net::awaitable<std::string> model_file_sha256(std::string path) {
+  co_return co_await net::co_spawn(hashing_pool(), hash_on_pool(std::move(path)), net::use_awaitable);
+}
+
+}  // namespace logitaudit::clients
