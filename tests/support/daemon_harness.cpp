@@ -38,6 +38,7 @@ daemon_harness::daemon_harness(harness_options o) {
     c.name = name;
     c.url = url;
     c.api = clients::parse_api_kind(o.api).value();
+    if (auto m = o.model_paths.find(name); m != o.model_paths.end()) c.model_path = m->second;
     lc.backends[name] = c;
   }
   lc.allow_adhoc_backends = o.allow_adhoc;

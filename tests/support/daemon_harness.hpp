@@ -31,6 +31,7 @@ namespace logitaudit::test_support {
 
 struct harness_options {
   std::map<std::string, std::string> backends;  // configured: name -> URL
+  std::map<std::string, std::string> model_paths;  // configured: name -> the model file the daemon hashes
   std::string api = "llama";                    // their API kind
   bool allow_adhoc = false;
   std::vector<std::string> tokens;

@@ -1,6 +1,8 @@
 // The fake backend's server: one coroutine per connection on a single-threaded io_context.
 #include "fake_backend.hpp"
 
+#include <ctime>
+
 #include <future>
 
 #include <boost/asio.hpp>
@@ -61,8 +63,8 @@ struct fake_token {
 };
 
 std::vector<fake_token> fake_tokens(const std::string& prompt, std::uint64_t seed, double temperature,
-                                    std::size_t n, std::size_t k, bool jitter) {
-  std::uint64_t h = hash_text(prompt);
+                                    std::size_t n, std::size_t k, bool jitter, std::uint64_t weights = 0) {
+  std::uint64_t h = hash_text(prompt) ^ (weights ? mix(weights) : 0);
   if (temperature > 0) h = mix(h ^ mix(seed) ^ mix(static_cast<std::uint64_t>(temperature * 1000)));
   std::vector<fake_token> out;
   for (std::size_t i = 0; i < n; ++i) {
@@ -173,7 +175,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       continue;
     }
     if (target == "/props") {
-      json p = {{"build_info", "b0-fake"}, {"model_path", "fake.gguf"}, {"model_ftype", "Q4_K - Medium"},
+      json p = {{"build_info", k.build_info}, {"model_path", k.model_path}, {"model_ftype", "Q4_K - Medium"},
                 {"total_slots", k.total_slots}, {"chat_template", "{{ fake }}"},
                 {"default_generation_settings", {{"n_ctx", 4096}, {"params", {{"temperature", 0.8}}}}}};
       std::string body = p.dump();
@@ -205,7 +207,8 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       continue;
     }
     if (target == "/v1/models") {
-      std::string body = R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})";
+      std::string body = R"({"object":"list","data":[{"id":"fake-model","object":"model","created":)" +
+                         std::to_string(std::time(nullptr)) + R"(,"meta":{"n_params":1000000,"n_vocab":1003}}]})";
       if (!co_await write_all(socket, plain_header(200, body.size()) + body)) co_return;
       continue;
     }
@@ -255,7 +258,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     const double temperature = in.contains("temperature") && in["temperature"].is_number() ? in["temperature"].get<double>() : 0.0;
     const std::uint64_t seed = in.contains("seed") && in["seed"].is_number_unsigned() ? in["seed"].get<std::uint64_t>() : 0;
     const bool stream = native && in.contains("stream") && in["stream"].is_boolean() && in["stream"].get<bool>();
-    const auto tokens = fake_tokens(prompt, seed, temperature, n, topk, k.jitter_when_overlapping && overlapped);
+    const auto tokens = fake_tokens(prompt, seed, temperature, n, topk, k.jitter_when_overlapping && overlapped, k.weights);
     {
       std::lock_guard lock(st->mutex);
       ++st->served;

@@ -36,6 +36,11 @@ struct fake_knobs {
   bool timings = true;                 // completions carry `timings` (prompt_ms, predicted_ms, cache_n)
   bool prompt_cache = true;            // cache_prompt reuses a slot's previous prompt (cache_n)
   std::string openai_shape = "content";  // content | legacy_ids | legacy_text
+  // What a history test scripts between audits: other weights behind the same path and name
+  // (a swapped checkpoint: every number moves), a build bump, another model file.
+  std::uint64_t weights = 0;
+  std::string build_info = "b0-fake";
+  std::string model_path = "fake.gguf";
 };
 
 // A delay under which every member of a burst is still being answered when the last one

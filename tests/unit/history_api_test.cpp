@@ -1,0 +1,156 @@
+// The history over the API: a series of audits on a scripted fake backend whose checkpoint is
+// swapped behind the same path (an unexplained step, suspected and then confirmed), whose model
+// file is rewritten (explained by its sha256) and whose build is bumped without moving a number;
+// the timeline's evidence per audit, and the 404s and 400s of the history routes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/daemon_harness.hpp"
+#include "support/fake_backend.hpp"
+
+using namespace logitaudit;
+using json = nlohmann::json;
+namespace http = boost::beast::http;
+
+namespace {
+
+constexpr const char* kSpec =
+    R"({"preset":"seed-protocol","backends":["f"],"n_predict":4,"prompts":["a b","c d"],"predictions":[],)"
+    R"("conditions":[{"name":"repeat","kind":"repeat","replicates":2},{"name":"c4","kind":"concurrent","concurrency":4},)"
+    R"({"name":"k","kind":"control_prompt"}]})";
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+TEST(history_api, a_swapped_checkpoint_is_an_unexplained_step_and_a_new_model_file_explains_one) {
+  const auto model = (std::filesystem::temp_directory_path() / ("logitaudit-history-" + std::to_string(::getpid()) + ".gguf")).string();
+  write_file(model, "abc");
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"f", fake.url()}};
+  o.model_paths = {{"f", model}};
+  test_support::daemon_harness d(o);
+  auto knobs = fake.knobs();
+  auto audit = [&] {
+    const auto end = d.run(kSpec);
+    EXPECT_EQ(end["status"], "done") << end.dump();
+    return end["id"].get<std::int64_t>();
+  };
+  audit();
+  audit();
+  knobs.weights = 7;  // other weights behind the same path, name and build
+  fake.set_knobs(knobs);
+  const auto swapped = audit();
+  auto series = d.call(http::verb::get, "/v1/series?backend=f").json();
+  ASSERT_EQ(series["series"].size(), 1u) << series.dump();
+  auto s = series["series"][0];
+  EXPECT_EQ(s["state"], "step_suspected");
+  auto tr = s["timeline"][2]["transition"];
+  EXPECT_EQ(tr["classification"], "unexplained_step");
+  EXPECT_EQ(tr["state"], "suspected");
+  EXPECT_TRUE(tr["canary_changed"].get<bool>()) << "the canary saw the numbers move";
+  EXPECT_TRUE(tr["changed_fields"].empty()) << tr.dump();
+  EXPECT_EQ(tr["changed_baselines"], json::array({"a b"})) << "the spec's one solo baseline";
+
+  audit();  // the new numbers stay
+  knobs.weights = 9;
+  fake.set_knobs(knobs);
+  write_file(model, "abd");  // a new checkpoint, and the daemon can read its file
+  const auto rewritten = audit();
+  knobs.build_info = "b1-fake";
+  fake.set_knobs(knobs);
+  const auto bumped = audit();
+
+  s = d.call(http::verb::get, "/v1/series?backend=f").json()["series"][0];
+  const auto& t = s["timeline"];
+  ASSERT_EQ(t.size(), 6u) << s.dump();
+  EXPECT_TRUE(t[0]["transition"].is_null());
+  EXPECT_EQ(t[1]["transition"]["classification"], "unchanged");
+  EXPECT_EQ(t[2]["audit"], swapped);
+  EXPECT_EQ(t[2]["transition"]["state"], "confirmed") << "the audit after it kept the new digests";
+  EXPECT_EQ(t[3]["transition"]["classification"], "unchanged");
+  EXPECT_EQ(t[4]["audit"], rewritten);
+  EXPECT_EQ(t[4]["transition"]["classification"], "explained");
+  EXPECT_EQ(t[4]["transition"]["changed_fields"], json::array({"model identity"}));
+  EXPECT_EQ(t[4]["transition"]["field_details"], json::array({"model_sha256"}));
+  EXPECT_EQ(t[5]["audit"], bumped);
+  EXPECT_EQ(t[5]["transition"]["classification"], "unchanged") << "a build bump that moved no number";
+  EXPECT_EQ(t[5]["transition"]["changed_fields"], json::array({"build"}));
+  EXPECT_EQ(s["state"], "stable");
+  ASSERT_EQ(s["segments"].size(), 3u);
+  EXPECT_EQ(s["segments"][1]["opened_by"], json::array({"model identity"}));
+  EXPECT_EQ(s["segments"][2]["opened_by"], json::array({"build"}));
+
+  // Each audit carries its evidence: fingerprints with the model beyond its path, digests,
+  // counts with intervals, batching, predictions.
+  const auto& first = t[0];
+  EXPECT_EQ(first["fingerprint"]["before"]["model_sha256"],
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")  // sha256("abc")
+      << first["fingerprint"].dump();
+  EXPECT_EQ(first["fingerprint"]["before"]["model_meta"]["n_params"], "1000000");
+  EXPECT_FALSE(first["fingerprint"]["after"]["canary"]["logit_digest"].get<std::string>().empty());
+  EXPECT_EQ(first["fingerprint"]["before"]["canary"], first["fingerprint"]["after"]["canary"]);
+  EXPECT_FALSE(first["server_changed"].get<bool>());
+  EXPECT_TRUE(first["valid"].get<bool>()) << first["invalid_reason"];
+  ASSERT_EQ(first["baselines"].size(), 1u) << first["baselines"].dump();
+  EXPECT_EQ(first["baselines"][0]["logit_digest"].get<std::string>().size(), 32u) << "XXH3-128 in hex";
+  bool saw_burst = false;
+  for (const auto& c : first["conditions"]) {
+    if (c["condition"] == "repeat") {
+      EXPECT_EQ(c["n"], 2);
+      EXPECT_EQ(c["logit_identical"], 2);
+      EXPECT_EQ(c["logit_interval"][1], 1.0);
+      EXPECT_LT(c["logit_interval"][0].get<double>(), 1.0);
+      EXPECT_TRUE(c["batching"].is_null());
+    }
+    if (c["condition"] == "c4") {
+      saw_burst = true;
+      EXPECT_EQ(c["batching"]["bursts"], 1);
+      // The fake answers at once, one request after another, so the burst usually did not
+      // batch; then its streams are counted apart and no rate is given.
+      const bool batched = c["batching"]["batched"] == 1;
+      EXPECT_EQ(c["flagged"], batched ? 0 : 4);
+      EXPECT_EQ(c["n"], batched ? 4 : 0);
+      EXPECT_EQ(c["logit_interval"].is_null(), !batched);
+    }
+    if (c["condition"] == "k") {
+      EXPECT_TRUE(c["control"].get<bool>());
+    }
+  }
+  EXPECT_TRUE(saw_burst);
+  EXPECT_EQ(first["links"]["report"], "/v1/audits/" + std::to_string(first["audit"].get<int>()) + "/report");
+  EXPECT_EQ(s["thresholds"]["rate_min_history"], 3);
+  EXPECT_EQ(d.call(http::verb::get, "/v1/series?backend=f&audits=2").json()["series"][0]["timeline"].size(), 2u);
+  std::filesystem::remove(model);
+}
+
+TEST(history_api, unknown_series_and_schedules_are_404_and_bad_queries_400) {
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"f", fake.url()}};
+  test_support::daemon_harness d(o);
+  EXPECT_EQ(d.call(http::verb::get, "/v1/series").json()["series"].size(), 0u) << "no audits yet: no series, no error";
+  d.run(kSpec);
+  auto expect_error = [&](const std::string& target, unsigned status, const std::string& field) {
+    const auto r = d.call(http::verb::get, target);
+    EXPECT_EQ(r.status, status) << target << " " << r.body;
+    EXPECT_EQ(r.json()["error"]["field"], field) << target << " " << r.body;
+  };
+  expect_error("/v1/series?spec_hash=0123456789abcdef", 404, "spec_hash");
+  expect_error("/v1/series?backend=nope", 404, "backend");
+  expect_error("/v1/series?schedule=99", 404, "schedule");
+  expect_error("/v1/series?schedule=x", 400, "schedule");
+  expect_error("/v1/series?audits=0", 400, "audits");
+  expect_error("/v1/series?audits=501", 400, "audits");
+  expect_error("/v1/series?color=red", 400, "color");
+  expect_error("/v1/schedules/99/timeline", 404, "id");
+  expect_error("/v1/schedules/x/timeline", 404, "id");
+  const auto all = d.call(http::verb::get, "/v1/series").json();
+  ASSERT_EQ(all["series"].size(), 1u);
+  const auto hash = all["series"][0]["spec_hash"].get<std::string>();
+  EXPECT_EQ(d.call(http::verb::get, "/v1/series?spec_hash=" + hash).json()["series"].size(), 1u);
+  EXPECT_EQ(all["series"][0]["state"], "no_history");
+}
+
+}  // namespace
