@@ -56,7 +56,9 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
 
   // 2. Identity verdicts, from the recomputed digests against the baseline's.
   const auto job_row = store.jobs().get(job);
-  const bool finished = job_row && audit::has_findings(job_row->status);
+  // A job whose end could not be stored (a full disk) has no findings to verify: its verdicts
+  // and predictions were written in the one transaction that failed.
+  const bool finished = job_row && audit::has_findings(job_row->status) && !job_row->findings_json.empty();
   struct identity {
     std::string condition;
     bool logit = false, token = false;
