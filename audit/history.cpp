@@ -148,6 +148,21 @@ std::map<std::size_t, std::vector<rate_shift>> rate_shifts_in(const std::vector<
 
 std::string fraction(int k, int n) { return std::to_string(k) + "/" + std::to_string(n); }
 
+// The raw fields in a few words: "prompt_tokens:<prompt>" fields counted, the others named.
+std::string details_text(const std::vector<std::string>& fields) {
+  std::string out;
+  int prompts = 0;
+  for (const auto& f : fields) {
+    if (f.starts_with("prompt_tokens:")) {
+      ++prompts;
+      continue;
+    }
+    out += (out.empty() ? "" : ", ") + f;
+  }
+  if (prompts) out += (out.empty() ? "" : ", ") + std::string("the tokens of ") + std::to_string(prompts) + " prompt(s)";
+  return out;
+}
+
 }  // namespace
 
 std::string_view to_string(transition_kind k) {
@@ -190,14 +205,12 @@ std::string transition::sentence() const {
     case transition_kind::unchanged:
       s = "unchanged: every one of " + std::to_string(shared_baselines) + " shared baseline(s) has the same digests";
       if (!changed_fields.empty())
-        s += " although the fingerprint changed (" + field_details.front() + (field_details.size() > 1 ? ", ..." : "") + ")";
+        s += " although the fingerprint changed (" + details_text(field_details) + ")";
       break;
     case transition_kind::explained: {
       s = "explained: " + of + " changed together with the fingerprint:";
       for (std::size_t i = 0; i < changed_fields.size(); ++i) s += (i ? ", " : " ") + changed_fields[i];
-      std::string detail;
-      for (const auto& f : field_details) detail += (detail.empty() ? "" : ", ") + f;
-      s += " (" + detail + ")";
+      s += " (" + details_text(field_details) + ")";
       break;
     }
     case transition_kind::unexplained_step:

@@ -20,6 +20,8 @@ void table::print(std::ostream& out) const {
       width[i] = std::max(width[i], row[i].size());
     }
   for (std::size_t r = 0; r < rows_.size(); ++r) {
+    for (const auto& [before, note] : notes_)
+      if (before == r) out << note << "\n";
     std::string line;
     for (std::size_t i = 0; i < rows_[r].size(); ++i) {
       const auto& cell = rows_[r][i];

@@ -67,7 +67,7 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
   if (!fs::exists(o.model)) return unexpected{"model file not found: " + o.model};
 
   std::unique_ptr<llama_server_process> p(new llama_server_process());
-  p->port_ = free_loopback_port();
+  p->port_ = o.port > 0 ? o.port : free_loopback_port();
   p->log_file_ = o.log_file.empty()
                      ? fs::temp_directory_path() / ("logitaudit-llama-" + std::to_string(::getpid()) +
                                                     "-" + std::to_string(p->port_) + ".log")

@@ -20,7 +20,8 @@ std::string model_path(const std::string& name) {
 
 std::unique_ptr<clients::llama_server_process> start_llama_server(const server_args& a) {
   clients::llama_server_options o;
-  o.model = model_path(a.model);
+  o.model = a.model_file.empty() ? model_path(a.model) : a.model_file;
+  o.port = a.port;
   o.parallel = a.parallel;
   o.threads = a.threads;
   o.ctx = a.ctx;

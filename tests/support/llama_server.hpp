@@ -22,6 +22,8 @@ struct server_args {
   int ctx = 4096;
   bool metrics = false;
   std::vector<std::string> extra;
+  std::string model_file;  // a model file by path (instead of `model`)
+  int port = 0;            // 0: a free port
 };
 
 // Starts a server or throws std::runtime_error whose message includes the server's log tail.

@@ -1,0 +1,114 @@
+// e2e: a nightly series on a real llama-server, on simulated nights (the scheduler's clock is
+// the test's). The model file behind the same path is replaced by one generated with another
+// seed and the server restarted: an unexplained step, suspected on the next audit and
+// confirmed on the one after. The server restarted with other flags (no BOS token) moves the
+// numbers too, and the history explains it by the tokenisation of the prompts. The CLI's
+// `history` says the same in text.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "support/daemon_harness.hpp"
+#include "support/llama_server.hpp"
+#include "support/process.hpp"
+
+using namespace logitaudit;
+using json = nlohmann::json;
+namespace http = boost::beast::http;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kSchedule = R"({"cron":"0 3 * * *","timezone":"UTC","spec":{"preset":"seed-protocol",
+  "backends":["llama"],"n_predict":8,"predictions":[],
+  "conditions":[{"name":"repeat_greedy","kind":"repeat","replicates":2},
+                {"name":"concurrent_greedy_c4","kind":"concurrent","concurrency":4},
+                {"name":"control_prompt","kind":"control_prompt"}]}})";
+
+void make_model(int seed, const fs::path& out) {
+  const std::string cmd = std::string("'") + LOGITAUDIT_MAKE_MODEL + "' --preset tiny --seed " + std::to_string(seed) +
+                          " --out '" + out.string() + "' > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+}  // namespace
+
+TEST(history_e2e, a_swapped_checkpoint_is_an_unexplained_step_and_new_flags_are_explained) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-history-e2e-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path model = dir / "model.gguf";  // the one path the server is always started with
+  make_model(7, model);
+  test_support::server_args args{.parallel = 4, .metrics = true, .model_file = model.string()};
+  auto server = test_support::start_llama_server(args);
+  args.port = server->port();  // restarts come back where the daemon expects them
+
+  test_support::harness_options o;
+  o.backends = {{"llama", server->url()}};
+  test_support::daemon_harness d(o);
+  const auto created = d.call(http::verb::post, "/v1/schedules", kSchedule);
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const auto schedule = created.json()["id"].get<std::int64_t>();
+  auto night = [&] {
+    d.clock += 86400;  // the next 03:00 passes
+    d.poke_scheduler();
+    const auto audit = d.await_fire();
+    EXPECT_GT(audit, 0);
+    EXPECT_EQ(d.wait_final(audit)["status"], "done");
+    return audit;
+  };
+  night();
+  night();
+  // Another checkpoint behind the same path, name and build.
+  server.reset();
+  make_model(8, model);
+  server = test_support::start_llama_server(args);
+  const auto swapped = night();
+  const std::string timeline = "/v1/schedules/" + std::to_string(schedule) + "/timeline";
+  auto s = d.call(http::verb::get, timeline).json()["series"][0];
+  EXPECT_EQ(s["state"], "step_suspected") << s.dump();
+  auto tr = s["timeline"].back()["transition"];
+  EXPECT_EQ(tr["classification"], "unexplained_step") << tr.dump();
+  EXPECT_EQ(tr["state"], "suspected");
+  EXPECT_TRUE(tr["changed_fields"].empty()) << "path, name, size, build and template are all the same: " << tr.dump();
+  EXPECT_TRUE(tr["canary_changed"].get<bool>()) << "the numbers themselves identify the weights";
+  night();
+  // The same weights, started without the BOS token: the prompts tokenise differently.
+  server.reset();
+  args.extra = {"--override-kv", "tokenizer.ggml.add_bos_token=bool:false"};
+  server = test_support::start_llama_server(args);
+  const auto flagged = night();
+
+  s = d.call(http::verb::get, timeline).json()["series"][0];
+  const auto& t = s["timeline"];
+  ASSERT_EQ(t.size(), 5u) << s.dump();
+  EXPECT_EQ(t[1]["transition"]["classification"], "unchanged") << t[1]["transition"].dump();
+  EXPECT_EQ(t[2]["audit"], swapped);
+  EXPECT_EQ(t[2]["transition"]["classification"], "unexplained_step");
+  EXPECT_EQ(t[2]["transition"]["state"], "confirmed") << "the next night kept the new digests";
+  EXPECT_EQ(t[3]["transition"]["classification"], "unchanged");
+  EXPECT_EQ(t[4]["audit"], flagged);
+  EXPECT_EQ(t[4]["transition"]["classification"], "explained") << t[4]["transition"].dump();
+  EXPECT_EQ(t[4]["transition"]["changed_fields"], json::array({"tokenisation"})) << t[4]["transition"].dump();
+  EXPECT_EQ(s["segments"].size(), 2u);
+  for (const auto& a : t) {
+    EXPECT_TRUE(a["valid"].get<bool>()) << a.dump();
+    EXPECT_FALSE(a["server_changed"].get<bool>());
+    EXPECT_NE(a["fingerprint"]["before"]["model_meta"].value("n_params", ""), "") << "the server's account of its model";
+  }
+
+  // The CLI's text timeline says which is which.
+  const auto cli = test_support::run_process(
+      {LOGITAUDIT_CLI, "history", std::to_string(schedule), "--server", "http://127.0.0.1:" + std::to_string(d.port())});
+  EXPECT_EQ(cli.code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("unexplained_step (confirmed)"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("-- segment from audit " + std::to_string(flagged) + " (fingerprint changed: tokenisation)"),
+            std::string::npos)
+      << cli.out;
+  EXPECT_NE(cli.out.find("explained: 1 of 1 baseline(s) changed together with the fingerprint: tokenisation"),
+            std::string::npos)
+      << cli.out;
+  std::cout << cli.out;
+  server.reset();
+  fs::remove_all(dir);
+}
