@@ -46,10 +46,6 @@ json transition_json(const audit::transition& t) {
           {"sentence", t.sentence()}};
 }
 
-std::string series_name(const storage::series_key& k) {
-  return (k.schedule ? "schedule " + std::to_string(*k.schedule) : "spec " + k.spec_hash) + " / " + k.backend;
-}
-
 api_response no_series(const std::string& what, const std::string& field) {
   return error_response(404, "not_found", "no series " + what, field);
 }
@@ -112,6 +108,10 @@ net::awaitable<api_response> route_timeline(history_service* h, schedule_service
 }
 
 }  // namespace
+
+std::string series_name(const storage::series_key& k) {
+  return (k.schedule ? "schedule " + std::to_string(*k.schedule) : "spec " + k.spec_hash) + " / " + k.backend;
+}
 
 json series_json(const series_view& v) {
   const auto& k = v.summary.key;

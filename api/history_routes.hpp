@@ -11,6 +11,9 @@ namespace logitaudit::api {
 
 void add_history_routes(router& r, history_service& history, schedule_service& schedules);
 
+// "schedule 3 / tiny", "spec 1a2b3c4d5e6f7a8b / tiny".
+std::string series_name(const storage::series_key& k);
+
 // One series as the API shows it (the CLI's `history --json` prints the same).
 nlohmann::json series_json(const series_view& v);
 

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "audit/history.hpp"
 #include "read_model.hpp"
 
 namespace logitaudit::api {
@@ -12,6 +13,20 @@ std::string num(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
+}
+
+// A label value in the exposition format: backslash, double quote and newline escaped.
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
 }
 
 std::string with(const std::string& labels, const std::string& more) {
@@ -47,11 +62,35 @@ std::string daemon_metrics::render(const std::map<audit::job_status, std::int64_
            std::to_string(it == jobs.end() ? 0 : it->second) + "\n";
   }
   out += "# HELP logitaudit_backend_requests_total Completion requests sent to backends.\n"
-         "# TYPE logitaudit_backend_requests_total counter\n"
-         "logitaudit_backend_requests_total " + std::to_string(requests_sent) + "\n";
+         "# TYPE logitaudit_backend_requests_total counter\n";
+  for (const auto& [backend, n] : requests_sent)
+    out += "logitaudit_backend_requests_total{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
   out += "# HELP logitaudit_backend_request_failures_total Completion requests that failed after their retries.\n"
-         "# TYPE logitaudit_backend_request_failures_total counter\n"
-         "logitaudit_backend_request_failures_total " + std::to_string(request_failures) + "\n";
+         "# TYPE logitaudit_backend_request_failures_total counter\n";
+  for (const auto& [backend, n] : request_failures)
+    out += "logitaudit_backend_request_failures_total{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP logitaudit_series_state The state of each series from its latest audits (1 for the current one).\n"
+         "# TYPE logitaudit_series_state gauge\n";
+  for (const auto& g : series)
+    for (auto st : audit::series_states())
+      out += "logitaudit_series_state{series=\"" + label(g.series) + "\",backend=\"" + label(g.backend) + "\",state=\"" +
+             std::string(st) + "\"} " + (st == g.state ? "1" : "0") + "\n";
+  out += "# HELP logitaudit_series_valid Whether the latest ended audit of each series has valid findings.\n"
+         "# TYPE logitaudit_series_valid gauge\n";
+  for (const auto& g : series)
+    out += "logitaudit_series_valid{series=\"" + label(g.series) + "\",backend=\"" + label(g.backend) + "\"} " +
+           (g.valid ? "1" : "0") + "\n";
+  out += "# HELP logitaudit_series_last_audit The id of each series' latest audit.\n"
+         "# TYPE logitaudit_series_last_audit gauge\n";
+  for (const auto& g : series)
+    out += "logitaudit_series_last_audit{series=\"" + label(g.series) + "\",backend=\"" + label(g.backend) + "\"} " +
+           std::to_string(g.audit) + "\n";
+  out += "# HELP logitaudit_series_identical_ratio Identical streams of the latest audit per series, condition and level.\n"
+         "# TYPE logitaudit_series_identical_ratio gauge\n";
+  for (const auto& g : series)
+    for (const auto& r : g.rates)
+      out += "logitaudit_series_identical_ratio{series=\"" + label(g.series) + "\",backend=\"" + label(g.backend) +
+             "\",condition=\"" + label(r.condition) + "\",level=\"" + r.level + "\"} " + num(r.ratio) + "\n";
   out += "# HELP logitaudit_bursts_not_batched_total Bursts whose server did not batch them (counted apart).\n"
          "# TYPE logitaudit_bursts_not_batched_total counter\n"
          "logitaudit_bursts_not_batched_total " + std::to_string(bursts_not_batched) + "\n";

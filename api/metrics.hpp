@@ -27,9 +27,23 @@ class histogram {
   std::uint64_t count_ = 0;
 };
 
+// The latest state of one series, for the gauges Alertmanager rules read.
+struct series_gauge {
+  std::string series, backend;  // the series' name ("schedule 3 / tiny"), its backend
+  std::string state;            // audit::series_states()
+  bool valid = false;           // its latest ended audit's findings are valid
+  std::int64_t audit = 0;       // that audit
+  struct rate {
+    std::string condition, level;  // level: logit | token
+    double ratio = 0;
+  };
+  std::vector<rate> rates;  // the latest audit's identical ratio per counted condition
+};
+
 struct daemon_metrics {
-  std::uint64_t requests_sent = 0;     // completion requests to backends
-  std::uint64_t request_failures = 0;  // of those, failed after retries
+  std::map<std::string, std::uint64_t> requests_sent;     // completion requests, by backend
+  std::map<std::string, std::uint64_t> request_failures;  // of those, failed after retries
+  std::vector<series_gauge> series;  // refreshed when an audit ends
   std::uint64_t bursts_not_batched = 0;  // bursts the server did not batch (judged at each audit's end)
   std::uint64_t api_requests = 0;
   std::map<unsigned, std::uint64_t> api_responses;  // by status

@@ -33,6 +33,7 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
                                              std::int64_t server_slots) {
   group_outcome out;
   out.group = g.index;
+  out.backend = g.backend;
   if (g.mode == audit::group_mode::burst) {
     std::vector<completion_request> reqs;
     for (const auto& r : g.requests) reqs.push_back(to_request(r, plan));
@@ -85,6 +86,7 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     group_outcome out;
     if (unreachable) {
       out.group = g.index;
+      out.backend = g.backend;
       for (std::size_t i = 0; i < g.requests.size(); ++i)
         out.runs.push_back({g.index, i, std::nullopt,
                             std::string(to_string(before.error().code)) + ": " + before.error().message});

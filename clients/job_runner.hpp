@@ -30,6 +30,7 @@ struct run_progress {
 
 struct group_outcome {
   std::size_t group = 0;
+  std::string backend;
   std::vector<audit::observed_run> runs;  // one per planned request, failed ones included
   std::optional<audit::burst_measurement> burst;  // absent for serial groups
   int attempts = 0;

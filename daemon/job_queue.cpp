@@ -84,6 +84,7 @@ void job_queue::launch(std::int64_t id, std::vector<std::string> backends) {
   controls.on_group = [ex = ex_, observe = on_group](const clients::group_outcome& g) {
     if (!observe) return;
     group_stats s;
+    s.backend = g.backend;
     s.requests = g.runs.size() * static_cast<std::size_t>(g.attempts);
     for (const auto& r : g.runs) s.failed += !r.stream;
     if (g.burst) s.launch_spread_ns = g.burst->launch_spread_ns;

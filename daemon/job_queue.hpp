@@ -30,6 +30,7 @@ struct queue_config {
 
 // What one stored group adds to the daemon's counters (small, so it crosses threads cheaply).
 struct group_stats {
+  std::string backend;
   std::size_t requests = 0;  // requests sent, every attempt counted
   std::size_t failed = 0;    // of the group's requests, failed after their retries
   std::optional<std::int64_t> launch_spread_ns;  // bursts only

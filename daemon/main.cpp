@@ -24,6 +24,7 @@
 #include "job_queue.hpp"
 #include "job_service.hpp"
 #include "history_reader.hpp"
+#include "metrics_feed.hpp"
 #include "scheduler.hpp"
 #include "settings.hpp"
 #include "storage/database_lock.hpp"
@@ -130,15 +131,6 @@ int main(int argc, char** argv) {
   api::read_model reads(conf.read_cache_bytes);
   daemon::job_lifecycle lifecycle(*db, daemon::lifecycle_settings(conf));
   daemon::job_queue queue(io.get_executor(), audits.get_executor(), *db, lifecycle, daemon::queue_settings(conf));
-  queue.on_group = [&metrics](const daemon::group_stats& g) {
-    metrics.requests_sent += g.requests;
-    metrics.request_failures += g.failed;
-    if (g.launch_spread_ns) metrics.burst_spread_seconds.observe(static_cast<double>(*g.launch_spread_ns) / 1e9);
-  };
-  queue.on_end = [&metrics](const daemon::job_end& end) {
-    if (end.findings)
-      for (const auto& [group, b] : end.findings->bursts) metrics.bursts_not_batched += !b.batched;
-  };
   daemon::job_service service(*db, lifecycle, queue);
   daemon::scheduler schedules(io.get_executor(), *db, service, lifecycle);
   api::router routes;
@@ -149,6 +141,7 @@ int main(int argc, char** argv) {
   route_opts.reads = &reads;
   route_opts.version = LOGITAUDIT_VERSION;
   daemon::history_reader history(*db, conf.history);
+  daemon::feed_metrics(queue, metrics, history, io.get_executor());
   api::add_schedule_routes(routes, schedules, route_opts);
   api::add_history_routes(routes, history, schedules);
   api::add_audit_routes(routes, service, route_opts);  // last: its /openapi.json lists the routes added before it

@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev          # libFuzzer targets (scripts/fuzz.sh)
   systemd                           # systemd-analyze verify of daemon/logitauditd.service
   wrk                               # the HTTP load baseline of bench/run.sh
+  prometheus                        # promtool: the tests check /metrics with Prometheus' own parser
 )
 
 missing=()

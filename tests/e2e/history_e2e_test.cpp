@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "support/daemon_harness.hpp"
 #include "support/llama_server.hpp"
@@ -109,6 +111,28 @@ TEST(history_e2e, a_swapped_checkpoint_is_an_unexplained_step_and_new_flags_are_
             std::string::npos)
       << cli.out;
   std::cout << cli.out;
+
+  // The gauges Alertmanager rules read, refreshed when the audit ended, pass Prometheus' own
+  // checker.
+  const std::string gauge = "logitaudit_series_state{series=\"schedule " + std::to_string(schedule) +
+                            " / llama\",backend=\"llama\",state=\"explained_change\"} 1";
+  std::string metrics;
+  for (int i = 0; i < 300 && metrics.find(gauge) == std::string::npos; ++i) {
+    if (i) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the refresh runs after the audit's end
+    metrics = d.call(http::verb::get, "/metrics").body;
+  }
+  EXPECT_NE(metrics.find(gauge), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("logitaudit_series_valid{series=\"schedule " + std::to_string(schedule) +
+                         " / llama\",backend=\"llama\"} 1"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("logitaudit_series_identical_ratio{series=\"schedule " + std::to_string(schedule) +
+                         " / llama\",backend=\"llama\",condition=\"repeat_greedy\",level=\"logit\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("logitaudit_backend_requests_total{backend=\"llama\"} 40"), std::string::npos)
+      << "five audits of 8 requests: " << metrics;
+  const auto promtool = test_support::run_process({"/usr/bin/promtool", "check", "metrics"}, {}, std::chrono::seconds(60), &metrics);
+  EXPECT_EQ(promtool.code, 0) << promtool.out << promtool.err;
   server.reset();
   fs::remove_all(dir);
 }

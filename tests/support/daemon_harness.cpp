@@ -6,6 +6,7 @@
 
 #include "api/audit_routes.hpp"
 #include "api/history_routes.hpp"
+#include "daemon/metrics_feed.hpp"
 #include "api/schedule_routes.hpp"
 #include "clients/api_registry.hpp"
 
@@ -50,11 +51,6 @@ daemon_harness::daemon_harness(harness_options o) {
   qc.max_running_jobs = o.max_running_jobs;
   qc.resume_interrupted = o.resume_interrupted;
   queue_ = std::make_unique<daemon::job_queue>(io_.get_executor(), audits_.get_executor(), *db_, *lifecycle_, qc);
-  queue_->on_group = [this](const daemon::group_stats& g) {
-    metrics_.requests_sent += g.requests;
-    metrics_.request_failures += g.failed;
-    if (g.launch_spread_ns) metrics_.burst_spread_seconds.observe(static_cast<double>(*g.launch_spread_ns) / 1e9);
-  };
   service_ = std::make_unique<daemon::job_service>(*db_, *lifecycle_, *queue_);
   scheduler_ = std::make_unique<daemon::scheduler>(io_.get_executor(), *db_, *service_, *lifecycle_);
   scheduler_->now = [this] { return clock.load(); };
@@ -72,6 +68,7 @@ daemon_harness::daemon_harness(harness_options o) {
   ro.version = "test";
   api::add_schedule_routes(routes_, *scheduler_, ro);
   history_ = std::make_unique<daemon::history_reader>(*db_, o.history);
+  daemon::feed_metrics(*queue_, metrics_, *history_, io_.get_executor());
   api::add_history_routes(routes_, *history_, *scheduler_);
   api::add_audit_routes(routes_, *service_, ro);
   server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
