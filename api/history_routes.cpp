@@ -186,8 +186,58 @@ json series_json(const series_view& v) {
   return series;
 }
 
+json alert_payload_json(const series_view& v, std::int64_t audit, const std::string& kind,
+                        const audit::transition* transition) {
+  const auto& k = v.summary.key;
+  const auto self = "/v1/audits/" + std::to_string(audit);
+  const std::string timeline = k.schedule ? "/v1/schedules/" + std::to_string(*k.schedule) + "/timeline" : "/v1/series";
+  return {{"kind", kind},
+          {"series",
+           {{"name", series_name(k)},
+            {"schedule", k.schedule ? json(*k.schedule) : json(nullptr)},
+            {"spec_hash", k.schedule ? v.summary.last_spec_hash : k.spec_hash},
+            {"backend", k.backend},
+            {"state", v.history.state}}},
+          {"audit", audit},
+          {"transition", transition ? transition_json(*transition) : json(nullptr)},
+          {"links",
+           {{"audit", self},
+            {"report", self + "/report"},
+            {"timeline", timeline + "?backend=" + k.backend + (k.schedule ? "" : "&spec_hash=" + k.spec_hash)}}},
+          {"sent_by", "logitauditd"}};
+}
+
+namespace {
+
+net::awaitable<api_response> route_deliveries(history_service* h, request_context ctx) {
+  if (auto bad = unknown_query(ctx, {"limit"})) co_return *bad;
+  int limit = 50;
+  if (ctx.query.count("limit")) {
+    auto n = parse_positive_id(ctx.query.at("limit"));
+    if (!n || *n > 500) co_return error_response(400, "invalid_query", "must be between 1 and 500", "limit");
+    limit = static_cast<int>(*n);
+  }
+  json out = {{"deliveries", json::array()}};
+  for (const auto& d : co_await h->deliveries(limit)) {
+    const json payload = json::parse(d.payload, nullptr, false);
+    out["deliveries"].push_back({{"id", d.id},
+                                 {"url", d.url},
+                                 {"status", std::string(audit::to_string(d.status))},
+                                 {"attempts", d.attempts},
+                                 {"last_status", d.last_status ? json(d.last_status) : json(nullptr)},
+                                 {"last_error", d.last_error},
+                                 {"created_at", d.created_at},
+                                 {"last_attempt_at", d.last_attempt_at},
+                                 {"payload", payload.is_discarded() ? json(nullptr) : payload}});
+  }
+  co_return json_response(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace
+
 void add_history_routes(router& r, history_service& history, schedule_service& schedules) {
   using http::verb;
+  r.add(verb::get, "/v1/alerts/deliveries", [&history](const request_context& c) { return route_deliveries(&history, c); });
   r.add(verb::get, "/v1/series", [&history](const request_context& c) { return route_series(&history, c); });
   r.add(verb::get, "/v1/schedules/{id}/timeline",
         [&history, &schedules](const request_context& c) { return route_timeline(&history, &schedules, c); });

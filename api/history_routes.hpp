@@ -14,6 +14,11 @@ void add_history_routes(router& r, history_service& history, schedule_service& s
 // "schedule 3 / tiny", "spec 1a2b3c4d5e6f7a8b / tiny".
 std::string series_name(const storage::series_key& k);
 
+// The body of an alert: what kind, the series, the audit, the transition (null for a failed
+// audit), the series' state, links.
+nlohmann::json alert_payload_json(const series_view& v, std::int64_t audit, const std::string& kind,
+                                  const audit::transition* transition);
+
 // One series as the API shows it (the CLI's `history --json` prints the same).
 nlohmann::json series_json(const series_view& v);
 

@@ -25,6 +25,8 @@ class history_service {
   // The series matching `filter` (the one with the newest audit first), each with its newest
   // `audits` audits, classified. Suspends; storage errors are exceptions.
   virtual boost::asio::awaitable<std::vector<series_view>> series(storage::series_filter filter, int audits) = 0;
+  // The newest `limit` alert deliveries to webhooks, newest first.
+  virtual boost::asio::awaitable<std::vector<storage::alert_delivery>> deliveries(int limit) = 0;
 };
 
 }  // namespace logitaudit::api

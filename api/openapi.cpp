@@ -33,6 +33,7 @@ std::string openapi_document(const router& routes, const std::string& version) {
       {"DELETE /v1/schedules/{id}", "Delete a schedule (its audits stay)"},
       {"GET /v1/schedules/{id}/history", "The audits a schedule fired, with their validity and predictions"},
       {"GET /v1/schedules/{id}/timeline", "The schedule's series (one per backend): per audit its fingerprints, baseline digests, identical counts with Jeffreys intervals, batching evidence, predictions, and the classified transition into it (backend, audits)"},
+      {"GET /v1/alerts/deliveries", "The newest alert deliveries to webhooks: status (pending, delivered, failed), attempts, the receiver's last status and error, the payload (limit)"},
       {"GET /v1/series", "Series of audits (a schedule's, or ad-hoc audits of one spec) per backend, with their timelines, segments and state (backend, spec_hash, schedule, audits)"},
   };
   const json error_schema = {

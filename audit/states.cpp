@@ -67,4 +67,17 @@ std::optional<fingerprint_phase> parse_fingerprint_phase(std::string_view s) {
   return parse_by_name(std::array{fingerprint_phase::before, fingerprint_phase::after}, s);
 }
 
+std::string_view to_string(delivery_status s) {
+  switch (s) {
+    case delivery_status::pending: return "pending";
+    case delivery_status::delivered: return "delivered";
+    case delivery_status::failed: return "failed";
+  }
+  return "?";
+}
+
+std::optional<delivery_status> parse_delivery_status(std::string_view s) {
+  return parse_by_name(std::array{delivery_status::pending, delivery_status::delivered, delivery_status::failed}, s);
+}
+
 }  // namespace logitaudit::audit

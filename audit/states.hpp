@@ -40,4 +40,13 @@ enum class fingerprint_phase { before, after };
 std::string_view to_string(fingerprint_phase p);
 std::optional<fingerprint_phase> parse_fingerprint_phase(std::string_view s);
 
+// Where an alert's delivery to a webhook stands.
+enum class delivery_status {
+  pending,    // stored; attempts go on (also after a restart)
+  delivered,  // the receiver answered 2xx
+  failed,     // every attempt failed
+};
+std::string_view to_string(delivery_status s);
+std::optional<delivery_status> parse_delivery_status(std::string_view s);
+
 }  // namespace logitaudit::audit

@@ -137,6 +137,11 @@ http_client::http_client(net::any_io_executor ex, endpoint ep, http_options opti
 
 std::string http_client::serialize(http::verb method, const std::string& target,
                                    const std::string& body) const {
+  return serialize(method, target, body, {});
+}
+
+std::string http_client::serialize(http::verb method, const std::string& target, const std::string& body,
+                                   const std::vector<std::pair<std::string, std::string>>& headers) const {
   std::string s;
   s.reserve(256 + body.size());
   s += http::to_string(method);
@@ -149,6 +154,7 @@ std::string http_client::serialize(http::verb method, const std::string& target,
   s += endpoint_.port;
   s += "\r\nUser-Agent: logitaudit\r\nAccept: application/json, text/event-stream\r\n";
   if (!options_.bearer_token.empty()) s += "Authorization: Bearer " + options_.bearer_token + "\r\n";
+  for (const auto& [name, value] : headers) s += name + ": " + value + "\r\n";
   if (method != http::verb::get || !body.empty()) {
     s += "Content-Type: application/json\r\nContent-Length: ";
     s += std::to_string(body.size());

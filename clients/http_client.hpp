@@ -114,6 +114,9 @@ class http_client {
   // with no work between the barrier and the socket.
   std::string serialize(http::verb method, const std::string& target,
                         const std::string& body) const;
+  // The same with extra header fields (names and values the caller has checked).
+  std::string serialize(http::verb method, const std::string& target, const std::string& body,
+                        const std::vector<std::pair<std::string, std::string>>& headers) const;
 
   // A connection from the idle pool, or a fresh one. Suspends.
   net::awaitable<client_result<connection>> acquire();

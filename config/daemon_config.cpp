@@ -68,7 +68,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "limits",
-                       "evidence", "history", "read_cache_bytes", "log_file", "interrupted_jobs"},
+                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs"},
                p);
   read(j, "log_file", "", c.log_file, p);
   std::string interrupted = "resume";
@@ -147,6 +147,53 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       fraction(*e, "min_overlap", "evidence", c.evidence.min_overlap, p);
       read(*e, "require_server_measure", "evidence", c.evidence.require_server_measure, p);
       read(*e, "min_reused_tokens", "evidence", c.evidence.min_reused_tokens, p);
+    }
+  }
+  if (auto a = j.find("alerts"); a != j.end()) {
+    if (!a->is_object()) p.push_back({"alerts", "must be an object"});
+    else {
+      unknown_keys(*a, "alerts", {"webhooks", "attempts", "backoff_ms", "timeout_ms"}, p);
+      auto& al = c.alerts;
+      auto bounded = [&](const char* key, int& v, int lo, int hi) {
+        read(*a, key, "alerts", v, p);
+        if (v < lo || v > hi)
+          p.push_back({std::string("alerts.") + key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi)});
+      };
+      bounded("attempts", al.attempts, 1, 100);
+      bounded("backoff_ms", al.backoff_ms, 1, 3'600'000);
+      bounded("timeout_ms", al.timeout_ms, 100, 600'000);
+      if (auto w = a->find("webhooks"); w != a->end()) {
+        if (!w->is_array()) p.push_back({"alerts.webhooks", "must be an array"});
+        else
+          for (std::size_t i = 0; i < w->size(); ++i) {
+            const std::string at = "alerts.webhooks[" + std::to_string(i) + "]";
+            const auto& e = (*w)[i];
+            if (!e.is_object()) {
+              p.push_back({at, "must be an object {url, secret, on}"});
+              continue;
+            }
+            unknown_keys(e, at, {"url", "secret", "on"}, p);
+            webhook_entry we;
+            read(e, "url", at, we.url, p);
+            read(e, "secret", at, we.secret, p);
+            if (auto ep = clients::parse_endpoint(we.url); !ep) p.push_back({at + ".url", "'" + we.url + "' " + ep.error()});
+            if (we.secret.size() < 16) p.push_back({at + ".secret", "must be a string of at least 16 characters"});
+            if (auto on = e.find("on"); on != e.end()) {
+              if (!on->is_array()) p.push_back({at + ".on", "must be an array of alert kinds"});
+              else
+                for (const auto& k : *on) {
+                  static const std::set<std::string> kinds = {"unexplained_step", "confirmed", "intermittent", "rate_shift",
+                                                              "explained",        "server_changed", "failed"};
+                  if (!k.is_string() || !kinds.count(k.get<std::string>()))
+                    p.push_back({at + ".on", "unknown alert kind " + k.dump() +
+                                                 " (known: unexplained_step, confirmed, intermittent, rate_shift, "
+                                                 "explained, server_changed, failed)"});
+                  else we.on.push_back(k.get<std::string>());
+                }
+            }
+            al.webhooks.push_back(std::move(we));
+          }
+      }
     }
   }
   if (auto h = j.find("history"); h != j.end()) {

@@ -26,6 +26,20 @@ struct backend_entry {
   std::string model_path;     // the server's model file, when the daemon can read it: its sha256 joins the fingerprint
 };
 
+// A webhook alerts go to.
+struct webhook_entry {
+  std::string url;     // http://host:port/path
+  std::string secret;  // the HMAC-SHA256 key of the signature header; never logged
+  std::vector<std::string> on;  // alert kinds; empty: every kind
+};
+
+struct alerts_config {
+  std::vector<webhook_entry> webhooks;
+  int attempts = 5;       // per delivery
+  int backoff_ms = 1000;  // before the second attempt, doubled after each
+  int timeout_ms = 10000;  // per attempt
+};
+
 // What to do with jobs an earlier process left running.
 enum class interrupted_policy { resume, mark_interrupted };
 
@@ -43,6 +57,7 @@ struct daemon_config {
   std::size_t read_cache_bytes = 64u << 20;  // bodies of final audits the API keeps in memory
   audit::evidence_thresholds evidence;
   audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)
+  alerts_config alerts;
   std::string log_file;  // empty: standard error; reopened on SIGHUP
   interrupted_policy interrupted_jobs = interrupted_policy::resume;
 };

@@ -95,4 +95,9 @@ net::awaitable<std::vector<api::series_view>> history_reader::series(storage::se
   co_return co_await on_db(db_, std::move(load));
 }
 
+net::awaitable<std::vector<storage::alert_delivery>> history_reader::deliveries(int limit) {
+  auto load = [limit](storage::store& s) { return s.alerts().recent(limit); };
+  co_return co_await on_db(db_, std::move(load));
+}
+
 }  // namespace logitaudit::daemon

@@ -14,6 +14,7 @@ class history_reader final : public api::history_service {
  public:
   history_reader(storage::db_worker& db, audit::history_thresholds thresholds) : db_(db), thresholds_(thresholds) {}
   net::awaitable<std::vector<api::series_view>> series(storage::series_filter filter, int audits) override;
+  net::awaitable<std::vector<storage::alert_delivery>> deliveries(int limit) override;
 
  private:
   storage::db_worker& db_;

@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
   route_opts.reads = &reads;
   route_opts.version = LOGITAUDIT_VERSION;
   daemon::history_reader history(*db, conf.history);
-  daemon::feed_metrics(queue, metrics, history, io.get_executor());
+  daemon::alerter alerts(io.get_executor(), *db, history, daemon::alert_settings_of(conf));
+  daemon::feed_metrics(queue, metrics, history, io.get_executor(), &alerts);
   api::add_schedule_routes(routes, schedules, route_opts);
   api::add_history_routes(routes, history, schedules);
   api::add_audit_routes(routes, service, route_opts);  // last: its /openapi.json lists the routes added before it
@@ -159,6 +160,7 @@ int main(int argc, char** argv) {
   if (exit_code == 0) {
     queue.start();
     schedules.start();
+    alerts.start();
     spdlog::info("logitauditd {} listening on {}:{} (database {}, {} backend(s){})", LOGITAUDIT_VERSION, listen.host,
                  server.port(), conf.database, conf.backends.size(), conf.tokens.empty() ? "" : ", tokens required");
 

@@ -39,13 +39,15 @@ net::awaitable<void> refresh_series_gauges(api::daemon_metrics* metrics, history
   metrics->series = std::move(gauges);
 }
 
-void feed_metrics(job_queue& queue, api::daemon_metrics& metrics, history_reader& history, net::any_io_executor ex) {
+void feed_metrics(job_queue& queue, api::daemon_metrics& metrics, history_reader& history, net::any_io_executor ex,
+                  alerter* alerts) {
   queue.on_group = [&metrics](const group_stats& g) {
     metrics.requests_sent[g.backend] += g.requests;
     metrics.request_failures[g.backend] += g.failed;
     if (g.launch_spread_ns) metrics.burst_spread_seconds.observe(static_cast<double>(*g.launch_spread_ns) / 1e9);
   };
-  queue.on_end = [&metrics, &history, ex](const job_end& end) {
+  queue.on_end = [&metrics, &history, ex, alerts](const job_end& end) {
+    if (alerts && end.status != audit::job_status::running) alerts->audit_ended(end.id);
     if (end.findings)
       for (const auto& [group, b] : end.findings->bursts) metrics.bursts_not_batched += !b.batched;
     net::co_spawn(ex, refresh_series_gauges(&metrics, &history), net::detached);

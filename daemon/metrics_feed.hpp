@@ -5,13 +5,16 @@
 #pragma once
 
 #include "api/metrics.hpp"
+#include "alerts.hpp"
 #include "history_reader.hpp"
 #include "job_queue.hpp"
 
 namespace logitaudit::daemon {
 
-// Sets the queue's observers; everything runs on `metrics`' executor (the queue's).
-void feed_metrics(job_queue& queue, api::daemon_metrics& metrics, history_reader& history, net::any_io_executor ex);
+// Sets the queue's observers; everything runs on `metrics`' executor (the queue's). Each
+// ended audit also goes to `alerts` (when there is one).
+void feed_metrics(job_queue& queue, api::daemon_metrics& metrics, history_reader& history, net::any_io_executor ex,
+                  alerter* alerts = nullptr);
 
 // Recomputes the series gauges from the stored history. Suspends; storage errors are logged
 // and leave the gauges as they were.

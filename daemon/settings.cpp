@@ -36,4 +36,13 @@ queue_config queue_settings(const config::daemon_config& c) {
   return q;
 }
 
+alert_settings alert_settings_of(const config::daemon_config& c) {
+  alert_settings a;
+  for (const auto& w : c.alerts.webhooks) a.webhooks.push_back({w.url, w.secret, {w.on.begin(), w.on.end()}});
+  a.attempts = c.alerts.attempts;
+  a.backoff = std::chrono::milliseconds(c.alerts.backoff_ms);
+  a.timeout = std::chrono::milliseconds(c.alerts.timeout_ms);
+  return a;
+}
+
 }  // namespace logitaudit::daemon

@@ -4,6 +4,7 @@
 
 #include "config/daemon_config.hpp"
 #include "job_lifecycle.hpp"
+#include "alerts.hpp"
 #include "job_queue.hpp"
 
 namespace logitaudit::daemon {
@@ -14,5 +15,6 @@ std::map<std::string, clients::backend_config> backend_configs(const config::dae
 
 lifecycle_config lifecycle_settings(const config::daemon_config& c);
 queue_config queue_settings(const config::daemon_config& c);
+alert_settings alert_settings_of(const config::daemon_config& c);
 
 }  // namespace logitaudit::daemon

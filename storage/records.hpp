@@ -185,6 +185,19 @@ struct series_filter {
   std::optional<std::int64_t> schedule;
 };
 
+// One alert to one webhook: stored before its first attempt, updated after each, so that
+// a delivery the daemon did not finish is resumed when it starts again.
+struct alert_delivery {
+  std::int64_t id = 0;
+  std::string url;      // the webhook (its secret is never stored)
+  std::string payload;  // the JSON body, as signed
+  std::string created_at;
+  audit::delivery_status status = audit::delivery_status::pending;
+  int attempts = 0;
+  unsigned last_status = 0;  // the receiver's last HTTP status; 0: none
+  std::string last_error, last_attempt_at;
+};
+
 // The current time as RFC 3339 UTC with milliseconds.
 std::string now_utc();
 

@@ -79,6 +79,17 @@ class schedule_repository {
   virtual bool remove(std::int64_t id) = 0;
 };
 
+class alert_repository {
+ public:
+  virtual ~alert_repository() = default;
+  // Stores a pending delivery; returns its id.
+  virtual std::int64_t enqueue(const std::string& url, const std::string& payload, const std::string& at) = 0;
+  virtual void record_attempt(std::int64_t id, audit::delivery_status status, int attempts, unsigned http_status,
+                              const std::string& error, const std::string& at) = 0;
+  virtual std::vector<alert_delivery> pending() = 0;  // oldest first
+  virtual std::vector<alert_delivery> recent(int limit) = 0;  // newest first
+};
+
 // The chores of a database that is one file (SQLite).
 class file_maintenance {
  public:
@@ -102,6 +113,7 @@ class store {
   virtual job_repository& jobs() = 0;
   virtual evidence_repository& evidence() = 0;
   virtual schedule_repository& schedules() = 0;
+  virtual alert_repository& alerts() = 0;
   // nullptr where the engine has no such chores.
   virtual file_maintenance* maintenance() = 0;
   virtual int schema_version() = 0;

@@ -195,6 +195,21 @@ ALTER TABLE fingerprints ADD COLUMN model_sha256 TEXT NOT NULL DEFAULT '';
 ALTER TABLE fingerprints ADD COLUMN canary_logit_digest TEXT NOT NULL DEFAULT '';
 ALTER TABLE fingerprints ADD COLUMN canary_token_digest TEXT NOT NULL DEFAULT '';
 )sql",
+    // 4: the delivery log of alerts to webhooks.
+    R"sql(
+CREATE TABLE alert_deliveries (
+  id INTEGER PRIMARY KEY,
+  url TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending','delivered','failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_status INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT NOT NULL DEFAULT '',
+  last_attempt_at TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX alert_deliveries_by_status ON alert_deliveries(status, id);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -888,6 +903,61 @@ class sqlite_schedules final : public schedule_repository {
   database& db_;
 };
 
+class sqlite_alerts final : public alert_repository {
+ public:
+  explicit sqlite_alerts(database& db) : db_(db) {}
+
+  std::int64_t enqueue(const std::string& url, const std::string& payload, const std::string& at) override {
+    auto& s = db_.prepare("INSERT INTO alert_deliveries (url, payload, created_at, status) VALUES (?, ?, ?, 'pending')");
+    s.bind(1, url).bind(2, payload).bind(3, at);
+    s.run();
+    return db_.last_insert_id();
+  }
+
+  void record_attempt(std::int64_t id, audit::delivery_status status, int attempts, unsigned http_status,
+                      const std::string& error, const std::string& at) override {
+    auto& s = db_.prepare(
+        "UPDATE alert_deliveries SET status = ?, attempts = ?, last_status = ?, last_error = ?, last_attempt_at = ? "
+        "WHERE id = ?");
+    s.bind(1, audit::to_string(status)).bind(2, attempts).bind(3, static_cast<std::int64_t>(http_status));
+    s.bind(4, error).bind(5, at).bind(6, id);
+    s.run();
+  }
+
+  std::vector<alert_delivery> pending() override {
+    return read(db_.prepare(std::string(kColumns) + " WHERE status = 'pending' ORDER BY id"));
+  }
+
+  std::vector<alert_delivery> recent(int limit) override {
+    auto& s = db_.prepare(std::string(kColumns) + " ORDER BY id DESC LIMIT ?");
+    s.bind(1, limit);
+    return read(s);
+  }
+
+ private:
+  static constexpr const char* kColumns =
+      "SELECT id, url, payload, created_at, status, attempts, last_status, last_error, last_attempt_at FROM alert_deliveries";
+  static std::vector<alert_delivery> read(statement& s) {
+    std::vector<alert_delivery> out;
+    while (s.step()) {
+      alert_delivery d;
+      d.id = s.integer(0);
+      d.url = s.text(1);
+      d.payload = s.text(2);
+      d.created_at = s.text(3);
+      d.status = audit::parse_delivery_status(s.text(4)).value_or(audit::delivery_status::failed);
+      d.attempts = static_cast<int>(s.integer(5));
+      d.last_status = static_cast<unsigned>(s.integer(6));
+      d.last_error = s.text(7);
+      d.last_attempt_at = s.text(8);
+      out.push_back(std::move(d));
+    }
+    s.reset();
+    return out;
+  }
+  database& db_;
+};
+
 }  // namespace
 
 std::span<const char* const> sqlite_migrations() { return kMigrations; }
@@ -909,7 +979,8 @@ sqlite_store::sqlite_store(const std::string& path)
     : db_(path),
       jobs_(std::make_unique<sqlite_jobs>(db_)),
       evidence_(std::make_unique<sqlite_evidence>(db_)),
-      schedules_(std::make_unique<sqlite_schedules>(db_)) {
+      schedules_(std::make_unique<sqlite_schedules>(db_)),
+      alerts_(std::make_unique<sqlite_alerts>(db_)) {
   migrate();
 }
 

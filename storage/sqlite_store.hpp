@@ -12,7 +12,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // The numbered migrations (migration N brings version N-1 to N), for tests that build an
 // older database and open it with this program.
@@ -28,6 +28,7 @@ class sqlite_store final : public store, private file_maintenance {
   job_repository& jobs() override { return *jobs_; }
   evidence_repository& evidence() override { return *evidence_; }
   schedule_repository& schedules() override { return *schedules_; }
+  alert_repository& alerts() override { return *alerts_; }
   file_maintenance* maintenance() override { return this; }
   int schema_version() override;
   std::string location() const override { return db_.path(); }
@@ -47,6 +48,7 @@ class sqlite_store final : public store, private file_maintenance {
   std::unique_ptr<job_repository> jobs_;
   std::unique_ptr<evidence_repository> evidence_;
   std::unique_ptr<schedule_repository> schedules_;
+  std::unique_ptr<alert_repository> alerts_;
 };
 
 }  // namespace logitaudit::storage

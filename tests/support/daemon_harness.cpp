@@ -68,7 +68,8 @@ daemon_harness::daemon_harness(harness_options o) {
   ro.version = "test";
   api::add_schedule_routes(routes_, *scheduler_, ro);
   history_ = std::make_unique<daemon::history_reader>(*db_, o.history);
-  daemon::feed_metrics(*queue_, metrics_, *history_, io_.get_executor());
+  alerts_ = std::make_unique<daemon::alerter>(io_.get_executor(), *db_, *history_, o.alerts);
+  daemon::feed_metrics(*queue_, metrics_, *history_, io_.get_executor(), alerts_.get());
   api::add_history_routes(routes_, *history_, *scheduler_);
   api::add_audit_routes(routes_, *service_, ro);
   server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
@@ -76,6 +77,7 @@ daemon_harness::daemon_harness(harness_options o) {
   server_->listen({net::ip::make_address("127.0.0.1"), 0});
   queue_->start();
   scheduler_->start();
+  alerts_->start();
   io_thread_ = std::thread([this] { io_.run(); });
   audit_thread_ = std::thread([this] {
     auto work = net::make_work_guard(audits_);
@@ -100,6 +102,7 @@ daemon_harness::~daemon_harness() {
   audit_thread_.join();
   server_.reset();
   scheduler_.reset();
+  alerts_.reset();
   history_.reset();
   service_.reset();
   queue_.reset();

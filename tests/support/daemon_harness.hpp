@@ -19,6 +19,7 @@
 #include "api/http_server.hpp"
 #include "api/metrics.hpp"
 #include "api/read_model.hpp"
+#include "daemon/alerts.hpp"
 #include "daemon/history_reader.hpp"
 #include "daemon/job_lifecycle.hpp"
 #include "daemon/job_queue.hpp"
@@ -41,6 +42,7 @@ struct harness_options {
   audit::spec_limits limits;
   audit::evidence_thresholds evidence;
   audit::history_thresholds history;
+  daemon::alert_settings alerts;
   std::size_t read_cache_bytes = 64u << 20;
   std::string database;  // default: a fresh file in the temp folder, removed at the end
   std::function<void(storage::db_worker&)> before_start;  // rows an earlier process left
@@ -82,6 +84,7 @@ class daemon_harness {
   std::unique_ptr<daemon::job_service> service_;
   std::unique_ptr<daemon::scheduler> scheduler_;
   std::unique_ptr<daemon::history_reader> history_;
+  std::unique_ptr<daemon::alerter> alerts_;
   api::router routes_;
   std::unique_ptr<api::http_server> server_;
   std::thread io_thread_, audit_thread_;

@@ -79,6 +79,29 @@ TEST(config, every_spec_limit_and_evidence_threshold_is_a_key) {
 
 // Flags are merged over the file and the environment here, not in main(): NAME=URL parsed
 // once, API kinds from the registry, the listen address checked.
+TEST(config, history_thresholds_webhooks_and_model_paths_are_read_and_checked) {
+  auto c = parse_config(R"({"backends":[{"name":"t","url":"http://127.0.0.1:1","model_path":"/m/t.gguf"}],
+    "history":{"confidence":0.9,"rate_shift_q":0.01,"rate_min_history":5,"rate_window":2,"confirm_after":2},
+    "alerts":{"webhooks":[{"url":"http://127.0.0.1:9/h","secret":"0123456789abcdef","on":["confirmed"]}],
+              "attempts":3,"backoff_ms":10,"timeout_ms":500}})");
+  ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
+  EXPECT_EQ(c->backends[0].model_path, "/m/t.gguf");
+  EXPECT_EQ(c->history.confidence, 0.9);
+  EXPECT_EQ(c->history.rate_min_history, 5);
+  EXPECT_EQ(c->history.confirm_after, 2);
+  ASSERT_EQ(c->alerts.webhooks.size(), 1u);
+  EXPECT_EQ(c->alerts.webhooks[0].on, std::vector<std::string>{"confirmed"});
+  EXPECT_EQ(c->alerts.attempts, 3);
+  auto bad = parse_config(R"({"backends":[{"name":"t","url":"http://127.0.0.1:1","model_path":""}],
+    "history":{"confidence":1.5,"rate_shift_q":0,"rate_min_history":0,"colour":1},
+    "alerts":{"webhooks":[{"url":"ftp://x","secret":"short","on":["sometimes"]},"x"],"attempts":0,"retries":1}})");
+  ASSERT_FALSE(bad);
+  for (const char* k : {"backends[0].model_path", "history.confidence", "history.rate_shift_q", "history.rate_min_history",
+                        "history.colour", "alerts.webhooks[0].url", "alerts.webhooks[0].secret", "alerts.webhooks[0].on",
+                        "alerts.webhooks[1]", "alerts.attempts", "alerts.retries"})
+    EXPECT_TRUE(names(bad.error(), k)) << k;
+}
+
 TEST(config, flags_override_and_name_what_is_wrong) {
   auto c = *parse_config(R"({"backends":[{"name":"tiny","url":"http://127.0.0.1:8081"}],"tokens":["file-token"]})");
   command_line flags;
@@ -143,7 +166,7 @@ TEST(config, the_example_file_parses_and_every_key_is_documented) {
   const auto j = nlohmann::json::parse(ss.str());
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) {
-    if (k == "limits" || k == "evidence")
+    if (k == "limits" || k == "evidence" || k == "history" || k == "alerts")
       for (const auto& [lk, lv] : v.items()) keys.push_back(k + "." + lk);
     else keys.push_back(k == "backends" || k == "tokens" ? k + "[]" : k);
   }

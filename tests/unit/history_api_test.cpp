@@ -4,8 +4,15 @@
 // the timeline's evidence per audit, and the 404s and 400s of the history routes.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "support/daemon_harness.hpp"
 #include "support/fake_backend.hpp"
@@ -22,6 +29,49 @@ constexpr const char* kSpec =
     R"({"name":"k","kind":"control_prompt"}]})";
 
 void write_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// tests/support/webhook_receiver.py as a child process: a real HTTP server that checks the
+// signatures independently and logs every request.
+class webhook_receiver {
+ public:
+  webhook_receiver(const std::string& secret, int fail_first) {
+    const auto base = std::filesystem::temp_directory_path() / ("logitaudit-hook-" + std::to_string(::getpid()));
+    port_file_ = base.string() + ".port";
+    log_ = base.string() + ".log";
+    std::filesystem::remove(port_file_);
+    std::filesystem::remove(log_);
+    const std::string script = std::string(LOGITAUDIT_SOURCE_DIR) + "/tests/support/webhook_receiver.py";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const std::string fail = std::to_string(fail_first);
+      ::execlp("python3", "python3", script.c_str(), "--secret", secret.c_str(), "--port-file", port_file_.c_str(),
+               "--log", log_.c_str(), "--fail-first", fail.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 300 && !std::filesystem::exists(port_file_); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the receiver's start-up
+    std::ifstream(port_file_) >> port_;
+  }
+  ~webhook_receiver() {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+    std::filesystem::remove(port_file_);
+    std::filesystem::remove(log_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hooks/logitaudit"; }
+  std::vector<json> requests() const {
+    std::vector<json> out;
+    std::ifstream in(log_);
+    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+    return out;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string port_file_, log_;
+};
 
 TEST(history_api, a_swapped_checkpoint_is_an_unexplained_step_and_a_new_model_file_explains_one) {
   const auto model = (std::filesystem::temp_directory_path() / ("logitaudit-history-" + std::to_string(::getpid()) + ".gguf")).string();
@@ -151,6 +201,61 @@ TEST(history_api, unknown_series_and_schedules_are_404_and_bad_queries_400) {
   const auto hash = all["series"][0]["spec_hash"].get<std::string>();
   EXPECT_EQ(d.call(http::verb::get, "/v1/series?spec_hash=" + hash).json()["series"].size(), 1u);
   EXPECT_EQ(all["series"][0]["state"], "no_history");
+}
+
+TEST(history_api, alerts_are_signed_retried_logged_and_never_hold_up_an_audit) {
+  const std::string secret = "a-shared-secret-of-32-characters";
+  webhook_receiver receiver(secret, 2);  // answers 500 twice, then 204
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"f", fake.url()}};
+  o.alerts.webhooks = {{receiver.url(), secret, {}}, {"http://127.0.0.1:1/down", secret, {"unexplained_step"}}};
+  o.alerts.attempts = 3;
+  o.alerts.backoff = std::chrono::milliseconds(50);
+  o.alerts.timeout = std::chrono::milliseconds(2000);
+  test_support::daemon_harness d(o);
+  d.run(kSpec);
+  d.run(kSpec);
+  auto knobs = fake.knobs();
+  knobs.weights = 3;
+  fake.set_knobs(knobs);
+  const auto step = d.run(kSpec);
+  EXPECT_EQ(step["status"], "done") << "a webhook that is down does not fail the audit";
+
+  // Both deliveries end: one delivered on its third attempt, one failed after three.
+  json log;
+  for (int i = 0; i < 600; ++i) {
+    log = d.call(http::verb::get, "/v1/alerts/deliveries").json();
+    int ended = 0;
+    for (const auto& x : log["deliveries"]) ended += x["status"] != "pending";
+    if (log["deliveries"].size() == 2 && ended == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // deliveries run after the audit's end
+  }
+  ASSERT_EQ(log["deliveries"].size(), 2u) << log.dump();
+  for (const auto& x : log["deliveries"]) {
+    EXPECT_EQ(x["attempts"], 3) << x.dump();
+    EXPECT_EQ(x["payload"]["kind"], "unexplained_step");
+    EXPECT_EQ(x["payload"]["audit"], step["id"]);
+    EXPECT_EQ(x["payload"]["series"]["backend"], "f");
+    EXPECT_EQ(x["payload"]["transition"]["classification"], "unexplained_step");
+    if (x["url"] == receiver.url()) {
+      EXPECT_EQ(x["status"], "delivered");
+      EXPECT_EQ(x["last_status"], 204);
+    } else {
+      EXPECT_EQ(x["status"], "failed");
+      EXPECT_FALSE(x["last_error"].get<std::string>().empty());
+      EXPECT_TRUE(x["last_status"].is_null());
+    }
+  }
+  const auto got = receiver.requests();
+  ASSERT_EQ(got.size(), 3u) << "two answered 500, the third 204";
+  for (const auto& r : got) {
+    EXPECT_TRUE(r["signature_ok"].get<bool>()) << r.dump();
+    EXPECT_EQ(r["kind"], "unexplained_step");
+    EXPECT_EQ(r["path"], "/hooks/logitaudit");
+  }
+  EXPECT_EQ(got[2]["answered"], 204);
+  EXPECT_EQ(d.call(http::verb::get, "/v1/alerts/deliveries?limit=0").status, 400u);
 }
 
 }  // namespace

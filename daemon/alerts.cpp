@@ -1,0 +1,150 @@
+// Which transitions become alerts, and their deliveries with retries.
+#include "alerts.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "api/history_routes.hpp"
+#include "clients/webhook.hpp"
+#include "db_call.hpp"
+
+namespace logitaudit::daemon {
+namespace {
+
+struct alert {
+  std::string kind;
+  const audit::transition* transition = nullptr;
+};
+
+// What audit `job` changed in series `v`.
+std::vector<alert> alerts_of(const api::series_view& v, std::int64_t job) {
+  std::vector<alert> out;
+  const auto at = std::find_if(v.audits.begin(), v.audits.end(), [&](const audit::series_audit& a) { return a.job == job; });
+  if (at == v.audits.end()) return out;
+  if (!at->ended && at->status != "cancelled") out.push_back({"failed", nullptr});
+  const audit::transition* into = nullptr;
+  const audit::transition* before = nullptr;
+  for (const auto& t : v.history.transitions) {
+    if (t.to_job == job) into = &t;
+    else if (!into && t.kind != audit::transition_kind::not_comparable) before = &t;
+  }
+  if (into) {
+    if (at->server_changed) out.push_back({"server_changed", into});
+    const auto c = into->classification();
+    if (c == "unexplained_step" || c == "intermittent" || c == "explained" || c == "rate_shift") out.push_back({c, into});
+  }
+  // The audit before this one held a step or a shift that this one kept.
+  if (into && before && into->kind == audit::transition_kind::unchanged) {
+    const bool step = before->kind == audit::transition_kind::unexplained_step && before->state == audit::change_state::confirmed;
+    const bool shift = std::any_of(before->rate_shifts.begin(), before->rate_shifts.end(),
+                                   [](const audit::rate_shift& r) { return r.state == audit::change_state::confirmed; });
+    if (step || shift) out.push_back({"confirmed", before});
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& alert_kinds() {
+  static const std::vector<std::string> kinds = {"unexplained_step", "confirmed", "intermittent", "rate_shift",
+                                                 "explained",        "server_changed", "failed"};
+  return kinds;
+}
+
+alerter::alerter(net::any_io_executor ex, storage::db_worker& db, history_reader& history, alert_settings settings)
+    : ex_(std::move(ex)), db_(db), history_(history), settings_(std::move(settings)) {}
+
+void alerter::start() {
+  if (enabled()) net::co_spawn(ex_, resume_pending(), net::detached);
+}
+
+// Pending deliveries of an earlier process go to the webhook with the same URL, if any.
+net::awaitable<void> alerter::resume_pending() {
+  auto load = [](storage::store& s) { return s.alerts().pending(); };
+  std::vector<storage::alert_delivery> pending;
+  try {
+    pending = co_await on_db(db_, std::move(load));
+  } catch (const std::exception& e) {
+    spdlog::warn("alerts: pending deliveries not read: {}", e.what());
+    co_return;
+  }
+  for (auto& d : pending)
+    for (const auto& hook : settings_.webhooks)
+      if (hook.url == d.url) {
+        spdlog::info("alert {}: resumed after {} attempt(s)", d.id, d.attempts);
+        net::co_spawn(ex_, deliver(d.id, hook, std::move(d.payload), d.attempts), net::detached);
+        break;
+      }
+}
+
+void alerter::audit_ended(std::int64_t job) {
+  if (!enabled()) return;
+  net::co_spawn(ex_, classify_and_send(job), net::detached);
+}
+
+net::awaitable<void> alerter::classify_and_send(std::int64_t job) {
+  try {
+    auto read_job = [job](storage::store& s) { return s.jobs().get(job); };
+    const auto row = co_await on_db(db_, std::move(read_job));
+    if (!row) co_return;
+    storage::series_filter f;
+    if (row->schedule_id) f.schedule = row->schedule_id;
+    else f.spec_hash = row->spec_hash;
+    auto all = co_await history_.series(f, 30);
+    for (const auto& v : all) {
+      if (v.summary.key.schedule != row->schedule_id) continue;  // the ad-hoc series of a spec a schedule also runs
+      for (const auto& a : alerts_of(v, job)) {
+        const std::string payload = api::alert_payload_json(v, job, a.kind, a.transition).dump();
+        for (const auto& hook : settings_.webhooks) {
+          if (!hook.on.empty() && !hook.on.count(a.kind)) continue;
+          auto store = [url = hook.url, payload](storage::store& s) {
+            return s.alerts().enqueue(url, payload, storage::now_utc());
+          };
+          const auto id = co_await on_db(db_, std::move(store));
+          spdlog::info("alert {}: {} of audit {} on {} -> {}", id, a.kind, job, v.summary.key.backend, hook.url);
+          net::co_spawn(ex_, deliver(id, hook, payload, 0), net::detached);
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    spdlog::warn("alerts of audit {} not sent: {}", job, e.what());  // the audit itself is unaffected
+  }
+}
+
+net::awaitable<void> alerter::deliver(std::int64_t id, webhook hook, std::string payload, int attempts_before) {
+  auto backoff = settings_.backoff;
+  for (int i = 0; i < attempts_before && i < 16; ++i) backoff *= 2;
+  for (int attempt = attempts_before + 1; attempt <= settings_.attempts; ++attempt) {
+    const auto result = co_await clients::post_webhook(hook.url, hook.secret, payload, std::to_string(id), settings_.timeout);
+    const auto status = result.delivered                 ? audit::delivery_status::delivered
+                        : attempt == settings_.attempts ? audit::delivery_status::failed
+                                                         : audit::delivery_status::pending;
+    auto record = [id, status, attempt, code = result.status, error = result.error](storage::store& s) {
+      s.alerts().record_attempt(id, status, attempt, code, error, storage::now_utc());
+      return 0;
+    };
+    try {
+      co_await on_db(db_, std::move(record));
+    } catch (const std::exception& e) {
+      spdlog::warn("alert {}: attempt {} not logged: {}", id, attempt, e.what());
+    }
+    if (on_attempt) on_attempt(id, status);
+    if (status != audit::delivery_status::pending) {
+      if (status == audit::delivery_status::failed)
+        spdlog::warn("alert {} to {} failed after {} attempts: {}", id, hook.url, attempt, result.error);
+      co_return;
+    }
+    net::steady_timer pause(ex_, backoff);
+    co_await pause.async_wait(net::use_awaitable);
+    backoff *= 2;
+  }
+  // Configured with fewer attempts than it already had: it ends failed.
+  auto give_up = [id, attempts_before](storage::store& s) {
+    s.alerts().record_attempt(id, audit::delivery_status::failed, attempts_before, 0, "no attempts left", storage::now_utc());
+    return 0;
+  };
+  co_await on_db(db_, std::move(give_up));
+}
+
+}  // namespace logitaudit::daemon
