@@ -175,6 +175,24 @@ TEST(history_api, a_swapped_checkpoint_is_an_unexplained_step_and_a_new_model_fi
   std::filesystem::remove(model);
 }
 
+TEST(history_api, numbers_that_come_and_go_under_one_fingerprint_are_intermittent) {
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"f", fake.url()}};
+  test_support::daemon_harness d(o);
+  auto knobs = fake.knobs();
+  for (std::uint64_t weights : {0, 5, 0}) {  // noise: a night with other numbers, then the old ones again
+    knobs.weights = weights;
+    fake.set_knobs(knobs);
+    d.run(kSpec);
+  }
+  const auto s = d.call(http::verb::get, "/v1/series?backend=f").json()["series"][0];
+  EXPECT_EQ(s["timeline"][1]["transition"]["classification"], "intermittent") << s.dump();
+  EXPECT_EQ(s["timeline"][2]["transition"]["classification"], "intermittent");
+  EXPECT_EQ(s["state"], "intermittent");
+  EXPECT_EQ(s["segments"].size(), 1u) << "the fingerprint never changed";
+}
+
 TEST(history_api, unknown_series_and_schedules_are_404_and_bad_queries_400) {
   test_support::fake_backend fake;
   test_support::harness_options o;
