@@ -276,4 +276,37 @@ TEST(history_api, alerts_are_signed_retried_logged_and_never_hold_up_an_audit) {
   EXPECT_EQ(d.call(http::verb::get, "/v1/alerts/deliveries?limit=0").status, 400u);
 }
 
+// Nothing is lost: a delivery an earlier process left pending (one attempt made) is resumed
+// when the daemon starts, and counts its attempts on.
+TEST(history_api, a_delivery_left_pending_by_a_stopped_daemon_is_resumed_at_start) {
+  const std::string secret = "another-secret-of-enough-length";
+  webhook_receiver receiver(secret, 0);
+  test_support::harness_options o;
+  o.alerts.webhooks = {{receiver.url(), secret, {}}};
+  o.alerts.attempts = 3;
+  o.alerts.backoff = std::chrono::milliseconds(20);
+  const std::string payload = R"({"kind":"unexplained_step","audit":7})";
+  o.before_start = [&](storage::db_worker& db) {
+    db.submit([&](storage::store& s) {
+        const auto id = s.alerts().enqueue(receiver.url(), payload, storage::now_utc());
+        s.alerts().record_attempt(id, audit::delivery_status::pending, 1, 503, "HTTP 503", storage::now_utc());
+        return id;
+      }).get();
+  };
+  test_support::daemon_harness d(o);
+  json log;
+  for (int i = 0; i < 600; ++i) {
+    log = d.call(http::verb::get, "/v1/alerts/deliveries").json();
+    if (log["deliveries"].size() == 1 && log["deliveries"][0]["status"] != "pending") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the resumed delivery runs after start
+  }
+  ASSERT_EQ(log["deliveries"].size(), 1u);
+  EXPECT_EQ(log["deliveries"][0]["status"], "delivered") << log.dump();
+  EXPECT_EQ(log["deliveries"][0]["attempts"], 2) << "one before the stop, one after";
+  const auto got = receiver.requests();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0]["signature_ok"].get<bool>());
+  EXPECT_EQ(got[0]["kind"], "unexplained_step");
+}
+
 }  // namespace
