@@ -5,6 +5,7 @@
 #include "model_file.hpp"
 
 #include <stdexcept>
+#include <tuple>
 
 namespace logitaudit::clients {
 namespace {
@@ -79,18 +80,21 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
   auto f = co_await config_.api->fingerprint(http_, std::move(prompts), config_.options);
   if (!f) co_return f;
   if (!config_.model_path.empty()) f->model_sha256 = co_await model_file_sha256(config_.model_path);
-  completion_request canary;
-  canary.prompt = audit::canary_prompt;
-  canary.n_predict = audit::canary_n_predict;
-  canary.temperature = 0;
-  canary.cache_prompt = false;
-  canary.n_probs = 5;
-  if (auto s = co_await complete(canary)) {
-    const auto d = audit::digest(*s);
-    f->canary_logit_digest = d.logit.hex();
-    f->canary_token_digest = d.token.hex();
-  }
+  if (auto c = co_await canary()) std::tie(f->canary_logit_digest, f->canary_token_digest) = *c;
   co_return f;
+}
+
+net::awaitable<client_result<std::pair<std::string, std::string>>> backend::canary() {
+  completion_request r;
+  r.prompt = audit::canary_prompt;
+  r.n_predict = audit::canary_n_predict;
+  r.temperature = 0;
+  r.cache_prompt = false;
+  r.n_probs = 5;
+  auto s = co_await complete(r);
+  if (!s) co_return unexpected{s.error()};
+  const auto d = audit::digest(*s);
+  co_return std::pair{d.logit.hex(), d.token.hex()};
 }
 
 net::awaitable<std::optional<decode_counters>> backend::read_decode_counters() {

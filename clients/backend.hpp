@@ -64,6 +64,10 @@ class backend {
   // Suspends. Errors: the first failing request of the kind's fingerprint.
   net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(std::vector<std::string> prompts);
 
+  // The canary's digests (logit, token; hex): the fixed request of audit::canary_prompt, solo,
+  // greedy, cache off. Suspends. Errors: the request's.
+  net::awaitable<client_result<std::pair<std::string, std::string>>> canary();
+
   // The server's cumulative decode counters; nullopt when its kind or its configuration
   // does not expose them. Suspends.
   net::awaitable<std::optional<decode_counters>> read_decode_counters();

@@ -1,6 +1,8 @@
 // The runner: per-backend coroutines over the plan's groups.
 #include "job_runner.hpp"
 
+#include <tuple>
+
 #include "burst.hpp"
 #include "join.hpp"
 
@@ -107,6 +109,16 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
 
   if (unreachable) co_return false;
   auto after = co_await b.fingerprint(st->spec->prompts);
+  // A canary that moved is taken again, twice at most: load from elsewhere on the server (another
+  // audit, another user) can move one reading, but a server whose weights or build changed
+  // never gives the old numbers back. One reading equal to the first says it did not change.
+  if (after && before && !before->canary_logit_digest.empty()) {
+    for (int retake = 0; retake < 2 && after->canary_logit_digest != before->canary_logit_digest; ++retake) {
+      net::steady_timer pause(ex, std::chrono::milliseconds(100));
+      co_await pause.async_wait(token_t{});
+      if (auto c = co_await b.canary()) std::tie(after->canary_logit_digest, after->canary_token_digest) = *c;
+    }
+  }
   if (after) {
     st->out->fingerprints[name].after = *after;
     if (st->options->on_fingerprint) st->options->on_fingerprint(name, audit::fingerprint_phase::after, *after);

@@ -2,6 +2,7 @@
 // when the file does.
 #include "model_file.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
 
@@ -38,7 +39,11 @@ net::thread_pool& hashing_pool() {
   return pool;
 }
 
-net::awaitable<std::string> hash_on_pool(std::string path) { co_return file_sha256(path); }
+net::awaitable<std::string> hash_on_pool(std::string path) {
+  auto hex = file_sha256(path);
+  OPENSSL_thread_stop();  // this thread's OpenSSL state, freed now rather than never (the pool outlives main)
+  co_return hex;
+}
 
 }  // namespace
 

@@ -269,6 +269,9 @@ TEST_F(cli, a_spec_file_or_stdin_with_overrides_and_ad_hoc_backends) {
   auto job = json::parse(r.out);
   EXPECT_EQ(job["status"], "queued");
   EXPECT_EQ(job["tags"], json::array({"from-file"}));
+  // Both audits go to the same fake server under two names, which the daemon would audit at
+  // once; the fake's numbers move under overlap (as a real server's may), so one after the other.
+  EXPECT_EQ(cli_run({"status", std::to_string(job["id"].get<int>()), "--wait"}).code, 0);
 
   const std::string text = R"({"preset":"seed-protocol","n_predict":3})";
   auto from_stdin = cli_run({"submit", "-", "--backend", fake_->url(), "--tag", "stdin", "--wait", "--json"}, {}, &text);
