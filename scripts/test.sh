@@ -27,6 +27,21 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 # compile time of one object per source on 2 cores.
 sanitized=(-G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_UNITY_BUILD=ON
            -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 -DLOGITAUDIT_BENCH=OFF)
+background=()
+stop_background() { for p in "${background[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap stop_background EXIT
+if [[ $sanitizers == 1 ]]; then
+  mkdir -p "${LOGITAUDIT_BUILD_DIR:-build-test}/logs"
+  logs=${LOGITAUDIT_BUILD_DIR:-build-test}/logs
+  # The TSan and fuzz builds start now at the lowest priority: they take only what the main
+  # build and the suite leave idle (its links, its last long unity units, the suite's waits on
+  # servers), and every core once those are done.
+  (nice -n 19 cmake -S . -B build-tsan "${sanitized[@]}" -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
+   nice -n 19 cmake --build build-tsan -j "$(nproc)" --target unit_tests crash_writer) >"$logs/tsan-build.log" 2>&1 &
+  background+=($!)
+  (nice -n 19 bash scripts/fuzz.sh --build-only) >"$logs/fuzz-build.log" 2>&1 &
+  background+=($!)
+fi
 if [[ $sanitizers == 1 ]]; then
   build=${LOGITAUDIT_BUILD_DIR:-build-test}
   step "build under ASan+UBSan ($build)"
@@ -37,20 +52,6 @@ else
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)"
-
-background=()
-if [[ $sanitizers == 1 ]]; then
-  mkdir -p "$build/logs"
-  # Built beside the suite at the lowest priority, so that they take only the cores the suite
-  # leaves idle, and all of them once it is done (-j 1 left a core idle for 5 minutes).
-  (nice -n 19 cmake -S . -B build-tsan "${sanitized[@]}" -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
-   nice -n 19 cmake --build build-tsan -j "$(nproc)" --target unit_tests crash_writer) >"$build/logs/tsan-build.log" 2>&1 &
-  background+=($!)
-  (nice -n 19 bash scripts/fuzz.sh --build-only) >"$build/logs/fuzz-build.log" 2>&1 &
-  background+=($!)
-fi
-stop_background() { for p in "${background[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap stop_background EXIT
 
 step "tests"
 (cd "$build" && ctest --output-on-failure -j 2 --timeout 900 "$@")
