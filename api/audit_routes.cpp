@@ -56,7 +56,6 @@ net::awaitable<api_response> route_get_readyz(state_ptr st, request_context) {
 
 // POST /v1/audits
 net::awaitable<api_response> route_post_audits(state_ptr st, request_context ctx) {
-  if (!authorized(ctx, st->options)) co_return unauthorized();
   if (ctx.body.empty()) co_return error_response(400, "invalid_spec", "a JSON body (the audit spec) is required");
   auto spec = parse_spec(ctx.body, st->options.limits);
   if (!spec) co_return error_response(invalid(spec.error(), "invalid_spec"));
@@ -67,7 +66,6 @@ net::awaitable<api_response> route_post_audits(state_ptr st, request_context ctx
 
 // GET /v1/audits
 net::awaitable<api_response> route_get_audits(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"status", "tag", "before", "limit"})) co_return *bad;
   storage::job_query q;
   if (ctx.query.count("status")) {
     q.status = audit::parse_job_status(ctx.query.at("status"));
@@ -98,7 +96,6 @@ net::awaitable<api_response> route_get_audits(state_ptr st, request_context ctx)
 
 // GET /v1/audits/{id}[?wait=SECONDS[&done=N]]
 net::awaitable<api_response> route_get_audit(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"wait", "done"})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   if (auto hit = kept(*st, *id, "summary")) co_return *hit;
@@ -125,7 +122,6 @@ net::awaitable<api_response> route_get_audit(state_ptr st, request_context ctx) 
 
 // GET /v1/audits/{id}/report
 net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"format"})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   const std::string format = query_or(ctx, "format", "json");
@@ -157,7 +153,6 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
 
 // GET /v1/audits/{id}/runs
 net::awaitable<api_response> route_get_runs(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"condition", "backend"})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   storage::run_filter filter{query_or(ctx, "condition"), query_or(ctx, "backend")};
@@ -174,7 +169,6 @@ net::awaitable<api_response> route_get_runs(state_ptr st, request_context ctx) {
 
 // GET /v1/audits/{id}/runs/{run}/stream
 net::awaitable<api_response> route_get_stream(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   auto run = parse_positive_id(ctx.params[1]);
   if (!id) co_return no_audit(ctx.params[0]);
@@ -190,7 +184,6 @@ net::awaitable<api_response> route_get_stream(state_ptr st, request_context ctx)
 
 // GET /v1/audits/{id}/bursts
 net::awaitable<api_response> route_get_bursts(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   if (auto hit = kept(*st, *id, "bursts")) co_return *hit;
@@ -205,7 +198,6 @@ net::awaitable<api_response> route_get_bursts(state_ptr st, request_context ctx)
 
 // GET /v1/audits/{id}/fingerprints
 net::awaitable<api_response> route_get_fingerprints(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   if (auto hit = kept(*st, *id, "fingerprints")) co_return *hit;
@@ -220,7 +212,6 @@ net::awaitable<api_response> route_get_fingerprints(state_ptr st, request_contex
 
 // POST /v1/audits/{id}/cancel
 net::awaitable<api_response> route_post_cancel(state_ptr st, request_context ctx) {
-  if (!authorized(ctx, st->options)) co_return unauthorized();
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   auto j = co_await st->svc->cancel(*id);
@@ -230,7 +221,6 @@ net::awaitable<api_response> route_post_cancel(state_ptr st, request_context ctx
 
 // DELETE /v1/audits/{id}
 net::awaitable<api_response> route_delete_audit(state_ptr st, request_context ctx) {
-  if (!authorized(ctx, st->options)) co_return unauthorized();
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   auto gone = co_await st->svc->remove(*id);
@@ -250,7 +240,6 @@ net::awaitable<api_response> route_get_backends(state_ptr st, request_context) {
 
 // GET /v1/compare?a=ID&b=ID
 net::awaitable<api_response> route_get_compare(state_ptr st, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"a", "b"})) co_return *bad;
   for (const char* k : {"a", "b"})
     if (!ctx.query.count(k) || !parse_positive_id(ctx.query.at(k)))
       co_return error_response(400, "invalid_query", "must be an audit id", k);
@@ -258,6 +247,21 @@ net::awaitable<api_response> route_get_compare(state_ptr st, request_context ctx
   auto c = co_await st->svc->compare(a, b);
   if (!c) co_return error_response(c.error());
   co_return json_response(200, dump(comparison_json(a, b, *c)));
+}
+
+// GET /v1/info
+net::awaitable<api_response> route_get_info(state_ptr st, request_context) {
+  const json out = {{"version", st->options.version},
+                    {"auth", {{"tokens", !st->options.tokens.empty()}, {"protect_reads", st->options.protect_reads && !st->options.tokens.empty()}}}};
+  co_return json_response(200, dump(out));
+}
+
+// GET /v1/presets
+net::awaitable<api_response> route_get_presets(request_context) {
+  const json out = {{"presets", json::array({{{"name", "seed-protocol"},
+                                              {"description", "The seed audit: its conditions, positive controls and four predictions"},
+                                              {"spec", json::parse(spec_to_json(audit::seed_protocol({})))}}})}};
+  co_return json_response(200, dump(out));
 }
 
 // GET /openapi.json
@@ -272,22 +276,9 @@ net::awaitable<api_response> route_get_metrics(state_ptr st, request_context) {
 
 }  // namespace
 
-bool authorized(const request_context& ctx, const route_options& o) {
-  return o.tokens.empty() || token_accepted(ctx.authorization, o.tokens);
-}
-
-api_response unauthorized() { return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>"); }
-
 api_response error_response(const service_error& e) {
   const auto h = http_status_of(e.kind);
   return error_response(h.status, e.code.empty() ? std::string(h.code) : e.code, e.message, e.field);
-}
-
-std::optional<api_response> unknown_query(const request_context& ctx, std::initializer_list<const char*> known) {
-  std::set<std::string> k(known.begin(), known.end());
-  for (const auto& [key, v] : ctx.query)
-    if (!k.count(key)) return error_response(400, "invalid_query", "unknown query parameter", key);
-  return std::nullopt;
 }
 
 std::string query_or(const request_context& ctx, const char* key, std::string fallback) {
@@ -295,44 +286,97 @@ std::string query_or(const request_context& ctx, const char* key, std::string fa
   return it == ctx.query.end() ? fallback : it->second;
 }
 
-bool token_accepted(const std::string& header, const std::vector<std::string>& tokens) {
-  constexpr std::string_view prefix = "Bearer ";
-  if (!header.starts_with(prefix)) return false;
-  const std::string_view presented = std::string_view(header).substr(prefix.size());
-  bool ok = false;
-  for (const auto& t : tokens) {
-    // Compare every byte of equal-length candidates; the length is not secret.
-    unsigned diff = presented.size() != t.size();
-    for (std::size_t i = 0; i < t.size(); ++i)
-      diff |= static_cast<unsigned char>(i < presented.size() ? presented[i] : 0) ^ static_cast<unsigned char>(t[i]);
-    ok = ok || diff == 0;
-  }
-  return ok;
-}
-
 void add_audit_routes(router& r, audit_service& svc, route_options opts) {
   auto st = std::make_shared<route_state>(route_state{&svc, std::move(opts)});
+  r.protect(st->options.tokens, st->options.protect_reads);
   using http::verb;
+  const query_param limit{"limit", "integer", "at most this many (default 50)", {}, 1, 500};
   // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).
-  r.add(verb::get, "/healthz", [](const request_context& ctx) { return route_get_healthz(ctx); });
-  r.add(verb::get, "/readyz", [st](const request_context& ctx) { return route_get_readyz(st, ctx); });
-  r.add(verb::post, "/v1/audits", [st](const request_context& ctx) { return route_post_audits(st, ctx); });
-  r.add(verb::get, "/v1/audits", [st](const request_context& ctx) { return route_get_audits(st, ctx); });
-  r.add(verb::get, "/v1/audits/{id}", [st](const request_context& ctx) { return route_get_audit(st, ctx); });
-  r.add(verb::get, "/v1/audits/{id}/report", [st](const request_context& ctx) { return route_get_report(st, ctx); });
-  r.add(verb::get, "/v1/audits/{id}/runs", [st](const request_context& ctx) { return route_get_runs(st, ctx); });
-  r.add(verb::get, "/v1/audits/{id}/runs/{run}/stream", [st](const request_context& ctx) { return route_get_stream(st, ctx); });
-  r.add(verb::get, "/v1/audits/{id}/bursts", [st](const request_context& ctx) { return route_get_bursts(st, ctx); });
+  r.add(verb::get, "/healthz",
+        {.operation_id = "getHealth", .summary = "Liveness: the process serves HTTP", .needs = access::open,
+         .response_schema = "Status", .tag = "operations"},
+        [](const request_context& ctx) { return route_get_healthz(ctx); });
+  r.add(verb::get, "/readyz",
+        {.operation_id = "getReadiness", .summary = "Readiness: the database and the queue are up", .needs = access::open,
+         .response_schema = "Status", .tag = "operations"},
+        [st](const request_context& ctx) { return route_get_readyz(st, ctx); });
+  r.add(verb::get, "/v1/info",
+        {.operation_id = "getInfo",
+         .summary = "The daemon's version and what its routes need: a token for mutations, and for reads when they are protected",
+         .needs = access::open, .response_schema = "Info", .tag = "operations"},
+        [st](const request_context& ctx) { return route_get_info(st, ctx); });
+  r.add(verb::post, "/v1/audits",
+        {.operation_id = "submitAudit", .summary = "Submit an audit (a spec, or a preset with overrides); 202 with the job",
+         .needs = access::write, .request_schema = "Spec", .status = 202, .response_schema = "Job", .tag = "audits"},
+        [st](const request_context& ctx) { return route_post_audits(st, ctx); });
+  r.add(verb::get, "/v1/audits",
+        {.operation_id = "listAudits", .summary = "List audits, newest first; `next` links the following page",
+         .query = {{"status", "string", "only audits in this state", {"queued", "running", "done", "failed", "cancelled", "interrupted"}},
+                   {"tag", "string", "only audits carrying this tag"},
+                   {"before", "integer", "only audits with a smaller id (the next page)", {}, 1, 0},
+                   limit},
+         .response_schema = "JobList", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_audits(st, ctx); });
+  r.add(verb::get, "/v1/audits/{id}",
+        {.operation_id = "getAudit", .summary = "One audit: status, progress, predictions, links; ?wait=S answers when it ends (or after S seconds)",
+         .query = {{"wait", "integer", "long poll: answer when the audit ends or after this many seconds", {}, 1, 300},
+                   {"done", "integer", "with wait: answer as soon as more than this many requests are done", {}, 0, 0}},
+         .response_schema = "Job", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_audit(st, ctx); });
+  r.add(verb::get, "/v1/audits/{id}/report",
+        {.operation_id = "getReport", .summary = "The findings table of an ended audit (json, text, markdown or csv)",
+         .query = {{"format", "string", "the rendering (default json)", {"json", "text", "markdown", "csv"}}},
+         .response_schema = "Findings", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_report(st, ctx); });
+  r.add(verb::get, "/v1/audits/{id}/runs",
+        {.operation_id = "listRuns", .summary = "The audit's runs with the server's account, their verdicts and evidence flags",
+         .query = {{"condition", "string", "only runs of this condition"}, {"backend", "string", "only runs on this backend"}},
+         .response_schema = "RunList", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_runs(st, ctx); });
+  r.add(verb::get, "/v1/audits/{id}/runs/{run}/stream",
+        {.operation_id = "getStream", .summary = "One run's logit stream: tokens, logprobs, top-k, digests, the server's account",
+         .response_schema = "Stream", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_stream(st, ctx); });
+  r.add(verb::get, "/v1/audits/{id}/bursts",
+        {.operation_id = "listBursts",
+         .summary = "Every burst: width, launch spread, overlap, the server's busy slots per decode, and whether it batched",
+         .response_schema = "BurstList", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_bursts(st, ctx); });
   r.add(verb::get, "/v1/audits/{id}/fingerprints",
+        {.operation_id = "listFingerprints", .summary = "Each backend's fingerprint before and after the audit",
+         .response_schema = "FingerprintList", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_fingerprints(st, ctx); });
-  r.add(verb::post, "/v1/audits/{id}/cancel", [st](const request_context& ctx) { return route_post_cancel(st, ctx); });
-  r.add(verb::delete_, "/v1/audits/{id}", [st](const request_context& ctx) { return route_delete_audit(st, ctx); });
-  if (st->options.metrics) r.add(verb::get, "/metrics", [st](const request_context& ctx) { return route_get_metrics(st, ctx); });
-  r.add(verb::get, "/v1/compare", [st](const request_context& ctx) { return route_get_compare(st, ctx); });
-  r.add(verb::get, "/v1/backends", [st](const request_context& ctx) { return route_get_backends(st, ctx); });
+  r.add(verb::post, "/v1/audits/{id}/cancel",
+        {.operation_id = "cancelAudit", .summary = "Cancel at the next request-group boundary", .needs = access::write,
+         .status = 202, .response_schema = "Job", .tag = "audits"},
+        [st](const request_context& ctx) { return route_post_cancel(st, ctx); });
+  r.add(verb::delete_, "/v1/audits/{id}",
+        {.operation_id = "deleteAudit", .summary = "Delete the audit and all its rows", .needs = access::write,
+         .response_schema = "Deleted", .tag = "audits"},
+        [st](const request_context& ctx) { return route_delete_audit(st, ctx); });
+  if (st->options.metrics)
+    r.add(verb::get, "/metrics",
+          {.operation_id = "getMetrics", .summary = "Prometheus metrics (text exposition format)",
+           .media = "text/plain", .tag = "operations"},
+          [st](const request_context& ctx) { return route_get_metrics(st, ctx); });
+  r.add(verb::get, "/v1/compare",
+        {.operation_id = "compareAudits", .summary = "The baseline streams of two audits compared, with their fingerprint differences",
+         .query = {{"a", "integer", "the first audit", {}, 1, 0}, {"b", "integer", "the second audit", {}, 1, 0}},
+         .response_schema = "Comparison", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_compare(st, ctx); });
+  r.add(verb::get, "/v1/backends",
+        {.operation_id = "listBackends", .summary = "The configured backends and whether an audit holds each",
+         .response_schema = "BackendList", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_backends(st, ctx); });
+  r.add(verb::get, "/v1/presets",
+        {.operation_id = "listPresets", .summary = "The spec presets, each expanded (what a submission naming it starts from)",
+         .response_schema = "PresetList", .tag = "audits"},
+        [](const request_context& ctx) { return route_get_presets(ctx); });
   // The document is built from the table as it is once every route is in.
   auto openapi = std::make_shared<std::string>();
-  r.add(verb::get, "/openapi.json", [openapi](const request_context&) { return route_get_openapi(openapi); });
+  r.add(verb::get, "/openapi.json",
+        {.operation_id = "getOpenApi", .summary = "This document", .needs = access::open, .tag = "operations"},
+        [openapi](const request_context&) { return route_get_openapi(openapi); });
   *openapi = openapi_document(r, st->options.version);
 }
 

@@ -17,25 +17,17 @@ namespace logitaudit::api {
 
 struct route_options {
   std::vector<std::string> tokens;  // when non-empty, mutating routes need one as a bearer token
+  bool protect_reads = false;       // with tokens: every route but health and the console's files needs one
   audit::spec_limits limits;
   daemon_metrics* metrics = nullptr;  // /metrics when set (lives on the server's executor)
   read_model* reads = nullptr;        // bodies of final audits; none kept when null
   std::string version = "0";
 };
 
-// Adds /healthz, /readyz, /metrics, /openapi.json and the /v1 audit routes to `r`.
+// Adds /healthz, /readyz, /v1/info, /metrics, /openapi.json and the /v1 audit routes to `r`,
+// and sets the router's tokens. Call it last: /openapi.json lists the routes added before it.
 // `service` (and the metrics and read model) must outlive the server.
 void add_audit_routes(router& r, audit_service& service, route_options options);
-
-// Constant-time comparison of a presented token with the configured ones.
-bool token_accepted(const std::string& authorization_header, const std::vector<std::string>& tokens);
-// A request may mutate: no tokens are configured, or it carries one of them.
-bool authorized(const request_context& ctx, const route_options& o);
-// The 401 of a request without an accepted token.
-api_response unauthorized();
-
-// The 400 naming the first query parameter that is not among `known`; nullopt when all are.
-std::optional<api_response> unknown_query(const request_context& ctx, std::initializer_list<const char*> known);
 // A query parameter's decoded value, or `fallback`.
 std::string query_or(const request_context& ctx, const char* key, std::string fallback = {});
 

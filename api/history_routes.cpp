@@ -67,7 +67,6 @@ json series_list(const std::vector<series_view>& all) {
 }
 
 net::awaitable<api_response> route_series(history_service* h, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"backend", "spec_hash", "schedule", "audits"})) co_return *bad;
   storage::series_filter f;
   f.backend = query_or(ctx, "backend");
   f.spec_hash = query_or(ctx, "spec_hash");
@@ -88,7 +87,6 @@ net::awaitable<api_response> route_series(history_service* h, request_context ct
 }
 
 net::awaitable<api_response> route_timeline(history_service* h, schedule_service* schedules, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"backend", "audits"})) co_return *bad;
   auto id = parse_positive_id(ctx.params[0]);
   std::optional<storage::schedule_record> schedule;
   if (id) schedule = co_await schedules->get(*id);
@@ -210,7 +208,6 @@ json alert_payload_json(const series_view& v, std::int64_t audit, const std::str
 namespace {
 
 net::awaitable<api_response> route_deliveries(history_service* h, request_context ctx) {
-  if (auto bad = unknown_query(ctx, {"limit"})) co_return *bad;
   int limit = 50;
   if (ctx.query.count("limit")) {
     auto n = parse_positive_id(ctx.query.at("limit"));
@@ -237,9 +234,25 @@ net::awaitable<api_response> route_deliveries(history_service* h, request_contex
 
 void add_history_routes(router& r, history_service& history, schedule_service& schedules) {
   using http::verb;
-  r.add(verb::get, "/v1/alerts/deliveries", [&history](const request_context& c) { return route_deliveries(&history, c); });
-  r.add(verb::get, "/v1/series", [&history](const request_context& c) { return route_series(&history, c); });
+  const query_param audits{"audits", "integer", "the newest this many audits of each series (default 30)", {}, 1, 500};
+  const query_param backend{"backend", "string", "only the series on this backend"};
+  r.add(verb::get, "/v1/alerts/deliveries",
+        {.operation_id = "listAlertDeliveries",
+         .summary = "The newest alert deliveries to webhooks: status, attempts, the receiver's last answer, the payload",
+         .query = {{"limit", "integer", "at most this many (default 50)", {}, 1, 500}},
+         .response_schema = "DeliveryList", .tag = "history"},
+        [&history](const request_context& c) { return route_deliveries(&history, c); });
+  r.add(verb::get, "/v1/series",
+        {.operation_id = "listSeries",
+         .summary = "Series of audits (a schedule's, or ad-hoc audits of one spec) per backend, with timelines, segments and state",
+         .query = {backend, {"spec_hash", "string", "only the series of this spec"}, {"schedule", "integer", "only this schedule's series", {}, 1, 0}, audits},
+         .response_schema = "SeriesList", .tag = "history"},
+        [&history](const request_context& c) { return route_series(&history, c); });
   r.add(verb::get, "/v1/schedules/{id}/timeline",
+        {.operation_id = "getScheduleTimeline",
+         .summary = "The schedule's series, one per backend: per audit its fingerprints, digests, identical counts with intervals, "
+                    "batching, predictions and the classified transition into it",
+         .query = {backend, audits}, .response_schema = "SeriesList", .tag = "history"},
         [&history, &schedules](const request_context& c) { return route_timeline(&history, &schedules, c); });
 }
 

@@ -1,6 +1,7 @@
 // Listener, sessions, routing and the error shape.
 #include "http_server.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <spdlog/spdlog.h>
@@ -69,14 +70,48 @@ bool url_decode(std::string_view in, std::string& out) {
   return true;
 }
 
-void router::add(http::verb method, std::string pattern, handler h) {
-  routes_.push_back({method, pattern, split_path(pattern), std::move(h)});
+void router::add(http::verb method, std::string pattern, route_doc doc, handler h) {
+  auto segments = split_path(pattern);
+  routes_.push_back(std::make_unique<route>(route{method, std::move(pattern), std::move(segments), std::move(doc), std::move(h)}));
+}
+
+void router::protect(std::vector<std::string> tokens, bool protect_reads) {
+  tokens_ = std::move(tokens);
+  protect_reads_ = protect_reads && !tokens_.empty();
+}
+
+std::optional<api_response> router::admit(const route_doc& doc, const request_context& ctx) const {
+  const bool needs_token = !tokens_.empty() && (doc.needs == access::write || (doc.needs == access::read && protect_reads_));
+  if (needs_token && !token_accepted(ctx.authorization, tokens_)) return unauthorized();
+  for (const auto& [key, value] : ctx.query) {
+    const bool known = std::any_of(doc.query.begin(), doc.query.end(), [&](const query_param& q) { return q.name == key; });
+    if (!known) return error_response(400, "invalid_query", "unknown query parameter", key);
+  }
+  return std::nullopt;
+}
+
+api_response unauthorized() { return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>"); }
+
+bool token_accepted(const std::string& header, const std::vector<std::string>& tokens) {
+  constexpr std::string_view prefix = "Bearer ";
+  if (!header.starts_with(prefix)) return false;
+  const std::string_view presented = std::string_view(header).substr(prefix.size());
+  bool ok = false;
+  for (const auto& t : tokens) {
+    // Compare every byte of equal-length candidates; the length is not secret.
+    unsigned diff = presented.size() != t.size();
+    for (std::size_t i = 0; i < t.size(); ++i)
+      diff |= static_cast<unsigned char>(i < presented.size() ? presented[i] : 0) ^ static_cast<unsigned char>(t[i]);
+    ok = ok || diff == 0;
+  }
+  return ok;
 }
 
 router::match router::lookup(http::verb method, const std::string& path) const {
   match m;
   const auto segs = split_path(path);
-  for (const auto& r : routes_) {
+  for (const auto& rp : routes_) {
+    const route& r = *rp;
     if (r.segments.size() != segs.size()) continue;
     std::vector<std::string> params;
     bool ok = true;
@@ -94,15 +129,16 @@ router::match router::lookup(http::verb method, const std::string& path) const {
     m.allowed.push_back(std::string(http::to_string(r.method)));
     if (r.method == method && !m.found) {
       m.found = &r.h;
+      m.doc = &r.doc;
       m.params = std::move(params);
     }
   }
   return m;
 }
 
-std::vector<std::pair<std::string, std::string>> router::routes() const {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& r : routes_) out.emplace_back(std::string(http::to_string(r.method)), r.pattern);
+std::vector<router::entry> router::routes() const {
+  std::vector<entry> out;
+  for (const auto& r : routes_) out.push_back({std::string(http::to_string(r->method)), r->pattern, &r->doc});
   return out;
 }
 
@@ -128,6 +164,7 @@ net::awaitable<api_response> dispatch(const router& routes, request_context ctx)
     co_return error_response(405, "method_not_allowed",
                              std::string(http::to_string(ctx.method)) + " is not allowed here; allowed: " + allowed);
   }
+  if (auto refused = routes.admit(*m.doc, ctx)) co_return *refused;
   ctx.params = std::move(m.params);
   try {
     co_return co_await (*m.found)(ctx);
@@ -193,6 +230,8 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
       ctx.body = std::move(req.body());
       ctx.content_type = std::string(req[http::field::content_type]);
       ctx.authorization = std::string(req[http::field::authorization]);
+      ctx.if_none_match = std::string(req[http::field::if_none_match]);
+      ctx.accept_encoding = std::string(req[http::field::accept_encoding]);
       const bool has_body = !ctx.body.empty();
       if (!query_ok) {
         res = error_response(400, "bad_request", "malformed percent-escape in the query string");
@@ -207,6 +246,15 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     http::response<http::span_body<const char>> out{static_cast<http::status>(res.status), version};
     out.set(http::field::server, "logitauditd");
     out.set(http::field::content_type, res.content_type);
+    // The console's page runs only our own files: no inline script or style, no other origin,
+    // no framing. The same headers on every response cost nothing and protect any JSON a
+    // browser is tricked into rendering.
+    out.set("Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+    out.set("X-Content-Type-Options", "nosniff");
+    out.set("Referrer-Policy", "no-referrer");
+    for (auto& [field, value] : res.headers) out.set(field, value);
     out.keep_alive(keep_alive && !st->stopped);
     out.body() = shared ? std::span<const char>(shared->data(), shared->size()) : std::span<const char>(res.body.data(), res.body.size());
     out.prepare_payload();

@@ -27,6 +27,8 @@ struct request_context {
   std::string body;
   std::string content_type;
   std::string authorization;
+  std::string if_none_match;    // a cached copy's ETag (static files answer 304)
+  std::string accept_encoding;  // "gzip" among them: static files may come compressed
 };
 
 struct api_response {
@@ -36,6 +38,8 @@ struct api_response {
   // When set, the body is this immutable text instead of `body`, written without a copy
   // (what the read model keeps: many readers share one rendering).
   std::shared_ptr<const std::string> shared_body;
+  // Further headers (ETag, Cache-Control, Content-Encoding, Vary).
+  std::vector<std::pair<http::field, std::string>> headers;
 };
 
 // {"error":{"code":...,"message":...,"field":...}}; untrusted text is escaped safely.
@@ -45,29 +49,79 @@ api_response json_response(unsigned status, std::string body);
 
 using handler = std::function<net::awaitable<api_response>(const request_context&)>;
 
+// Who may call a route. `open`: anyone (health, the console's static files). `read`: anyone,
+// or only token holders when reads are protected. `write`: token holders whenever tokens are
+// configured.
+enum class access { open, read, write };
+
+// A query parameter a route takes: the router refuses any other (400 naming it), and the
+// OpenAPI document lists them.
+struct query_param {
+  std::string name;
+  std::string type = "string";  // a JSON Schema type: string, integer, number, boolean
+  std::string description;
+  std::vector<std::string> values;  // the allowed values, when they are few
+  std::int64_t minimum = 0, maximum = 0;  // integer bounds when maximum > 0
+};
+
+// What a route is, besides its handler: the facts its OpenAPI operation is generated from
+// and the access and query checks the router applies before the handler runs.
+struct route_doc {
+  std::string operation_id;
+  std::string summary;
+  access needs = access::read;
+  std::vector<query_param> query;
+  std::string request_schema;   // a components schema name; empty: no body
+  unsigned status = 200;        // the success status
+  std::string response_schema;  // a components schema name; empty: no JSON schema
+  std::string media = "application/json";
+  std::string tag;              // the OpenAPI tag (audits, schedules, history, console, operations)
+  bool documented = true;       // false: served but not in the document (the console's files)
+};
+
 // Patterns are paths whose `{name}` segments match one non-empty segment. Not thread-safe
 // to modify; read-only once the server runs.
 class router {
  public:
-  void add(http::verb method, std::string pattern, handler h);
+  void add(http::verb method, std::string pattern, route_doc doc, handler h);
+  // Bearer tokens of `write` routes (and of `read` ones when `protect_reads`).
+  void protect(std::vector<std::string> tokens, bool protect_reads);
+  bool reads_protected() const { return protect_reads_; }
+  bool tokens_required() const { return !tokens_.empty(); }
   struct match {
     const handler* found = nullptr;
+    const route_doc* doc = nullptr;
     bool path_known = false;  // some route has this path (so a miss is 405, not 404)
     std::vector<std::string> params;
     std::vector<std::string> allowed;  // methods of the path, for Allow
   };
   match lookup(http::verb method, const std::string& path) const;
-  std::vector<std::pair<std::string, std::string>> routes() const;  // (method, pattern)
+  // The 401 or 400 a request gets before its handler runs (a missing token, an unknown query
+  // parameter), or nullopt when it may go on.
+  std::optional<api_response> admit(const route_doc& doc, const request_context& ctx) const;
+  struct entry {
+    std::string method, pattern;
+    const route_doc* doc;
+  };
+  std::vector<entry> routes() const;
 
  private:
   struct route {
     http::verb method;
     std::string pattern;
     std::vector<std::string> segments;
+    route_doc doc;
     handler h;
   };
-  std::vector<route> routes_;
+  std::vector<std::unique_ptr<route>> routes_;  // stable addresses: matches point into them
+  std::vector<std::string> tokens_;
+  bool protect_reads_ = false;
 };
+
+// Constant-time comparison of a presented `Authorization` header with the configured tokens.
+bool token_accepted(const std::string& authorization_header, const std::vector<std::string>& tokens);
+// The 401 of a request without an accepted token.
+api_response unauthorized();
 
 struct server_limits {
   std::size_t max_body = 1 << 20;  // 413 above

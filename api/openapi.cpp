@@ -1,73 +1,108 @@
-// Route table -> OpenAPI paths.
+// Route table -> OpenAPI 3.1: one operation per documented route, from its route_doc.
 #include "openapi.hpp"
 
 #include <algorithm>
-#include <map>
 #include <nlohmann/json.hpp>
 
+#include "embedded_files.hpp"
+
 namespace logitaudit::api {
+namespace {
+
+using json = nlohmann::json;
+
+json schema_ref(const std::string& name) { return {{"$ref", "#/components/schemas/" + name}}; }
+
+json error_content() { return {{"application/json", {{"schema", schema_ref("Error")}}}}; }
+
+json components_schemas() {
+  for (const auto& f : embedded_files())
+    if (f.name == "openapi_schemas.json") return json::parse(f.body);
+  return json::object();
+}
+
+json query_parameter(const query_param& q) {
+  json schema = {{"type", q.type}};
+  if (!q.values.empty()) schema["enum"] = q.values;
+  if (q.type == "integer") {
+    schema["minimum"] = q.minimum;
+    if (q.maximum > 0) schema["maximum"] = q.maximum;
+  }
+  return {{"name", q.name}, {"in", "query"}, {"required", false}, {"description", q.description}, {"schema", schema}};
+}
+
+json operation(const std::string& method, const std::string& pattern, const route_doc& d, const router& routes) {
+  json op = {{"operationId", d.operation_id}, {"summary", d.summary}, {"tags", {d.tag}}};
+  json params = json::array();
+  for (std::size_t i = 0; (i = pattern.find('{', i)) != std::string::npos;) {
+    const auto close = pattern.find('}', i);
+    const std::string name = pattern.substr(i + 1, close - i - 1);
+    params.push_back({{"name", name},
+                      {"in", "path"},
+                      {"required", true},
+                      {"description", name == "run" ? "a run id of the audit" : "the resource's id"},
+                      {"schema", {{"type", "integer"}, {"minimum", 1}}}});
+    i = close;
+  }
+  for (const auto& q : d.query) params.push_back(query_parameter(q));
+  if (!params.empty()) op["parameters"] = params;
+  if (!d.request_schema.empty())
+    op["requestBody"] = {{"required", true}, {"content", {{"application/json", {{"schema", schema_ref(d.request_schema)}}}}}};
+
+  json ok = {{"description", "success"}};
+  if (!d.response_schema.empty()) ok["content"][d.media] = {{"schema", schema_ref(d.response_schema)}};
+  else if (d.media != "application/json") ok["content"][d.media] = {{"schema", {{"type", "string"}}}};
+  else ok["content"][d.media] = {{"schema", {{"type", "object"}}}};
+  if (d.operation_id == "getReport")
+    for (const char* t : {"text/plain", "text/markdown", "text/csv"}) ok["content"][t] = {{"schema", {{"type", "string"}}}};
+  json responses = {{std::to_string(d.status), ok}};
+  // Every route refuses unknown query parameters; bodies and parameters are validated.
+  responses["400"] = {{"description", "a malformed request: the error names the field"}, {"content", error_content()}};
+  const bool token = d.needs == access::write || (d.needs == access::read && routes.reads_protected());
+  if (d.needs != access::open)
+    responses["401"] = {{"description", token ? "no accepted bearer token" : "no accepted bearer token (when tokens are configured)"},
+                        {"content", error_content()}};
+  if (pattern.find('{') != std::string::npos)
+    responses["404"] = {{"description", "no such resource"}, {"content", error_content()}};
+  if (d.operation_id == "getReport" || d.operation_id == "cancelAudit" || d.operation_id == "deleteAudit")
+    responses["409"] = {{"description", "the audit is not in a state that allows it"}, {"content", error_content()}};
+  if (d.needs == access::write || d.operation_id == "getReadiness")
+    responses["503"] = {{"description", "not ready, or the queue is full"}, {"content", error_content()}};
+  responses["default"] = {{"description", "an error"}, {"content", error_content()}};
+  op["responses"] = responses;
+  // Open routes need nothing; mutations need the bearer token; reads need it when protected.
+  if (d.needs == access::open || (!token && d.needs == access::read)) op["security"] = json::array();
+  else op["security"] = json::array({{{"bearer", json::array()}}});
+  (void)method;
+  return op;
+}
+
+}  // namespace
 
 std::string openapi_document(const router& routes, const std::string& version) {
-  using json = nlohmann::json;
-  static const std::map<std::string, std::string> summaries = {
-      {"GET /healthz", "Liveness: the process serves HTTP"},
-      {"GET /readyz", "Readiness: the database and the queue are up"},
-      {"GET /metrics", "Prometheus metrics"},
-      {"GET /openapi.json", "This document"},
-      {"POST /v1/audits", "Submit an audit (a spec, or a preset with overrides); 202 with the job"},
-      {"GET /v1/audits", "List audits, newest first (status, tag, before, limit)"},
-      {"GET /v1/audits/{id}", "One audit: status, progress, predictions, links; ?wait=S answers when it ends (or after S seconds)"},
-      {"GET /v1/audits/{id}/report", "The findings table (format=json|text|markdown|csv)"},
-      {"GET /v1/audits/{id}/runs", "The audit's runs with the server's account and their verdicts and evidence flags (condition, backend filters)"},
-      {"GET /v1/audits/{id}/runs/{run}/stream", "One run's logit stream: tokens, logprobs, top-k, digests, the server's account"},
-      {"GET /v1/audits/{id}/bursts", "Every burst: condition, width, launch spread, overlap, the server's busy slots per decode and timed concurrency, warnings, and whether it batched"},
-      {"GET /v1/audits/{id}/fingerprints", "Each backend's fingerprint before and after the audit, with the time each was taken"},
-      {"POST /v1/audits/{id}/cancel", "Cancel at the next request-group boundary"},
-      {"DELETE /v1/audits/{id}", "Delete the audit and all its rows"},
-      {"GET /v1/backends", "Configured backends"},
-      {"GET /v1/compare", "Baseline streams of two audits (a, b) compared, with their fingerprint differences"},
-      {"POST /v1/schedules", "Create a schedule: a 5-field cron expression (UTC or an IANA zone) and an audit spec"},
-      {"GET /v1/schedules", "List schedules"},
-      {"GET /v1/schedules/{id}", "One schedule with its next fire time"},
-      {"PATCH /v1/schedules/{id}", "Change cron, timezone, spec, enabled or missed"},
-      {"DELETE /v1/schedules/{id}", "Delete a schedule (its audits stay)"},
-      {"GET /v1/schedules/{id}/history", "The audits a schedule fired, with their validity and predictions"},
-      {"GET /v1/schedules/{id}/timeline", "The schedule's series (one per backend): per audit its fingerprints, baseline digests, identical counts with Jeffreys intervals, batching evidence, predictions, and the classified transition into it (backend, audits)"},
-      {"GET /v1/alerts/deliveries", "The newest alert deliveries to webhooks: status (pending, delivered, failed), attempts, the receiver's last status and error, the payload (limit)"},
-      {"GET /v1/series", "Series of audits (a schedule's, or ad-hoc audits of one spec) per backend, with their timelines, segments and state (backend, spec_hash, schedule, audits)"},
-  };
-  const json error_schema = {
-      {"type", "object"},
-      {"required", {"error"}},
-      {"properties",
-       {{"error",
-         {{"type", "object"},
-          {"required", {"code", "message"}},
-          {"properties", {{"code", {{"type", "string"}}}, {"message", {{"type", "string"}}}, {"field", {{"type", "string"}}}}}}}}}};
-  json doc = {{"openapi", "3.1.0"},
-              {"info", {{"title", "logitauditd"}, {"version", version},
-                        {"description", "Audits whether LLM servers return bit-identical logprobs under load."}}},
-              {"paths", json::object()},
-              {"components", {{"schemas", {{"Error", error_schema}}}}}};
-  for (const auto& [method, pattern] : routes.routes()) {
-    std::string lower = method;
+  json doc = {
+      {"openapi", "3.1.0"},
+      {"info",
+       {{"title", "logitauditd"},
+        {"version", version},
+        {"description", "Audits whether LLM servers return bit-identical logprobs under load: jobs, their findings, "
+                        "runs and logit streams, schedules and the history of their series."},
+        {"license", {{"name", "MIT"}, {"identifier", "MIT"}}}}},
+      {"servers", json::array({{{"url", "/"}, {"description", "this daemon"}}})},
+      {"tags", json::array({{{"name", "audits"}, {"description", "Submit audits and read their findings, runs and streams"}},
+                            {{"name", "schedules"}, {"description", "Cron schedules of audits"}},
+                            {{"name", "history"}, {"description", "Series of audits over time and their alerts"}},
+                            {{"name", "operations"}, {"description", "Health, readiness, metrics and this document"}}})},
+      {"paths", json::object()},
+      {"components",
+       {{"schemas", components_schemas()},
+        {"securitySchemes",
+         {{"bearer", {{"type", "http"}, {"scheme", "bearer"}, {"description", "one of the daemon's configured tokens"}}}}}}}};
+  for (const auto& e : routes.routes()) {
+    if (!e.doc->documented) continue;
+    std::string lower = e.method;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    json error_ref = {{"$ref", "#/components/schemas/Error"}};
-    json op;
-    op["summary"] = summaries.count(method + " " + pattern) ? summaries.at(method + " " + pattern) : pattern;
-    op["responses"]["default"] = {{"description", "error"},
-                                  {"content", {{"application/json", {{"schema", error_ref}}}}}};
-    const std::string ok = method == "POST" && pattern == "/v1/audits" ? "202" : method == "POST" && pattern == "/v1/schedules" ? "201" : "200";
-    op["responses"][ok] = {{"description", "success"}};
-    json params = json::array();
-    for (std::size_t i = 0; (i = pattern.find('{', i)) != std::string::npos;) {
-      const auto close = pattern.find('}', i);
-      params.push_back({{"name", pattern.substr(i + 1, close - i - 1)}, {"in", "path"}, {"required", true},
-                        {"schema", {{"type", "integer"}, {"minimum", 1}}}});
-      i = close;
-    }
-    if (!params.empty()) op["parameters"] = params;
-    doc["paths"][pattern][lower] = op;
+    doc["paths"][e.pattern][lower] = operation(e.method, e.pattern, *e.doc, routes);
   }
   return doc.dump(2);
 }

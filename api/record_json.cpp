@@ -44,6 +44,21 @@ json job_json(const storage::job_record& j) {
                 {"fingerprints", self + "/fingerprints"},
                 {"cancel", self + "/cancel"}}}};
   if (!j.error.empty()) out["error"] = j.error;
+  // What the findings say in brief, for lists: validity, each prediction's outcome, runs apart.
+  out["result"] = nullptr;
+  if (!j.findings_json.empty()) {
+    const json f = json::parse(j.findings_json, nullptr, false);
+    if (f.is_object()) {
+      json predictions = json::array();
+      for (const auto& p : f.value("predictions", json::array()))
+        predictions.push_back({{"id", p.value("id", "")}, {"outcome", p.value("outcome", "")}});
+      out["result"] = {{"valid", f.value("valid", false)},
+                       {"invalid_reason", f.value("invalid_reason", "")},
+                       {"predictions", predictions},
+                       {"failed_runs", f.value("failed_runs", 0)},
+                       {"flagged_runs", f.value("flagged_runs", 0)}};
+    }
+  }
   return out;
 }
 
@@ -56,6 +71,7 @@ json run_json(const storage::run_record& r) {
             {"replicate", r.replicate},
             {"prompt", r.prompt},
             {"compared", r.compared},
+            {"baseline_group", maybe(r.baseline_group)},
             {"status", r.ok ? "ok" : "failed"},
             {"params",
              {{"temperature", r.temperature}, {"seed", maybe(r.seed)}, {"cache_prompt", r.cache_prompt}, {"id_slot", maybe(r.id_slot)}}},

@@ -73,7 +73,6 @@ api_response service_problem(service_error e) {
 }
 
 net::awaitable<api_response> route_create(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!authorized(ctx, *o)) co_return unauthorized();
   auto b = read_body(ctx.body, o->limits, true);
   if (!b.problems.empty()) co_return problems_response(std::move(b.problems));
   auto created = co_await svc->create(std::move(b.patch));
@@ -96,7 +95,6 @@ net::awaitable<api_response> route_get(schedule_service* svc, request_context ct
 }
 
 net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!authorized(ctx, *o)) co_return unauthorized();
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   auto b = read_body(ctx.body, o->limits, false);
@@ -109,8 +107,7 @@ net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<
   co_return json_response(200, dump(schedule_json(*updated)));
 }
 
-net::awaitable<api_response> route_delete(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  if (!authorized(ctx, *o)) co_return unauthorized();
+net::awaitable<api_response> route_delete(schedule_service* svc, request_context ctx) {
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
   if (!co_await svc->remove(*id)) co_return no_schedule(ctx.params[0]);
@@ -146,12 +143,29 @@ net::awaitable<api_response> route_history(schedule_service* svc, request_contex
 void add_schedule_routes(router& r, schedule_service& svc, route_options opts) {
   auto o = std::make_shared<route_options>(std::move(opts));
   using http::verb;
-  r.add(verb::post, "/v1/schedules", [&svc, o](const request_context& c) { return route_create(&svc, o, c); });
-  r.add(verb::get, "/v1/schedules", [&svc](const request_context& c) { return route_list(&svc, c); });
-  r.add(verb::get, "/v1/schedules/{id}", [&svc](const request_context& c) { return route_get(&svc, c); });
-  r.add(verb::patch, "/v1/schedules/{id}", [&svc, o](const request_context& c) { return route_patch(&svc, o, c); });
-  r.add(verb::delete_, "/v1/schedules/{id}", [&svc, o](const request_context& c) { return route_delete(&svc, o, c); });
-  r.add(verb::get, "/v1/schedules/{id}/history", [&svc](const request_context& c) { return route_history(&svc, c); });
+  r.add(verb::post, "/v1/schedules",
+        {.operation_id = "createSchedule", .summary = "Create a schedule: a 5-field cron expression (UTC or an IANA zone) and an audit spec",
+         .needs = access::write, .request_schema = "ScheduleCreate", .status = 201, .response_schema = "Schedule", .tag = "schedules"},
+        [&svc, o](const request_context& c) { return route_create(&svc, o, c); });
+  r.add(verb::get, "/v1/schedules",
+        {.operation_id = "listSchedules", .summary = "List schedules", .response_schema = "ScheduleList", .tag = "schedules"},
+        [&svc](const request_context& c) { return route_list(&svc, c); });
+  r.add(verb::get, "/v1/schedules/{id}",
+        {.operation_id = "getSchedule", .summary = "One schedule with its next fire time", .response_schema = "Schedule",
+         .tag = "schedules"},
+        [&svc](const request_context& c) { return route_get(&svc, c); });
+  r.add(verb::patch, "/v1/schedules/{id}",
+        {.operation_id = "updateSchedule", .summary = "Change cron, timezone, spec, enabled or missed", .needs = access::write,
+         .request_schema = "SchedulePatch", .response_schema = "Schedule", .tag = "schedules"},
+        [&svc, o](const request_context& c) { return route_patch(&svc, o, c); });
+  r.add(verb::delete_, "/v1/schedules/{id}",
+        {.operation_id = "deleteSchedule", .summary = "Delete a schedule (its audits stay)", .needs = access::write,
+         .response_schema = "Deleted", .tag = "schedules"},
+        [&svc](const request_context& c) { return route_delete(&svc, c); });
+  r.add(verb::get, "/v1/schedules/{id}/history",
+        {.operation_id = "getScheduleHistory", .summary = "The audits a schedule fired, with their validity and predictions",
+         .response_schema = "ScheduleHistory", .tag = "schedules"},
+        [&svc](const request_context& c) { return route_history(&svc, c); });
 }
 
 }  // namespace logitaudit::api

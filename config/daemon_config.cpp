@@ -67,7 +67,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (j.is_discarded()) return unexpected{std::vector<config_problem>{{"", "the config file is not valid JSON"}}};
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
-  unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "limits",
+  unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
                        "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs"},
                p);
   read(j, "log_file", "", c.log_file, p);
@@ -81,6 +81,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   read(j, "allow_adhoc_backends", "", c.allow_adhoc_backends, p);
   read(j, "max_running_jobs", "", c.max_running_jobs, p);
   read(j, "read_cache_bytes", "", c.read_cache_bytes, p);
+  read(j, "protect_reads", "", c.protect_reads, p);
   if (auto t = j.find("tokens"); t != j.end()) {
     if (!t->is_array()) p.push_back({"tokens", "must be an array of strings"});
     else
@@ -221,7 +222,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
 std::vector<config_problem> apply_environment(daemon_config& c, const std::map<std::string, std::string>& env) {
   std::vector<config_problem> p;
   static const std::set<std::string> known = {"LOGITAUDIT_LISTEN", "LOGITAUDIT_DB", "LOGITAUDIT_TOKEN", "LOGITAUDIT_MAX_JOBS",
-                                              "LOGITAUDIT_ALLOW_ADHOC_BACKENDS"};
+                                              "LOGITAUDIT_ALLOW_ADHOC_BACKENDS", "LOGITAUDIT_PROTECT_READS"};
   // Variables of the CLI and the scripts (docs/configuration.md) are not ours to judge.
   static const std::set<std::string> tools = {
       "LOGITAUDIT_SERVER",         "LOGITAUDIT_CACHE",     "LOGITAUDIT_LLAMA_SERVER", "LOGITAUDIT_LLAMA_QUANTIZE",
@@ -248,6 +249,11 @@ std::vector<config_problem> apply_environment(daemon_config& c, const std::map<s
     if (end == it->second.c_str() || *end || n < 1 || n > 64) p.push_back({"LOGITAUDIT_MAX_JOBS", "must be 1 to 64"});
     else c.max_running_jobs = static_cast<int>(n);
   }
+  if (auto it = env.find("LOGITAUDIT_PROTECT_READS"); it != env.end()) {
+    if (it->second == "1" || it->second == "true") c.protect_reads = true;
+    else if (it->second == "0" || it->second == "false") c.protect_reads = false;
+    else p.push_back({"LOGITAUDIT_PROTECT_READS", "must be true/false or 1/0"});
+  }
   if (auto it = env.find("LOGITAUDIT_ALLOW_ADHOC_BACKENDS"); it != env.end()) {
     if (it->second == "1" || it->second == "true") c.allow_adhoc_backends = true;
     else if (it->second == "0" || it->second == "false") c.allow_adhoc_backends = false;
@@ -273,6 +279,7 @@ std::vector<config_problem> apply_command_line(daemon_config& c, const command_l
   if (f.log_file) c.log_file = *f.log_file;
   if (f.allow_adhoc_backends) c.allow_adhoc_backends = *f.allow_adhoc_backends;
   if (f.max_running_jobs) c.max_running_jobs = *f.max_running_jobs;
+  if (f.protect_reads) c.protect_reads = *f.protect_reads;
   if (!f.tokens.empty()) {
     c.tokens = f.tokens;
     for (const auto& t : f.tokens)
@@ -291,6 +298,9 @@ std::vector<config_problem> apply_command_line(daemon_config& c, const command_l
     }
   }
   if (auto l = parse_listen(c.listen); !l) p.push_back(l.error());
+  // The last layer: what all of them together say must hold.
+  if (c.protect_reads && c.tokens.empty())
+    p.push_back({"protect_reads", "needs tokens (the file's tokens, LOGITAUDIT_TOKEN or --token): reads would be open to no one"});
   return p;
 }
 

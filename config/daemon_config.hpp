@@ -50,6 +50,7 @@ struct daemon_config {
   bool allow_adhoc_backends = false;
   int max_running_jobs = 2;
   std::vector<std::string> tokens;  // API bearer tokens for mutating routes
+  bool protect_reads = false;       // with tokens: reads need one too (all but health and the console's files)
   std::size_t max_body_bytes = 1 << 20;
   audit::spec_limits spec_limits;   // limits.max_prompts ... limits.max_requests
   int max_queued_jobs = 100;
@@ -86,6 +87,7 @@ struct command_line {
   std::optional<bool> allow_adhoc_backends;
   std::optional<int> max_running_jobs;
   std::vector<std::string> tokens;         // replace the file's when given
+  std::optional<bool> protect_reads;
 };
 
 // Applies the flags on top of `c`. Problems name the flag.

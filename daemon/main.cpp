@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/audit_routes.hpp"
+#include "api/console_routes.hpp"
 #include "api/history_routes.hpp"
 #include "api/http_server.hpp"
 #include "api/read_model.hpp"
@@ -83,6 +84,9 @@ int main(int argc, char** argv) {
   auto* o_adhoc = app.add_flag("--allow-adhoc-backends", adhoc, "let jobs name URLs that are not configured backends");
   app.add_option("--max-jobs", flags.max_running_jobs, "jobs running at once (never two on one backend)")->check(CLI::Range(1, 64));
   app.add_option("--token", flags.tokens, "bearer token required by mutating routes (repeatable)");
+  bool protect_reads = false;
+  auto* o_protect = app.add_flag("--protect-reads", protect_reads,
+                                 "every route but /healthz, /readyz and the console's files needs a token (prompts can be private)");
   app.add_option("--log-file", flags.log_file, "log here instead of standard error (reopened on SIGHUP)");
   try {
     app.parse(argc, argv);
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (o_adhoc->count()) flags.allow_adhoc_backends = adhoc;
+  if (o_protect->count()) flags.protect_reads = protect_reads;
 
   config::daemon_config conf;
   if (!config_file.empty()) {
@@ -136,6 +141,7 @@ int main(int argc, char** argv) {
   api::router routes;
   api::route_options route_opts;
   route_opts.tokens = conf.tokens;
+  route_opts.protect_reads = conf.protect_reads;
   route_opts.limits = conf.spec_limits;
   route_opts.metrics = &metrics;
   route_opts.reads = &reads;
@@ -145,6 +151,7 @@ int main(int argc, char** argv) {
   daemon::feed_metrics(queue, metrics, history, io.get_executor(), &alerts);
   api::add_schedule_routes(routes, schedules, route_opts);
   api::add_history_routes(routes, history, schedules);
+  api::add_console_routes(routes);
   api::add_audit_routes(routes, service, route_opts);  // last: its /openapi.json lists the routes added before it
   api::server_limits server_limits;
   server_limits.max_body = conf.max_body_bytes;

@@ -15,7 +15,7 @@ step() { echo "== $* ($(date +%H:%M:%S), $(( $(date +%s) - started )) s)"; }
 sanitizers=${LOGITAUDIT_SANITIZERS:-1}
 [[ $# -eq 0 ]] || sanitizers=0  # a partial run (ctest arguments) is a quick local run
 
-bash scripts/bootstrap.sh
+bash scripts/bootstrap.sh --test
 bash scripts/get-llama-server.sh
 
 # Sanitizers: any report fails the test that caused it (UBSan does not recover; ASan aborts).

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "api/audit_routes.hpp"
+#include "api/console_routes.hpp"
 #include "api/http_server.hpp"
 #include "api/metrics.hpp"
 #include "api/read_model.hpp"
@@ -60,6 +61,7 @@ struct daemon_in_process {
     opts.reads = &reads;
     opts.version = "fuzz";
     api::add_schedule_routes(routes, *scheduler, opts);
+    api::add_console_routes(routes);
     api::add_audit_routes(routes, *service, opts);
     api::server_limits limits;
     limits.read_timeout = std::chrono::seconds(2);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "api/audit_routes.hpp"
+#include "api/console_routes.hpp"
 #include "api/history_routes.hpp"
 #include "daemon/metrics_feed.hpp"
 #include "api/schedule_routes.hpp"
@@ -62,6 +63,7 @@ daemon_harness::daemon_harness(harness_options o) {
   reads_ = std::make_unique<api::read_model>(o.read_cache_bytes);
   api::route_options ro;
   ro.tokens = o.tokens;
+  ro.protect_reads = o.protect_reads;
   ro.limits = o.limits;
   ro.metrics = &metrics_;
   ro.reads = reads_.get();
@@ -71,6 +73,7 @@ daemon_harness::daemon_harness(harness_options o) {
   alerts_ = std::make_unique<daemon::alerter>(io_.get_executor(), *db_, *history_, o.alerts);
   daemon::feed_metrics(*queue_, metrics_, *history_, io_.get_executor(), alerts_.get());
   api::add_history_routes(routes_, *history_, *scheduler_);
+  api::add_console_routes(routes_);
   api::add_audit_routes(routes_, *service_, ro);
   server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
   server_->on_response([this](unsigned status, double seconds) { metrics_.observe_response(status, seconds); });

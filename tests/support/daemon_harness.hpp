@@ -36,6 +36,7 @@ struct harness_options {
   std::string api = "llama";                    // their API kind
   bool allow_adhoc = false;
   std::vector<std::string> tokens;
+  bool protect_reads = false;
   bool resume_interrupted = true;
   int max_running_jobs = 2;
   int max_queued_jobs = 100;

@@ -10,6 +10,7 @@
 #include <boost/beast.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "api/audit_routes.hpp"
@@ -267,11 +268,30 @@ TEST_F(daemon_api, the_openapi_document_lists_every_route) {
   auto doc = call(http::verb::get, "/openapi.json").json();
   ASSERT_TRUE(doc.is_object());
   EXPECT_EQ(doc["openapi"], "3.1.0");
-  for (const auto& [method, pattern] : d_->routes().routes()) {
-    std::string m = method;
+  std::set<std::string> operation_ids;
+  for (const auto& e : d_->routes().routes()) {
+    if (!e.doc->documented) continue;  // the console's files
+    std::string m = e.method;
     std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
-    EXPECT_TRUE(doc["paths"].contains(pattern) && doc["paths"][pattern].contains(m)) << method << " " << pattern;
+    ASSERT_TRUE(doc["paths"].contains(e.pattern) && doc["paths"][e.pattern].contains(m)) << e.method << " " << e.pattern;
+    const auto& op = doc["paths"][e.pattern][m];
+    EXPECT_TRUE(operation_ids.insert(op.value("operationId", "")).second) << "operationId missing or twice: " << op.dump();
+    EXPECT_TRUE(op.contains("security")) << e.pattern;
+    // Every query parameter the router accepts is in the document, and every {segment}.
+    for (const auto& q : e.doc->query) {
+      EXPECT_TRUE(std::any_of(op["parameters"].begin(), op["parameters"].end(),
+                              [&](const nlohmann::json& p) { return p["name"] == q.name && p["in"] == "query"; }))
+          << e.pattern << " ?" << q.name;
+    }
+    if (!e.doc->response_schema.empty()) {
+      EXPECT_TRUE(doc["components"]["schemas"].contains(e.doc->response_schema)) << e.doc->response_schema;
+    }
   }
+  EXPECT_FALSE(doc["paths"].contains("/")) << "the console's page is not an API operation";
+  EXPECT_EQ(doc["paths"]["/v1/audits"]["post"]["security"], nlohmann::json::parse(R"([{"bearer": []}])"));
+  EXPECT_EQ(doc["paths"]["/v1/audits"]["get"]["security"], nlohmann::json::array()) << "reads are open on this daemon";
+  EXPECT_EQ(doc["paths"]["/v1/audits"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/Spec");
   EXPECT_GE(d_->routes().routes().size(), 15u);
 }
 

@@ -1,0 +1,387 @@
+// The console in Debian's chromium against a daemon seeded by tests/e2e/console_test.sh.
+// What each page shows is checked against the REST API read independently here; every page
+// must load without a console error (a 404 page may log its one failed request).
+import { chromium } from 'playwright-core';
+import Ajv2020 from 'ajv/dist/2020.js';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+
+const base = process.env.DAEMON_URL;
+const token = process.env.TOKEN;
+const artifacts = process.env.ARTIFACTS;
+const seriesAudits = process.env.SERIES_AUDITS.split(',').map(Number);
+const xssAudit = Number(process.env.XSS_AUDIT);
+const seedAudit = Number(process.env.SEED_AUDIT);
+const specHash = process.env.SPEC_HASH;
+
+async function api(path, { auth = true, method = 'GET', body } = {}) {
+  const headers = auth ? { Authorization: `Bearer ${token}` } : {};
+  if (body) headers['Content-Type'] = 'application/json';
+  const res = await fetch(base + path, { method, headers, body: body && JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+}
+const get = async (path) => {
+  const r = await api(path);
+  assert.equal(r.status, 200, `${path}: ${r.text}`);
+  return r.json();
+};
+
+let failures = 0;
+async function check(name, fn) {
+  const started = Date.now();
+  try {
+    await fn();
+    console.log(`ok   ${name} (${Date.now() - started} ms)`);
+  } catch (e) {
+    failures++;
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+  }
+}
+
+// ------------------------------------------------------------------ HTTP-level checks
+
+await check('the API protects reads; health, the console and the document are open', async () => {
+  assert.equal((await api('/v1/audits', { auth: false })).status, 401);
+  assert.equal((await api('/v1/audits/1/runs', { auth: false })).status, 401);
+  for (const open of ['/healthz', '/readyz', '/v1/info', '/', '/favicon.ico', '/openapi.json'])
+    assert.equal((await api(open, { auth: false })).status, 200, open);
+  const info = (await api('/v1/info', { auth: false })).json();
+  assert.deepEqual(info.auth, { tokens: true, protect_reads: true });
+});
+
+await check('the page: a CSP without inline script, versioned files with ETag and long caching, gzip', async () => {
+  const page = await api('/', { auth: false });
+  const csp = page.headers.get('content-security-policy');
+  assert.match(csp, /script-src 'self'(;|$)/);
+  assert.match(csp, /default-src 'none'/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+  assert.doesNotMatch(page.text, /<script(?![^>]*\bsrc=)[^>]*>/, 'an inline script');
+  assert.doesNotMatch(page.text, /\son[a-z]+=/i, 'an inline event handler');
+  assert.doesNotMatch(page.text, /https?:\/\//, 'a file from another origin');
+  const files = [...page.text.matchAll(/(?:src|href)="(\/console\/[^"]+)"/g)].map((m) => m[1]);
+  assert.ok(files.length >= 5, files.join());
+  let plain = 0, wire = 0;
+  for (const f of ['/', ...files]) {
+    // fetch decodes gzip; Content-Length is what crossed the wire.
+    const r = await fetch(base + f, { headers: { 'Accept-Encoding': 'gzip' } });
+    await r.arrayBuffer();
+    assert.equal(r.status, 200, f);
+    wire += Number(r.headers.get('content-length'));
+    plain += Number((await fetch(base + f, { headers: { 'Accept-Encoding': 'identity' } })).headers.get('content-length'));
+    if (f === '/') continue;
+    assert.equal(r.headers.get('cache-control'), 'public, max-age=31536000, immutable', f);
+    const etag = r.headers.get('etag');
+    assert.match(etag, /^"[0-9a-f]{16}"$/);
+    assert.equal((await fetch(base + f, { headers: { 'If-None-Match': etag } })).status, 304, f);
+  }
+  console.log(`     everything the console serves: ${plain} bytes, ${wire} bytes gzip-compressed`);
+  assert.ok(wire < 150 * 1024, `${wire} bytes compressed`);
+  // An unversioned or stale URL is revalidated rather than cached for a year.
+  const stale = await fetch(base + '/console/app.js?v=0000000000000000');
+  assert.equal(stale.headers.get('cache-control'), 'no-cache');
+  assert.equal((await api('/console/nope.js', { auth: false })).status, 404);
+});
+
+await check('responses match the OpenAPI schemas', async () => {
+  const doc = (await api('/openapi.json', { auth: false })).json();
+  writeFileSync(`${artifacts}/openapi.json`, JSON.stringify(doc, null, 2));
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addSchema({ $id: 'doc', components: doc.components });
+  const run = (await get(`/v1/audits/${seedAudit}/runs`)).runs.find((r) => r.verdict && !r.verdict.logit_identical);
+  const schedule = (await api('/v1/schedules', { method: 'POST', body: { cron: '0 3 * * *', spec: { preset: 'seed-protocol', backends: ['tiny'] } } })).json();
+  const cases = {
+    [`/v1/audits?limit=2`]: 'JobList', [`/v1/audits/${seedAudit}`]: 'Job', [`/v1/audits/${seedAudit}/report`]: 'Findings',
+    [`/v1/audits/${seedAudit}/runs`]: 'RunList', [`/v1/audits/${seedAudit}/runs/${run.id}/stream`]: 'Stream',
+    [`/v1/audits/${seedAudit}/bursts`]: 'BurstList', [`/v1/audits/${seedAudit}/fingerprints`]: 'FingerprintList',
+    [`/v1/compare?a=${seriesAudits[0]}&b=${seriesAudits[2]}`]: 'Comparison', '/v1/backends': 'BackendList', '/v1/presets': 'PresetList',
+    '/v1/schedules': 'ScheduleList', [`/v1/schedules/${schedule.id}`]: 'Schedule', [`/v1/schedules/${schedule.id}/history`]: 'ScheduleHistory',
+    [`/v1/schedules/${schedule.id}/timeline`]: 'SeriesList', [`/v1/series?backend=tiny&spec_hash=${specHash}`]: 'SeriesList',
+    '/v1/alerts/deliveries': 'DeliveryList', '/v1/info': 'Info', '/healthz': 'Status',
+  };
+  for (const [path, schema] of Object.entries(cases)) {
+    const validate = ajv.getSchema(`doc#/components/schemas/${schema}`);
+    assert.ok(validate, `no schema ${schema}`);
+    const body = await get(path);
+    assert.ok(validate(body), `${path} against ${schema}: ${ajv.errorsText(validate.errors)}`);
+    // Every route is in the document with an operationId.
+    const pattern = path.split('?')[0].replace(/\/\d+/g, (m, at, s) => (s.slice(0, at).endsWith('/runs') ? '/{run}' : '/{id}'));
+    assert.ok(doc.paths[pattern] && doc.paths[pattern].get && doc.paths[pattern].get.operationId, `${pattern} undocumented`);
+  }
+  const bad = await api('/v1/audits', { method: 'POST', body: { n_predict: 0 } });
+  assert.ok(ajv.getSchema('doc#/components/schemas/Error')(bad.json()));
+  assert.deepEqual(doc.paths['/v1/audits'].post.security, [{ bearer: [] }]);
+  assert.deepEqual(doc.paths['/v1/audits'].get.security, [{ bearer: [] }], 'reads are protected on this daemon');
+  assert.deepEqual(doc.paths['/healthz'].get.security, []);
+  assert.ok(doc.paths['/v1/audits'].get.parameters.some((p) => p.name === 'before' && p.in === 'query'));
+});
+
+// ------------------------------------------------------------------ the browser
+
+const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
+const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+const page = await context.newPage();
+const errors = [];
+const requests = [];
+page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+page.on('pageerror', (e) => errors.push(String(e)));
+page.on('dialog', async (d) => { errors.push('a dialog opened: ' + d.message()); await d.dismiss(); });
+page.on('request', (r) => requests.push({ url: r.url(), auth: r.headers().authorization || '' }));
+
+async function open(hash) {
+  const started = Date.now();
+  await page.evaluate((h) => { document.querySelector('#main').dataset.state = 'loading'; location.hash = h; }, hash);
+  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready', null, { timeout: 60000 });
+  return Date.now() - started;
+}
+// Artifacts: what the first screen shows (docs/console.md uses these), and the whole page.
+async function shot(name) {
+  await page.screenshot({ path: `${artifacts}/${name}.png` });
+  await page.screenshot({ path: `${artifacts}/${name}-full.png`, fullPage: true });
+}
+function noErrors(allow404 = false) {
+  const real = errors.filter((e) => !(allow404 && /status of 404/.test(e)));
+  errors.length = 0;
+  assert.deepEqual(real, [], 'console errors');
+}
+
+await check('the first visit asks for the token once and keeps it out of URLs', async () => {
+  await page.goto(base + '/');
+  await page.waitForSelector('#token-dialog[open]');
+  await shot('token');
+  await page.fill('#token-dialog input[name=token]', token);
+  await page.click('#token-dialog button[value=ok]');
+  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('logitaudit.token')), token);
+  noErrors();
+});
+
+await check('the list shows the audits of the database', async () => {
+  await open('#/audits');
+  const expected = (await get('/v1/audits')).audits;
+  const shown = await page.$$eval('[data-testid=audits] tbody tr', (rows) => rows.map((r) => Number(r.dataset.audit)));
+  assert.deepEqual(shown, expected.map((a) => a.id));
+  const seedRow = await page.textContent(`tr[data-audit="${seedAudit}"]`);
+  assert.match(seedRow, /done/);
+  assert.match(seedRow, /valid/);
+  for (const p of (await get(`/v1/audits/${seedAudit}`)).result.predictions) assert.ok(seedRow.includes(`${p.id} ${p.outcome}`), seedRow);
+  assert.ok((await page.textContent(`tr[data-audit="${xssAudit}"]`)).includes('<b>bold</b>'), 'a tag renders as text');
+  await shot('audits');
+  noErrors();
+});
+
+await check('paging and filters', async () => {
+  const all = (await get('/v1/audits')).audits.map((a) => a.id);
+  await open('#/audits?limit=2');
+  const ids = () => page.$$eval('[data-testid=audits] tbody tr', (rows) => rows.map((r) => Number(r.dataset.audit)));
+  assert.deepEqual(await ids(), all.slice(0, 2));
+  await page.click('[data-testid=next-page]');
+  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready');
+  assert.deepEqual(await ids(), all.slice(2, 4));
+  assert.ok(await page.$('[data-testid=first-page]'));
+  await open('#/audits?tag=series');
+  assert.deepEqual(await ids(), [...seriesAudits].reverse());
+  noErrors();
+});
+
+await check('a prompt crafted as HTML renders as text', async () => {
+  await open(`#/audits/${xssAudit}`);
+  const prompts = await page.$$eval('[data-testid=runs] td.prompt', (tds) => tds.map((t) => t.textContent));
+  assert.ok(prompts.includes('<img src=x onerror=alert(1)>'), prompts.join(' | '));
+  assert.ok(prompts.includes('</script><script>alert(2)</script>'));
+  assert.equal(await page.$$eval('main img, main script', (x) => x.length), 0);
+  const runs = (await get(`/v1/audits/${xssAudit}/runs`)).runs;
+  const target = runs.find((r) => r.prompt.startsWith('<img'));
+  await open(`#/audits/${xssAudit}/runs/${target.id}`);
+  assert.equal(await page.textContent('[data-testid=prompt]'), '<img src=x onerror=alert(1)>');
+  assert.equal(await page.$$eval('main img', (x) => x.length), 0);
+  await shot('xss');
+  noErrors();
+});
+
+let auditMs = 0;
+await check('an audit: the findings table, predictions, batching evidence, runs and histograms as the API has them', async () => {
+  auditMs = await open(`#/audits/${seedAudit}`);
+  const job = await get(`/v1/audits/${seedAudit}`);
+  const report = await get(`/v1/audits/${seedAudit}/report`);
+  const runs = (await get(`/v1/audits/${seedAudit}/runs`)).runs;
+  const rows = await page.$$eval('[data-testid=findings] table.findings:first-of-type tbody tr', (rs) => rs.map((r) => [...r.cells].map((c) => c.textContent)));
+  assert.equal(rows.length, report.pooled.length);
+  report.pooled.forEach((t, i) => {
+    assert.equal(rows[i][0], t.condition);
+    assert.ok(rows[i][1].startsWith(`${t.logit_identical}/${t.n}`), `${rows[i][1]} vs ${t.logit_identical}/${t.n}`);
+    assert.ok(rows[i][2].startsWith(`${t.token_identical}/${t.n}`));
+    if (t.control) assert.match(rows[i][3], /control/);
+  });
+  assert.ok((await page.textContent('[data-testid=predictions]')).includes(job.predictions.hash));
+  const batching = await page.textContent('[data-testid=batching]');
+  for (const t of report.pooled.filter((x) => x.batching && x.batching.bursts)) assert.ok(batching.includes(t.condition), t.condition);
+  assert.equal(await page.$$eval('[data-testid=runs] tbody tr', (r) => r.length), runs.length);
+  // Histograms: one per condition with a divergence, the counts those of the runs' verdicts.
+  const charts = await page.evaluate(() => Object.fromEntries(Object.entries(window.__console.charts)
+    .filter(([k]) => k.startsWith('hist:')).map(([k, c]) => [k.slice(5), c.data])));
+  const diverged = new Map();
+  for (const r of runs) {
+    if (!r.verdict || r.verdict.first_logit_difference < 0) continue;
+    const m = diverged.get(r.condition) || new Map();
+    m.set(r.verdict.first_logit_difference, (m.get(r.verdict.first_logit_difference) || 0) + 1);
+    diverged.set(r.condition, m);
+  }
+  assert.ok(diverged.size >= 1, 'the controls diverge');
+  assert.deepEqual(Object.keys(charts).sort(), [...diverged.keys()].sort());
+  for (const [cond, m] of diverged) for (const [pos, n] of m) assert.equal(charts[cond][1][pos], n, `${cond} at ${pos}`);
+  assert.equal(await page.$$eval('[data-testid=divergence] canvas', (c) => c.length), diverged.size);
+  console.log(`     the audit page of ${runs.length} runs: ready ${auditMs} ms after navigation`);
+  await shot('audit');
+  noErrors();
+});
+
+await check('a run: |Δ logprob| by position against its baseline, markers, top-k at the first difference', async () => {
+  const runs = (await get(`/v1/audits/${seedAudit}/runs`)).runs;
+  const run = runs.find((r) => r.verdict && r.verdict.first_logit_difference >= 0);
+  const baseRun = runs.find((r) => r.condition === 'baseline' && r.backend === run.backend && r.group === run.baseline_group);
+  const [a, b] = [await get(`/v1/audits/${seedAudit}/runs/${run.id}/stream`), await get(`/v1/audits/${seedAudit}/runs/${baseRun.id}/stream`)];
+  await open(`#/audits/${seedAudit}/runs/${run.id}`);
+  assert.equal(await page.$$eval('[data-testid=delta-chart] canvas', (c) => c.length), 1);
+  const data = await page.evaluate(() => window.__console.charts.delta.data);
+  const n = Math.min(a.tokens.length, b.tokens.length);
+  assert.equal(data[0].length, n);
+  for (let i = 0; i < n; i++) {
+    const d = a.tokens[i].id === b.tokens[i].id ? Math.abs(a.tokens[i].logprob - b.tokens[i].logprob) : null;
+    assert.equal(data[1][i], d ? d : null, `position ${i}`);
+  }
+  const marks = await page.evaluate(() => window.__console.charts.markers.map((m) => m.x));
+  assert.equal(marks[0], run.verdict.first_logit_difference);
+  if (run.verdict.first_token_difference >= 0) assert.equal(marks[1], run.verdict.first_token_difference);
+  const topk = await page.textContent('[data-testid=topk]');
+  assert.ok(topk.includes(`position ${run.verdict.first_logit_difference}`));
+  assert.ok(topk.includes(String(b.tokens[run.verdict.first_logit_difference].top[0].id)));
+  await shot('run');
+  noErrors();
+});
+
+await check('a series: identical rates with bands, the fingerprint change annotated, hover, click, zoom synced', async () => {
+  const api_ = (await get(`/v1/series?backend=tiny&spec_hash=${specHash}`)).series[0];
+  await open(`#/series?backend=tiny&spec_hash=${specHash}`);
+  const charts = await page.evaluate(() => Object.fromEntries(Object.entries(window.__console.charts)
+    .filter(([k]) => k.startsWith('series:')).map(([k, c]) => [k.split(':')[2], c.data])));
+  const conditions = api_.timeline[0].conditions.map((c) => c.condition);
+  assert.deepEqual(Object.keys(charts).sort(), [...conditions].sort());
+  for (const cond of conditions) {
+    const rates = api_.timeline.map((a) => a.conditions.find((c) => c.condition === cond).logit_rate);
+    assert.deepEqual(charts[cond][1], rates, cond);
+    assert.deepEqual(charts[cond][2], api_.timeline.map((a) => a.conditions.find((c) => c.condition === cond).logit_interval[1]));
+  }
+  assert.deepEqual(api_.timeline.map((a) => a.audit), seriesAudits);
+  // The server restarted with other slots before the third audit: its fingerprint changed,
+  // and the chart marks it there (whatever the digests did).
+  const t = api_.timeline[2].transition;
+  assert.ok(t.field_details.includes('total_slots'), JSON.stringify(t));
+  assert.deepEqual(await page.evaluate(() => window.__console.charts['marks:0'].map((m) => m.x)), [2]);
+  assert.ok((await page.textContent('main')).includes(t.sentence));
+  assert.equal(await page.$$eval('[data-chart^="series:"] canvas', (c) => c.length), conditions.length);
+  await shot('series');
+  // Hover the third audit of the first chart: the tooltip names its build and model.
+  const first = page.locator('[data-chart^="series:"] .u-over').first();
+  const box = await first.boundingBox();
+  const xOf = (i) => page.evaluate(([name, i]) => window.__console.charts[name].plot.valToPos(i, 'x'), [`series:0:${conditions[0]}`, i]);
+  await page.mouse.move(box.x + (await xOf(2)), box.y + box.height / 2);
+  const tip = page.locator('[data-chart^="series:"] .tip.on').first();
+  await tip.waitFor();
+  const tipText = await tip.textContent();
+  assert.ok(tipText.includes(`audit #${seriesAudits[2]}`), tipText);
+  assert.ok(tipText.includes('build: ' + api_.timeline[2].fingerprint.after.build_info), tipText);
+  await shot('series-hover');
+  // Cursors are synced: the other charts' cursors are on the same audit.
+  const idx = await page.evaluate(() => Object.entries(window.__console.charts).filter(([k]) => k.startsWith('series:')).map(([, c]) => c.plot.cursor.idx));
+  assert.ok(idx.every((i) => i === 2), JSON.stringify(idx));
+  // Drag to zoom on the first chart: every chart follows.
+  await page.mouse.move(box.x + (await xOf(0)) - 5, box.y + 20);
+  await page.mouse.down();
+  await page.mouse.move(box.x + (await xOf(1)) + 5, box.y + 20, { steps: 5 });
+  await page.mouse.up();
+  const scales = await page.evaluate(() => Object.entries(window.__console.charts).filter(([k]) => k.startsWith('series:')).map(([, c]) => [c.plot.scales.x.min, c.plot.scales.x.max]));
+  assert.ok(scales[0][1] - scales[0][0] < 2.5, `zoomed: ${JSON.stringify(scales)}`);
+  assert.ok(scales.every((s) => s[0] === scales[0][0] && s[1] === scales[0][1]), JSON.stringify(scales));
+  await page.dblclick('[data-chart^="series:"] .u-over');
+  // A click on a point opens its audit.
+  await page.mouse.click(box.x + (await xOf(1)), box.y + box.height / 2);
+  await page.waitForFunction((id) => location.hash === '#/audits/' + id, seriesAudits[1]);
+  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready');
+  noErrors();
+});
+
+await check('compare: two audits\' baselines side by side', async () => {
+  const c = await get(`/v1/compare?a=${seriesAudits[0]}&b=${seriesAudits[1]}`);
+  await open(`#/compare?a=${seriesAudits[0]}&b=${seriesAudits[1]}`);
+  const summary = await page.textContent('[data-testid=compare-summary]');
+  assert.ok(summary.startsWith(`${c.summary.compared} baselines in both: ${c.summary.logit_identical} logit-identical`), summary);
+  assert.equal(await page.$$eval('main table tbody tr', (r) => r.length), c.baselines.length);
+  await shot('compare');
+  noErrors();
+});
+
+await check('schedules: the list and a schedule that has not fired', async () => {
+  await open('#/schedules');
+  const s = (await get('/v1/schedules')).schedules[0];
+  assert.ok((await page.textContent('main')).includes(s.cron));
+  await open(`#/schedules/${s.id}`);
+  assert.ok((await page.textContent('main')).includes('fired no audit yet'));
+  noErrors();
+});
+
+await check('the submit form refuses a bad value naming the field, then creates a job that runs on llama-server', async () => {
+  const before = (await get('/v1/audits?limit=500')).audits.length;
+  await open('#/submit');
+  await page.check('input[name=backend][value=tiny]');
+  await page.fill('input[name=n_predict]', '0');
+  await page.click('form[data-testid=submit-form] button[type=submit]');
+  const err = page.locator('[data-testid=submit-error]');
+  await err.waitFor();
+  assert.match(await err.textContent(), /^n_predict: /);
+  assert.ok(await page.$('input[name=n_predict].invalid'));
+  assert.equal((await get('/v1/audits?limit=500')).audits.length, before, 'nothing stored for a refused spec');
+  errors.length = 0;  // the refused POST's 400 is the browser's own log line
+  await page.selectOption('select[name=preset]', '');  // the spec is the overrides alone
+  await page.fill('input[name=n_predict]', '8');
+  await page.fill('input[name=tags]', 'console, form');
+  await page.fill('textarea[name=prompts]', 'Submitted from the console');
+  await page.fill('textarea[name=extra]', '{"conditions": [{"name": "repeat", "kind": "repeat", "replicates": 2}, {"name": "control_seed", "kind": "control_seed", "replicates": 1, "seeded": true}]}');
+  await shot('submit');
+  await page.click('form[data-testid=submit-form] button[type=submit]');
+  await page.waitForFunction(() => /^#\/audits\/\d+$/.test(location.hash));
+  const id = Number((await page.evaluate(() => location.hash)).split('/')[2]);
+  await page.waitForSelector('[data-testid=findings]', { timeout: 120000 });
+  const job = await get(`/v1/audits/${id}`);
+  assert.equal(job.status, 'done');
+  assert.deepEqual(job.tags, ['console', 'form']);
+  assert.equal(job.progress.failed, 0);
+  const runs = (await get(`/v1/audits/${id}/runs`)).runs;
+  assert.ok(runs.length >= 3 && runs.every((r) => r.status === 'ok' && r.prompt === 'Submitted from the console'));
+  noErrors();
+});
+
+await check('a 404 page for an unknown audit and an unknown page', async () => {
+  await open('#/audits/999999');
+  assert.match(await page.textContent('[data-testid=not-found]'), /no audit with id '999999'/);
+  await shot('not-found');
+  await open('#/nowhere');
+  assert.match(await page.textContent('[data-testid=not-found]'), /no page/i);
+  noErrors(true);
+});
+
+await check('the token never appeared in a URL, and every API request carried it', async () => {
+  assert.ok(requests.length > 20);
+  for (const r of requests) {
+    assert.ok(!r.url.includes(token), r.url);
+    if (new URL(r.url).pathname.startsWith('/v1/') && !r.url.endsWith('/v1/info')) assert.equal(r.auth, `Bearer ${token}`, r.url);
+  }
+});
+
+await browser.close();
+writeFileSync(`${artifacts}/timings.json`, JSON.stringify({ audit_page_ms: auditMs }));
+if (failures) {
+  console.log(`${failures} check(s) failed`);
+  process.exit(1);
+}
+console.log('all console checks passed');
