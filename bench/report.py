@@ -116,6 +116,11 @@ ROWS = [
     ("load: audit wall time under API load (s)", ["load", "loaded_audit_s"]),
     ("load: API requests during the audit", ["load", "api", "requests"]),
     ("load: API errors", ["load", "api", "errors"]),
+    ("console: audit page runs", ["console", "runs"]),
+    ("console: audit page, tables + charts med (ms, goal < 300)", ["console", "audit_page_median_ms"]),
+    ("console: audit page worst of 15 (ms)", ["console", "audit_page_max_ms"]),
+    ("console: its API reads alone med (ms)", ["console", "api_reads_median_ms"]),
+    ("console: served bytes gzip (goal < 153600)", ["console", "served_gzip_bytes"]),
 ]
 
 

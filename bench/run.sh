@@ -11,6 +11,9 @@
 #   5. logitauditd's memory: idle, during a 256-wide burst, serving the 1M-stream database
 #   6. load: 50 connections of API reads (list, status, report, runs, bursts, metrics) while a
 #      64-wide burst audit runs; that audit's launch spread and wall time then and when idle
+#   7. the web console: the audit page of the seed protocol on two real llama-servers (130 runs)
+#      in chromium, navigation to tables and charts drawn, beside its API reads alone; the
+#      bytes everything the console serves takes, plain and gzip-compressed
 #
 # Usage: bench/run.sh [--quick]   (--quick: fewer bursts, 100,000 streams; for a smoke run)
 #   BENCH_STEPS="4 6" bench/run.sh runs only those steps (the table shows what ran)
@@ -37,7 +40,7 @@ wait_url() {  # URL [LOG]
   [[ -n ${2:-} ]] && tail -20 "$2" >&2
   exit 1
 }
-want() { [[ " ${BENCH_STEPS:-1 2 3 4 5 6} " == *" $1 "* ]]; }  # BENCH_STEPS="4 6" runs only those
+want() { [[ " ${BENCH_STEPS:-1 2 3 4 5 6 7} " == *" $1 "* ]]; }  # BENCH_STEPS="4 6" runs only those
 rss() { python3 bench/report.py rss "$1"; }
 # Starts logitauditd on DB with extra args; sets $daemon_pid and $daemon_url.
 start_daemon() {
@@ -175,6 +178,32 @@ echo "$memory" >"$parts/memory.json"
 
 [[ -f $results/latest.json ]] && cp "$results/latest.json" "$results/previous.json"
 echo
+if want 7; then
+  say "7/7 the console's audit page (130 runs) in chromium"
+  bash scripts/bootstrap.sh --test
+  mkdir -p .cache/models
+  declare -A llama_url
+  for preset in tiny small; do
+    [[ -f .cache/models/$preset.gguf ]] || "$build/tools/logitaudit-make-model" --preset "$preset" --seed 7 --out ".cache/models/$preset.gguf" >&2
+    p=$(port)
+    # One thread each: two servers on two cores do not fight over them (the audit runs both at once).
+    .cache/bin/llama-server -m ".cache/models/$preset.gguf" --host 127.0.0.1 --port "$p" -np 8 -t 1 --metrics --no-webui \
+      >"$tmp/llama-$preset.log" 2>&1 &
+    pids+=($!)
+    llama_url[$preset]=http://127.0.0.1:$p
+    wait_url "http://127.0.0.1:$p/health" "$tmp/llama-$preset.log"
+  done
+  p=$(port)
+  "$build/daemon/logitauditd" --listen "127.0.0.1:$p" --db "$tmp/console.db" --backend "tiny=${llama_url[tiny]}" \
+    --backend "small=${llama_url[small]}" >"$tmp/console-daemon.log" 2>&1 &
+  pids+=($!)
+  wait_url "http://127.0.0.1:$p/readyz" "$tmp/console-daemon.log"
+  LOGITAUDIT_SERVER=http://127.0.0.1:$p "$build/cli/logitaudit" submit --preset seed-protocol --backend tiny --backend small \
+    --wait --format csv >/dev/null
+  node bench/console_bench.mjs "http://127.0.0.1:$p" 1 >"$parts/console.json"
+  cat "$parts/console.json" >&2
+fi
+
 python3 bench/report.py merge "$results/latest.json" "$results/previous.json" "$parts"
 echo
 echo "written: $results/latest.json (previous: $results/previous.json)"

@@ -147,7 +147,10 @@
             ctx.moveTo(x, bbox.top);
             ctx.lineTo(x, bbox.top + bbox.height);
             ctx.stroke();
-            ctx.fillText(m.label, x + 4 * devicePixelRatio, bbox.top + (12 + 13 * (m.row || 0)) * devicePixelRatio);
+            // The label on the side of the line with room.
+            const right = x > bbox.left + bbox.width / 2;
+            ctx.textAlign = right ? 'right' : 'left';
+            ctx.fillText(m.label, x + (right ? -4 : 4) * devicePixelRatio, bbox.top + (12 + 13 * (m.row || 0)) * devicePixelRatio);
           }
           ctx.restore();
         }],
@@ -158,7 +161,8 @@
   function makeChart(name, container, opts, data) {
     const box = h('div', { class: 'chart ' + name.split(':')[0], 'data-chart': name });
     container.append(box);
-    const plot = new uPlot(Object.assign({ width: chartWidth(container), height: 220 }, opts), data, box);
+    // Reading the container's width lays the page out: only when the chart has no width.
+    const plot = new uPlot(Object.assign({ height: 220 }, opts, { width: opts.width || chartWidth(container) }), data, box);
     state.charts[name] = { plot, data };
     return { plot, box };
   }
@@ -474,8 +478,10 @@
     const runSection = h('section', { 'data-testid': 'runs' }, h('h2', null, `Runs (${runs.runs.length})`), h('label', null, 'Condition', filter),
       table(['run', 'backend', 'condition', 'rep', 'prompt', '', 'logits', 'tokens', 'first logit diff', 'first token diff', 'max |Δ|', 'evidence'], runBody));
 
-    main.append(findings, predictions, batching, hist, fp, runSection);
+    // The charts before the long tables: each chart lays out what is on the page so far.
+    main.append(findings, predictions, batching, hist);
     divergenceHistograms(hist, runs.runs);
+    main.append(fp, runSection);
   }
 
   // #/audits/{id}/runs/{run}
@@ -596,6 +602,7 @@
         tl.map((a) => pick(a, (c) => c.logit_rate)), tl.map((a) => pick(a, (c) => c.logit_interval && c.logit_interval[1])), tl.map((a) => pick(a, (c) => c.logit_interval && c.logit_interval[0])),
         tl.map((a) => pick(a, (c) => c.token_rate)), tl.map((a) => pick(a, (c) => c.token_interval && c.token_interval[1])), tl.map((a) => pick(a, (c) => c.token_interval && c.token_interval[0]))];
       const tip = h('div', { class: 'tip' });
+      let hovering = false;
       const { plot, box } = makeChart(`series:${index}:${cond}`, section, {
         height: 190, title: `${cond}: identical rate`,
         // Half an audit of room at each end, once: a padded bound is not a whole number.
@@ -609,12 +616,13 @@
           { label: 'token high', stroke: 'transparent', points: { show: false } }, { label: 'token low', stroke: 'transparent', points: { show: false } }],
         bands: [{ series: [2, 3], fill: 'rgba(31,78,121,.15)' }, { series: [5, 6], fill: 'rgba(230,120,0,.15)' }],
         legend: { show: true, live: true },
-        cursor: { sync: { key: syncKey }, drag: { x: true, y: false } },
+        cursor: { sync: { key: syncKey }, drag: { x: true, y: false }, y: false },
         plugins: [markerPlugin(marks), {
           hooks: {
             setCursor: [(u) => {
               const i = u.cursor.idx;
-              if (i === null || i === undefined || !tl[i]) { tip.classList.remove('on'); return; }
+              // The synced charts move their cursors along; only the chart under the mouse tells.
+              if (!hovering || i === null || i === undefined || !tl[i]) { tip.classList.remove('on'); return; }
               const a = tl[i];
               const f = a.fingerprint.after || a.fingerprint.before || {};
               const c = a.conditions.find((k) => k.condition === cond);
@@ -624,10 +632,11 @@
                 h('div', null, 'quantisation: ', f.model_ftype || '–', ', slots ', f.total_slots ?? '–'),
                 h('div', { class: 'mono' }, 'settings ', short(f.generation_settings_hash, 12), ' canary ', short(f.canary && f.canary.logit_digest, 12)),
                 a.transition ? h('div', null, a.transition.sentence) : null, a.valid ? null : h('div', { class: 'error' }, a.invalid_reason));
-              const left = u.valToPos(i, 'x') + u.over.offsetLeft;
-              tip.style.left = Math.min(left + 12, box.clientWidth - 300) + 'px';
-              tip.style.top = (u.over.offsetTop + 8) + 'px';
               tip.classList.add('on');
+              // Beside the cursor, on the side with room.
+              const left = u.valToPos(i, 'x') + u.over.offsetLeft;
+              tip.style.left = (left > box.clientWidth / 2 ? left - tip.offsetWidth - 12 : left + 12) + 'px';
+              tip.style.top = (u.over.offsetTop + 8) + 'px';
             }],
             setScale: [(u, key) => {
               if (key !== 'x' || syncing) return;
@@ -643,7 +652,8 @@
       // A click (not a drag) opens the audit under the cursor.
       let down = null;
       plot.over.addEventListener('mousedown', (ev) => { down = ev.clientX; });
-      plot.over.addEventListener('mouseleave', () => tip.classList.remove('on'));
+      plot.over.addEventListener('mouseenter', () => { hovering = true; });
+      plot.over.addEventListener('mouseleave', () => { hovering = false; tip.classList.remove('on'); });
       // A double click zooms out: a click waits a moment to be sure it is not one.
       let pending = null;
       plot.over.addEventListener('click', (ev) => {
