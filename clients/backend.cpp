@@ -4,6 +4,7 @@
 #include "audit/stream_encoding.hpp"
 #include "model_file.hpp"
 
+#include <cctype>
 #include <stdexcept>
 #include <tuple>
 
@@ -23,6 +24,17 @@ void stamp(audit::logit_stream& s, const http_exchange& x) {
 }
 
 }  // namespace
+
+std::string host_turn(const backend_config& c) {
+  if (!c.host.empty()) return "group:" + c.host;
+  auto ep = parse_endpoint(c.url);
+  if (!ep) return "url:" + c.url;
+  std::string h = ep->host;
+  for (auto& ch : h) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // Every name of this machine is one host: its servers share these cores.
+  if (h == "localhost" || h == "::1" || h == "[::1]" || h.starts_with("127.")) return "host:loopback";
+  return "host:" + h;
+}
 
 expected<named_backend, std::string> parse_named_backend(std::string_view arg) {
   const auto scheme = arg.find("://");

@@ -23,7 +23,14 @@ struct backend_config {
   http_options http;  // deadlines, body limit, bearer token
   api_options options;
   std::string model_path;  // the server's model file, if this process can read it: hashed into the fingerprint
+  // Backends of one host take turns in an audit: their servers share its cores, and audited
+  // at once they slow each other several-fold. Empty: the URL's host (every loopback name is
+  // one host); backends with different values run at the same time.
+  std::string host;
 };
+
+// The turn an audit gives `c`: its configured host group, else its URL's host.
+std::string host_turn(const backend_config& c);
 
 // A backend named on a command line: "NAME=URL", a bare "URL" (named after its host:port),
 // or a bare "NAME" (a backend the daemon is configured with; url empty). The one parser of

@@ -160,22 +160,36 @@ completion_request to_request(const audit::planned_request& r, const audit::audi
   return c;
 }
 
+// A host's backends, one after another.
+net::awaitable<bool> run_lane(shared_state* st, std::vector<backend_config> backends) {
+  for (auto& c : backends) {
+    std::string name = c.name;
+    co_await run_backend(st, std::move(name), std::move(c));
+  }
+  co_return true;
+}
+
 net::awaitable<job_outcome> run_audit(audit::audit_spec spec, audit::audit_plan plan,
                                       std::map<std::string, backend_config> configs, runner_options options) {
   job_outcome out;
   shared_state st{&spec, &plan, &options, {}, &out};
   for (const auto& g : plan.groups)
     if (!options.skip_groups.count(g.index)) st.progress.total += g.requests.size();
-  std::vector<net::awaitable<bool>> backends;
+  // One lane per host: its backends one after another, the lanes at once.
+  std::map<std::string, std::vector<backend_config>> lanes;
   for (const auto& b : spec.backends) {
     auto it = configs.find(b.name);
     if (it == configs.end()) {
       out.errors.push_back(b.name + ": no configuration for this backend");
       continue;
     }
-    backends.push_back(run_backend(&st, b.name, it->second));
+    auto c = it->second;
+    c.name = b.name;
+    lanes[host_turn(c)].push_back(std::move(c));
   }
-  co_await join_all(std::move(backends));
+  std::vector<net::awaitable<bool>> running;
+  for (auto& [host, backends] : lanes) running.push_back(run_lane(&st, std::move(backends)));
+  co_await join_all(std::move(running));
   co_return out;
 }
 

@@ -1,5 +1,5 @@
-// Runs an audit plan against real backends: each backend's groups in order (backends in
-// parallel, since they are different servers), bursts through run_burst, bounded retries of
+// Runs an audit plan against real backends: each backend's groups in order; backends on
+// different hosts in parallel, backends of one host one after another (host_turn), bursts through run_burst, bounded retries of
 // transport failures, cancellation at group boundaries, fingerprints before and after.
 #pragma once
 

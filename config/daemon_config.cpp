@@ -99,10 +99,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         const std::string at = "backends[" + std::to_string(i) + "]";
         const auto& e = (*b)[i];
         if (!e.is_object()) {
-          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model, model_path}"});
+          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model, model_path, host}"});
           continue;
         }
-        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model", "model_path"}, p);
+        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model", "model_path", "host"}, p);
         backend_entry be;
         read(e, "name", at, be.name, p);
         read(e, "url", at, be.url, p);
@@ -111,6 +111,8 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         read(e, "timeout_s", at, be.timeout_s, p);
         read(e, "model", at, be.model, p);
         read(e, "model_path", at, be.model_path, p);
+        read(e, "host", at, be.host, p);
+        if (e.contains("host") && be.host.empty()) p.push_back({at + ".host", "must not be empty (leave it out for the URL's host)"});
         if (e.contains("model_path") && be.model_path.empty()) p.push_back({at + ".model_path", "must not be empty"});
         if (be.name.empty()) p.push_back({at + ".name", "is required"});
         else if (!names.insert(be.name).second) p.push_back({at + ".name", "duplicate backend name '" + be.name + "'"});

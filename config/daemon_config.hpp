@@ -24,6 +24,7 @@ struct backend_entry {
   int timeout_s = 600;        // a request's whole deadline (first byte included)
   std::string model;          // the "model" member, for servers that serve several
   std::string model_path;     // the server's model file, when the daemon can read it: its sha256 joins the fingerprint
+  std::string host;           // the host group: backends of one take turns (default: the URL's host)
 };
 
 // A webhook alerts go to.

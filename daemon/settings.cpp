@@ -14,6 +14,7 @@ std::map<std::string, clients::backend_config> backend_configs(const config::dae
     c.http.first_byte_timeout = c.http.total_timeout = std::chrono::seconds(b.timeout_s);
     c.options.model = b.model;
     c.model_path = b.model_path;
+    c.host = b.host;
     out[c.name] = c;
   }
   return out;

@@ -154,3 +154,49 @@ TEST(job_runner, transport_failures_are_retried_then_recorded_and_cancel_stops_a
   EXPECT_GT(f.failed_runs, 0);
   EXPECT_FALSE(f.valid) << "no control was judged";
 }
+
+// Backends of one host take turns: every request to the second server arrives after the
+// last to the first. Given different host groups, they run at the same time.
+TEST(job_runner, backends_on_one_host_take_turns_and_different_host_groups_run_at_once) {
+  for (bool same_host : {true, false}) {
+    test_support::fake_knobs k;
+    k.delay = 5ms;
+    test_support::fake_backend a(k), b(k);
+    audit::audit_spec spec = audit::seed_protocol({{"a", a.url(), "llama"}, {"b", b.url(), "llama"}});
+    spec.n_predict = 4;
+    auto plan = audit::make_plan(spec);
+    clients::backend_config ca, cb;
+    ca.name = "a";
+    ca.url = a.url();
+    cb.name = "b";
+    cb.url = b.url();
+    if (!same_host) {
+      ca.host = "gpu-a";
+      cb.host = "gpu-b";
+    }
+    EXPECT_EQ(clients::host_turn(ca) == clients::host_turn(cb), same_host);
+    clients::net::io_context io;
+    auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", ca}, {"b", cb}}, {}));
+    EXPECT_EQ(outcome.runs().size(), plan.total_requests());
+    const auto first = a.header_arrivals(), second = b.header_arrivals();
+    ASSERT_FALSE(first.empty());
+    ASSERT_FALSE(second.empty());
+    const bool apart = first.back() < second.front() || second.back() < first.front();
+    EXPECT_EQ(apart, same_host) << (same_host ? "one host: one server at a time" : "two hosts: both at once");
+  }
+}
+
+TEST(job_runner, every_loopback_name_is_one_host) {
+  auto turn = [](std::string url, std::string host = {}) {
+    clients::backend_config c;
+    c.url = std::move(url);
+    c.host = std::move(host);
+    return clients::host_turn(c);
+  };
+  EXPECT_EQ(turn("http://127.0.0.1:8080"), turn("http://localhost:9090"));
+  EXPECT_EQ(turn("http://127.0.0.2:8080"), turn("http://127.0.0.1:8081"));
+  EXPECT_NE(turn("http://10.0.0.5:8080"), turn("http://10.0.0.6:8080"));
+  EXPECT_EQ(turn("http://10.0.0.5:8080"), turn("http://10.0.0.5:9090"));
+  EXPECT_NE(turn("http://127.0.0.1:8080", "a"), turn("http://127.0.0.1:8081", "b"));
+  EXPECT_EQ(turn("http://10.0.0.5:8080", "rack-1"), turn("http://10.0.0.6:8080", "rack-1"));
+}
