@@ -83,7 +83,8 @@ void router::protect(std::vector<std::string> tokens, bool protect_reads) {
 std::optional<api_response> router::admit(const route_doc& doc, const request_context& ctx) const {
   const bool needs_token = !tokens_.empty() && (doc.needs == access::write || (doc.needs == access::read && protect_reads_));
   if (needs_token && !token_accepted(ctx.authorization, tokens_)) return unauthorized();
-  for (const auto& [key, value] : ctx.query) {
+  for (const auto& parameter : ctx.query) {
+    const std::string& key = parameter.first;  // (clang 14 cannot capture a structured binding)
     const bool known = std::any_of(doc.query.begin(), doc.query.end(), [&](const query_param& q) { return q.name == key; });
     if (!known) return error_response(400, "invalid_query", "unknown query parameter", key);
   }

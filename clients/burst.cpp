@@ -1,6 +1,8 @@
 // Warm connections, prepared wires, then the barrier itself: one loop that writes all C
 // requests back to back with one non-blocking send() each, before any response is read.
-// Nothing else runs between two sends, so the launch spread is C send() calls long.
+// Nothing else runs between two sends, so the launch spread is C send() calls long. With
+// last-byte sync, a first loop writes each request but its final byte (the server cannot act
+// on any of them yet), and the barrier sends C single bytes.
 #include "burst.hpp"
 
 #include <algorithm>
@@ -87,12 +89,27 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   // 3. The barrier: every request written in one tight loop. A send() that the socket buffer
   //    cannot take whole (would_block) or that fails leaves the rest to the exchange, which
   //    writes it or reports the error.
+  //    With last-byte sync the prefixes go first; a prefix the socket did not take whole
+  //    leaves that request to the exchange (it is then written whole, late, and the spread
+  //    shows it).
+  std::vector<bool> held(c, false);
+  if (o.last_byte_sync) {
+    for (std::size_t i = 0; i < c; ++i) {
+      if (!connections[i] || wires[i].wire.size() < 2) continue;
+      const std::size_t prefix = wires[i].wire.size() - 1;
+      sent_ns[i] = steady_ns();
+      boost::system::error_code ec;
+      sent[i] = connections[i]->stream->socket().write_some(net::buffer(wires[i].wire.data(), prefix), ec);
+      if (ec) sent[i] = 0;
+      held[i] = !ec && sent[i] == prefix;
+    }
+  }
   for (std::size_t i = 0; i < c; ++i) {
-    if (!connections[i]) continue;
+    if (!connections[i] || (o.last_byte_sync && !held[i] && sent[i] > 0)) continue;
     sent_ns[i] = steady_ns();
     boost::system::error_code ec;
-    sent[i] = connections[i]->stream->socket().write_some(net::buffer(wires[i].wire), ec);
-    if (ec) sent[i] = 0;
+    const std::size_t n = connections[i]->stream->socket().write_some(net::buffer(wires[i].wire) + sent[i], ec);
+    if (!ec) sent[i] += n;
   }
 
   // 4. Then every response is read concurrently.

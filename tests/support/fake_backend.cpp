@@ -159,9 +159,11 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     parser.body_limit(64 << 20);
     auto [hec, hn] = co_await http::async_read_header(socket, buffer, parser, token_t{});
     if (hec) co_return;
-    const std::int64_t arrived = now_ns();
     auto [bec, bn] = co_await http::async_read(socket, buffer, parser, token_t{});
     if (bec) co_return;
+    // When the request is whole: a server can act on it only then (a last-byte-synchronised
+    // client sends all but the final byte early).
+    const std::int64_t arrived = now_ns();
     const auto& req = parser.get();
     const std::string target(req.target());
     fake_knobs k;
@@ -403,7 +405,7 @@ fake_knobs fake_backend::knobs() const {
   std::lock_guard lock(state_->mutex);
   return state_->knobs;
 }
-std::vector<std::int64_t> fake_backend::header_arrivals() const {
+std::vector<std::int64_t> fake_backend::request_arrivals() const {
   std::lock_guard lock(state_->mutex);
   return state_->arrivals;
 }

@@ -67,8 +67,8 @@ class fake_backend {
   void pause_for(std::chrono::milliseconds d);
   fake_knobs knobs() const;
 
-  // Steady-clock ns at which each completion request's header was complete, in arrival order.
-  std::vector<std::int64_t> header_arrivals() const;
+  // Steady-clock ns at which each completion request was read whole, in arrival order.
+  std::vector<std::int64_t> request_arrivals() const;
   void clear_arrivals();
   std::size_t completions_served() const;
   std::size_t completions_streamed() const;  // of those, asked for as an event stream

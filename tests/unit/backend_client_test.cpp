@@ -249,6 +249,33 @@ TEST(backend_client, a_burst_is_in_flight_together_and_the_server_sees_it) {
   EXPECT_NE(burst.warnings[0].find("exceeds the server's 4 slots"), std::string::npos);
 }
 
+// Last-byte sync (the default) and whole writes give the server the same requests: every
+// member's stream is the solo answer, with prompts small and large (a prefix larger than the
+// socket's buffer is left to the exchange, which writes it whole).
+TEST(backend_client, last_byte_sync_and_whole_writes_deliver_the_same_requests) {
+  fake_backend f;
+  net::io_context io;
+  backend b(io.get_executor(), config_for(f));
+  for (const std::string& prompt : {std::string("burst"), std::string(3u << 20, 'p')}) {
+    auto solo = run(io, b.complete(greedy(prompt)));
+    ASSERT_TRUE(solo) << solo.error().message;
+    for (bool last_byte : {true, false}) {
+      burst_options o;
+      o.last_byte_sync = last_byte;
+      f.clear_arrivals();
+      auto burst = run(io, run_burst(b, std::vector<completion_request>(16, greedy(prompt)), o));
+      ASSERT_EQ(burst.results.size(), 16u);
+      EXPECT_EQ(burst.failures(), 0u) << (burst.warnings.empty() ? "" : burst.warnings[0]);
+      for (const auto& r : burst.results) {
+        ASSERT_TRUE(r) << r.error().message;
+        EXPECT_EQ(audit::digest(*r).logit, audit::digest(*solo).logit) << "prompt of " << prompt.size() << " bytes";
+        EXPECT_GT(r->client.write_ns, 0);
+      }
+      EXPECT_EQ(f.request_arrivals().size(), 16u);
+    }
+  }
+}
+
 TEST(backend_client, a_burst_against_a_dead_server_reports_every_member_failed) {
   const auto c = dead_backend();
   net::io_context io;

@@ -178,7 +178,7 @@ TEST(job_runner, backends_on_one_host_take_turns_and_different_host_groups_run_a
     clients::net::io_context io;
     auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", ca}, {"b", cb}}, {}));
     EXPECT_EQ(outcome.runs().size(), plan.total_requests());
-    const auto first = a.header_arrivals(), second = b.header_arrivals();
+    const auto first = a.request_arrivals(), second = b.request_arrivals();
     ASSERT_FALSE(first.empty());
     ASSERT_FALSE(second.empty());
     const bool apart = first.back() < second.front() || second.back() < first.front();
