@@ -291,10 +291,12 @@ await check('a series: identical rates with bands, the fingerprint change annota
   const tipText = await tip.textContent();
   assert.ok(tipText.includes(`audit #${seriesAudits[2]}`), tipText);
   assert.ok(tipText.includes('build: ' + api_.timeline[2].fingerprint.after.build_info), tipText);
-  await shot('series-hover');
-  // Cursors are synced: the other charts' cursors are on the same audit.
+  // Cursors are synced: the other charts' cursors are on the same audit. (Before the
+  // screenshot: a full-page one resizes the page, and the charts with it.)
   const idx = await page.evaluate(() => Object.entries(window.__console.charts).filter(([k]) => k.startsWith('series:')).map(([, c]) => c.plot.cursor.idx));
   assert.ok(idx.every((i) => i === 2), JSON.stringify(idx));
+  await shot('series-hover');
+  await page.mouse.move(box.x + (await xOf(2)), box.y + box.height / 2);
   // Drag to zoom on the first chart: every chart follows.
   await page.mouse.move(box.x + (await xOf(0)) - 5, box.y + 20);
   await page.mouse.down();
