@@ -258,9 +258,15 @@ net::awaitable<api_response> route_get_info(state_ptr st, request_context) {
 
 // GET /v1/presets
 net::awaitable<api_response> route_get_presets(request_context) {
-  const json out = {{"presets", json::array({{{"name", "seed-protocol"},
-                                              {"description", "The seed audit: its conditions, positive controls and four predictions"},
-                                              {"spec", json::parse(spec_to_json(audit::seed_protocol({})))}}})}};
+  static const std::map<std::string, std::string> descriptions = {
+      {"seed-protocol", "The seed audit: its conditions, positive controls and four predictions"},
+      {"threshold", "A concurrency-threshold search up to width 8 (SAME/DIFFERENT/UNKNOWN per width) with a prompt control"},
+      {"sweep", "The seed's greedy conditions and a throughput probe on managed llama-servers, over a matrix of settings "
+                "(give sweep.models and the axes to vary)"}};
+  json out = {{"presets", json::array()}};
+  for (const auto& name : audit::preset_names())
+    out["presets"].push_back({{"name", name}, {"description", descriptions.at(name)},
+                              {"spec", json::parse(spec_to_json(*audit::preset(name)))}});
   co_return json_response(200, dump(out));
 }
 

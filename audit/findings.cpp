@@ -31,7 +31,9 @@ const condition* find_condition(const audit_spec& spec, const std::string& name)
   return nullptr;
 }
 
-bool is_burst_kind(condition_kind k) { return k == condition_kind::concurrent || k == condition_kind::cross_batch; }
+bool is_burst_kind(condition_kind k) {
+  return k == condition_kind::concurrent || k == condition_kind::cross_batch || k == condition_kind::threshold_search;
+}
 
 condition_tally empty_tally(const condition& c) {
   condition_tally t;
@@ -143,6 +145,7 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
     if (t.kind == condition_kind::repeat) serial.add(t);
     else if (t.control()) controls.add(t);
     else if (t.kind == condition_kind::concurrent && t.seeded) seeded_conc.add(t);
+    else if (t.kind == condition_kind::threshold_search) continue;  // its own sentence
     else if (!t.seeded) {
       context.add(t);
       if (t.n > 0) context_kinds.push_back(t.kind);
@@ -209,12 +212,56 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
                                                             : "; a control that came out identical makes the comparison vacuous."));
 }
 
+void write_search_sentences(findings& f) {
+  for (const auto& r : f.searches) {
+    std::string curve, unknown, unbatched;
+    for (const auto& w : r.widths) {
+      curve += (curve.empty() ? "" : ", ") + std::string("C=") + std::to_string(w.width) + " " +
+               (w.n ? fixed(100.0 * w.logit_identical / w.n, 0) + "%" : std::string("-"));
+      if (w.logit == search_decision::not_batched)
+        unbatched += (unbatched.empty() ? "" : ", ") + std::string("C=") + std::to_string(w.width);
+      else if (!w.decided()) unknown += (unknown.empty() ? "" : ", ") + std::string("C=") + std::to_string(w.width);
+    }
+    auto at = [](const std::optional<int>& t, const char* what) {
+      return t ? std::string(what) + " diverge from C=" + std::to_string(*t)
+               : std::string("no width was decided DIFFERENT for ") + what;
+    };
+    f.sentences.push_back("Threshold search (" + r.backend + ", " + r.condition + "): " + at(r.logit_threshold, "logits") +
+                          "; " + at(r.token_threshold, "tokens") + ". Logit-identical by width: " + curve +
+                          " (solo reference " + std::to_string(r.reference_logit_identical) + "/" +
+                          std::to_string(r.reference_n) + ")" + (unknown.empty() ? "" : "; undecided at the cap: " + unknown) +
+                          (unbatched.empty() ? "." : "; never batched, so not evidence: " + unbatched + "."));
+  }
+}
+
+void write_frontier_sentences(findings& f) {
+  if (f.frontier.empty()) return;
+  const frontier_row* best = nullptr;  // the fastest fully reproducible row
+  const frontier_row* fastest = nullptr;
+  for (const auto& r : f.frontier) {
+    if (r.tokens_per_s && (!fastest || *r.tokens_per_s > *fastest->tokens_per_s)) fastest = &r;
+    if (r.reproducible && r.tokens_per_s && (!best || *r.tokens_per_s > *best->tokens_per_s)) best = &r;
+  }
+  int reproducible = 0;
+  for (const auto& r : f.frontier) reproducible += r.reproducible;
+  std::string s = "Frontier: " + std::to_string(reproducible) + " of " + plural(static_cast<int>(f.frontier.size()), "configuration") +
+                  " fully reproducible";
+  if (fastest) s += "; fastest " + fastest->backend + " at " + fixed(*fastest->tokens_per_s, 1) + " tokens/s" +
+                    (fastest->reproducible ? " (reproducible)" : " (not reproducible: " + fastest->note + ")");
+  if (best && best != fastest && best->cost)
+    s += "; the fastest reproducible is " + best->backend + " at " + fixed(*best->tokens_per_s, 1) + " tokens/s, " +
+         fixed(100 * *best->cost, 0) + "% slower";
+  f.sentences.push_back(s + ".");
+}
+
 }  // namespace
 
 evidence_flag flag_of(condition_kind k) {
   switch (k) {
     case condition_kind::concurrent:
-    case condition_kind::cross_batch: return evidence_flag::not_batched;
+    case condition_kind::cross_batch:
+    case condition_kind::threshold_search: return evidence_flag::not_batched;
+    case condition_kind::throughput: return evidence_flag::none;
     case condition_kind::cache_reuse: return evidence_flag::not_reused;
     case condition_kind::repeat:
     case condition_kind::control_prompt:
@@ -283,6 +330,13 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
 
   for (const auto& g : plan.groups) {
     if (g.is_baseline) continue;
+    // A search's trials run only while their width is undecided: one that did not run was
+    // not needed, and is no failure.
+    if (g.kind == condition_kind::threshold_search) {
+      bool any = false;
+      for (std::size_t r = 0; r < g.requests.size() && !any; ++r) any = seen.count({g.index, r}) > 0;
+      if (!any) continue;
+    }
     for (std::size_t r = 0; r < g.requests.size(); ++r) {
       const auto& req = g.requests[r];
       if (!req.compared) continue;
@@ -302,7 +356,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
       } else {
         const auto& stream = *it->second->stream;
         v.result = compare_streams(*b.stream, b.digests, stream, digest(stream));
-        if (is_burst_kind(g.kind)) {
+        if (is_burst_kind(g.kind) && g.mode == group_mode::burst) {
           const auto& bv = f.bursts.at(g.index);
           if (!bv.batched) {
             v.flag = evidence_flag::not_batched;
@@ -323,6 +377,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   }
 
   for (const auto& c : spec.conditions) {
+    if (c.kind == condition_kind::throughput) continue;  // timed, never compared: see f.throughput
     condition_tally pooled = empty_tally(c);
     for (const auto& b : spec.backends) {
       condition_tally t = empty_tally(c);
@@ -384,7 +439,13 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
       f.invalid_reason += (i ? ", " : "") + f.fingerprint_changes[i];
   }
 
+  f.searches = threshold_searches(spec, plan, f);
+  f.throughput = throughput_results(spec, plan, runs, ev.bursts);
+  f.frontier = frontier_rows(spec, plan, f);
+
   write_sentences(spec, plan, f);
+  write_search_sentences(f);
+  write_frontier_sentences(f);
   if (!f.fingerprint_changes.empty())
     f.sentences.push_back("Server changed during the audit: " + std::to_string(f.fingerprint_changes.size()) +
                           " fingerprint field(s) differ between start and end (the canary's digests among them when the "

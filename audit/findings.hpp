@@ -14,8 +14,10 @@
 #include "compare.hpp"
 #include "evidence.hpp"
 #include "fingerprint.hpp"
+#include "frontier.hpp"
 #include "logit_stream.hpp"
 #include "plan.hpp"
+#include "search.hpp"
 #include "spec.hpp"
 
 namespace logitaudit::audit {
@@ -116,6 +118,9 @@ struct findings {
   int flagged_runs = 0;
   std::vector<std::string> fingerprint_changes;  // "backend: field" changed during the job
   evidence_thresholds thresholds;
+  std::vector<search_result> searches;        // threshold_search conditions, per backend
+  std::vector<throughput_result> throughput;  // throughput probes, per backend
+  std::vector<frontier_row> frontier;         // sweeps (or specs with a probe): one row per backend
 };
 
 // Judges every observed run of `plan`. Pure: the same inputs give the same findings.

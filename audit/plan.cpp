@@ -135,6 +135,29 @@ class planner {
                   {{prompt, sampling{spec_.control_temperature, params.seed}, false, 0, true,
                     baseline(backend, prompt, params)}});
             break;
+          case condition_kind::threshold_search: {
+            // The serial reference first, then every width's trials in order; the runner skips
+            // the trials of a width already decided (audit::search_needs).
+            const int base = baseline(backend, prompt, params);
+            add(c, replicate++, group_mode::serial,
+                std::vector<planned_request>(static_cast<std::size_t>(c.search.reference), {prompt, params, false, 0, true, base}));
+            for (int w : search_widths(c))
+              for (int t = 0; t < c.search.max_trials; ++t)
+                add(c, replicate++, group_mode::burst,
+                    std::vector<planned_request>(static_cast<std::size_t>(w), {prompt, params, false, std::nullopt, true, base}));
+            break;
+          }
+          case condition_kind::throughput:
+            // Bursts of different prompts, never compared: only their timing is read.
+            for (int r = 0; r < c.replicates; ++r) {
+              std::vector<planned_request> reqs;
+              for (int i = 0; i < c.concurrency; ++i)
+                reqs.push_back({cross_batch_filler(static_cast<std::size_t>(r * c.concurrency + i)) + " (probe " +
+                                    std::to_string(r * c.concurrency + i) + ")",
+                                params, false, std::nullopt, false, -1});
+              add(c, replicate++, group_mode::burst, std::move(reqs));
+            }
+            break;
         }
       }
     }

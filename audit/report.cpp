@@ -1,6 +1,7 @@
 // Renderers of the findings table.
 #include "report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "numbers.hpp"
@@ -97,6 +98,106 @@ std::string prediction_counts(const prediction_result& p) {
   return s;
 }
 
+// A table as rows of cells; the first row is the header.
+using grid = std::vector<std::vector<std::string>>;
+
+std::string pct_cell(int k, int n) { return n ? std::to_string(k) + "/" + std::to_string(n) + " (" + fixed(100.0 * k / n, 0) + "%)" : "-"; }
+
+std::string decision_word(search_decision d) {
+  switch (d) {
+    case search_decision::same: return "SAME";
+    case search_decision::different: return "DIFFERENT";
+    case search_decision::unknown: return "UNKNOWN";
+    case search_decision::not_batched: return "NOT BATCHED";
+  }
+  return "?";
+}
+
+grid search_grid(const search_result& r) {
+  grid g{{"width", "trials", "batched", "logit-ident", "95% interval", "logit", "token-ident", "token"}};
+  g.push_back({"1 (solo)", "-", "-", pct_cell(r.reference_logit_identical, r.reference_n), "-", "reference",
+               pct_cell(r.reference_token_identical, r.reference_n), "reference"});
+  for (const auto& w : r.widths)
+    g.push_back({std::to_string(w.width), std::to_string(w.trials), std::to_string(w.batched_trials),
+                 pct_cell(w.logit_identical, w.n),
+                 w.n ? fixed(100 * w.logit_interval.low, 0) + "-" + fixed(100 * w.logit_interval.high, 0) + "%" : "-",
+                 decision_word(w.logit) + (w.logit == search_decision::different ? " p=" + fixed(w.logit_p, 4) : ""),
+                 pct_cell(w.token_identical, w.n),
+                 decision_word(w.token) + (w.token == search_decision::different ? " p=" + fixed(w.token_p, 4) : "")});
+  return g;
+}
+
+std::string threshold_words(const search_result& r) {
+  auto t = [](const std::optional<int>& v) { return v ? "C=" + std::to_string(*v) : std::string("none found"); };
+  return "logit threshold " + t(r.logit_threshold) + ", token threshold " + t(r.token_threshold);
+}
+
+std::string settings_words(const std::optional<server_settings>& m) {
+  if (!m) return "-";
+  return m->model + " -np " + std::to_string(m->parallel) + " -t " + std::to_string(m->threads) + " -fa " + m->flash_attn +
+         (m->kv_unified ? " -kvu" : "") + " -b " + std::to_string(m->batch) + " -ub " + std::to_string(m->ubatch) +
+         (m->cache_reuse ? " --cache-reuse " + std::to_string(m->cache_reuse) : "") + (m->prompt_cache ? "" : " --no-cache-prompt");
+}
+
+grid frontier_grid(const findings& f) {
+  grid g{{"configuration", "logit-ident under load", "token-ident under load", "batched", "tokens/s", "cost", "reproducible"}};
+  for (const auto& r : f.frontier)
+    g.push_back({r.backend, pct_cell(r.load_logit_identical, r.load_n), pct_cell(r.load_token_identical, r.load_n),
+                 std::to_string(r.load_batched) + "/" + std::to_string(r.load_n),
+                 r.tokens_per_s ? fixed(*r.tokens_per_s, 1) : "-", r.cost ? fixed(100 * *r.cost, 0) + "%" : "-",
+                 std::string(r.reproducible ? "yes" : "no") + (r.note.empty() ? "" : " (" + r.note + ")")});
+  return g;
+}
+
+void grid_text(std::string& out, const grid& g) {
+  std::vector<std::size_t> w(g.front().size(), 0);
+  for (const auto& row : g)
+    for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  for (const auto& row : g) {
+    std::string line = " ";
+    for (std::size_t i = 0; i < row.size(); ++i) line += i + 1 == row.size() ? row[i] : pad(row[i], w[i] + 2);
+    out += line + "\n";
+  }
+}
+
+void grid_markdown(std::string& out, const grid& g) {
+  for (std::size_t r = 0; r < g.size(); ++r) {
+    out += "|";
+    for (const auto& c : g[r]) out += " " + c + " |";
+    out += "\n";
+    if (r == 0) {
+      out += "|";
+      for (std::size_t i = 0; i < g[r].size(); ++i) out += " --- |";
+      out += "\n";
+    }
+  }
+}
+
+void extra_sections(std::string& out, const findings& f, bool markdown) {
+  for (const auto& r : f.searches) {
+    const std::string title = "Threshold search, " + r.backend + ", " + r.condition + ": " + threshold_words(r);
+    out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
+    markdown ? grid_markdown(out, search_grid(r)) : grid_text(out, search_grid(r));
+  }
+  if (!f.frontier.empty()) {
+    std::string title = "Frontier (throughput probe";
+    if (!f.throughput.empty())
+      title += ": " + std::to_string(f.throughput.front().bursts) + " bursts of " + std::to_string(f.throughput.front().width) +
+               " different prompts per configuration";
+    title += ")";
+    out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
+    markdown ? grid_markdown(out, frontier_grid(f)) : grid_text(out, frontier_grid(f));
+    bool managed = false;
+    for (const auto& r : f.frontier) managed = managed || r.settings.has_value();
+    if (managed) {
+      grid flags{{"configuration", "llama-server flags"}};
+      for (const auto& r : f.frontier) flags.push_back({r.backend, settings_words(r.settings)});
+      out += markdown ? "\n" : "\n";
+      markdown ? grid_markdown(out, flags) : grid_text(out, flags);
+    }
+  }
+}
+
 }  // namespace
 
 std::string render_text(const findings& f) {
@@ -113,6 +214,7 @@ std::string render_text(const findings& f) {
     out += "\nBatching evidence (" + thresholds_line(f.thresholds) + "):\n";
     evidence_text(out, f.pooled);
   }
+  extra_sections(out, f, false);
   out += "\nFindings:\n";
   for (std::size_t i = 0; i < f.sentences.size(); ++i) out += " " + std::to_string(i + 1) + ". " + f.sentences[i] + "\n";
   if (!f.predictions.empty()) {
@@ -149,6 +251,7 @@ std::string render_markdown(const findings& f) {
              std::to_string(b.bursts) + " | " + measured_cell(b) + " | " + overlap_cell(b) + " |\n";
     }
   }
+  extra_sections(out, f, true);
   out += "\n### Findings\n\n";
   for (std::size_t i = 0; i < f.sentences.size(); ++i) out += std::to_string(i + 1) + ". " + f.sentences[i] + "\n";
   if (!f.predictions.empty()) {

@@ -19,6 +19,8 @@ std::string_view to_string(condition_kind k) {
     case condition_kind::control_prompt: return "control_prompt";
     case condition_kind::control_seed: return "control_seed";
     case condition_kind::control_temperature: return "control_temperature";
+    case condition_kind::threshold_search: return "threshold_search";
+    case condition_kind::throughput: return "throughput";
   }
   return "?";
 }
@@ -26,7 +28,8 @@ std::string_view to_string(condition_kind k) {
 std::optional<condition_kind> parse_condition_kind(std::string_view s) {
   return parse_by_name(std::array{condition_kind::repeat, condition_kind::concurrent, condition_kind::cross_batch,
                                   condition_kind::cache_reuse, condition_kind::control_prompt, condition_kind::control_seed,
-                                  condition_kind::control_temperature},
+                                  condition_kind::control_temperature, condition_kind::threshold_search,
+                                  condition_kind::throughput},
                        s);
 }
 
@@ -75,13 +78,190 @@ audit_spec seed_protocol(std::vector<backend_ref> backends) {
   return s;
 }
 
-std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim, std::span<const std::string> api_kinds) {
+audit_spec threshold_preset(std::vector<backend_ref> backends) {
+  audit_spec s;
+  s.preset = "threshold";
+  s.backends = std::move(backends);
+  s.prompts = default_prompts();
+  condition search{"threshold_greedy", condition_kind::threshold_search, 8, 1, false, false};
+  s.conditions = {search, {"control_prompt", condition_kind::control_prompt, 1, 1, false, false}};
+  return s;
+}
+
+audit_spec sweep_preset() {
+  audit_spec s;
+  s.preset = "sweep";
+  s.prompts = default_prompts();
+  s.conditions = {
+      {"repeat_greedy", condition_kind::repeat, 1, 3, false, false},
+      {"concurrent_greedy_c4", condition_kind::concurrent, 4, 2, false, false},
+      {"cross_batch", condition_kind::cross_batch, 4, 1, false, false},
+      {"cache_reuse", condition_kind::cache_reuse, 1, 1, false, false},
+      {"control_prompt", condition_kind::control_prompt, 1, 1, false, false},
+  };
+  s.sweep = sweep_spec{};
+  return s;
+}
+
+std::vector<std::string> preset_names() { return {"seed-protocol", "threshold", "sweep"}; }
+
+std::optional<audit_spec> preset(std::string_view name) {
+  if (name == "seed-protocol") return seed_protocol({});
+  if (name == "threshold") return threshold_preset({});
+  if (name == "sweep") return sweep_preset();
+  return std::nullopt;
+}
+
+std::vector<int> search_widths(const condition& c) {
+  if (!c.search.widths.empty()) return c.search.widths;
+  std::vector<int> w;
+  for (int i = 2; i <= std::min(8, c.concurrency); ++i) w.push_back(i);
+  for (int i = 12; i <= c.concurrency; i = i * 3 / 2 + (i * 3 / 2) % 2) w.push_back(i);
+  if (!w.empty() && w.back() != c.concurrency && c.concurrency > 8) w.push_back(c.concurrency);
+  return w;
+}
+
+namespace {
+
+template <class T>
+std::vector<T> axis(const std::vector<T>& v, T fallback) {
+  return v.empty() ? std::vector<T>{fallback} : v;
+}
+
+std::string flag_text(bool b) { return b ? "1" : "0"; }
+
+}  // namespace
+
+std::size_t sweep_size(const sweep_spec& s) {
+  std::size_t n = 1;
+  for (std::size_t k : {s.models.size(), s.parallel.size(), s.threads.size(), s.batch.size(), s.ubatch.size(),
+                        s.cache_reuse.size(), s.flash_attn.size(), s.kv_unified.size(), s.prompt_cache.size()}) {
+    k = std::max<std::size_t>(1, k);
+    if (n > SIZE_MAX / k) return SIZE_MAX;
+    n *= k;
+  }
+  return n;
+}
+
+std::vector<std::pair<std::string, server_settings>> sweep_configurations(const sweep_spec& s) {
+  const server_settings d;
+  std::vector<std::pair<std::string, server_settings>> out;
+  for (const auto& model : axis(s.models, d.model))
+    for (int np : axis(s.parallel, d.parallel))
+      for (int t : axis(s.threads, d.threads))
+        for (const auto& fa : axis(s.flash_attn, d.flash_attn))
+          for (bool kvu : axis(s.kv_unified, d.kv_unified))
+            for (int b : axis(s.batch, d.batch))
+              for (int ub : axis(s.ubatch, d.ubatch))
+                for (int cr : axis(s.cache_reuse, d.cache_reuse))
+                  for (bool pc : axis(s.prompt_cache, d.prompt_cache)) {
+                    server_settings c{model, np, t, fa, kvu, b, ub, cr, pc};
+                    std::string name = model;
+                    auto part = [&](std::size_t values, const std::string& text) {
+                      if (values > 1) name += "," + text;
+                    };
+                    part(s.parallel.size(), "np=" + std::to_string(np));
+                    part(s.threads.size(), "t=" + std::to_string(t));
+                    part(s.flash_attn.size(), "fa=" + fa);
+                    part(s.kv_unified.size(), "kvu=" + flag_text(kvu));
+                    part(s.batch.size(), "b=" + std::to_string(b));
+                    part(s.ubatch.size(), "ub=" + std::to_string(ub));
+                    part(s.cache_reuse.size(), "cr=" + std::to_string(cr));
+                    part(s.prompt_cache.size(), "pc=" + flag_text(pc));
+                    out.emplace_back(std::move(name), std::move(c));
+                  }
+  return out;
+}
+
+audit_spec expand_sweep(audit_spec spec) {
+  if (!spec.sweep || !spec.backends.empty()) return spec;
+  for (auto& [name, settings] : sweep_configurations(*spec.sweep))
+    spec.backends.push_back({name, "", "llama", settings});
+  const bool has_probe = std::any_of(spec.conditions.begin(), spec.conditions.end(),
+                                     [](const condition& c) { return c.kind == condition_kind::throughput; });
+  if (!has_probe)
+    spec.conditions.push_back({"throughput_probe", condition_kind::throughput, spec.sweep->probe_width,
+                               spec.sweep->probe_bursts, false, false});
+  return spec;
+}
+
+namespace {
+
+std::vector<backend_ref> expanded_backends(const sweep_spec& w) {
+  audit_spec bare;
+  bare.sweep = w;
+  return expand_sweep(std::move(bare)).backends;
+}
+
+void validate_settings(const server_settings& m, const spec_limits& lim, const std::string& f,
+                       std::vector<spec_problem>& p) {
+  auto add = [&](const std::string& key, std::string msg) { p.push_back({f + key, std::move(msg)}); };
+  if (m.model.empty()) add("model", "must name one of the daemon's managed models");
+  if (m.parallel < 1 || m.parallel > lim.max_server_parallel)
+    add("parallel", "must be between 1 and " + std::to_string(lim.max_server_parallel));
+  if (m.threads < 1 || m.threads > lim.max_server_threads)
+    add("threads", "must be between 1 and " + std::to_string(lim.max_server_threads));
+  if (m.flash_attn != "on" && m.flash_attn != "off" && m.flash_attn != "auto")
+    add("flash_attn", "must be \"on\", \"off\" or \"auto\"");
+  if (m.batch < 1 || m.batch > 65536) add("batch", "must be between 1 and 65536");
+  if (m.ubatch < 1 || m.ubatch > m.batch) add("ubatch", "must be between 1 and batch");
+  if (m.cache_reuse < 0 || m.cache_reuse > 65536) add("cache_reuse", "must be between 0 and 65536");
+}
+
+}  // namespace
+
+std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& lim, std::span<const std::string> api_kinds) {
   std::vector<spec_problem> p;
+  // A sweep not yet expanded is judged as the spec it expands to, once its matrix is sound.
+  const bool unexpanded = spec.sweep && spec.backends.empty();
+  const audit_spec expanded = unexpanded && sweep_size(*spec.sweep) <= static_cast<std::size_t>(lim.max_sweep_configurations) &&
+                                      !spec.sweep->models.empty() &&
+                                      std::none_of(spec.sweep->models.begin(), spec.sweep->models.end(),
+                                                   [](const std::string& m) { return m.empty(); })
+                                  ? expand_sweep(spec)
+                                  : audit_spec{};
+  const audit_spec& s = expanded.backends.empty() ? spec : expanded;
   auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
 
-  if (s.backends.empty()) add("backends", "at least one backend is required");
-  if (static_cast<int>(s.backends.size()) > lim.max_backends)
+  if (s.sweep) {
+    const auto& w = *s.sweep;
+    const std::size_t size = sweep_size(w);
+    if (w.models.empty()) add("sweep.models", "at least one model is required");
+    if (size > static_cast<std::size_t>(lim.max_sweep_configurations))
+      add("sweep", "the matrix has " + (size == SIZE_MAX ? std::string("too many") : std::to_string(size)) +
+                       " configurations; the limit is " + std::to_string(lim.max_sweep_configurations));
+    auto each = [&](const char* key, std::size_t n, auto check) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (auto m = check(i); !m.empty()) add(std::string("sweep.") + key + "[" + std::to_string(i) + "]", m);
+    };
+    auto range = [](int v, int lo, int hi) {
+      return v < lo || v > hi ? "must be between " + std::to_string(lo) + " and " + std::to_string(hi) : std::string();
+    };
+    each("models", w.models.size(), [&](std::size_t i) { return w.models[i].empty() ? std::string("must not be empty") : ""; });
+    each("parallel", w.parallel.size(), [&](std::size_t i) { return range(w.parallel[i], 1, lim.max_server_parallel); });
+    each("threads", w.threads.size(), [&](std::size_t i) { return range(w.threads[i], 1, lim.max_server_threads); });
+    each("batch", w.batch.size(), [&](std::size_t i) { return range(w.batch[i], 1, 65536); });
+    each("ubatch", w.ubatch.size(), [&](std::size_t i) { return range(w.ubatch[i], 1, 65536); });
+    each("cache_reuse", w.cache_reuse.size(), [&](std::size_t i) { return range(w.cache_reuse[i], 0, 65536); });
+    each("flash_attn", w.flash_attn.size(), [&](std::size_t i) {
+      const auto& v = w.flash_attn[i];
+      return v == "on" || v == "off" || v == "auto" ? std::string() : "must be \"on\", \"off\" or \"auto\"";
+    });
+    if (w.probe_width < 1 || w.probe_width > lim.max_concurrency)
+      add("sweep.probe_width", "must be between 1 and " + std::to_string(lim.max_concurrency));
+    if (w.probe_bursts < 1 || w.probe_bursts > lim.max_replicates)
+      add("sweep.probe_bursts", "must be between 1 and " + std::to_string(lim.max_replicates));
+    if (size <= static_cast<std::size_t>(lim.max_sweep_configurations) && !s.backends.empty() &&
+        s.backends != expanded_backends(*s.sweep))
+      add("backends", "a sweep starts its own servers, one per configuration: leave backends out");
+  }
+  std::size_t unmanaged = 0;
+  for (const auto& b : s.backends) unmanaged += !b.managed;
+  if (s.backends.empty()) add("backends", s.sweep ? "the sweep has no configuration" : "at least one backend is required");
+  if (static_cast<int>(unmanaged) > lim.max_backends)
     add("backends", "at most " + std::to_string(lim.max_backends) + " backends");
+  if (s.backends.size() - unmanaged > static_cast<std::size_t>(lim.max_sweep_configurations))
+    add("backends", "at most " + std::to_string(lim.max_sweep_configurations) + " managed backends");
   std::set<std::string> names;
   for (std::size_t i = 0; i < s.backends.size(); ++i) {
     const auto& b = s.backends[i];
@@ -94,6 +274,11 @@ std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim, 
       add(f + ".api", "unknown API kind '" + b.api.substr(0, 64) + "' (known: " + known + ")");
     }
     if (!b.url.empty() && !b.url.starts_with("http://")) add(f + ".url", "must start with http://");
+    if (b.managed) {
+      if (!b.url.empty()) add(f + ".url", "a managed backend has no url: the daemon starts its server");
+      if (b.api != "llama") add(f + ".api", "a managed backend is a llama-server (api \"llama\")");
+      validate_settings(*b.managed, lim, f + ".managed.", p);
+    }
   }
 
   if (s.prompts.empty()) add("prompts", "at least one prompt is required");
@@ -128,11 +313,33 @@ std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim, 
     else if (!cond_names.insert(c.name).second) add(f + ".name", "duplicate condition name '" + c.name + "'");
     if (c.replicates < 1 || c.replicates > lim.max_replicates)
       add(f + ".replicates", "must be between 1 and " + std::to_string(lim.max_replicates));
-    const bool burst = c.kind == condition_kind::concurrent || c.kind == condition_kind::cross_batch;
+    const bool burst = c.kind == condition_kind::concurrent || c.kind == condition_kind::cross_batch ||
+                       c.kind == condition_kind::threshold_search;
+    if (c.kind == condition_kind::throughput && (c.concurrency < 1 || c.concurrency > lim.max_concurrency))
+      add(f + ".concurrency", "must be between 1 and " + std::to_string(lim.max_concurrency) + " for throughput");
+    if (c.kind == condition_kind::threshold_search) {
+      const auto& q = c.search;
+      if (c.replicates != 1) add(f + ".replicates", "must be 1 for threshold_search (its trials are search.min_trials..max_trials)");
+      int last = 1;
+      for (std::size_t j = 0; j < q.widths.size(); ++j) {
+        if (q.widths[j] <= last || q.widths[j] > c.concurrency)
+          add(f + ".search.widths[" + std::to_string(j) + "]", "widths must ascend, each from 2 to concurrency");
+        last = q.widths[j];
+      }
+      if (q.reference < 2 || q.reference > lim.max_replicates)
+        add(f + ".search.reference", "must be between 2 and " + std::to_string(lim.max_replicates));
+      if (q.max_trials < 1 || q.max_trials > lim.max_replicates)
+        add(f + ".search.max_trials", "must be between 1 and " + std::to_string(lim.max_replicates));
+      if (q.min_trials < 1 || q.min_trials > q.max_trials) add(f + ".search.min_trials", "must be between 1 and max_trials");
+      if (!(q.alpha > 0 && q.alpha < 0.5)) add(f + ".search.alpha", "must be in (0, 0.5)");
+      if (!(q.magnitude > 0 && q.magnitude <= 1)) add(f + ".search.magnitude", "must be in (0, 1]");
+    } else if (c.search != search_settings{}) {
+      add(f + ".search", "only a threshold_search condition has search settings");
+    }
     if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))
       add(f + ".concurrency", "must be between 2 and " + std::to_string(lim.max_concurrency) + " for " +
                                   std::string(to_string(c.kind)));
-    if (!burst && c.concurrency != 1) add(f + ".concurrency", "must be 1 for " + std::string(to_string(c.kind)));
+    if (!burst && c.kind != condition_kind::throughput && c.concurrency != 1) add(f + ".concurrency", "must be 1 for " + std::string(to_string(c.kind)));
     if (c.seeded_replicates < 0 || c.seeded_replicates > lim.max_replicates)
       add(f + ".seeded_replicates", "must be between 0 and " + std::to_string(lim.max_replicates));
     if (c.seeded_replicates != 0 && c.kind != condition_kind::repeat)
@@ -143,6 +350,12 @@ std::vector<spec_problem> validate(const audit_spec& s, const spec_limits& lim, 
       add(f + ".seeded", "a seed or temperature control must be seeded (greedy ignores both)");
     has_control = has_control || is_control(c.kind);
     const std::size_t prompts = c.all_prompts ? s.prompts.size() : 1;
+    if (c.kind == condition_kind::threshold_search) {
+      std::size_t per = static_cast<std::size_t>(std::max(0, c.search.reference));
+      for (int w : search_widths(c)) per += static_cast<std::size_t>(std::max(0, w)) * std::max(0, c.search.max_trials);
+      requests += prompts * per;
+      continue;
+    }
     requests += prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) *
                 static_cast<std::size_t>(std::max(1, c.concurrency)) * (c.kind == condition_kind::cache_reuse ? 2 : 1);
   }

@@ -19,11 +19,28 @@ enum class condition_kind {
   control_prompt,       // positive control: a different prompt (must diverge)
   control_seed,         // positive control: a different seed (must diverge)
   control_temperature,  // positive control: a different temperature (must diverge)
+  threshold_search,     // the smallest burst width at which streams diverge (search_settings)
+  throughput,           // a throughput probe: bursts of different prompts, timed, never compared
 };
 
 std::string_view to_string(condition_kind k);
 std::optional<condition_kind> parse_condition_kind(std::string_view s);
 bool is_control(condition_kind k);
+
+// A concurrency-threshold search (docs/frontier.md): a serial reference of the target prompt,
+// then for each width, bursts of that many identical requests ("trials"), more while the
+// width is undecided (SAME, DIFFERENT or UNKNOWN against the reference, as Chromium's Pinpoint
+// decides), up to max_trials.
+struct search_settings {
+  std::vector<int> widths;  // ascending, each 2..concurrency; empty: every width up to 8, then steps of ~1.5x
+  int reference = 8;        // serial repeats the widths are compared with
+  int min_trials = 2;       // bursts per width before it may be decided
+  int max_trials = 6;       // bursts per width at most (UNKNOWN after that)
+  double alpha = 0.01;      // DIFFERENT: Fisher's exact test p below this
+  double magnitude = 0.25;  // SAME: a divergence rate this much above the reference's is ruled out (95%)
+
+  bool operator==(const search_settings&) const = default;
+};
 
 struct condition {
   std::string name;           // unique in the spec, e.g. "concurrent_greedy_c4"
@@ -33,6 +50,7 @@ struct condition {
   bool seeded = false;        // sample with the spec's temperature and seed, else greedy
   bool all_prompts = false;   // run for every prompt (else the target prompt, prompts[0])
   int seeded_replicates = 0;  // repeat only: further serial repeats with seeded sampling
+  search_settings search;     // threshold_search only; concurrency is its largest width
 
   bool operator==(const condition&) const = default;
 };
@@ -53,10 +71,41 @@ struct prediction {
   bool operator==(const prediction&) const = default;
 };
 
+// A llama-server the daemon starts for a job (a managed backend): one of the daemon's
+// configured models and the settings an API user may choose. Each member is one flag; there
+// is no path, binary, port, host or free-form argument (clients::server_arguments).
+struct server_settings {
+  std::string model;        // a model named in the daemon's configuration (managed.models)
+  int parallel = 4;         // -np
+  int threads = 2;          // -t
+  std::string flash_attn = "off";  // -fa on|off|auto
+  bool kv_unified = false;  // --kv-unified / --no-kv-unified
+  int batch = 2048;         // -b
+  int ubatch = 512;         // -ub
+  int cache_reuse = 0;      // --cache-reuse
+  bool prompt_cache = true; // --cache-prompt / --no-cache-prompt
+
+  bool operator==(const server_settings&) const = default;
+};
+
+// The sweep's matrix: every combination of the listed values is one managed backend; an
+// absent axis keeps server_settings' default. A throughput probe is added to the conditions.
+struct sweep_spec {
+  std::vector<std::string> models;
+  std::vector<int> parallel, threads, batch, ubatch, cache_reuse;
+  std::vector<std::string> flash_attn;
+  std::vector<bool> kv_unified, prompt_cache;
+  int probe_width = 4;     // the probe's burst width
+  int probe_bursts = 4;    // the probe's bursts (of different prompts, n_predict tokens each)
+
+  bool operator==(const sweep_spec&) const = default;
+};
+
 struct backend_ref {
   std::string name;
-  std::string url;         // empty: a backend configured in the daemon under `name`
+  std::string url;         // empty: a backend configured in the daemon under `name`, or managed
   std::string api = "llama";  // a backend API kind (clients::api_kinds() knows them)
+  std::optional<server_settings> managed;  // the daemon starts this server for the job
 
   bool operator==(const backend_ref&) const = default;
 };
@@ -73,6 +122,7 @@ struct audit_spec {
   std::vector<condition> conditions;
   std::vector<prediction> predictions;
   std::vector<std::string> tags;
+  std::optional<sweep_spec> sweep;  // expanded into managed backends when the job is created
 
   bool operator==(const audit_spec&) const = default;
 };
@@ -85,6 +135,31 @@ struct spec_problem {
 
 // The seed audit's conditions and its four predictions, for the given backends.
 audit_spec seed_protocol(std::vector<backend_ref> backends);
+
+// The threshold-search preset: a greedy search up to width 8, with a prompt control.
+audit_spec threshold_preset(std::vector<backend_ref> backends);
+
+// The sweep preset: the seed's greedy conditions under load, a probe, and a prompt control,
+// over the matrix the submission gives (an empty matrix until then).
+audit_spec sweep_preset();
+
+// The presets' names, for messages and the API.
+std::vector<std::string> preset_names();
+std::optional<audit_spec> preset(std::string_view name);
+
+// The widths a search visits: its own list, else 2..min(8, concurrency), then ~1.5x steps.
+std::vector<int> search_widths(const condition& c);
+
+// Every configuration of a sweep, in a fixed order (models outermost), each with a name that
+// says which values it takes on the axes that vary ("q8,np=4,fa=on").
+std::vector<std::pair<std::string, server_settings>> sweep_configurations(const sweep_spec& s);
+// A sweep's configuration count, without building them (saturates at SIZE_MAX).
+std::size_t sweep_size(const sweep_spec& s);
+
+// The spec with its sweep expanded: one managed backend per configuration and a throughput
+// probe condition (named "throughput_probe") when there is none. A spec without a sweep, or
+// one already expanded, comes back unchanged.
+audit_spec expand_sweep(audit_spec spec);
 
 // The default prompts of the seed-protocol preset (prompts[0] is the target).
 std::vector<std::string> default_prompts();
@@ -99,6 +174,9 @@ struct spec_limits {
   int max_backends = 16;
   std::size_t max_prompt_bytes = 64 * 1024;
   std::size_t max_requests = 100'000;  // planned requests in one job
+  int max_sweep_configurations = 32;   // managed servers one sweep may start
+  int max_server_threads = 64;         // a managed server's -t
+  int max_server_parallel = 64;        // a managed server's -np
 };
 
 // Every problem at once; empty when the spec can run. `api_kinds` are the backend API kinds

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "audit/spec.hpp"
 #include "audit/states.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/backend.hpp"
@@ -111,12 +112,16 @@ struct spec_args {
   int top_k = 0;
   std::vector<std::string> prompts;
   std::vector<std::string> tags;
+  std::vector<std::string> sweep;  // AXIS=V1,V2,... (the sweep preset's matrix)
 };
 
 void add_spec_options(CLI::App* sub, spec_args& a) {
   sub->add_option("spec", a.file, "audit spec file, JSON ('-' reads stdin; docs/protocol.md); default: --preset");
   sub->add_option("--preset", a.preset, "start from a preset (default seed-protocol when no spec file is given)")
-      ->check(CLI::IsMember({"seed-protocol"}));
+      ->check(CLI::IsMember(audit::preset_names()));
+  sub->add_option("--sweep", a.sweep,
+                  "a sweep axis and its values, AXIS=V1,V2 (models, parallel, threads, flash_attn, kv_unified, batch, ubatch, "
+                  "cache_reuse, prompt_cache, probe_width, probe_bursts); repeatable; implies --preset sweep");
   sub->add_option("--backend", a.backends,
                   "a backend: NAME configured in the daemon, NAME=URL or URL (ad hoc); repeatable");
   sub->add_option("--api", a.api, "API kind of ad-hoc backends")->check(CLI::IsMember(clients::api_kinds().names()));
@@ -154,12 +159,34 @@ json build_spec(const spec_args& a) {
     if (!s.is_object()) throw cli_failure(exit_usage, "spec: '" + a.file + "' must hold a JSON object");
   }
   if (!a.preset.empty()) s["preset"] = a.preset;
-  else if (a.file.empty()) s["preset"] = "seed-protocol";
+  else if (a.file.empty()) s["preset"] = a.sweep.empty() ? "seed-protocol" : "sweep";
+  for (const auto& arg : a.sweep) {
+    const auto eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+      throw cli_failure(exit_usage, "--sweep: '" + arg + "' is not AXIS=V1,V2,...");
+    const std::string axis = arg.substr(0, eq);
+    json values = json::array();
+    std::stringstream in(arg.substr(eq + 1));
+    for (std::string v; std::getline(in, v, ',');) {
+      if (axis == "models" || axis == "flash_attn") values.push_back(v);
+      else if (v == "true" || v == "on") values.push_back(true);
+      else if (v == "false" || v == "off") values.push_back(false);
+      else {
+        char* end = nullptr;
+        const long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end) throw cli_failure(exit_usage, "--sweep " + axis + ": '" + v + "' is not a number");
+        values.push_back(n);
+      }
+    }
+    if (axis == "probe_width" || axis == "probe_bursts") s["sweep"][axis] = values.at(0);
+    else s["sweep"][axis] = values;  // the daemon names an axis it does not know
+  }
+  const bool sweep = s.value("preset", "") == "sweep" || s.contains("sweep");
   if (!a.backends.empty()) {
     s["backends"] = json::array();
     for (const auto& b : a.backends) s["backends"].push_back(backend_ref(b, a.api));
   }
-  if (!s.contains("backends") || s["backends"].empty())
+  if (!sweep && (!s.contains("backends") || s["backends"].empty()))
     throw cli_failure(exit_usage, "--backend: name at least one backend (see `logitaudit backends`)");
   if (a.n_predict) s["n_predict"] = a.n_predict;
   if (a.top_k) s["top_k"] = a.top_k;

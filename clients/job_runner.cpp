@@ -63,6 +63,24 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
   co_return out;
 }
 
+// Every remaining group of `name` failed with `why` (its server is unreachable or did not start).
+void fail_backend(shared_state* st, const std::string& name, const std::string& why) {
+  for (const auto& g : st->plan->groups) {
+    if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
+    if (st->options->wanted && !st->options->wanted(g)) {
+      st->progress.total -= g.requests.size();
+      st->progress.skipped += g.requests.size();
+      continue;
+    }
+    group_outcome out;
+    out.group = g.index;
+    out.backend = g.backend;
+    for (std::size_t i = 0; i < g.requests.size(); ++i) out.runs.push_back({g.index, i, std::nullopt, why});
+    report(*st, out);
+    st->out->groups.push_back(std::move(out));
+  }
+}
+
 net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_config config) {
   auto ex = co_await net::this_coro::executor;
   backend b(ex, std::move(config));
@@ -79,23 +97,23 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
                                        before.error().code == client_errc::resolve_failed ||
                                        before.error().code == client_errc::connect_timeout);
 
+  if (unreachable) {
+    fail_backend(st, name, std::string(to_string(before.error().code)) + ": " + before.error().message);
+    co_return false;
+  }
   for (const auto& g : st->plan->groups) {
     if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
     if (st->options->cancel && st->options->cancel->load()) {
       st->out->cancelled = true;
       break;
     }
-    group_outcome out;
-    if (unreachable) {
-      out.group = g.index;
-      out.backend = g.backend;
-      for (std::size_t i = 0; i < g.requests.size(); ++i)
-        out.runs.push_back({g.index, i, std::nullopt,
-                            std::string(to_string(before.error().code)) + ": " + before.error().message});
-      report(*st, out);
-      st->out->groups.push_back(std::move(out));
+    if (st->options->wanted && !st->options->wanted(g)) {
+      st->progress.total -= g.requests.size();
+      st->progress.skipped += g.requests.size();
+      if (st->options->on_progress) st->options->on_progress(st->progress);
       continue;
     }
+    group_outcome out;
     for (int attempt = 1;; ++attempt) {
       out = co_await run_group_once(b, g, *st->plan, server_slots);
       out.attempts = attempt;
@@ -107,7 +125,6 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     st->out->groups.push_back(std::move(out));
   }
 
-  if (unreachable) co_return false;
   auto after = co_await b.fingerprint(st->spec->prompts);
   // A canary that moved is taken again, twice at most: load from elsewhere on the server (another
   // audit, another user) can move one reading, but a server whose weights or build changed
@@ -162,8 +179,29 @@ completion_request to_request(const audit::planned_request& r, const audit::audi
 
 // A host's backends, one after another.
 net::awaitable<bool> run_lane(shared_state* st, std::vector<backend_config> backends) {
+  auto& o = *st->options;
   for (auto& c : backends) {
     std::string name = c.name;
+    if (o.cancel && o.cancel->load()) {
+      st->out->cancelled = true;
+      break;
+    }
+    if (o.managed.count(name)) {
+      if (!o.start_server) {
+        fail_backend(st, name, "managed_server: this runner cannot start servers");
+        continue;
+      }
+      auto url = co_await o.start_server(name);
+      if (!url) {
+        st->out->errors.push_back(name + ": its server did not start");
+        fail_backend(st, name, "managed_server: " + url.error());
+        continue;
+      }
+      c.url = *url;
+      co_await run_backend(st, name, std::move(c));
+      if (o.stop_server) o.stop_server(name);
+      continue;
+    }
     co_await run_backend(st, std::move(name), std::move(c));
   }
   co_return true;

@@ -24,8 +24,9 @@ namespace logitaudit::clients {
 
 struct run_progress {
   std::size_t done = 0;    // requests finished (ok or failed)
-  std::size_t total = 0;
+  std::size_t total = 0;   // planned requests, less those skipped
   std::size_t failed = 0;
+  std::size_t skipped = 0;  // requests of groups not needed (a decided threshold search)
 };
 
 struct group_outcome {
@@ -46,6 +47,14 @@ struct runner_options {
   std::function<void(const group_outcome&)> on_group;  // each group as it completes (persistence)
   // Each fingerprint the moment it is taken (persistence: "before" is stored with its own time).
   std::function<void(const std::string& backend, audit::fingerprint_phase, const audit::backend_fingerprint&)> on_fingerprint;
+  // Asked before each group: false skips it (a threshold search's width already decided).
+  std::function<bool(const audit::request_group&)> wanted;
+  // Managed backends: their server is started when the backend's turn comes (start_server
+  // returns its URL) and stopped when its turn ends. A server that does not start fails the
+  // backend's every request with the reason.
+  std::set<std::string> managed;
+  std::function<net::awaitable<expected<std::string, std::string>>(const std::string& backend)> start_server;
+  std::function<void(const std::string& backend)> stop_server;
 };
 
 struct job_outcome {

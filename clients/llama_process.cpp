@@ -58,7 +58,7 @@ int free_loopback_port() {
   return port;
 }
 
-expected<std::unique_ptr<llama_server_process>, std::string> llama_server_process::start(
+expected<std::unique_ptr<llama_server_process>, std::string> llama_server_process::spawn(
     llama_server_options o) {
   if (o.executable.empty()) o.executable = find_llama_tool("llama-server");
   if (o.executable.empty())
@@ -104,12 +104,29 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
   }
   ::close(log_fd);
   p->pid_ = pid;
+  return p;
+}
 
+bool llama_server_process::exited() {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  return true;
+}
+
+expected<std::unique_ptr<llama_server_process>, std::string> llama_server_process::start(
+    llama_server_options o) {
+  const auto startup_timeout = o.startup_timeout;
+  auto spawned = spawn(std::move(o));
+  if (!spawned) return spawned;
+  auto p = std::move(*spawned);
+  const pid_t pid = p->pid_;
   auto ep = parse_endpoint(p->url());
   http_options ho;
   ho.connect_timeout = std::chrono::milliseconds(500);
   ho.total_timeout = std::chrono::milliseconds(2'000);
-  const auto deadline = std::chrono::steady_clock::now() + o.startup_timeout;
+  const auto deadline = std::chrono::steady_clock::now() + startup_timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
@@ -124,7 +141,7 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
   std::string tail = p->log_tail();
   p->stop();
   return unexpected{"llama-server did not become healthy within " +
-                    std::to_string(o.startup_timeout.count()) + " ms; log " +
+                    std::to_string(startup_timeout.count()) + " ms; log " +
                     p->log_file_.string() + ":\n" + tail};
 }
 

@@ -1,6 +1,7 @@
 // A local llama-server process: found, started on a free loopback port, waited for, stopped.
-// Used by the model generator (margin measurement), the tests and the benchmarks; the
-// daemon itself only talks to servers that someone else runs.
+// Used by the model generator (margin measurement), the tests, the benchmarks and the
+// daemon's managed backends (managed_servers). The child dies with the thread that started
+// it (PR_SET_PDEATHSIG): start it from a thread that lives as long as the process.
 #pragma once
 
 #include <sys/types.h>
@@ -42,6 +43,14 @@ class llama_server_process {
   // already stopped and the error carries the tail of its log.
   static expected<std::unique_ptr<llama_server_process>, std::string> start(
       llama_server_options options);
+
+  // Forks and execs the server and returns at once, without waiting for health (the caller
+  // polls health itself, e.g. asynchronously). Errors: no executable, no model, no log file, fork.
+  static expected<std::unique_ptr<llama_server_process>, std::string> spawn(llama_server_options options);
+
+  // Whether the child has exited (reaps it; running() turns false). Never blocks.
+  bool exited();
+  const std::filesystem::path& log_file() const { return log_file_; }
 
   ~llama_server_process();
   llama_server_process(const llama_server_process&) = delete;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -68,7 +70,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
-                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs"},
+                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed"},
                p);
   read(j, "log_file", "", c.log_file, p);
   std::string interrupted = "resume";
@@ -126,7 +128,8 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
     else {
       unknown_keys(*l, "limits",
                    {"max_body_bytes", "max_prompts", "max_n_predict", "max_top_k", "max_concurrency", "max_replicates",
-                    "max_backends", "max_prompt_bytes", "max_requests", "max_queued_jobs", "max_database_bytes"},
+                    "max_backends", "max_prompt_bytes", "max_requests", "max_queued_jobs", "max_database_bytes",
+                    "max_sweep_configurations", "max_server_threads", "max_server_parallel"},
                    p);
       auto& s = c.spec_limits;
       read(*l, "max_queued_jobs", "limits", c.max_queued_jobs, p);
@@ -140,6 +143,53 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       read(*l, "max_backends", "limits", s.max_backends, p);
       read(*l, "max_prompt_bytes", "limits", s.max_prompt_bytes, p);
       read(*l, "max_requests", "limits", s.max_requests, p);
+      read(*l, "max_sweep_configurations", "limits", s.max_sweep_configurations, p);
+      read(*l, "max_server_threads", "limits", s.max_server_threads, p);
+      read(*l, "max_server_parallel", "limits", s.max_server_parallel, p);
+      for (auto [key, v] : {std::pair{"max_sweep_configurations", s.max_sweep_configurations},
+                            std::pair{"max_server_threads", s.max_server_threads},
+                            std::pair{"max_server_parallel", s.max_server_parallel}})
+        if (v < 1 || v > 4096) p.push_back({std::string("limits.") + key, "must be between 1 and 4096"});
+    }
+  }
+  if (auto m = j.find("managed"); m != j.end()) {
+    if (!m->is_object()) p.push_back({"managed", "must be an object {llama_server, models, ctx_per_slot, startup_timeout_s, log_dir}"});
+    else {
+      unknown_keys(*m, "managed", {"llama_server", "models", "ctx_per_slot", "startup_timeout_s", "log_dir"}, p);
+      auto& mc = c.managed;
+      read(*m, "llama_server", "managed", mc.llama_server, p);
+      read(*m, "ctx_per_slot", "managed", mc.ctx_per_slot, p);
+      read(*m, "startup_timeout_s", "managed", mc.startup_timeout_s, p);
+      read(*m, "log_dir", "managed", mc.log_dir, p);
+      if (!mc.llama_server.empty() && ::access(mc.llama_server.c_str(), X_OK) != 0)
+        p.push_back({"managed.llama_server", "'" + mc.llama_server + "' is not an executable file"});
+      if (mc.ctx_per_slot < 64 || mc.ctx_per_slot > 1'048'576) p.push_back({"managed.ctx_per_slot", "must be between 64 and 1048576"});
+      if (mc.startup_timeout_s < 1 || mc.startup_timeout_s > 3600) p.push_back({"managed.startup_timeout_s", "must be between 1 and 3600"});
+      if (auto ms = m->find("models"); ms != m->end()) {
+        if (!ms->is_array()) p.push_back({"managed.models", "must be an array of {name, path}"});
+        else {
+          std::set<std::string> names;
+          for (std::size_t i = 0; i < ms->size(); ++i) {
+            const std::string at = "managed.models[" + std::to_string(i) + "]";
+            const auto& e = (*ms)[i];
+            if (!e.is_object()) {
+              p.push_back({at, "must be an object {name, path}"});
+              continue;
+            }
+            unknown_keys(e, at, {"name", "path"}, p);
+            managed_model_entry me;
+            read(e, "name", at, me.name, p);
+            read(e, "path", at, me.path, p);
+            if (me.name.empty()) p.push_back({at + ".name", "is required"});
+            else if (!names.insert(me.name).second) p.push_back({at + ".name", "duplicate model name '" + me.name + "'"});
+            std::error_code ec;
+            if (me.path.empty()) p.push_back({at + ".path", "is required"});
+            else if (!std::filesystem::is_regular_file(me.path, ec))
+              p.push_back({at + ".path", "'" + me.path + "' does not exist or is not a file"});
+            mc.models.push_back(std::move(me));
+          }
+        }
+      }
     }
   }
   if (auto e = j.find("evidence"); e != j.end()) {

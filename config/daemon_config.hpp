@@ -41,6 +41,22 @@ struct alerts_config {
   int timeout_ms = 10000;  // per attempt
 };
 
+// A model the daemon may start llama-servers with (managed backends, sweeps).
+struct managed_model_entry {
+  std::string name;  // what a spec names
+  std::string path;  // a GGUF file that exists when the daemon starts
+};
+
+// Managed llama-servers: started by the daemon for a job, on a free loopback port, stopped
+// when the job's turn on them ends.
+struct managed_config {
+  std::string llama_server;  // empty: the provisioned one (.cache/bin, LOGITAUDIT_LLAMA_SERVER, PATH)
+  std::vector<managed_model_entry> models;
+  int ctx_per_slot = 1024;    // -c is this times -np
+  int startup_timeout_s = 120;
+  std::string log_dir;        // the servers' logs; empty: beside the database, in managed-logs/
+};
+
 // What to do with jobs an earlier process left running.
 enum class interrupted_policy { resume, mark_interrupted };
 
@@ -60,6 +76,7 @@ struct daemon_config {
   audit::evidence_thresholds evidence;
   audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)
   alerts_config alerts;
+  managed_config managed;
   std::string log_file;  // empty: standard error; reopened on SIGHUP
   interrupted_policy interrupted_jobs = interrupted_policy::resume;
 };

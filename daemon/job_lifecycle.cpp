@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "api/spec_json.hpp"
 #include "audit/plan.hpp"
 #include "clients/api_registry.hpp"
@@ -31,9 +33,30 @@ job_lifecycle::job_lifecycle(storage::db_worker& db, lifecycle_config config) : 
 
 std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_spec& spec) const {
   std::vector<audit::spec_problem> p;
+  std::string known;
+  for (const auto& m : config_.managed.models) known += (known.empty() ? "" : ", ") + m.name;
+  auto unknown_model = [&](const std::string& model) {
+    return config_.managed.models.empty()
+               ? std::string("this daemon has no managed models (managed.models in its configuration)")
+               : "no managed model named '" + model.substr(0, 64) + "' (configured: " + known + ")";
+  };
+  if (spec.sweep && spec.backends.empty()) {
+    for (std::size_t j = 0; j < spec.sweep->models.size(); ++j)
+      if (!clients::managed_servers::has_model(config_.managed, spec.sweep->models[j]))
+        p.push_back({"sweep.models[" + std::to_string(j) + "]", unknown_model(spec.sweep->models[j])});
+    if (!p.empty()) return p;
+    spec = audit::expand_sweep(std::move(spec));
+  }
   for (std::size_t i = 0; i < spec.backends.size(); ++i) {
     auto& b = spec.backends[i];
     const std::string f = "backends[" + std::to_string(i) + "]";
+    if (b.managed) {
+      if (!clients::managed_servers::has_model(config_.managed, b.managed->model))
+        p.push_back({f + ".managed.model", unknown_model(b.managed->model)});
+      if (config_.backends.count(b.name))
+        p.push_back({f + ".name", "'" + b.name + "' is a configured backend; a managed backend needs a name of its own"});
+      continue;
+    }
     auto it = config_.backends.find(b.name);
     if (it != config_.backends.end()) {
       if (!b.url.empty() && b.url != it->second.url)
@@ -123,9 +146,19 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   } else {
     for (const auto& b : spec->backends) {
       auto it = config_.backends.find(b.name);
-      clients::backend_config c = it != config_.backends.end() ? it->second : clients::backend_config{};
+      clients::backend_config c = it != config_.backends.end() && !b.managed ? it->second : clients::backend_config{};
       c.name = b.name;
       c.url = b.url;
+      if (b.managed) {
+        // Its URL comes when its server starts; it takes its turn with this machine's servers.
+        c.url = "http://127.0.0.1:0";
+        c.model_path = clients::managed_servers::path_of(config_.managed, b.managed->model).value_or("");
+        if (c.model_path.empty()) {
+          setup_error = "backend '" + b.name + "' names the managed model '" + b.managed->model +
+                        "', which this daemon's configuration no longer has";
+          break;
+        }
+      }
       auto kind = clients::parse_api_kind(b.api);
       if (!kind) {
         setup_error = "backend '" + b.name + "' names the unknown API kind '" + b.api + "' (known: " +
@@ -173,7 +206,55 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
       }
     });
   };
+  // Managed backends: their servers live as long as this job's run, at most.
+  auto servers = std::make_shared<clients::managed_servers>(co_await net::this_coro::executor, config_.managed,
+                                                            "audit-" + std::to_string(id));
+  for (const auto& b : spec->backends)
+    if (b.managed) o.managed.insert(b.name);
+  if (!o.managed.empty()) {
+    auto settings = std::make_shared<std::map<std::string, audit::server_settings>>();
+    for (const auto& b : spec->backends)
+      if (b.managed) (*settings)[b.name] = *b.managed;
+    o.start_server = [servers, settings](const std::string& name) { return servers->start(name, settings->at(name)); };
+    o.stop_server = [servers](const std::string& name) { servers->stop(name); };
+  }
+
+  // A threshold search skips the trials of widths it has decided: it judges what has run so
+  // far (stored runs first, when resumed) before each of its groups.
+  const bool searches = std::any_of(spec->conditions.begin(), spec->conditions.end(), [](const audit::condition& c) {
+    return c.kind == audit::condition_kind::threshold_search;
+  });
+  if (searches) {
+    struct so_far {
+      std::vector<audit::observed_run> runs;
+      audit::evaluation_evidence evidence;
+    };
+    auto state = std::make_shared<so_far>();
+    state->evidence.thresholds = config_.evidence;
+    if (!stored.empty()) {
+      auto load = [id](storage::store& s) {
+        so_far ev;
+        ev.runs = s.evidence().observations(id);
+        for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
+        return ev;
+      };
+      auto loaded = co_await on_db(db_, std::move(load));
+      state->runs = std::move(loaded.runs);
+      state->evidence.bursts = std::move(loaded.evidence.bursts);
+    }
+    auto spec_ptr = std::make_shared<audit::audit_spec>(*spec);
+    o.wanted = [state, spec_ptr, plan](const audit::request_group& g) {
+      if (g.kind != audit::condition_kind::threshold_search || g.mode != audit::group_mode::burst) return true;
+      return audit::search_needs(*spec_ptr, *plan, audit::evaluate(*spec_ptr, *plan, state->runs, state->evidence), g);
+    };
+    o.on_group = [state, inner = std::move(o.on_group)](const clients::group_outcome& g) {
+      state->runs.insert(state->runs.end(), g.runs.begin(), g.runs.end());
+      if (g.burst) state->evidence.bursts[g.group] = *g.burst;
+      inner(g);
+    };
+  }
   auto outcome = co_await clients::run_audit(*spec, *plan, configs, o);
+  servers->stop_all();
 
   if (outcome.cancelled && !controls.stop->by_user) {
     spdlog::info("audit {}: stopped by a shutdown; stays running, to be resumed", id);

@@ -25,6 +25,7 @@
 #include "audit/spec.hpp"
 #include "clients/backend.hpp"
 #include "clients/job_runner.hpp"
+#include "clients/managed_servers.hpp"
 #include "storage/db_worker.hpp"
 
 namespace logitaudit::daemon {
@@ -39,6 +40,7 @@ struct lifecycle_config {
   int max_queued_jobs = 0;  // create refuses a job beyond this many queued (0: no bound)
   int max_attempts = 3;     // per group, for transport failures and 5xx answers
   std::chrono::milliseconds retry_delay{250};
+  clients::managed_options managed;  // the models and llama-server of managed backends and sweeps
 };
 
 // How a caller stops a running job: at the next group boundary. A stop by a user ends the job
@@ -70,8 +72,9 @@ class job_lifecycle {
 
   const lifecycle_config& config() const { return config_; }
 
-  // Fills configured backends' URLs and API kinds into `spec`, and names each backend it may
-  // not use (not configured, ad hoc while ad-hoc backends are off, a bad URL).
+  // Expands a sweep into managed backends, fills configured backends' URLs and API kinds into
+  // `spec`, and names each backend it may not use (not configured, ad hoc while ad-hoc
+  // backends are off, a bad URL, a managed model this daemon does not have).
   std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
 
   // Stores `spec` as a queued job, its predictions registered. Suspends (db thread).

@@ -1,6 +1,8 @@
 // daemon_config -> the settings of each part.
 #include "settings.hpp"
 
+#include <filesystem>
+
 namespace logitaudit::daemon {
 
 std::map<std::string, clients::backend_config> backend_configs(const config::daemon_config& conf) {
@@ -27,6 +29,12 @@ lifecycle_config lifecycle_settings(const config::daemon_config& c) {
   l.limits = c.spec_limits;
   l.evidence = c.evidence;
   l.max_queued_jobs = c.max_queued_jobs;
+  l.managed.executable = c.managed.llama_server;
+  for (const auto& m : c.managed.models) l.managed.models.push_back({m.name, m.path});
+  l.managed.ctx_per_slot = c.managed.ctx_per_slot;
+  l.managed.startup_timeout = std::chrono::seconds(c.managed.startup_timeout_s);
+  l.managed.log_dir = !c.managed.log_dir.empty() ? std::filesystem::path(c.managed.log_dir)
+                      : std::filesystem::absolute(c.database).parent_path() / "managed-logs";
   return l;
 }
 

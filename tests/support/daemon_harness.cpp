@@ -47,6 +47,7 @@ daemon_harness::daemon_harness(harness_options o) {
   lc.limits = o.limits;
   lc.evidence = o.evidence;
   lc.max_queued_jobs = o.max_queued_jobs;
+  lc.managed = o.managed;
   lifecycle_ = std::make_unique<daemon::job_lifecycle>(*db_, lc);
   daemon::queue_config qc;
   qc.max_running_jobs = o.max_running_jobs;

@@ -45,6 +45,7 @@ struct harness_options {
   audit::history_thresholds history;
   daemon::alert_settings alerts;
   std::size_t read_cache_bytes = 64u << 20;
+  clients::managed_options managed;  // models and llama-server of managed backends and sweeps
   std::string database;  // default: a fresh file in the temp folder, removed at the end
   std::function<void(storage::db_worker&)> before_start;  // rows an earlier process left
 };
