@@ -301,7 +301,18 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     end.error = errors;
   }
   const std::string findings_json = api::findings_to_json(f);
-  auto finish = [id, status = end.status, error = end.error, f, findings_json](storage::store& s) {
+  // The trials a search did not need leave the plan's count: a finished search is 100% done.
+  std::int64_t skipped = 0;
+  if (searches) {
+    std::set<std::size_t> ran;
+    for (const auto& r : ev.runs) ran.insert(r.group);
+    for (const auto& g : plan->groups)
+      if (g.kind == audit::condition_kind::threshold_search && !ran.count(g.index))
+        skipped += static_cast<std::int64_t>(g.requests.size());
+  }
+  const auto planned = static_cast<std::int64_t>(plan->total_requests()) - skipped;
+  auto finish = [id, status = end.status, error = end.error, f, findings_json, skipped, planned](storage::store& s) {
+    if (skipped > 0) s.jobs().set_total_requests(id, planned);
     s.jobs().finish(id, status, error, f, findings_json, storage::now_utc());
     return 0;
   };

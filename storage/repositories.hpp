@@ -26,6 +26,8 @@ class job_repository {
   // verdict, the predictions and the findings (as the API renders them, `findings_json`).
   virtual void finish(std::int64_t job, audit::job_status status, const std::string& error, const audit::findings& f,
                       const std::string& findings_json, const std::string& at) = 0;
+  // The requests the job plans, once a threshold search has skipped the trials it did not need.
+  virtual void set_total_requests(std::int64_t job, std::int64_t total) = 0;
   virtual std::optional<job_record> get(std::int64_t job) = 0;
   virtual std::vector<job_record> with_status(audit::job_status status) = 0;  // oldest first
   virtual std::vector<job_record> page(const job_query& q) = 0;

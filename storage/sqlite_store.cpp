@@ -333,6 +333,12 @@ class sqlite_jobs final : public job_repository {
     write_status(db_, job, status, at, error);
   }
 
+  void set_total_requests(std::int64_t job, std::int64_t total) override {
+    auto& s = db_.prepare("UPDATE jobs SET total_requests = ?2 WHERE id = ?1");
+    s.bind(1, job).bind(2, total);
+    s.run();
+  }
+
   void finish(std::int64_t job, audit::job_status status, const std::string& error, const audit::findings& f,
               const std::string& findings_json, const std::string& at) override {
     transaction t(db_);
