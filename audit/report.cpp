@@ -113,6 +113,8 @@ std::string decision_word(search_decision d) {
   return "?";
 }
 
+std::string p_text(double p) { return p < 1e-4 ? "p<0.0001" : "p=" + fixed(p, 4); }
+
 grid search_grid(const search_result& r) {
   grid g{{"width", "trials", "batched", "logit-ident", "95% interval", "logit", "token-ident", "token"}};
   g.push_back({"1 (solo)", "-", "-", pct_cell(r.reference_logit_identical, r.reference_n), "-", "reference",
@@ -121,9 +123,9 @@ grid search_grid(const search_result& r) {
     g.push_back({std::to_string(w.width), std::to_string(w.trials), std::to_string(w.batched_trials),
                  pct_cell(w.logit_identical, w.n),
                  w.n ? fixed(100 * w.logit_interval.low, 0) + "-" + fixed(100 * w.logit_interval.high, 0) + "%" : "-",
-                 decision_word(w.logit) + (w.logit == search_decision::different ? " p=" + fixed(w.logit_p, 4) : ""),
+                 decision_word(w.logit) + (w.logit == search_decision::different ? " " + p_text(w.logit_p) : ""),
                  pct_cell(w.token_identical, w.n),
-                 decision_word(w.token) + (w.token == search_decision::different ? " p=" + fixed(w.token_p, 4) : "")});
+                 decision_word(w.token) + (w.token == search_decision::different ? " " + p_text(w.token_p) : "")});
   return g;
 }
 

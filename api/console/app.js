@@ -432,6 +432,29 @@
         h('td', null, `${p.k}/${p.n}`, p.flagged ? ` (${p.flagged} counted apart)` : ''), h('td', null, Math.round(100 * p.at_least) + '%'),
         h('td', null, badge(p.outcome))))));
 
+    const pctOf = (k, n) => (n ? `${k}/${n} (${Math.round((100 * k) / n)}%)` : '–');
+    const decision = (d, p) => badge(d.replace('_', ' ').toUpperCase() + (d === 'different' ? ` p=${num(p, 2)}` : ''),
+      d === 'same' ? 'identical' : d === 'different' ? 'diverged' : 'flagged');
+    const searches = (report.searches || []).length ? h('section', { 'data-testid': 'searches' }, h('h2', null, 'Threshold search'),
+      report.searches.map((s) => [
+        h('h3', null, `${s.backend}, ${s.condition}: logit threshold ${s.logit_threshold ? 'C=' + s.logit_threshold : 'none found'}, token threshold ${s.token_threshold ? 'C=' + s.token_threshold : 'none found'}`),
+        table(['width', 'trials', 'batched', 'logit-identical', '95% interval', 'logits', 'token-identical', 'tokens'], [
+          h('tr', null, h('td', null, '1 (solo reference)'), h('td', null, '–'), h('td', null, '–'),
+            h('td', null, pctOf(s.reference_logit_identical, s.reference_n)), h('td', null, '–'), h('td', null, ''),
+            h('td', null, pctOf(s.reference_token_identical, s.reference_n)), h('td', null, '')),
+          ...s.widths.map((w) => h('tr', { 'data-width': w.width }, h('td', { class: 'num' }, w.width), h('td', { class: 'num' }, w.trials),
+            h('td', { class: 'num' }, w.batched_trials), h('td', null, pctOf(w.logit_identical, w.n)),
+            h('td', null, w.n ? `${Math.round(100 * w.logit_interval[0])}–${Math.round(100 * w.logit_interval[1])}%` : '–'),
+            h('td', null, decision(w.logit, w.logit_p)), h('td', null, pctOf(w.token_identical, w.n)), h('td', null, decision(w.token, w.token_p))))])])) : null;
+    const frontier = (report.frontier || []).length ? h('section', { 'data-testid': 'frontier' }, h('h2', null, 'Frontier'),
+      table(['configuration', 'flags', 'logit-identical under load', 'token-identical under load', 'batched', 'tokens/s', 'cost', 'reproducible'],
+        report.frontier.map((r) => h('tr', { 'data-backend': r.backend }, h('td', null, r.backend),
+          h('td', { class: 'mono' }, r.settings ? `${r.settings.model} -np ${r.settings.parallel} -t ${r.settings.threads} -fa ${r.settings.flash_attn}${r.settings.kv_unified ? ' -kvu' : ''} -b ${r.settings.batch} -ub ${r.settings.ubatch}${r.settings.cache_reuse ? ' --cache-reuse ' + r.settings.cache_reuse : ''}${r.settings.prompt_cache ? '' : ' --no-cache-prompt'}` : '–'),
+          h('td', null, pctOf(r.load_logit_identical, r.load_n)), h('td', null, pctOf(r.load_token_identical, r.load_n)),
+          h('td', { class: 'num' }, `${r.load_batched}/${r.load_n}`), h('td', { class: 'num' }, r.tokens_per_s === null ? '–' : r.tokens_per_s.toFixed(1)),
+          h('td', { class: 'num' }, r.cost === null ? '–' : Math.round(100 * r.cost) + '%'),
+          h('td', null, badge(r.reproducible ? 'yes' : 'no', r.reproducible ? 'identical' : 'diverged'), r.note ? ' ' + r.note : ''))))) : null;
+
     const batching = h('section', { 'data-testid': 'batching' }, h('h2', null, 'Batching evidence'));
     const concurrent = report.pooled.filter((t) => t.batching && t.batching.bursts > 0);
     if (concurrent.length) {
@@ -479,7 +502,7 @@
       table(['run', 'backend', 'condition', 'rep', 'prompt', '', 'logits', 'tokens', 'first logit diff', 'first token diff', 'max |Δ|', 'evidence'], runBody));
 
     // The charts before the long tables: each chart lays out what is on the page so far.
-    main.append(findings, predictions, batching, hist);
+    main.append(findings, predictions, ...[searches, frontier].filter(Boolean), batching, hist);
     divergenceHistograms(hist, runs.runs);
     main.append(fp, runSection);
   }

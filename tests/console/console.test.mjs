@@ -12,6 +12,8 @@ const artifacts = process.env.ARTIFACTS;
 const seriesAudits = process.env.SERIES_AUDITS.split(',').map(Number);
 const xssAudit = Number(process.env.XSS_AUDIT);
 const seedAudit = Number(process.env.SEED_AUDIT);
+const searchAudit = Number(process.env.SEARCH_AUDIT);
+const sweepAudit = Number(process.env.SWEEP_AUDIT);
 const specHash = process.env.SPEC_HASH;
 
 async function api(path, { auth = true, method = 'GET', body } = {}) {
@@ -92,6 +94,7 @@ await check('responses match the OpenAPI schemas', async () => {
   const schedule = (await api('/v1/schedules', { method: 'POST', body: { cron: '0 3 * * *', spec: { preset: 'seed-protocol', backends: ['tiny'] } } })).json();
   const cases = {
     [`/v1/audits?limit=2`]: 'JobList', [`/v1/audits/${seedAudit}`]: 'Job', [`/v1/audits/${seedAudit}/report`]: 'Findings',
+    [`/v1/audits/${searchAudit}/report`]: 'Findings', [`/v1/audits/${sweepAudit}/report`]: 'Findings', [`/v1/audits/${sweepAudit}`]: 'Job',
     [`/v1/audits/${seedAudit}/runs`]: 'RunList', [`/v1/audits/${seedAudit}/runs/${run.id}/stream`]: 'Stream',
     [`/v1/audits/${seedAudit}/bursts`]: 'BurstList', [`/v1/audits/${seedAudit}/fingerprints`]: 'FingerprintList',
     [`/v1/compare?a=${seriesAudits[0]}&b=${seriesAudits[2]}`]: 'Comparison', '/v1/backends': 'BackendList', '/v1/presets': 'PresetList',
@@ -233,6 +236,33 @@ await check('an audit: the findings table, predictions, batching evidence, runs 
   assert.equal(await page.$$eval('[data-testid=divergence] canvas', (c) => c.length), diverged.size);
   console.log(`     the audit page of ${runs.length} runs: ready ${auditMs} ms after navigation`);
   await shot('audit');
+  noErrors();
+});
+
+await check('a threshold search and a sweep: their tables as the report has them', async () => {
+  const search = (await get(`/v1/audits/${searchAudit}/report`)).searches[0];
+  assert.ok(search && search.widths.length === 1, JSON.stringify(search));
+  await open(`#/audits/${searchAudit}`);
+  const w = search.widths[0];
+  const row = await page.$$eval(`[data-testid=searches] tr[data-width="${w.width}"] td`, (cs) => cs.map((c) => c.textContent));
+  assert.equal(row[1], String(w.trials));
+  assert.equal(row[2], String(w.batched_trials));
+  assert.ok(row[3].startsWith(w.n ? `${w.logit_identical}/${w.n}` : '–'), `${row[3]} vs ${w.logit_identical}/${w.n}`);
+  assert.ok(row[5].startsWith(w.logit.replace('_', ' ').toUpperCase()), `${row[5]} vs ${w.logit}`);
+  assert.ok(row[7].startsWith(w.token.replace('_', ' ').toUpperCase()), `${row[7]} vs ${w.token}`);
+  noErrors();
+  const report = await get(`/v1/audits/${sweepAudit}/report`);
+  assert.equal(report.frontier.length, 2, JSON.stringify(report.frontier));
+  await open(`#/audits/${sweepAudit}`);
+  for (const r of report.frontier) {
+    const cells = await page.$$eval(`[data-testid=frontier] tr[data-backend="${r.backend}"] td`, (cs) => cs.map((c) => c.textContent));
+    assert.equal(cells[0], r.backend);
+    assert.ok(cells[1].startsWith(`tiny-q4 -np ${r.settings.parallel} -t 2`), cells[1]);
+    assert.ok(cells[2].startsWith(`${r.load_logit_identical}/${r.load_n}`), `${cells[2]} vs ${r.load_logit_identical}/${r.load_n}`);
+    assert.equal(cells[5], r.tokens_per_s.toFixed(1));
+    assert.ok(cells[7].startsWith(r.reproducible ? 'yes' : 'no'), cells[7]);
+  }
+  await shot('frontier');
   noErrors();
 });
 

@@ -44,7 +44,8 @@ token=console-test-token-1
 daemon_port=$(port)
 cat >"$state/config.json" <<JSON
 {"listen": "127.0.0.1:$daemon_port", "database": "$state/logitaudit.db", "tokens": ["$token"], "protect_reads": true,
- "backends": [{"name": "tiny", "url": "http://127.0.0.1:$llama_port"}]}
+ "backends": [{"name": "tiny", "url": "http://127.0.0.1:$llama_port"}],
+ "managed": {"models": [{"name": "tiny-q4", "path": "$models/tiny.gguf"}], "log_dir": "$state/managed-logs"}}
 JSON
 "$build/daemon/logitauditd" --config "$state/config.json" >"$state/daemon.log" 2>&1 &
 pids+=($!)
@@ -71,8 +72,11 @@ s3=$(submit "$series_spec")
 xss=$(submit '{"backends": ["tiny"], "prompts": ["<img src=x onerror=alert(1)>", "</script><script>alert(2)</script>"], "n_predict": 8,
   "conditions": [{"name": "repeat", "kind": "repeat", "replicates": 2}, {"name": "control_prompt", "kind": "control_prompt", "replicates": 1}], "tags": ["xss", "<b>bold</b>"]}')
 seed=$(submit '{"preset": "seed-protocol", "backends": ["tiny"], "n_predict": 12, "tags": ["seed"]}')
+search=$(submit '{"preset": "threshold", "backends": ["tiny"], "n_predict": 8, "conditions": [{"name": "t", "kind": "threshold_search",
+  "concurrency": 2, "search": {"reference": 4, "min_trials": 1, "max_trials": 2}}, {"name": "k", "kind": "control_prompt"}]}')
+sweep=$(submit '{"preset": "sweep", "n_predict": 8, "sweep": {"models": ["tiny-q4"], "parallel": [1, 2], "probe_width": 2, "probe_bursts": 2}}')
 spec_hash=$(curl -sf "${auth[@]}" "$daemon/v1/audits/$s1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec_hash"])')
-echo "seeded: series $s1 $s2 $s3, xss $xss, seed protocol $seed"
+echo "seeded: series $s1 $s2 $s3, xss $xss, seed protocol $seed, threshold search $search, sweep $sweep"
 
 cd "$repo/tests/console"
 if [[ -n ${CONSOLE_TEST_HOLD:-} ]]; then  # for working on the console: keep the seeded daemon up
@@ -80,6 +84,7 @@ if [[ -n ${CONSOLE_TEST_HOLD:-} ]]; then  # for working on the console: keep the
   sleep "$CONSOLE_TEST_HOLD"
 fi
 DAEMON_URL=$daemon TOKEN=$token ARTIFACTS=$artifacts SERIES_AUDITS="$s1,$s2,$s3" XSS_AUDIT=$xss SEED_AUDIT=$seed \
+  SEARCH_AUDIT=$search SWEEP_AUDIT=$sweep \
   SPEC_HASH=$spec_hash node console.test.mjs
 npx --no-install redocly lint --format stylish "$daemon/openapi.json" >"$state/lint.txt" 2>&1 || { cat "$state/lint.txt" >&2; fail "redocly lint"; }
 grep -q "Your API description is valid" "$state/lint.txt" || { cat "$state/lint.txt" >&2; fail "redocly lint reported problems"; }
