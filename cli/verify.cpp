@@ -1,10 +1,14 @@
 // verify: digests from bytes, identity from digests, predictions from identity.
 #include "verify.hpp"
 
+#include <array>
+#include <cmath>
 #include <map>
 #include <set>
 
 #include "api/spec_json.hpp"
+#include "audit/plan.hpp"
+#include "audit/search.hpp"
 #include "audit/stream_encoding.hpp"
 
 namespace logitaudit::cli {
@@ -63,6 +67,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
     std::string condition;
     bool logit = false, token = false;
     bool counted = true;  // its stored verdict carries no evidence flag
+    std::size_t group = 0;
   };
   // A stream of a burst is flagged not_batched exactly when its burst's stored verdict says so.
   std::map<std::size_t, bool> burst_batched;
@@ -76,7 +81,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
     const auto& mine = digests[r.id];
     const auto& theirs = digests[base->second->id];
     if (!mine.valid || !theirs.valid) continue;
-    identity id{r.condition, mine.logit == theirs.logit, mine.token == theirs.token};
+    identity id{r.condition, mine.logit == theirs.logit, mine.token == theirs.token, true, r.group};
     if (!finished) {
       judged.push_back(id);
       continue;
@@ -128,6 +133,95 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
       rep.problems.push_back("job " + std::to_string(job) + " prediction " + p.id + ": stored " + stored_outcome + " " +
                              std::to_string(s->second.k) + "/" + std::to_string(s->second.n) + ", recomputed " + outcome +
                              " " + std::to_string(k) + "/" + std::to_string(n));
+  }
+
+  // 4. Threshold searches, recounted from the recomputed identities and the stored burst
+  // verdicts, and decided again; throughput probes from the stored token counts and bursts.
+  const auto stored_findings = api::findings_from_json(job_row->findings_json);
+  if (!stored_findings) return;
+  const auto plan = audit::make_plan(*spec);
+  std::map<std::size_t, std::vector<const identity*>> by_group;
+  for (const auto& id : judged) by_group[id.group].push_back(&id);
+  const std::string at = "job " + std::to_string(job) + " ";
+  for (const auto& stored : stored_findings->searches) {
+    const audit::condition* c = nullptr;
+    for (const auto& x : spec->conditions)
+      if (x.name == stored.condition) c = &x;
+    if (!c) {
+      rep.problems.push_back(at + "search " + stored.condition + ": no such condition in the spec");
+      continue;
+    }
+    int ref_n = 0, ref_logit = 0, ref_token = 0;
+    std::map<int, std::array<int, 5>> widths;  // trials, batched trials, n, logit, token
+    for (const auto& g : plan.groups) {
+      if (g.backend != stored.backend || g.condition != stored.condition) continue;
+      auto ids = by_group.find(g.index);
+      if (ids == by_group.end()) continue;
+      if (g.mode == audit::group_mode::serial) {
+        for (const auto* id : ids->second) {
+          ++ref_n;
+          ref_logit += id->logit;
+          ref_token += id->token;
+        }
+        continue;
+      }
+      auto& w = widths[static_cast<int>(g.requests.size())];
+      ++w[0];
+      auto b = burst_batched.find(g.index);
+      if (b == burst_batched.end() || !b->second) continue;
+      ++w[1];
+      for (const auto* id : ids->second) {
+        ++w[2];
+        w[3] += id->logit;
+        w[4] += id->token;
+      }
+    }
+    const std::string name = at + "search " + stored.backend + "/" + stored.condition;
+    if (stored.reference_n != ref_n || stored.reference_logit_identical != ref_logit)
+      rep.problems.push_back(name + ": reference stored " + std::to_string(stored.reference_logit_identical) + "/" +
+                             std::to_string(stored.reference_n) + ", recounted " + std::to_string(ref_logit) + "/" +
+                             std::to_string(ref_n));
+    for (const auto& w : stored.widths) {
+      ++rep.verdicts;
+      const auto& c5 = widths[w.width];
+      const auto logit = audit::decide_width(ref_logit, ref_n, c5[3], c5[2], c5[0], c5[1], c->search);
+      const auto token = audit::decide_width(ref_token, ref_n, c5[4], c5[2], c5[0], c5[1], c->search);
+      if (w.trials != c5[0] || w.batched_trials != c5[1] || w.n != c5[2] || w.logit_identical != c5[3] ||
+          w.token_identical != c5[4] || w.logit != logit || w.token != token)
+        rep.problems.push_back(name + " width " + std::to_string(w.width) + ": stored " + std::to_string(w.logit_identical) +
+                               "/" + std::to_string(w.n) + " in " + std::to_string(w.trials) + " trials, " +
+                               std::string(audit::to_string(w.logit)) + "/" + std::string(audit::to_string(w.token)) +
+                               "; recounted " + std::to_string(c5[3]) + "/" + std::to_string(c5[2]) + " in " +
+                               std::to_string(c5[0]) + " trials, " + std::string(audit::to_string(logit)) + "/" +
+                               std::string(audit::to_string(token)));
+    }
+  }
+  if (!stored_findings->throughput.empty()) {
+    std::map<std::size_t, std::int64_t> wall;
+    for (const auto& b : store.evidence().bursts(job)) wall[b.group] = b.measurement.wall_ns;
+    for (const auto& t : stored_findings->throughput) {
+      long long tokens = 0;
+      std::int64_t ns = 0;
+      std::map<std::size_t, std::pair<int, long long>> groups;  // ok runs, tokens
+      for (const auto& r : runs)
+        if (r.backend == t.backend && r.condition != "baseline")
+          for (const auto& g : plan.groups)
+            if (g.index == r.group && g.kind == audit::condition_kind::throughput) {
+              auto& e = groups[r.group];
+              e.first += r.ok;
+              e.second += r.token_count;
+            }
+      for (const auto& [group, e] : groups)
+        if (static_cast<std::size_t>(e.first) == plan.groups[group].requests.size() && wall.count(group)) {
+          tokens += e.second;
+          ns += wall[group];
+        }
+      const double tps = ns > 0 ? static_cast<double>(tokens) / (static_cast<double>(ns) / 1e9) : 0;
+      if (tokens != t.tokens || std::abs(tps - t.tokens_per_s) > 1e-6 * std::max(1.0, tps))
+        rep.problems.push_back(at + "throughput of " + t.backend + ": stored " + std::to_string(t.tokens) + " tokens at " +
+                               std::to_string(t.tokens_per_s) + "/s, recomputed " + std::to_string(tokens) + " at " +
+                               std::to_string(tps) + "/s");
+    }
   }
 }
 

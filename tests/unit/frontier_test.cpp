@@ -13,6 +13,7 @@
 #include "audit/report.hpp"
 #include "audit/search.hpp"
 #include "clients/api_registry.hpp"
+#include "cli/verify.hpp"
 #include "clients/managed_servers.hpp"
 #include "config/daemon_config.hpp"
 #include "support/daemon_harness.hpp"
@@ -212,14 +213,16 @@ TEST(threshold_search, through_the_daemon_it_decides_and_skips_the_trials_it_no_
   test_support::fake_backend fake(k);
   test_support::harness_options o;
   o.backends = {{"a", fake.url()}};
-  test_support::daemon_harness d(o);
+  const auto db = std::filesystem::temp_directory_path() / ("logitaudit-search-" + std::to_string(::getpid()) + ".db");
+  o.database = db.string();
+  auto d = std::make_unique<test_support::daemon_harness>(o);
   const std::string spec = R"({"preset":"threshold","backends":["a"],"n_predict":4,"top_k":2,
     "conditions":[{"name":"t","kind":"threshold_search","concurrency":3,"search":{"widths":[2,3],"reference":8,"min_trials":2,"max_trials":5}},
                   {"name":"k","kind":"control_prompt"}]})";
-  auto job = d.run(spec);
+  auto job = d->run(spec);
   ASSERT_EQ(job["status"], "done") << job.dump();
   const auto id = job["id"].get<std::int64_t>();
-  auto f = d.call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report").json();
+  auto f = d->call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report").json();
   ASSERT_EQ(f["searches"].size(), 1u) << f.dump();
   const auto& s = f["searches"][0];
   EXPECT_EQ(s["reference_n"], 8);
@@ -238,27 +241,50 @@ TEST(threshold_search, through_the_daemon_it_decides_and_skips_the_trials_it_no_
   EXPECT_EQ(s["logit_threshold"], 2);
   EXPECT_TRUE(s["token_threshold"].is_null());
   // Runs stored: the baseline, the reference 8, 4x2 + 3x3 burst streams, 1 control.
-  auto runs = d.call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").json()["runs"];
+  auto runs = d->call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").json()["runs"];
   EXPECT_EQ(runs.size(), 1u + 8 + 8 + 9 + 1) << "skipped trials are not stored and not failures";
-  job = d.wait_final(id);
+  job = d->wait_final(id);
   EXPECT_EQ(job["progress"]["done"], job["progress"]["total"]) << job.dump();
-  auto text = d.call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=text").body;
+  auto text = d->call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/report?format=text").body;
   EXPECT_NE(text.find("Threshold search (a, t): logits diverge from C=2"), std::string::npos) << text;
 
   // One request at a time: nothing batches, nothing is called identical.
   k.batching = false;
   k.delay = std::chrono::milliseconds(5);
   fake.set_knobs(k);
-  job = d.run(R"({"preset":"threshold","backends":["a"],"n_predict":4,"top_k":2,
+  job = d->run(R"({"preset":"threshold","backends":["a"],"n_predict":4,"top_k":2,
     "conditions":[{"name":"t","kind":"threshold_search","concurrency":2,"search":{"reference":4,"min_trials":1,"max_trials":2}},
                   {"name":"k","kind":"control_prompt"}]})");
   ASSERT_EQ(job["status"], "done") << job.dump();
-  f = d.call(http::verb::get, "/v1/audits/" + job["id"].dump() + "/report").json();
+  f = d->call(http::verb::get, "/v1/audits/" + job["id"].dump() + "/report").json();
   const auto& w = f["searches"][0]["widths"][0];
   EXPECT_EQ(w["logit"], "not_batched") << w.dump();
   EXPECT_EQ(w["token"], "not_batched");
   EXPECT_EQ(w["trials"], 2);
   EXPECT_EQ(w["n"], 0) << "unbatched streams are counted apart";
+  d.reset();
+
+  // verify recounts every width from the recomputed digests and decides it again: clean as
+  // stored, and a stored decision edited by hand is named.
+  {
+    auto store = storage::open_store(db.string());
+    const auto clean = cli::verify_database(*store, std::nullopt);
+    EXPECT_TRUE(clean.ok()) << ::testing::PrintToString(clean.problems);
+    EXPECT_GE(clean.verdicts, 2 + 1);
+    auto row = *store->jobs().get(id);
+    const auto at = row.findings_json.find("\"logit\": \"different\"");
+    ASSERT_NE(at, std::string::npos);
+    auto tampered = json::parse(row.findings_json);
+    tampered["searches"][0]["widths"][1]["logit"] = "same";
+    auto f2 = *api::findings_from_json(tampered.dump());
+    store->jobs().finish(id, audit::job_status::done, "", f2, tampered.dump(), "2026-11-30T00:00:00Z");
+    const auto dirty = cli::verify_database(*store, id);
+    ASSERT_EQ(dirty.problems.size(), 1u) << ::testing::PrintToString(dirty.problems);
+    EXPECT_NE(dirty.problems[0].find("search a/t width 3: stored 0/9 in 3 trials, same/same; recounted 0/9 in 3 trials, different/same"),
+              std::string::npos)
+        << dirty.problems[0];
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db.string() + suffix);
 }
 
 TEST(sweep, the_api_refuses_bad_sweeps_naming_the_field_and_stores_nothing) {
