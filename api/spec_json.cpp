@@ -126,8 +126,9 @@ constexpr std::initializer_list<const char*> settings_keys = {"model", "parallel
 void read_settings(reader& r, const json& m, const std::string& at, audit::server_settings& out) {
   if (!m.is_object()) return r.problem(at, "must be an object {" + std::string("model, parallel, threads, flash_attn, "
                                                                               "kv_unified, batch, ubatch, cache_reuse, prompt_cache}"));
-  for (const auto& [key, v] : m.items())
-    if (std::find_if(settings_keys.begin(), settings_keys.end(), [&](const char* k) { return key == k; }) == settings_keys.end())
+  for (const auto& item : m.items())
+    if (const std::string key = item.key();
+        std::find_if(settings_keys.begin(), settings_keys.end(), [&](const char* k) { return key == k; }) == settings_keys.end())
       r.problem(at + "." + key, "is not a flag a managed server may be given (allowed: model, parallel, threads, "
                                 "flash_attn, kv_unified, batch, ubatch, cache_reuse, prompt_cache)");
   if (!r.text(m, "model", at, out.model)) r.problem(at + ".model", "is required");
@@ -143,8 +144,8 @@ void read_settings(reader& r, const json& m, const std::string& at, audit::serve
 
 void read_sweep(reader& r, const json& m, audit::audit_spec& s) {
   if (!m.is_object()) return r.problem("sweep", "must be an object: the matrix of server settings");
-  for (const auto& [key, v] : m.items())
-    if (key != "probe_width" && key != "probe_bursts" &&
+  for (const auto& item : m.items())
+    if (const std::string key = item.key(); key != "probe_width" && key != "probe_bursts" &&
         std::find_if(settings_keys.begin(), settings_keys.end(), [&](const char* k) { return key == k; }) == settings_keys.end() &&
         key != "models")
       r.problem("sweep." + key, "is not an axis a sweep may vary (allowed: models, parallel, threads, flash_attn, "
