@@ -267,6 +267,10 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
     const auto& b = s.backends[i];
     const std::string f = "backends[" + std::to_string(i) + "]";
     if (b.name.empty()) add(f + ".name", "must not be empty");
+    else if (b.name.size() > 128 || std::any_of(b.name.begin(), b.name.end(), [](char ch) {
+               return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+             }))
+      add(f + ".name", "must be 1 to 128 characters, none of them control characters");
     else if (!names.insert(b.name).second) add(f + ".name", "duplicate backend name '" + b.name + "'");
     if (std::find(api_kinds.begin(), api_kinds.end(), b.api) == api_kinds.end()) {
       std::string known;

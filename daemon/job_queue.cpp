@@ -71,6 +71,10 @@ void job_queue::notify(std::int64_t id) {
   for (auto& t : it->second) t->cancel();
 }
 
+// Not a backend name (a spec's names cannot hold a control character): the exclusion of jobs
+// that start managed servers.
+const std::string job_queue::managed_servers_key = "\x1f" "managed servers";
+
 void job_queue::launch(std::int64_t id, std::vector<std::string> backends) {
   auto job = std::make_shared<running_job>();
   job->id = id;
@@ -145,8 +149,14 @@ net::awaitable<void> job_queue::dispatch_loop() {
         if (stopping_ || static_cast<int>(running_.size()) >= config_.max_running_jobs) break;
         if (running_.count(r.id)) continue;
         std::vector<std::string> backends;
+        bool managed = false;
         if (auto spec = api::read_spec(r.spec_json))
-          for (const auto& b : spec->backends) backends.push_back(b.name);
+          for (const auto& b : spec->backends) {
+            backends.push_back(b.name);
+            managed = managed || b.managed.has_value();
+          }
+        // Servers the daemon starts share this machine's cores: one job with them at a time.
+        if (managed) backends.push_back(managed_servers_key);
         // Never two jobs on one backend: they would perturb each other's batching.
         bool free = true;
         for (const auto& b : backends) free = free && !busy_backends_.count(b);

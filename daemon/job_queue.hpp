@@ -60,6 +60,7 @@ class job_queue {
 
   bool is_running(std::int64_t id) const { return running_.count(id) > 0; }
   bool busy(const std::string& backend) const { return busy_backends_.count(backend) > 0; }
+  static const std::string managed_servers_key;
   // Asks a running job to stop at its next group boundary, as its user; false when it is not
   // running here.
   bool cancel(std::int64_t id);

@@ -4,7 +4,6 @@
 // decides every width from its own stored numbers; and no llama-server outlives the daemon,
 // whether it is stopped with SIGTERM or killed with SIGKILL in the middle of a sweep.
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "support/daemon_harness.hpp"
 #include "support/http_call.hpp"
 #include "support/llama_server.hpp"
+#include "support/process.hpp"
 
 using namespace logitaudit;
 using json = nlohmann::json;
@@ -125,6 +125,30 @@ TEST(frontier_e2e, a_sweep_runs_each_configuration_with_its_flags_measures_it_an
   fs::remove_all(dir);
 }
 
+// Managed servers share this machine's cores: two jobs that start them never run at once,
+// even with room for two running jobs and no backend name in common.
+TEST(frontier_e2e, two_jobs_with_managed_servers_take_turns) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-turns-" + std::to_string(::getpid()));
+  const auto model = private_model("tiny", dir);
+  test_support::harness_options o;
+  o.managed.models = {{"tiny", model.string()}};
+  o.managed.log_dir = dir / "logs";
+  o.max_running_jobs = 2;
+  test_support::daemon_harness d(o);
+  auto submit = [&](const std::string& np) {
+    auto r = d.call(http::verb::post, "/v1/audits", R"({"preset":"sweep","n_predict":8,"sweep":{"models":["tiny"],"parallel":[)" + np +
+                                                       R"(],"probe_width":2,"probe_bursts":1}})");
+    EXPECT_EQ(r.status, 202u) << r.body;
+    return r.json()["id"].get<std::int64_t>();
+  };
+  const auto a = submit("1,2"), b = submit("3,4");  // four backend names, none shared
+  const auto ja = d.wait_final(a), jb = d.wait_final(b);
+  ASSERT_EQ(ja["status"], "done") << ja.dump();
+  ASSERT_EQ(jb["status"], "done") << jb.dump();
+  EXPECT_LE(ja["finished_at"].get<std::string>(), jb["started_at"].get<std::string>()) << ja.dump() << jb.dump();
+  fs::remove_all(dir);
+}
+
 TEST(frontier_e2e, a_managed_server_that_cannot_start_fails_the_job_with_the_end_of_its_log) {
   const fs::path dir = fs::temp_directory_path() / ("logitaudit-badmodel-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -210,28 +234,6 @@ TEST(frontier_e2e, a_threshold_search_on_a_real_server_decides_each_width_from_i
 
 namespace {
 
-pid_t start_daemon(int port, const fs::path& config, const fs::path& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    const std::string listen = "127.0.0.1:" + std::to_string(port);
-    ::execl(LOGITAUDITD, LOGITAUDITD, "--config", config.c_str(), "--listen", listen.c_str(), nullptr);
-    ::_exit(127);
-  }
-  for (int i = 0; i < 2400; ++i) {
-    try {
-      if (test_support::http_call(static_cast<unsigned short>(port), http::verb::get, "/readyz").status == 200) return pid;
-    } catch (const std::exception&) {
-    }
-    std::this_thread::sleep_for(25ms);
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  return -1;
-}
-
 // Waits until a server of `model` runs (the sweep reached a configuration).
 bool server_appears(const fs::path& model, std::chrono::seconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
@@ -252,27 +254,22 @@ TEST(frontier_e2e, no_llama_server_outlives_the_daemon_killed_or_stopped_mid_swe
                                 {"managed", {{"models", json::array({{{"name", "tiny"}, {"path", model.string()}}})},
                                              {"log_dir", (dir / "logs").string()}}}}
                                .dump();
-  const int port = clients::free_loopback_port();
-  const auto p = static_cast<unsigned short>(port);
-  pid_t d = start_daemon(port, config, dir / "daemon.log");
-  ASSERT_GT(d, 0) << "logitauditd did not become ready";
+  auto d = std::make_unique<test_support::daemon_process>(LOGITAUDITD, std::vector<std::string>{"--config", config.string()},
+                                                          dir / "daemon.log");
   const std::string spec = R"({"preset":"sweep","n_predict":8,"sweep":{"models":["tiny"],"parallel":[1,2,4]}})";
-  auto posted = test_support::http_call(p, http::verb::post, "/v1/audits", spec);
+  auto posted = test_support::http_call(d->port(), http::verb::post, "/v1/audits", spec);
   ASSERT_EQ(posted.status, 202u) << posted.body;
   ASSERT_TRUE(server_appears(model, 60s)) << "the sweep started no server";
   const auto servers = processes_using(model);
-  ::kill(d, SIGKILL);
-  ::waitpid(d, nullptr, 0);
+  ::kill(d->pid(), SIGKILL);
+  EXPECT_EQ(d->stop(), 128 + SIGKILL);
   EXPECT_TRUE(none_left(model, 5s)) << "a llama-server survived the daemon's SIGKILL (pid " << servers.front() << ")";
 
   // Restarted, the daemon resumes the sweep; SIGTERM stops it and its server with it.
-  d = start_daemon(port, config, dir / "daemon.log");
-  ASSERT_GT(d, 0);
+  d = std::make_unique<test_support::daemon_process>(LOGITAUDITD, std::vector<std::string>{"--config", config.string()},
+                                                     dir / "daemon.log");
   ASSERT_TRUE(server_appears(model, 60s)) << "the resumed sweep started no server";
-  ::kill(d, SIGTERM);
-  int status = 0;
-  ::waitpid(d, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(d->stop(), 0);
   EXPECT_TRUE(none_left(model, 5s)) << "a llama-server survived the daemon's SIGTERM";
   fs::remove_all(dir);
 }

@@ -95,6 +95,13 @@ std::vector<bad_case> matrix() {
       {"no positive control", v::post, "/v1/audits", spec(R"("conditions":[{"name":"c","kind":"repeat"}],"predictions":[])"), 400, "invalid_spec", "conditions"},
       {"tags not an array", v::post, "/v1/audits", spec(R"("tags":"x")"), 400, "invalid_spec", "tags"},
       {"SQL in a backend name", v::post, "/v1/audits", R"({"preset":"seed-protocol","backends":["'; DROP TABLE jobs; --"]})", 400, "invalid_spec", "backends[0].name"},
+      {"control character in a backend name", v::post, "/v1/audits", R"({"preset":"seed-protocol","backends":[{"name":"a\u001fb","url":"http://127.0.0.1:1"}]})", 400, "invalid_spec", "backends[0].name"},
+      // POST /v1/audits: managed servers and sweeps (this daemon has no managed models)
+      {"sweep on a daemon without managed models", v::post, "/v1/audits", R"({"preset":"sweep","sweep":{"models":["q4"]}})", 400, "invalid_spec", "sweep.models[0]"},
+      {"sweep axis outside the allowed flags", v::post, "/v1/audits", R"({"preset":"sweep","sweep":{"models":["q4"],"port":[80]}})", 400, "invalid_spec", "sweep.port"},
+      {"sweep matrix over the limit", v::post, "/v1/audits", R"({"preset":"sweep","sweep":{"models":["a","b","c","d"],"parallel":[1,2,3,4],"threads":[1,2,3]}})", 400, "invalid_spec", "sweep"},
+      {"managed server given a host", v::post, "/v1/audits", R"({"preset":"threshold","backends":[{"name":"m","managed":{"model":"q4","host":"0.0.0.0"}}]})", 400, "invalid_spec", "backends[0].managed.host"},
+      {"managed server given a path as its model", v::post, "/v1/audits", R"({"preset":"threshold","backends":[{"name":"m","managed":{"model":"/etc/passwd"}}]})", 400, "invalid_spec", "backends[0].managed.model"},
       // POST /v1/audits: tokens
       {"no token", v::post, "/v1/audits", ok_spec + "}", 401, "unauthorized", "", ""},
       {"wrong token", v::post, "/v1/audits", ok_spec + "}", 401, "unauthorized", "", "wrong-token-123"},
