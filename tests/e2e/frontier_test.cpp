@@ -53,14 +53,17 @@ std::vector<pid_t> processes_using(const fs::path& path) {
   return out;
 }
 
-bool none_left(const fs::path& model, std::chrono::seconds within) {
+// Whether some (or, with `running` false, no) process using `model` is seen within `within`.
+bool servers_seen(const fs::path& model, bool running, std::chrono::seconds within) {
   const auto deadline = std::chrono::steady_clock::now() + within;
-  while (!processes_using(model).empty()) {
+  while (processes_using(model).empty() == running) {
     if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(20ms);
   }
   return true;
 }
+bool none_left(const fs::path& model, std::chrono::seconds within) { return servers_seen(model, false, within); }
+bool server_appears(const fs::path& model, std::chrono::seconds within) { return servers_seen(model, true, within); }
 
 }  // namespace
 
@@ -231,20 +234,6 @@ TEST(frontier_e2e, a_threshold_search_on_a_real_server_decides_each_width_from_i
     }
   }
 }
-
-namespace {
-
-// Waits until a server of `model` runs (the sweep reached a configuration).
-bool server_appears(const fs::path& model, std::chrono::seconds within) {
-  const auto deadline = std::chrono::steady_clock::now() + within;
-  while (processes_using(model).empty()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
-}  // namespace
 
 TEST(frontier_e2e, no_llama_server_outlives_the_daemon_killed_or_stopped_mid_sweep) {
   const fs::path dir = fs::temp_directory_path() / ("logitaudit-sweepkill-" + std::to_string(::getpid()));
