@@ -37,3 +37,6 @@ if(BUILD_TESTING OR NOT DEFINED BUILD_TESTING)
   find_package(GTest CONFIG QUIET)
   logitaudit_require(GTest_FOUND libgtest-dev "GoogleTest")
 endif()
+
+pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
+logitaudit_require(LIBPQ_FOUND libpq-dev "libpq (the PostgreSQL store)")

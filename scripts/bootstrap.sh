@@ -13,6 +13,7 @@ packages=(
   libboost1.81-dev                  # Asio + Beast (libboost-dev is 1.74: too old)
   nlohmann-json3-dev libsqlite3-dev libxxhash-dev libspdlog-dev libcli11-dev
   libssl-dev                        # sha256 of model files, HMAC-SHA256 of webhook payloads
+  libpq-dev                         # the PostgreSQL store (fleets)
   libgtest-dev                      # GoogleTest
   python3                           # the independent verifier and the Python baseline clients
   curl                              # health checks in scripts/demo.sh
@@ -21,7 +22,7 @@ packages=(
   wrk                               # the HTTP load baseline of bench/run.sh
   prometheus                        # promtool: the tests check /metrics with Prometheus' own parser
 )
-[[ $tests -eq 1 ]] && packages+=(chromium)  # the console's browser tests (no browser download)
+[[ $tests -eq 1 ]] && packages+=(chromium postgresql)  # the console's browser tests (no browser download); a private PostgreSQL cluster
 
 missing=()
 for p in "${packages[@]}"; do

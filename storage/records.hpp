@@ -27,6 +27,7 @@ struct storage_error : std::runtime_error {
     full,          // the disk, or the configured size cap, is full
     busy,          // another process holds the database
     newer_schema,  // written by a newer logitaudit
+    unavailable,   // the database server cannot be reached (PostgreSQL)
     broken,        // anything else: corruption, I/O errors, a bug
   };
   storage_error(kind k, const std::string& what) : std::runtime_error(what), why(k) {}

@@ -123,8 +123,9 @@ class store {
   virtual std::string location() const = 0;
 };
 
-// Opens (creating and migrating) the store at `location`: a SQLite file path, or ":memory:"
-// for a database that lives as long as the store. Throws storage_error.
+// Opens (creating and migrating) the store at `location`: a PostgreSQL URL
+// ("postgresql://user@host:port/database"), or a SQLite file path, or ":memory:" for a SQLite
+// database that lives as long as the store. Throws storage_error.
 std::unique_ptr<store> open_store(const std::string& location);
 
 }  // namespace logitaudit::storage

@@ -35,7 +35,7 @@ statement& statement::bind_blob(int i, std::span<const std::uint8_t> v) {
     throw_sqlite(db_, rc, "bind");
   return *this;
 }
-statement& statement::bind_null(int i) {
+statement& statement::bind_null(int i, sql_type) {
   if (int rc = sqlite3_bind_null(s_.get(), i); rc != SQLITE_OK) throw_sqlite(db_, rc, "bind");
   return *this;
 }
@@ -46,12 +46,6 @@ bool statement::step() {
   if (rc == SQLITE_DONE) return false;
   sqlite3_reset(s_.get());
   throw_sqlite(db_, rc, "step");
-}
-
-void statement::run() {
-  while (step()) {
-  }
-  reset();
 }
 
 void statement::reset() {
@@ -101,17 +95,6 @@ statement& database::prepare(const std::string& sql) {
       rc != SQLITE_OK)
     throw_sqlite(db_.get(), rc, "prepare");
   return *cache_.emplace(sql, std::make_unique<statement>(db_.get(), s)).first->second;
-}
-
-transaction::transaction(database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
-
-transaction::~transaction() noexcept {
-  if (!done_) sqlite3_exec(db_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
-}
-
-void transaction::commit() {
-  db_.exec("COMMIT");
-  done_ = true;
 }
 
 }  // namespace logitaudit::storage

@@ -1,5 +1,5 @@
 // The SQLite implementation of the storage interfaces: one database file (or ":memory:"),
-// numbered migrations, each group written whole in one transaction. Only storage/ and the
+// its numbered migrations and its chores; the queries are the shared sql_repositories. Only storage/ and the
 // storage tests include this; everyone else reaches it through repositories.hpp.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "repositories.hpp"
+#include "sql_repositories.hpp"
 #include "sqlite.hpp"
 
 namespace logitaudit::storage {
@@ -25,10 +26,10 @@ class sqlite_store final : public store, private file_maintenance {
   explicit sqlite_store(const std::string& path);
   ~sqlite_store() override;
 
-  job_repository& jobs() override { return *jobs_; }
-  evidence_repository& evidence() override { return *evidence_; }
-  schedule_repository& schedules() override { return *schedules_; }
-  alert_repository& alerts() override { return *alerts_; }
+  job_repository& jobs() override { return *repos_.jobs; }
+  evidence_repository& evidence() override { return *repos_.evidence; }
+  schedule_repository& schedules() override { return *repos_.schedules; }
+  alert_repository& alerts() override { return *repos_.alerts; }
   file_maintenance* maintenance() override { return this; }
   int schema_version() override;
   std::string location() const override { return db_.path(); }
@@ -45,10 +46,7 @@ class sqlite_store final : public store, private file_maintenance {
   void checkpoint() override;
 
   database db_;
-  std::unique_ptr<job_repository> jobs_;
-  std::unique_ptr<evidence_repository> evidence_;
-  std::unique_ptr<schedule_repository> schedules_;
-  std::unique_ptr<alert_repository> alerts_;
+  sql_repositories repos_;
 };
 
 }  // namespace logitaudit::storage

@@ -1,7 +1,8 @@
-// Storage through its interfaces (storage/repositories.hpp), on every engine this build has:
-// a SQLite file and SQLite in memory. Another engine (PostgreSQL) adds itself to engines()
-// and runs the same tests unchanged. What only SQLite has (migrations of its file, the file's
-// chores, SIGKILL while writing, tampering with rows) is tested at the end.
+// Storage through its interfaces (storage/repositories.hpp), on every engine: a SQLite file,
+// SQLite in memory and a database on a real PostgreSQL cluster (support/postgres.hpp) run the
+// same tests unchanged. What only one engine has (SQLite's migrations of its file, the file's
+// chores, SIGKILL while writing, tampering with rows; PostgreSQL's URL handling, its schema
+// versions and a lost connection) is tested at the end.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include "storage/database_lock.hpp"
 #include "storage/db_worker.hpp"
 #include "storage/sqlite_store.hpp"
+#include "support/postgres.hpp"
 #include "support/synthetic.hpp"
 
 using namespace logitaudit;
@@ -39,15 +41,25 @@ struct temp_db {
   std::string str() const { return path.string(); }
 };
 
-// An engine: how to open a fresh store for a test.
+// An engine: where a test's fresh database is (given a temporary file path), and how to open
+// it. The location may be opened more than once (the db thread opens its own store).
 struct engine {
   std::string name;
-  std::function<std::unique_ptr<storage::store>(const std::string& location)> open;
+  std::function<std::string(const std::string& file)> location;
+  std::function<std::unique_ptr<storage::store>(const std::string& location)> open = storage::open_store;
 };
 
+void PrintTo(const engine& e, std::ostream* os) { *os << e.name; }
+
 std::vector<engine> engines() {
-  return {{"sqlite_file", [](const std::string& location) { return storage::open_store(location); }},
-          {"sqlite_memory", [](const std::string&) { return storage::open_store(":memory:"); }}};
+  return {{"sqlite_file", [](const std::string& file) { return file; }},
+          {"sqlite_memory", [](const std::string&) { return std::string(":memory:"); }},
+          {"postgresql", [](const std::string&) {
+             // One database per test, dropped when the test binary exits.
+             static std::vector<std::unique_ptr<test_support::postgres_database>> databases;
+             databases.push_back(std::make_unique<test_support::postgres_database>());
+             return databases.back()->url();
+           }}};
 }
 
 // A finished seed-protocol job on synthetic streams and batched bursts, stored the way the
@@ -78,9 +90,13 @@ std::int64_t store_job(storage::store& s, audit::audit_spec& spec, audit::audit_
 
 class storage_suite : public ::testing::TestWithParam<engine> {
  protected:
-  void SetUp() override { s_ = GetParam().open(db_.str()); }
+  void SetUp() override {
+    location_ = GetParam().location(db_.str());
+    s_ = GetParam().open(location_);
+  }
   storage::store& s() { return *s_; }
   temp_db db_{"suite"};
+  std::string location_;
   std::unique_ptr<storage::store> s_;
 };
 
@@ -366,7 +382,7 @@ TEST_P(storage_suite, the_db_thread_batches_writes_and_reports_a_failed_write) {
   audit::audit_plan plan = audit::make_plan(spec);
   const auto runs = test_support::simulate(plan);
   const auto open = GetParam().open;
-  const auto location = db_.str();
+  const auto location = location_;
   s_.reset();
   storage::db_worker w([open, location] { return open(location); });
   storage::new_job j;

@@ -1,0 +1,105 @@
+// PostgreSQL through libpq, as the engine-neutral interface of sql.hpp. Statements are sent
+// with typed parameters and read back in binary format (exact doubles, raw bytea); `?N` and
+// `?` in the shared SQL become `$N`. A connection that was lost is re-established at the next
+// statement outside a transaction. Errors are storage_error exceptions, their kind read from
+// the SQLSTATE. Only the PostgreSQL implementation includes this header.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sql.hpp"
+
+namespace logitaudit::storage {
+
+struct pg_conn_closer {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+struct pg_result_clearer {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using pg_result = std::unique_ptr<PGresult, pg_result_clearer>;
+
+// True for "postgresql://..." and "postgres://...": what open_store() hands to PostgreSQL.
+bool is_postgres_url(const std::string& location);
+// The URL with its password (user:PASSWORD@ or ?password=) replaced by "***".
+std::string redact_url(const std::string& url);
+// The shared SQL's parameters (?N, and ? as SQLite numbers it) as PostgreSQL's $N.
+std::string postgres_parameters(const std::string& sql);
+
+class pg_connection;
+
+class pg_statement final : public sql_statement {
+ public:
+  pg_statement(pg_connection& c, std::string sql) : c_(c), sql_(std::move(sql)) {}
+  using sql_statement::bind;
+
+  pg_statement& bind(int i, std::int64_t v) override;
+  pg_statement& bind(int i, double v) override;
+  pg_statement& bind(int i, std::string_view v) override;
+  pg_statement& bind_blob(int i, std::span<const std::uint8_t> v) override;
+  pg_statement& bind_null(int i, sql_type as = sql_type::unknown) override;
+
+  bool step() override;
+  void reset() override;
+
+  std::int64_t integer(int col) const override;
+  double real(int col) const override;
+  bool is_null(int col) const override;
+  std::string text(int col) const override;
+  std::vector<std::uint8_t> blob(int col) const override;
+
+ private:
+  struct param {
+    unsigned type = 0;  // an Oid; 0 lets the server infer it
+    bool null = true;
+    bool binary = false;
+    std::string value;
+  };
+  param& at(int i);
+
+  pg_connection& c_;
+  std::string sql_;  // with $N parameters
+  std::vector<param> params_;
+  pg_result result_;
+  int row_ = -1;
+  int rows_ = 0;
+};
+
+class pg_connection final : public sql_connection {
+ public:
+  // Connects to `url` (postgresql://user[:password]@host[:port]/database[?options]).
+  // Throws storage_error (kind unavailable) naming the URL without its password.
+  explicit pg_connection(const std::string& url);
+
+  sql_dialect dialect() const override { return sql_dialect::postgresql; }
+  void exec(std::string_view sql) override;
+  pg_statement& prepare(const std::string& sql) override;
+  std::int64_t changes() const override { return changes_; }
+  void begin() override;
+  void commit() override;
+  void rollback() noexcept override;
+  std::string location() const override { return redacted_; }
+
+  // Runs one statement; the result is tuples or a command's. Throws storage_error.
+  pg_result run(const std::string& sql, const std::vector<const char*>& values, const std::vector<int>& lengths,
+                const std::vector<int>& formats, const std::vector<unsigned>& types);
+
+ private:
+  // Reconnects a lost connection, unless a transaction was open on it (that one is gone).
+  void ensure_connected();
+  pg_result check(PGresult* r, std::string_view what);
+
+  std::string url_;
+  std::string redacted_;
+  std::unique_ptr<PGconn, pg_conn_closer> conn_;
+  std::unordered_map<std::string, std::unique_ptr<pg_statement>> cache_;
+  std::int64_t changes_ = 0;
+  bool in_transaction_ = false;
+};
+
+}  // namespace logitaudit::storage

@@ -1,0 +1,809 @@
+// The queries of the stores, in the SQL SQLite and PostgreSQL share: numbered parameters,
+// INSERT ... RETURNING, ON CONFLICT upserts. Where the two differ (reading a JSON array) the
+// connection's dialect picks the clause.
+#include "sql_repositories.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "audit/stream_encoding.hpp"
+
+namespace logitaudit::storage {
+namespace {
+
+using json = nlohmann::json;
+
+// Runs an INSERT ... RETURNING id and returns the id.
+std::int64_t returned_id(sql_statement& s) {
+  if (!s.step()) throw storage_error(storage_error::kind::broken, "an INSERT returned no id");
+  const auto id = s.integer(0);
+  s.reset();
+  return id;
+}
+
+std::string hashes_text(const std::map<std::string, std::string>& m) {
+  std::string s;
+  for (const auto& [k, v] : m) s += k + "\t" + v + "\n";
+  return s;
+}
+
+std::map<std::string, std::string> hashes_of(const std::string& text) {
+  std::map<std::string, std::string> out;
+  for (std::size_t i = 0; i < text.size();) {
+    auto nl = text.find('\n', i);
+    if (nl == std::string::npos) nl = text.size();
+    auto line = text.substr(i, nl - i);
+    if (auto tab = line.rfind('\t'); tab != std::string::npos) out[line.substr(0, tab)] = line.substr(tab + 1);
+    i = nl + 1;
+  }
+  return out;
+}
+
+std::string tags_text(const std::vector<std::string>& tags) {
+  return json(tags).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::vector<std::string> tags_of(const std::string& text) {
+  std::vector<std::string> out;
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_array())
+    for (const auto& t : j)
+      if (t.is_string()) out.push_back(t.get<std::string>());
+  return out;
+}
+
+audit::job_status status_of(const std::string& s) {
+  auto st = audit::parse_job_status(s);
+  if (!st) throw storage_error(storage_error::kind::broken, "a job has the unknown status '" + s + "'");
+  return *st;
+}
+
+std::optional<audit::digest128> digest_of(const std::vector<std::uint8_t>& b) {
+  if (b.size() != 16) return std::nullopt;
+  audit::digest128 d;
+  std::copy(b.begin(), b.end(), d.bytes);
+  return d;
+}
+
+// ---- jobs --------------------------------------------------------------------------------
+
+constexpr const char* kJobColumns =
+    "id, status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, total_groups, "
+    "done_requests, failed_requests, error, tags_json, schedule_id, created_at, started_at, finished_at, findings_json";
+
+job_record read_job(sql_statement& s) {
+  job_record j;
+  j.id = s.integer(0);
+  j.status = status_of(s.text(1));
+  j.spec_json = s.text(2);
+  j.spec_hash = s.text(3);
+  j.prediction_hash = s.text(4);
+  j.predictions_registered_at = s.text(5);
+  j.total_requests = s.integer(6);
+  j.total_groups = s.integer(7);
+  j.done_requests = s.integer(8);
+  j.failed_requests = s.integer(9);
+  j.error = s.text(10);
+  j.tags = tags_of(s.text(11));
+  if (!s.is_null(12)) j.schedule_id = s.integer(12);
+  j.created_at = s.text(13);
+  j.started_at = s.text(14);
+  j.finished_at = s.text(15);
+  j.findings_json = s.text(16);
+  return j;
+}
+
+std::vector<job_record> read_jobs(sql_statement& s) {
+  std::vector<job_record> out;
+  while (s.step()) out.push_back(read_job(s));
+  s.reset();
+  return out;
+}
+
+void write_status(sql_connection& db, std::int64_t job, audit::job_status status, const std::string& at, const std::string& error) {
+  auto& s = db.prepare(
+      "UPDATE jobs SET status = ?2, error = ?3, "
+      "started_at = CASE WHEN ?2 = 'running' AND started_at = '' THEN ?4 ELSE started_at END, "
+      "finished_at = CASE WHEN ?5 <> 0 THEN ?4 ELSE finished_at END "
+      "WHERE id = ?1");
+  s.bind(1, job).bind(2, audit::to_string(status)).bind(3, error).bind(4, at).bind(5, audit::is_final(status));
+  s.run();
+}
+
+class sql_jobs final : public job_repository {
+ public:
+  explicit sql_jobs(sql_connection& db) : db_(db) {}
+
+  std::int64_t create(const new_job& j) override {
+    auto& s = db_.prepare(
+        "INSERT INTO jobs (status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, "
+        "total_groups, tags_json, schedule_id, created_at) VALUES ('queued', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+    s.bind(1, j.spec_json).bind(2, j.spec_hash).bind(3, j.prediction_hash).bind(4, j.predictions_registered_at);
+    s.bind(5, j.total_requests).bind(6, j.total_groups).bind(7, tags_text(j.tags)).bind(8, j.schedule_id);
+    s.bind(9, j.created_at);
+    transaction t(db_);
+    const auto id = returned_id(s);
+    auto& b = db_.prepare("INSERT INTO job_backends (job_id, backend) VALUES (?, ?) ON CONFLICT DO NOTHING");
+    for (const auto& name : j.backends) {
+      b.bind(1, id).bind(2, name);
+      b.run();
+    }
+    t.commit();
+    return id;
+  }
+
+  void set_status(std::int64_t job, audit::job_status status, const std::string& at, const std::string& error) override {
+    write_status(db_, job, status, at, error);
+  }
+
+  void set_total_requests(std::int64_t job, std::int64_t total) override {
+    auto& s = db_.prepare("UPDATE jobs SET total_requests = ?2 WHERE id = ?1");
+    s.bind(1, job).bind(2, total);
+    s.run();
+  }
+
+  void finish(std::int64_t job, audit::job_status status, const std::string& error, const audit::findings& f,
+              const std::string& findings_json, const std::string& at) override {
+    transaction t(db_);
+    auto& run_id = db_.prepare("SELECT id FROM runs WHERE job_id = ? AND group_index = ? AND request_index = ?");
+    auto& v_ins = db_.prepare(
+        "INSERT INTO verdicts (run_id, logit_identical, token_identical, first_logit_difference, "
+        "first_token_difference, max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+        "logit_identical = excluded.logit_identical, token_identical = excluded.token_identical, "
+        "first_logit_difference = excluded.first_logit_difference, first_token_difference = excluded.first_token_difference, "
+        "max_abs_delta = excluded.max_abs_delta, mean_abs_delta = excluded.mean_abs_delta, max_ulp = excluded.max_ulp, "
+        "margin_at_flip = excluded.margin_at_flip, flag = excluded.flag, flag_reason = excluded.flag_reason");
+    for (const auto& v : f.verdicts) {
+      if (v.failed || !v.result) continue;
+      run_id.bind(1, job).bind(2, v.group).bind(3, v.request);
+      if (!run_id.step()) {
+        run_id.reset();
+        continue;
+      }
+      const auto id = run_id.integer(0);
+      run_id.reset();
+      const auto& c = *v.result;
+      v_ins.bind(1, id).bind(2, c.logit_identical).bind(3, c.token_identical).bind(4, c.first_logit_difference);
+      v_ins.bind(5, c.first_token_difference).bind(6, c.max_abs_delta).bind(7, c.mean_abs_delta);
+      v_ins.bind(8, static_cast<std::int64_t>(std::min<std::uint64_t>(c.max_ulp, INT64_MAX))).bind(9, c.baseline_margin_at_flip);
+      v_ins.bind(10, audit::to_string(v.flag)).bind(11, v.flag_reason);
+      v_ins.run();
+    }
+    auto& b_upd = db_.prepare(
+        "UPDATE bursts SET batched = ?3, expected = ?4, needed = ?5, measured = ?6, measured_by = ?7, "
+        "needed_overlap = ?8, verdict_reason = ?9 WHERE job_id = ?1 AND group_index = ?2");
+    for (const auto& [group, b] : f.bursts) {
+      b_upd.bind(1, job).bind(2, group).bind(3, b.batched).bind(4, b.expected).bind(5, b.needed).bind(6, b.measured);
+      b_upd.bind(7, audit::to_string(b.measured_by)).bind(8, b.needed_overlap).bind(9, b.reason);
+      b_upd.run();
+    }
+    auto& p_ins = db_.prepare(
+        "INSERT INTO predictions (job_id, prediction_id, held, k, n, outcome, flagged) VALUES (?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (job_id, prediction_id) DO UPDATE SET held = excluded.held, k = excluded.k, n = excluded.n, "
+        "outcome = excluded.outcome, flagged = excluded.flagged");
+    for (const auto& p : f.predictions) {
+      p_ins.bind(1, job).bind(2, p.claim.id).bind(3, p.held()).bind(4, p.k).bind(5, p.n);
+      p_ins.bind(6, audit::to_string(p.outcome)).bind(7, p.flagged);
+      p_ins.run();
+    }
+    auto& j = db_.prepare("UPDATE jobs SET findings_json = ? WHERE id = ?");
+    j.bind(1, findings_json).bind(2, job);
+    j.run();
+    write_status(db_, job, status, at, error);
+    t.commit();
+  }
+
+  std::optional<job_record> get(std::int64_t id) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?");
+    s.bind(1, id);
+    std::optional<job_record> j;
+    if (s.step()) j = read_job(s);
+    s.reset();
+    return j;
+  }
+
+  std::vector<job_record> with_status(audit::job_status status) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE status = ? ORDER BY id");
+    s.bind(1, audit::to_string(status));
+    return read_jobs(s);
+  }
+
+  std::vector<job_record> page(const job_query& q) override {
+    // The tags are a JSON array of strings in both engines; each has its own way into one.
+    const char* tag_values = db_.dialect() == sql_dialect::postgresql
+                                 ? "SELECT 1 FROM jsonb_array_elements_text(jobs.tags_json::jsonb) AS t(value)"
+                                 : "SELECT 1 FROM json_each(jobs.tags_json)";
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns +
+                          " FROM jobs WHERE (?1 = '' OR status = ?1) AND (?2 = 0 OR id < ?2) AND "
+                          "(?3 = '' OR EXISTS (" + tag_values + " WHERE value = ?3)) "
+                          "ORDER BY id DESC LIMIT ?4");
+    const std::string status(q.status ? audit::to_string(*q.status) : "");
+    s.bind(1, status).bind(2, q.before).bind(3, q.tag).bind(4, q.limit);
+    return read_jobs(s);
+  }
+
+  std::vector<job_record> of_schedule(std::int64_t schedule, int limit) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE schedule_id = ? ORDER BY id DESC LIMIT ?");
+    s.bind(1, schedule).bind(2, limit);
+    return read_jobs(s);
+  }
+
+  std::vector<series_summary> series(const series_filter& f) override {
+    auto& s = db_.prepare(
+        "SELECT g.schedule_id, g.spec, g.backend, g.n, g.first_id, g.last_id, l.spec_hash, l.created_at FROM ("
+        " SELECT j.schedule_id, CASE WHEN j.schedule_id IS NULL THEN j.spec_hash ELSE '' END AS spec, b.backend,"
+        "  count(*) AS n, min(j.id) AS first_id, max(j.id) AS last_id"
+        " FROM jobs j JOIN job_backends b ON b.job_id = j.id"
+        " WHERE (?1 = '' OR b.backend = ?1) AND (?2 = '' OR j.spec_hash = ?2) AND (?3 IS NULL OR j.schedule_id = ?3)"
+        " GROUP BY j.schedule_id, spec, b.backend) g JOIN jobs l ON l.id = g.last_id ORDER BY g.last_id DESC");
+    s.bind(1, f.backend).bind(2, f.spec_hash).bind(3, f.schedule);
+    std::vector<series_summary> out;
+    while (s.step()) {
+      series_summary x;
+      if (!s.is_null(0)) x.key.schedule = s.integer(0);
+      x.key.spec_hash = s.text(1);
+      x.key.backend = s.text(2);
+      x.audits = s.integer(3);
+      x.first_job = s.integer(4);
+      x.last_job = s.integer(5);
+      x.last_spec_hash = s.text(6);
+      x.last_time = s.text(7);
+      out.push_back(std::move(x));
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<job_record> series_jobs(const series_key& k, int limit) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kJobColumns +
+                          " FROM jobs WHERE id IN (SELECT job_id FROM job_backends WHERE backend = ?1) AND"
+                          " ((?2 IS NOT NULL AND schedule_id = ?2) OR (?2 IS NULL AND schedule_id IS NULL AND spec_hash = ?3))"
+                          " ORDER BY id DESC LIMIT ?4");
+    s.bind(1, k.backend).bind(2, k.schedule).bind(3, k.spec_hash).bind(4, limit);
+    auto jobs = read_jobs(s);
+    std::reverse(jobs.begin(), jobs.end());
+    return jobs;
+  }
+
+  std::map<audit::job_status, std::int64_t> counts() override {
+    auto& s = db_.prepare("SELECT status, count(*) FROM jobs GROUP BY status");
+    std::map<audit::job_status, std::int64_t> out;
+    while (s.step()) out[status_of(s.text(0))] = s.integer(1);
+    s.reset();
+    return out;
+  }
+
+  std::vector<std::int64_t> ids() override {
+    auto& s = db_.prepare("SELECT id FROM jobs ORDER BY id");
+    std::vector<std::int64_t> out;
+    while (s.step()) out.push_back(s.integer(0));
+    s.reset();
+    return out;
+  }
+
+  std::vector<prediction_record> predictions(std::int64_t job) override {
+    auto& s = db_.prepare("SELECT prediction_id, outcome, k, n, flagged FROM predictions WHERE job_id = ? ORDER BY prediction_id");
+    s.bind(1, job);
+    std::vector<prediction_record> out;
+    while (s.step())
+      out.push_back({s.text(0), audit::parse_prediction_outcome(s.text(1)).value_or(audit::prediction_outcome::failed),
+                     static_cast<int>(s.integer(2)), static_cast<int>(s.integer(3)), static_cast<int>(s.integer(4))});
+    s.reset();
+    return out;
+  }
+
+  bool remove(std::int64_t job) override {
+    transaction t(db_);
+    // Verdicts and streams hang off runs, runs and bursts off groups: cascades remove them all.
+    auto& s = db_.prepare("DELETE FROM jobs WHERE id = ?");
+    s.bind(1, job);
+    s.run();
+    const bool any = db_.changes() > 0;
+    t.commit();
+    return any;
+  }
+
+ private:
+  sql_connection& db_;
+};
+
+// ---- evidence ----------------------------------------------------------------------------
+
+constexpr const char* kRunColumns =
+    "r.id, r.group_index, r.request_index, r.backend, r.condition, r.replicate, r.prompt, r.temperature, r.seed, "
+    "r.cache_prompt, r.id_slot, r.compared, r.baseline_group, r.status, r.error, r.write_ns, r.first_byte_ns, "
+    "r.last_byte_ns, s.token_digest, s.logit_digest, s.token_count, s.stop_reason, s.prompt_tokens, s.cached_tokens, "
+    "s.slot, s.prompt_n, s.prompt_ms, s.predicted_n, s.predicted_ms, s.cache_n, v.run_id, v.logit_identical, "
+    "v.token_identical, v.first_logit_difference, v.first_token_difference, v.max_abs_delta, v.mean_abs_delta, "
+    "v.max_ulp, v.margin_at_flip, v.flag, v.flag_reason";
+constexpr int kRunColumnCount = 41;
+constexpr const char* kRunJoins =
+    " FROM runs r LEFT JOIN streams s ON s.run_id = r.id LEFT JOIN verdicts v ON v.run_id = r.id ";
+
+run_record read_run(sql_statement& s) {
+  run_record r;
+  r.id = s.integer(0);
+  r.group = static_cast<std::size_t>(s.integer(1));
+  r.request = static_cast<std::size_t>(s.integer(2));
+  r.backend = s.text(3);
+  r.condition = s.text(4);
+  r.replicate = static_cast<int>(s.integer(5));
+  r.prompt = s.text(6);
+  r.temperature = s.real(7);
+  if (!s.is_null(8)) r.seed = s.integer(8);
+  r.cache_prompt = s.integer(9) != 0;
+  if (!s.is_null(10)) r.id_slot = s.integer(10);
+  r.compared = s.integer(11) != 0;
+  if (!s.is_null(12)) r.baseline_group = s.integer(12);
+  r.ok = s.text(13) == "ok";
+  r.error = s.text(14);
+  r.write_ns = s.integer(15);
+  r.first_byte_ns = s.integer(16);
+  r.last_byte_ns = s.integer(17);
+  if (!s.is_null(18)) {
+    auto token = digest_of(s.blob(18)), logit = digest_of(s.blob(19));
+    if (token && logit) r.digests = audit::stream_digests{*token, *logit};
+    r.token_count = s.integer(20);
+    r.stop_reason = s.text(21);
+    r.prompt_tokens = s.integer(22);
+    r.cached_tokens = s.integer(23);
+    r.slot = s.integer(24);
+    r.server.prompt_n = s.integer(25);
+    r.server.prompt_ms = s.real(26);
+    r.server.predicted_n = s.integer(27);
+    r.server.predicted_ms = s.real(28);
+    r.server.cache_n = s.integer(29);
+  }
+  if (!s.is_null(30)) {
+    verdict_record v;
+    v.logit_identical = s.integer(31) != 0;
+    v.token_identical = s.integer(32) != 0;
+    v.first_logit_difference = static_cast<int>(s.integer(33));
+    v.first_token_difference = static_cast<int>(s.integer(34));
+    v.max_abs_delta = s.real(35);
+    v.mean_abs_delta = s.real(36);
+    v.max_ulp = static_cast<std::uint64_t>(s.integer(37));
+    if (!s.is_null(38)) v.margin_at_flip = s.real(38);
+    v.flag = audit::parse_evidence_flag(s.text(39)).value_or(audit::evidence_flag::none);
+    v.flag_reason = s.text(40);
+    r.verdict = v;
+  }
+  return r;
+}
+
+// The stream as the runner saw it: decoded bytes plus what the row keeps beside them.
+std::optional<audit::logit_stream> stream_of(const run_record& r, const std::vector<std::uint8_t>& encoding, std::string content) {
+  auto st = audit::decode_canonical(encoding);
+  if (!st) return std::nullopt;
+  st->content = std::move(content);
+  st->stop_reason = r.stop_reason;
+  st->prompt_tokens = r.prompt_tokens;
+  st->cached_tokens = r.cached_tokens;
+  st->slot = r.slot;
+  st->server = r.server;
+  st->client.write_ns = r.write_ns;
+  st->client.first_byte_ns = r.first_byte_ns;
+  st->client.last_byte_ns = r.last_byte_ns;
+  return st;
+}
+
+audit::backend_fingerprint read_fingerprint(sql_statement& s, int at) {
+  audit::backend_fingerprint f;
+  f.api = s.text(at);
+  f.build_info = s.text(at + 1);
+  f.model = s.text(at + 2);
+  f.model_ftype = s.text(at + 3);
+  f.total_slots = s.integer(at + 4);
+  f.n_ctx = s.integer(at + 5);
+  f.chat_template_hash = s.text(at + 6);
+  f.generation_settings_hash = s.text(at + 7);
+  f.prompt_token_hashes = hashes_of(s.text(at + 8));
+  f.model_meta = hashes_of(s.text(at + 9));
+  f.model_sha256 = s.text(at + 10);
+  f.canary_logit_digest = s.text(at + 11);
+  f.canary_token_digest = s.text(at + 12);
+  return f;
+}
+
+class sql_evidence final : public evidence_repository {
+ public:
+  explicit sql_evidence(sql_connection& db) : db_(db) {}
+
+  void record_groups(std::int64_t job, const std::vector<group_write>& groups) override {
+    transaction t(db_);
+    auto& g_ins = db_.prepare(
+        "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    auto& b_ins = db_.prepare(
+        "INSERT INTO bursts (job_id, group_index, launch_spread_ns, wall_ns, overlap, busy_slots_per_decode, warnings, "
+        "width, server_slots, timed_concurrency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    auto& r_ins = db_.prepare(
+        "INSERT INTO runs (job_id, group_index, request_index, backend, condition, replicate, prompt, temperature, seed, "
+        "cache_prompt, id_slot, compared, baseline_group, status, error, write_ns, first_byte_ns, last_byte_ns) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+    auto& s_ins = db_.prepare(
+        "INSERT INTO streams (run_id, token_digest, logit_digest, token_count, encoding, content, stop_reason, "
+        "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    auto& progress =
+        db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");
+    const std::string at = now_utc();
+    for (const auto& gw : groups) {
+      const auto& g = *gw.group;
+      g_ins.bind(1, job).bind(2, g.index).bind(3, g.backend).bind(4, g.condition).bind(5, g.replicate);
+      g_ins.bind(6, g.mode == audit::group_mode::burst ? "burst" : "serial").bind(7, gw.attempts).bind(8, at);
+      g_ins.run();
+      if (gw.burst) {
+        const auto& b = *gw.burst;
+        std::string warnings;
+        for (const auto& w : b.warnings) warnings += w + "\n";
+        b_ins.bind(1, job).bind(2, g.index).bind(3, b.launch_spread_ns).bind(4, b.wall_ns).bind(5, b.overlap);
+        b_ins.bind(6, b.busy_slots_per_decode).bind(7, warnings).bind(8, b.width).bind(9, b.server_slots);
+        b_ins.bind(10, b.timed_concurrency);
+        b_ins.run();
+      }
+      int failed = 0;
+      for (const auto& r : gw.runs) {
+        const auto& req = g.requests.at(r.request);
+        std::optional<std::int64_t> baseline_group;
+        if (req.compared && req.baseline >= 0)
+          baseline_group = static_cast<std::int64_t>(gw.plan->baselines.at(static_cast<std::size_t>(req.baseline)).group);
+        r_ins.bind(1, job).bind(2, g.index).bind(3, r.request).bind(4, g.backend).bind(5, g.condition);
+        r_ins.bind(6, g.replicate).bind(7, req.prompt).bind(8, req.params.temperature);
+        r_ins.bind(9, req.params.seed ? std::optional<std::int64_t>(static_cast<std::int64_t>(*req.params.seed)) : std::nullopt);
+        r_ins.bind(10, req.cache_prompt).bind(11, req.id_slot ? std::optional<std::int64_t>(*req.id_slot) : std::nullopt);
+        r_ins.bind(12, req.compared).bind(13, baseline_group).bind(14, r.stream ? "ok" : "failed").bind(15, r.error);
+        r_ins.bind(16, r.stream ? r.stream->client.write_ns : 0).bind(17, r.stream ? r.stream->client.first_byte_ns : 0);
+        r_ins.bind(18, r.stream ? r.stream->client.last_byte_ns : 0);
+        const auto run_id = returned_id(r_ins);
+        failed += !r.stream;
+        if (!r.stream) continue;
+        const auto& st = *r.stream;
+        const auto enc = audit::encode_canonical(st);
+        const auto d = audit::digest(st);
+        s_ins.bind(1, run_id).bind_blob(2, d.token.bytes).bind_blob(3, d.logit.bytes).bind(4, st.tokens.size());
+        s_ins.bind_blob(5, enc).bind(6, st.content).bind(7, st.stop_reason).bind(8, st.prompt_tokens);
+        s_ins.bind(9, st.cached_tokens).bind(10, st.slot).bind(11, st.server.prompt_ms).bind(12, st.server.predicted_ms);
+        s_ins.bind(13, st.server.cache_n).bind(14, st.server.prompt_n).bind(15, st.server.predicted_n);
+        s_ins.run();
+      }
+      progress.bind(1, job).bind(2, gw.runs.size()).bind(3, failed);
+      progress.run();
+    }
+    t.commit();
+  }
+
+  void record_fingerprint(std::int64_t job, const std::string& backend, audit::fingerprint_phase phase,
+                          const audit::backend_fingerprint& f, const std::string& taken_at) override {
+    // A resumed job keeps the fingerprint taken when it first began; the end is the last one.
+    auto& s = db_.prepare(std::string(
+                              "INSERT INTO fingerprints (job_id, backend, phase, api, build_info, model, model_ftype, total_slots, "
+                              "n_ctx, chat_template_hash, generation_settings_hash, prompt_token_hashes, model_meta, "
+                              "model_sha256, canary_logit_digest, canary_token_digest, taken_at) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ") +
+                          (phase == audit::fingerprint_phase::before
+                               ? "DO NOTHING"
+                               : "(job_id, backend, phase) DO UPDATE SET api = excluded.api, build_info = excluded.build_info, "
+                                 "model = excluded.model, model_ftype = excluded.model_ftype, total_slots = excluded.total_slots, "
+                                 "n_ctx = excluded.n_ctx, chat_template_hash = excluded.chat_template_hash, "
+                                 "generation_settings_hash = excluded.generation_settings_hash, "
+                                 "prompt_token_hashes = excluded.prompt_token_hashes, model_meta = excluded.model_meta, "
+                                 "model_sha256 = excluded.model_sha256, canary_logit_digest = excluded.canary_logit_digest, "
+                                 "canary_token_digest = excluded.canary_token_digest, taken_at = excluded.taken_at"));
+    s.bind(1, job).bind(2, backend).bind(3, audit::to_string(phase)).bind(4, f.api).bind(5, f.build_info).bind(6, f.model);
+    s.bind(7, f.model_ftype).bind(8, f.total_slots).bind(9, f.n_ctx).bind(10, f.chat_template_hash);
+    s.bind(11, f.generation_settings_hash).bind(12, hashes_text(f.prompt_token_hashes)).bind(13, hashes_text(f.model_meta));
+    s.bind(14, f.model_sha256).bind(15, f.canary_logit_digest).bind(16, f.canary_token_digest).bind(17, taken_at);
+    s.run();
+  }
+
+  std::set<std::size_t> stored_groups(std::int64_t job) override {
+    auto& s = db_.prepare("SELECT group_index FROM groups WHERE job_id = ?");
+    s.bind(1, job);
+    std::set<std::size_t> out;
+    while (s.step()) out.insert(static_cast<std::size_t>(s.integer(0)));
+    s.reset();
+    return out;
+  }
+
+  std::vector<run_record> runs(std::int64_t job, const run_filter& filter) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + kRunJoins +
+                          "WHERE r.job_id = ?1 AND (?2 = '' OR r.condition = ?2) AND (?3 = '' OR r.backend = ?3) "
+                          "ORDER BY r.group_index, r.request_index");
+    s.bind(1, job).bind(2, filter.condition).bind(3, filter.backend);
+    std::vector<run_record> out;
+    while (s.step()) out.push_back(read_run(s));
+    s.reset();
+    return out;
+  }
+
+  std::optional<run_record> run(std::int64_t job, std::int64_t run) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + kRunJoins + "WHERE r.id = ?2 AND r.job_id = ?1");
+    s.bind(1, job).bind(2, run);
+    std::optional<run_record> out;
+    if (s.step()) out = read_run(s);
+    s.reset();
+    return out;
+  }
+
+  std::optional<stream_record> stream(std::int64_t job, std::int64_t run) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
+                          "WHERE r.id = ?2 AND r.job_id = ?1");
+    s.bind(1, job).bind(2, run);
+    std::optional<stream_record> out;
+    if (s.step()) {
+      stream_record rec;
+      rec.run = read_run(s);
+      if (rec.run.ok)
+        if (auto st = stream_of(rec.run, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1))) rec.stream = std::move(*st);
+      out = std::move(rec);
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<audit::observed_run> observations(std::int64_t job) override {
+    std::vector<audit::observed_run> out;
+    for (auto& [r, stream] : decoded_runs(job, "")) {
+      audit::observed_run o{r.group, r.request, std::move(stream), r.error};
+      if (r.ok && !o.stream) o.error = "the stored encoding does not decode";
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  std::vector<burst_record> bursts(std::int64_t job) override {
+    auto& s = db_.prepare(
+        "SELECT b.group_index, g.backend, g.condition, g.replicate, b.width, b.server_slots, b.launch_spread_ns, "
+        "b.wall_ns, b.overlap, b.busy_slots_per_decode, b.timed_concurrency, b.warnings, b.batched, b.expected, "
+        "b.needed, b.measured, b.measured_by, b.needed_overlap, b.verdict_reason "
+        "FROM bursts b JOIN groups g ON g.job_id = b.job_id AND g.group_index = b.group_index "
+        "WHERE b.job_id = ? ORDER BY b.group_index");
+    s.bind(1, job);
+    std::vector<burst_record> out;
+    while (s.step()) {
+      burst_record b;
+      b.group = static_cast<std::size_t>(s.integer(0));
+      b.backend = s.text(1);
+      b.condition = s.text(2);
+      b.replicate = static_cast<int>(s.integer(3));
+      auto& m = b.measurement;
+      m.width = static_cast<int>(s.integer(4));
+      m.server_slots = s.integer(5);
+      m.launch_spread_ns = s.integer(6);
+      m.wall_ns = s.integer(7);
+      m.overlap = s.real(8);
+      if (!s.is_null(9)) m.busy_slots_per_decode = s.real(9);
+      if (!s.is_null(10)) m.timed_concurrency = s.real(10);
+      const std::string warnings = s.text(11);
+      for (std::size_t i = 0; i < warnings.size();) {
+        auto nl = warnings.find('\n', i);
+        if (nl == std::string::npos) nl = warnings.size();
+        if (nl > i) m.warnings.push_back(warnings.substr(i, nl - i));
+        i = nl + 1;
+      }
+      if (!s.is_null(12)) {
+        audit::burst_verdict v;
+        v.batched = s.integer(12) != 0;
+        v.expected = s.real(13);
+        v.needed = s.real(14);
+        if (!s.is_null(15)) v.measured = s.real(15);
+        v.measured_by = audit::parse_concurrency_measure(s.text(16)).value_or(audit::concurrency_measure::none);
+        v.needed_overlap = s.real(17);
+        v.reason = s.text(18);
+        b.verdict = v;
+      }
+      out.push_back(std::move(b));
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<fingerprint_record> fingerprint_records(std::int64_t job) override {
+    auto& s = db_.prepare(
+        "SELECT backend, phase, api, build_info, model, model_ftype, total_slots, n_ctx, chat_template_hash, "
+        "generation_settings_hash, prompt_token_hashes, model_meta, model_sha256, canary_logit_digest, "
+        "canary_token_digest, taken_at FROM fingerprints WHERE job_id = ? ORDER BY backend, phase DESC");
+    s.bind(1, job);
+    std::vector<fingerprint_record> out;
+    while (s.step())
+      out.push_back({s.text(0), audit::parse_fingerprint_phase(s.text(1)).value_or(audit::fingerprint_phase::before),
+                     read_fingerprint(s, 2), s.text(15)});
+    s.reset();
+    return out;
+  }
+
+  std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) override {
+    std::map<std::string, audit::backend_fingerprints> out;
+    for (auto& r : fingerprint_records(job))
+      (r.phase == audit::fingerprint_phase::before ? out[r.backend].before : out[r.backend].after) = std::move(r.fingerprint);
+    return out;
+  }
+
+  std::vector<audit::baseline_stream> baselines(std::int64_t job) override {
+    std::vector<audit::baseline_stream> out;
+    for (auto& [r, stream] : decoded_runs(job, "baseline"))
+      if (stream) out.push_back({{r.backend, r.prompt, r.temperature, r.seed}, std::move(*stream)});
+    return out;
+  }
+
+  // The job's runs (of one condition, or all for ""), in plan order, each with its stream
+  // decoded (nullopt for failed runs and bytes that do not decode).
+  std::vector<std::pair<run_record, std::optional<audit::logit_stream>>> decoded_runs(std::int64_t job,
+                                                                                      const std::string& condition) {
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
+                          "WHERE r.job_id = ?1 AND (?2 = '' OR r.condition = ?2) ORDER BY r.group_index, r.request_index");
+    s.bind(1, job).bind(2, condition);
+    std::vector<std::pair<run_record, std::optional<audit::logit_stream>>> out;
+    while (s.step()) {
+      auto r = read_run(s);
+      auto stream = r.ok ? stream_of(r, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1)) : std::nullopt;
+      out.emplace_back(std::move(r), std::move(stream));
+    }
+    s.reset();
+    return out;
+  }
+
+  std::vector<stored_stream> stored_streams(std::int64_t job) override {
+    auto& s = db_.prepare(
+        "SELECT r.id, s.token_digest, s.logit_digest, s.encoding FROM runs r JOIN streams s ON s.run_id = r.id "
+        "WHERE r.job_id = ? ORDER BY r.group_index, r.request_index");
+    s.bind(1, job);
+    std::vector<stored_stream> out;
+    while (s.step()) out.push_back({s.integer(0), s.blob(1), s.blob(2), s.blob(3)});
+    s.reset();
+    return out;
+  }
+
+ private:
+  sql_connection& db_;
+};
+
+// ---- schedules ---------------------------------------------------------------------------
+
+constexpr const char* kScheduleColumns =
+    "id, cron, timezone, spec_json, enabled, missed, created_at, next_fire_unix, last_fire_unix";
+
+schedule_record read_schedule(sql_statement& s) {
+  schedule_record r;
+  r.id = s.integer(0);
+  r.cron = s.text(1);
+  r.timezone = s.text(2);
+  r.spec_json = s.text(3);
+  r.enabled = s.integer(4) != 0;
+  r.missed = audit::parse_missed_fire_policy(s.text(5)).value_or(audit::missed_fire_policy::run_once);
+  r.created_at = s.text(6);
+  if (!s.is_null(7)) r.next_fire_unix = s.integer(7);
+  if (!s.is_null(8)) r.last_fire_unix = s.integer(8);
+  return r;
+}
+
+class sql_schedules final : public schedule_repository {
+ public:
+  explicit sql_schedules(sql_connection& db) : db_(db) {}
+
+  std::int64_t save(const schedule_record& r) override {
+    if (r.id == 0) {
+      auto& s = db_.prepare(
+          "INSERT INTO schedules (cron, timezone, spec_json, enabled, missed, created_at, next_fire_unix, last_fire_unix) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+      s.bind(1, r.cron).bind(2, r.timezone).bind(3, r.spec_json).bind(4, r.enabled).bind(5, audit::to_string(r.missed));
+      s.bind(6, r.created_at).bind(7, r.next_fire_unix).bind(8, r.last_fire_unix);
+      return returned_id(s);
+    }
+    auto& s = db_.prepare(
+        "UPDATE schedules SET cron = ?, timezone = ?, spec_json = ?, enabled = ?, missed = ?, next_fire_unix = ?, "
+        "last_fire_unix = ? WHERE id = ?");
+    s.bind(1, r.cron).bind(2, r.timezone).bind(3, r.spec_json).bind(4, r.enabled).bind(5, audit::to_string(r.missed));
+    s.bind(6, r.next_fire_unix).bind(7, r.last_fire_unix).bind(8, r.id);
+    s.run();
+    return r.id;
+  }
+
+  std::optional<schedule_record> get(std::int64_t id) override {
+    auto& s = db_.prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules WHERE id = ?");
+    s.bind(1, id);
+    std::optional<schedule_record> r;
+    if (s.step()) r = read_schedule(s);
+    s.reset();
+    return r;
+  }
+
+  std::vector<schedule_record> list() override {
+    auto& s = db_.prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules ORDER BY id");
+    std::vector<schedule_record> out;
+    while (s.step()) out.push_back(read_schedule(s));
+    s.reset();
+    return out;
+  }
+
+  bool remove(std::int64_t id) override {
+    auto& s = db_.prepare("DELETE FROM schedules WHERE id = ?");
+    s.bind(1, id);
+    s.run();
+    return db_.changes() > 0;
+  }
+
+ private:
+  sql_connection& db_;
+};
+
+class sql_alerts final : public alert_repository {
+ public:
+  explicit sql_alerts(sql_connection& db) : db_(db) {}
+
+  std::int64_t enqueue(const std::string& url, const std::string& payload, const std::string& at) override {
+    auto& s = db_.prepare("INSERT INTO alert_deliveries (url, payload, created_at, status) VALUES (?, ?, ?, 'pending') RETURNING id");
+    s.bind(1, url).bind(2, payload).bind(3, at);
+    return returned_id(s);
+  }
+
+  void record_attempt(std::int64_t id, audit::delivery_status status, int attempts, unsigned http_status,
+                      const std::string& error, const std::string& at) override {
+    auto& s = db_.prepare(
+        "UPDATE alert_deliveries SET status = ?, attempts = ?, last_status = ?, last_error = ?, last_attempt_at = ? "
+        "WHERE id = ?");
+    s.bind(1, audit::to_string(status)).bind(2, attempts).bind(3, static_cast<std::int64_t>(http_status));
+    s.bind(4, error).bind(5, at).bind(6, id);
+    s.run();
+  }
+
+  std::vector<alert_delivery> pending() override {
+    return read(db_.prepare(std::string(kColumns) + " WHERE status = 'pending' ORDER BY id"));
+  }
+
+  std::vector<alert_delivery> recent(int limit) override {
+    auto& s = db_.prepare(std::string(kColumns) + " ORDER BY id DESC LIMIT ?");
+    s.bind(1, limit);
+    return read(s);
+  }
+
+ private:
+  static constexpr const char* kColumns =
+      "SELECT id, url, payload, created_at, status, attempts, last_status, last_error, last_attempt_at FROM alert_deliveries";
+  static std::vector<alert_delivery> read(sql_statement& s) {
+    std::vector<alert_delivery> out;
+    while (s.step()) {
+      alert_delivery d;
+      d.id = s.integer(0);
+      d.url = s.text(1);
+      d.payload = s.text(2);
+      d.created_at = s.text(3);
+      d.status = audit::parse_delivery_status(s.text(4)).value_or(audit::delivery_status::failed);
+      d.attempts = static_cast<int>(s.integer(5));
+      d.last_status = static_cast<unsigned>(s.integer(6));
+      d.last_error = s.text(7);
+      d.last_attempt_at = s.text(8);
+      out.push_back(std::move(d));
+    }
+    s.reset();
+    return out;
+  }
+  sql_connection& db_;
+};
+
+}  // namespace
+
+sql_repositories make_sql_repositories(sql_connection& c) {
+  return {std::make_unique<sql_jobs>(c), std::make_unique<sql_evidence>(c), std::make_unique<sql_schedules>(c),
+          std::make_unique<sql_alerts>(c)};
+}
+
+std::string now_utc() {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const auto t = system_clock::to_time_t(now);
+  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[96];
+  std::snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03lldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ms));
+  return b;
+}
+
+}  // namespace logitaudit::storage

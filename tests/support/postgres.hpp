@@ -1,0 +1,28 @@
+// The tests' PostgreSQL: a private cluster (scripts/postgres-cluster.sh), either the one the
+// ctest fixture `postgres` started for the whole run, or, when a test binary runs on its own,
+// one this process starts on first use and stops when it exits.
+#pragma once
+
+#include <string>
+
+namespace logitaudit::test_support {
+
+// The cluster's admin URL (database "postgres", user "la", trust authentication).
+std::string postgres_admin_url();
+
+// A new empty database on that cluster, dropped (with every connection to it) when this goes.
+class postgres_database {
+ public:
+  postgres_database();
+  ~postgres_database();
+  postgres_database(const postgres_database&) = delete;
+  postgres_database& operator=(const postgres_database&) = delete;
+  const std::string& url() const { return url_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  std::string url_;
+};
+
+}  // namespace logitaudit::test_support
