@@ -92,6 +92,7 @@ std::string openapi_document(const router& routes, const std::string& version) {
       {"tags", json::array({{{"name", "audits"}, {"description", "Submit audits and read their findings, runs and streams"}},
                             {{"name", "schedules"}, {"description", "Cron schedules of audits"}},
                             {{"name", "history"}, {"description", "Series of audits over time and their alerts"}},
+                            {{"name", "fleet"}, {"description", "The daemons sharing a PostgreSQL database and their leases"}},
                             {{"name", "operations"}, {"description", "Health, readiness, metrics and this document"}}})},
       {"paths", json::object()},
       {"components",

@@ -5,16 +5,20 @@
 #include <iostream>
 
 #include "exit_codes.hpp"
+#include "storage/copy.hpp"
 #include "storage/repositories.hpp"
 #include "verify.hpp"
 
 namespace logitaudit::cli {
 namespace {
 
-std::unique_ptr<storage::store> open_existing(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw cli_failure(exit_database, "database " + path + " does not exist");
+// A SQLite file that exists, or a PostgreSQL URL (its database must exist; the schema is
+// created when it is new).
+std::unique_ptr<storage::store> open_existing(const std::string& location) {
+  if (!storage::is_postgres_url(location) && !std::filesystem::exists(location))
+    throw cli_failure(exit_database, "database " + location + " does not exist");
   try {
-    return storage::open_store(path);
+    return storage::open_store(location);
   } catch (const std::exception& e) {
     throw cli_failure(exit_database, e.what());
   }
@@ -22,8 +26,32 @@ std::unique_ptr<storage::store> open_existing(const std::string& path) {
 
 storage::file_maintenance& chores_of(storage::store& s) {
   auto* m = s.maintenance();
-  if (!m) throw cli_failure(exit_usage, s.location() + " is not a database file: this command is for SQLite files");
+  if (!m)
+    throw cli_failure(exit_usage, s.location() +
+                                      " is not a database file: this command is for SQLite files (PostgreSQL has "
+                                      "pg_dump for backups, VACUUM and pg_amcheck of its own; docs/operations.md)");
   return *m;
+}
+
+// Every stored stream of `to` holds the bytes and digests it holds in `from`, under the same
+// run id; returns how many were compared. Throws cli_failure naming the first difference.
+std::int64_t compare_streams(storage::store& from, storage::store& to) {
+  std::int64_t n = 0;
+  for (const auto job : from.jobs().ids()) {
+    const auto a = from.evidence().stored_streams(job);
+    const auto b = to.evidence().stored_streams(job);
+    if (a.size() != b.size())
+      throw cli_failure(exit_database, "audit " + std::to_string(job) + ": " + std::to_string(b.size()) + " streams copied of " +
+                                           std::to_string(a.size()));
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (a[i].run != b[i].run || a[i].token_digest != b[i].token_digest || a[i].logit_digest != b[i].logit_digest ||
+          a[i].encoding != b[i].encoding)
+        throw cli_failure(exit_database, "audit " + std::to_string(job) + ", run " + std::to_string(a[i].run) +
+                                             ": the copy differs from the source");
+      ++n;
+    }
+  }
+  return n;
 }
 
 }  // namespace
@@ -37,7 +65,7 @@ void add_db_commands(CLI::App& app) {
   auto a = std::make_shared<args_t>();
 
   auto* verify = app.add_subcommand("verify", "recompute every digest, verdict and prediction of a database and compare");
-  verify->add_option("db", a->db, "database file")->required();
+  verify->add_option("db", a->db, "database file, or postgresql:// URL")->required();
   auto* job_opt = verify->add_option("--job", a->job, "only this job");
   verify->callback([a, job_opt] {
     auto store = open_existing(a->db);
@@ -72,6 +100,37 @@ void add_db_commands(CLI::App& app) {
       throw cli_failure(exit_database, e.what());
     }
     std::cout << "backed up " << a->db << " to " << a->target << "\n";
+  });
+  auto* copy = db->add_subcommand(
+      "copy", "copy every audit, schedule and alert into a new database (SQLite to PostgreSQL or back), ids kept, "
+              "then compare every stream's bytes and digests and verify the copy");
+  copy->add_option("from", a->db, "the database to copy: a SQLite file or a postgresql:// URL")->required();
+  copy->add_option("to", a->target, "an empty database: a new SQLite file or a postgresql:// URL")->required();
+  copy->callback([a] {
+    auto from = open_existing(a->db);
+    std::unique_ptr<storage::store> to;
+    try {
+      to = storage::open_store(a->target);
+    } catch (const std::exception& e) {
+      throw cli_failure(exit_database, e.what());
+    }
+    storage::copy_report report;
+    try {
+      report = storage::copy_database(*from, *to);
+    } catch (const storage::storage_error& e) {
+      throw cli_failure(exit_database, std::string("nothing was copied: ") + e.what());
+    }
+    std::cout << "copied " << from->location() << " to " << to->location() << ":";
+    for (const auto& [table, rows] : report.rows) std::cout << " " << table << " " << rows << ";";
+    std::cout << "\n";
+    const auto streams = compare_streams(*from, *to);
+    const auto r = verify_database(*to, std::nullopt);
+    std::cout << "compared " << streams << " streams with the source: identical bytes and digests\n"
+              << "verified the copy: " << r.jobs << " job(s), " << r.streams << " streams, " << r.verdicts << " verdicts, "
+              << r.predictions << " predictions; " << r.problems.size() << " mismatch(es)\n";
+    for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
+    std::cout.flush();
+    if (!r.ok()) throw cli_failure(exit_findings, "");
   });
   auto* check = db->add_subcommand("check", "PRAGMA integrity_check and the schema version");
   check->add_option("db", a->db, "database file")->required();

@@ -70,7 +70,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
-                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed"},
+                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed", "fleet"},
                p);
   read(j, "log_file", "", c.log_file, p);
   std::string interrupted = "resume";
@@ -190,6 +190,17 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
           }
         }
       }
+    }
+  }
+  if (auto f = j.find("fleet"); f != j.end()) {
+    if (!f->is_object()) p.push_back({"fleet", "must be an object {lease_ttl_s, heartbeat_s}"});
+    else {
+      unknown_keys(*f, "fleet", {"lease_ttl_s", "heartbeat_s"}, p);
+      read(*f, "lease_ttl_s", "fleet", c.fleet.lease_ttl_s, p);
+      read(*f, "heartbeat_s", "fleet", c.fleet.heartbeat_s, p);
+      if (c.fleet.lease_ttl_s < 2 || c.fleet.lease_ttl_s > 3600) p.push_back({"fleet.lease_ttl_s", "must be between 2 and 3600"});
+      if (c.fleet.heartbeat_s < 1 || 2 * c.fleet.heartbeat_s > c.fleet.lease_ttl_s)
+        p.push_back({"fleet.heartbeat_s", "must be at least 1 and at most half of fleet.lease_ttl_s"});
     }
   }
   if (auto e = j.find("evidence"); e != j.end()) {

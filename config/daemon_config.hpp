@@ -57,6 +57,13 @@ struct managed_config {
   std::string log_dir;        // the servers' logs; empty: beside the database, in managed-logs/
 };
 
+// Many daemons on one PostgreSQL database: how long a job's lease lasts without a heartbeat
+// (after that, another daemon takes the job over), and how often this daemon renews its own.
+struct fleet_config {
+  int lease_ttl_s = 15;
+  int heartbeat_s = 3;
+};
+
 // What to do with jobs an earlier process left running.
 enum class interrupted_policy { resume, mark_interrupted };
 
@@ -77,6 +84,7 @@ struct daemon_config {
   audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)
   alerts_config alerts;
   managed_config managed;
+  fleet_config fleet;  // used when `database` is a PostgreSQL URL
   std::string log_file;  // empty: standard error; reopened on SIGHUP
   interrupted_policy interrupted_jobs = interrupted_policy::resume;
 };

@@ -75,7 +75,8 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
 }
 
 net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle::create(audit::audit_spec spec,
-                                                                                      std::optional<std::int64_t> schedule) {
+                                                                                      std::optional<std::int64_t> schedule,
+                                                                                      std::optional<std::int64_t> fire_unix) {
   auto problems = resolve_backends(spec);
   if (!problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
   problems = audit::validate(spec, config_.limits, clients::api_kinds().names());
@@ -92,6 +93,7 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
   nj.total_groups = plan.groups.size();
   nj.tags = spec.tags;
   nj.schedule_id = schedule;
+  nj.fire_unix = fire_unix;
   for (const auto& b : spec.backends) nj.backends.push_back(b.name);
   const int max_queued = config_.max_queued_jobs;
   // Counting the queue and inserting happen in one task on the db thread: nothing queues in
@@ -113,6 +115,11 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
   try {
     row = co_await on_db(db_, std::move(store_job));
   } catch (const storage::storage_error& e) {
+    if (e.why == storage::storage_error::kind::conflict && fire_unix)
+      co_return unexpected{api::make_error(api::service_errc::conflict, "already_fired",
+                                           "schedule " + std::to_string(schedule.value_or(0)) + "'s fire at " +
+                                               std::to_string(*fire_unix) + " has its audit already",
+                                           "schedule")};
     spdlog::error("an audit could not be stored: {}", e.what());
     co_return unexpected{storage_failure(e, "the audit could not be stored")};
   }

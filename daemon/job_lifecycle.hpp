@@ -77,11 +77,13 @@ class job_lifecycle {
   // backends are off, a bad URL, a managed model this daemon does not have).
   std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
 
-  // Stores `spec` as a queued job, its predictions registered. Suspends (db thread).
+  // Stores `spec` as a queued job, its predictions registered; a schedule's job with the
+  // fire time it is for (one job per fire, whichever daemon fires it). Suspends (db thread).
   // Errors: invalid (every problem, each naming its field), queue_full, storage_full,
-  // unavailable. Nothing is stored on error.
+  // unavailable, conflict (code already_fired: that fire has its job). Nothing is stored on error.
   net::awaitable<expected<storage::job_record, api::service_error>> create(audit::audit_spec spec,
-                                                                         std::optional<std::int64_t> schedule = std::nullopt);
+                                                                         std::optional<std::int64_t> schedule = std::nullopt,
+                                                                         std::optional<std::int64_t> fire_unix = std::nullopt);
 
   // Runs stored job `id`: the groups not stored yet (a resumed job skips the rest), then its
   // findings from the stored runs, then its end. Suspends until done. Never throws for a

@@ -30,6 +30,10 @@ void job_queue::start() {
   started_ = true;
   auto loop = [this] { return dispatch_loop(); };
   net::co_spawn(ex_, loop(), [](std::exception_ptr e) { log_exception("the job dispatcher stopped", e); });
+  if (config_.fleet) {
+    auto beats = [this] { return heartbeat_loop(); };
+    net::co_spawn(ex_, beats(), [](std::exception_ptr e) { log_exception("the fleet heartbeat stopped", e); });
+  }
 }
 
 void job_queue::stop() {
@@ -120,6 +124,14 @@ void job_queue::ended(const std::shared_ptr<running_job>& job, std::exception_pt
     end.status = audit::job_status::failed;
     end.error = why;
   }
+  if (config_.fleet)
+    db_.post([member = config_.fleet->member, id = job->id](storage::store& s) {
+      try {
+        if (auto* f = s.fleet()) f->release(member, id);
+      } catch (const std::exception& x) {  // it expires by itself
+        spdlog::warn("audit {}: its lease was not released: {}", id, x.what());
+      }
+    });
   for (const auto& b : job->backends) busy_backends_.erase(b);
   running_.erase(job->id);
   running_count_ = running_.size();
@@ -128,43 +140,116 @@ void job_queue::ended(const std::shared_ptr<running_job>& job, std::exception_pt
   wake();
 }
 
+std::vector<std::string> job_queue::backends_of(const std::string& spec_json) {
+  std::vector<std::string> backends;
+  bool managed = false;
+  if (auto spec = api::read_spec(spec_json))
+    for (const auto& b : spec->backends) {
+      backends.push_back(b.name);
+      managed = managed || b.managed.has_value();
+    }
+  // Servers the daemon starts share this machine's cores: one job with them at a time.
+  if (managed) backends.push_back(managed_servers_key);
+  return backends;
+}
+
 net::awaitable<void> job_queue::dispatch_loop() {
-  // Jobs an earlier process left running come first, in their order.
-  auto find_left = [](storage::store& s) { return s.jobs().with_status(audit::job_status::running); };
-  for (const auto& r : co_await on_db(db_, std::move(find_left))) {
-    const bool resume = config_.resume_interrupted;
-    spdlog::info("audit {} was left running; {}", r.id, resume ? "resuming it" : "marking it interrupted");
-    auto requeue = [id = r.id, resume](storage::store& s) {
-      s.jobs().set_status(id, resume ? audit::job_status::queued : audit::job_status::interrupted, storage::now_utc(),
-                          resume ? "" : "the daemon stopped while it ran; its stored groups are kept");
-      return 0;
-    };
-    co_await on_db(db_, std::move(requeue));
-    if (!resume) notify(r.id);
+  if (!config_.fleet) {
+    // Jobs an earlier process left running come first, in their order. (In a fleet they are
+    // leased like the others once their daemon's lease expires.)
+    auto find_left = [](storage::store& s) { return s.jobs().with_status(audit::job_status::running); };
+    for (const auto& r : co_await on_db(db_, std::move(find_left))) {
+      const bool resume = config_.resume_interrupted;
+      spdlog::info("audit {} was left running; {}", r.id, resume ? "resuming it" : "marking it interrupted");
+      auto requeue = [id = r.id, resume](storage::store& s) {
+        s.jobs().set_status(id, resume ? audit::job_status::queued : audit::job_status::interrupted, storage::now_utc(),
+                            resume ? "" : "the daemon stopped while it ran; its stored groups are kept");
+        return 0;
+      };
+      co_await on_db(db_, std::move(requeue));
+      if (!resume) notify(r.id);
+    }
   }
   while (!stopping_) {
-    if (static_cast<int>(running_.size()) < config_.max_running_jobs) {
-      auto load_queued = [](storage::store& s) { return s.jobs().with_status(audit::job_status::queued); };
-      for (const auto& r : co_await on_db(db_, std::move(load_queued))) {
-        if (stopping_ || static_cast<int>(running_.size()) >= config_.max_running_jobs) break;
-        if (running_.count(r.id)) continue;
-        std::vector<std::string> backends;
-        bool managed = false;
-        if (auto spec = api::read_spec(r.spec_json))
-          for (const auto& b : spec->backends) {
-            backends.push_back(b.name);
-            managed = managed || b.managed.has_value();
-          }
-        // Servers the daemon starts share this machine's cores: one job with them at a time.
-        if (managed) backends.push_back(managed_servers_key);
-        // Never two jobs on one backend: they would perturb each other's batching.
-        bool free = true;
-        for (const auto& b : backends) free = free && !busy_backends_.count(b);
-        if (free) launch(r.id, std::move(backends));
-      }
+    try {
+      co_await dispatch_once();
+    } catch (const std::exception& e) {
+      // The database is unreachable, most likely: the queue looks again at the next poll.
+      spdlog::warn("the queue could not be read: {}", e.what());
     }
     wake_.expires_after(config_.poll);
     co_await wake_.async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+net::awaitable<void> job_queue::dispatch_once() {
+  if (static_cast<int>(running_.size()) >= config_.max_running_jobs) co_return;
+  if (config_.fleet) co_return co_await dispatch_leased();
+  auto load_queued = [](storage::store& s) { return s.jobs().with_status(audit::job_status::queued); };
+  for (const auto& r : co_await on_db(db_, std::move(load_queued))) {
+    if (stopping_ || static_cast<int>(running_.size()) >= config_.max_running_jobs) break;
+    if (running_.count(r.id)) continue;
+    auto backends = backends_of(r.spec_json);
+    // Never two jobs on one backend: they would perturb each other's batching.
+    bool free = true;
+    for (const auto& b : backends) free = free && !busy_backends_.count(b);
+    if (free) launch(r.id, std::move(backends));
+  }
+}
+
+net::awaitable<void> job_queue::dispatch_leased() {
+  const auto& fleet = *config_.fleet;
+  std::set<std::int64_t> skip;  // leased but not runnable here now (another job holds the managed servers)
+  for (const auto& [id, job] : running_) skip.insert(id);
+  while (!stopping_ && static_cast<int>(running_.size()) < config_.max_running_jobs) {
+    auto claim = [member = fleet.member, ttl = fleet.lease_ttl_s, skip](storage::store& s) {
+      std::optional<std::pair<storage::claimed_job, std::string>> out;
+      auto* f = s.fleet();
+      if (!f) return out;
+      if (auto c = f->claim(member, ttl, skip)) {
+        auto job = s.jobs().get(c->id);
+        out.emplace(*c, job ? job->spec_json : std::string());
+      }
+      return out;
+    };
+    auto got = co_await on_db(db_, std::move(claim));
+    if (!got) co_return;
+    const auto& [claimed, spec_json] = *got;
+    auto backends = backends_of(spec_json);
+    bool free = true;
+    for (const auto& b : backends) free = free && !busy_backends_.count(b);
+    if (!free) {
+      skip.insert(claimed.id);
+      auto release = [member = fleet.member, id = claimed.id](storage::store& s) {
+        s.fleet()->release(member, id);
+        return 0;
+      };
+      co_await on_db(db_, std::move(release));
+      continue;
+    }
+    if (!claimed.taken_from.empty())
+      spdlog::warn("audit {}: taken over from {}, whose lease expired; resuming it", claimed.id, claimed.taken_from);
+    skip.insert(claimed.id);
+    launch(claimed.id, std::move(backends));
+  }
+}
+
+net::awaitable<void> job_queue::heartbeat_loop() {
+  const auto fleet = *config_.fleet;
+  net::steady_timer timer(ex_);
+  // Beats on while jobs finish after stop(): their leases must hold until they are released.
+  while (!stopping_ || !running_.empty()) {
+    auto beat = [member = fleet.member, ttl = fleet.lease_ttl_s](storage::store& s) {
+      return s.fleet() ? s.fleet()->heartbeat(member, ttl) : std::vector<std::int64_t>{};
+    };
+    try {
+      for (auto id : co_await on_db(db_, std::move(beat)))
+        if (cancel(id)) spdlog::info("audit {}: cancelled through another daemon of the fleet", id);
+    } catch (const std::exception& e) {
+      spdlog::warn("fleet heartbeat failed (the leases expire {} s after the last one): {}", fleet.lease_ttl_s, e.what());
+    }
+    timer.expires_after(std::chrono::seconds(fleet.heartbeat_s));
+    co_await timer.async_wait(net::as_tuple(net::use_awaitable));
   }
 }
 

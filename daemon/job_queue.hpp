@@ -1,7 +1,8 @@
 // The persistent FIFO of audits: queued jobs are taken in order, never two on one backend,
 // and each runs through the lifecycle on the audits' own executor and thread, so that no API
 // request can delay a burst. Jobs an earlier process left running are resumed first (or marked
-// interrupted); a cancel or a shutdown stops a job at its next group boundary; whoever waits
+// interrupted). In a fleet, jobs are leased instead: the oldest whose backends no daemon holds,
+// and running jobs whose daemon stopped renewing its lease (taken over and resumed); a cancel or a shutdown stops a job at its next group boundary; whoever waits
 // for a job's end is woken when it comes. Not thread-safe: it lives on the executor it was
 // made with (the API's), except idle(), which any thread may call.
 #pragma once
@@ -22,8 +23,17 @@
 
 namespace logitaudit::daemon {
 
+// A daemon of a fleet (a shared PostgreSQL database): it leases the jobs it runs instead of
+// taking them from the queue alone (storage::fleet_repository).
+struct fleet_settings {
+  std::string member;  // this process's id, joined already
+  int lease_ttl_s = 15;
+  int heartbeat_s = 3;
+};
+
 struct queue_config {
   int max_running_jobs = 2;
+  std::optional<fleet_settings> fleet;
   bool resume_interrupted = true;  // jobs an earlier process left running: resume, or mark interrupted
   std::chrono::milliseconds poll{1000};  // how often the queue is looked at without a wake-up
 };
@@ -81,6 +91,14 @@ class job_queue {
     std::vector<std::string> backends;
   };
   net::awaitable<void> dispatch_loop();
+  // One look at the queue: launches what may run here now.
+  net::awaitable<void> dispatch_once();
+  net::awaitable<void> dispatch_leased();
+  // Renews this member's leases while it runs jobs or takes them; stops jobs cancelled
+  // through another member.
+  net::awaitable<void> heartbeat_loop();
+  // The backends job `spec_json` holds here: its names, and the managed servers' key.
+  static std::vector<std::string> backends_of(const std::string& spec_json);
   void launch(std::int64_t id, std::vector<std::string> backends);
   void ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end);
 

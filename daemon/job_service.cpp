@@ -17,8 +17,9 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_service::s
 }
 
 net::awaitable<expected<storage::job_record, api::service_error>> job_service::submit_scheduled(audit::audit_spec spec,
-                                                                                              std::int64_t schedule) {
-  auto job = co_await lifecycle_.create(std::move(spec), schedule);
+                                                                                              std::int64_t schedule,
+                                                                                              std::int64_t fire_unix) {
+  auto job = co_await lifecycle_.create(std::move(spec), schedule, fire_unix);
   if (job) queue_.wake();
   co_return job;
 }
@@ -85,6 +86,11 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_service::c
     return std::pair{*s.jobs().get(id), true};
   };
   auto row = co_await on_db(db_, std::move(cancel_queued));
+  if (row && !was_running && row->first.status == audit::job_status::running) {
+    // Running on another daemon of the fleet: its holder stops it at its next heartbeat.
+    auto ask = [id](storage::store& s) { return s.fleet() && s.fleet()->request_cancel(id); };
+    co_await on_db(db_, std::move(ask));
+  }
   if (!row)
     co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no audit with id '" + std::to_string(id) + "'", "id")};
   auto& [job, cancelled_here] = *row;

@@ -17,9 +17,11 @@ class job_service final : public api::audit_service {
   job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue);
 
   net::awaitable<expected<storage::job_record, api::service_error>> submit(audit::audit_spec spec) override;
-  // The same for a schedule's fire: the job is linked to the schedule.
+  // The same for a schedule's fire at `fire_unix`: the job is linked to the schedule, and no
+  // other job (of any daemon on the database) is for that fire (conflict, already_fired).
   net::awaitable<expected<storage::job_record, api::service_error>> submit_scheduled(audit::audit_spec spec,
-                                                                                   std::int64_t schedule);
+                                                                                   std::int64_t schedule,
+                                                                                   std::int64_t fire_unix);
   net::awaitable<std::optional<storage::job_record>> job(std::int64_t id) override;
   net::awaitable<std::optional<storage::job_record>> wait(std::int64_t id, std::chrono::milliseconds timeout,
                                                           std::optional<std::int64_t> done_above) override;

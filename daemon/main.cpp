@@ -15,6 +15,7 @@
 
 #include "api/audit_routes.hpp"
 #include "api/console_routes.hpp"
+#include "api/fleet_routes.hpp"
 #include "api/history_routes.hpp"
 #include "api/http_server.hpp"
 #include "api/read_model.hpp"
@@ -24,6 +25,7 @@
 #include "job_lifecycle.hpp"
 #include "job_queue.hpp"
 #include "job_service.hpp"
+#include "fleet_reader.hpp"
 #include "history_reader.hpp"
 #include "metrics_feed.hpp"
 #include "scheduler.hpp"
@@ -74,7 +76,8 @@ int main(int argc, char** argv) {
   config::command_line flags;
   app.add_option("--config", config_file, "JSON config file (docs/configuration.md)")->check(CLI::ExistingFile);
   app.add_option("--listen", flags.listen, "HOST:PORT to serve the REST API on (default 127.0.0.1:8700)");
-  app.add_option("--db", flags.database, "SQLite database file (default ./logitaudit.db)");
+  app.add_option("--db", flags.database,
+                 "SQLite database file (default ./logitaudit.db), or postgresql://USER@HOST:PORT/DATABASE for a fleet");
   app.add_option("--backend", flags.backends, "NAME=URL of a backend jobs may audit (repeatable; adds to the config's)");
   app.add_option("--backend-api", flags.backend_api, "API kind of the --backend servers")
       ->check(CLI::IsMember(clients::api_kinds().names()));
@@ -88,6 +91,10 @@ int main(int argc, char** argv) {
   auto* o_protect = app.add_flag("--protect-reads", protect_reads,
                                  "every route but /healthz, /readyz and the console's files needs a token (prompts can be private)");
   app.add_option("--log-file", flags.log_file, "log here instead of standard error (reopened on SIGHUP)");
+  std::string clock_file;
+  app.add_option("--clock-file", clock_file,
+                 "tests only: the scheduler's clock is the Unix time written in FILE, read each time it looks")
+      ->check(CLI::ExistingFile);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -112,19 +119,48 @@ int main(int argc, char** argv) {
   if (!open_log(conf.log_file)) return 2;
   const auto listen = *config::parse_listen(conf.listen);
 
-  // One process at a time runs audits on a database; a second one is told who holds it.
-  auto lock = storage::database_lock::acquire(conf.database, "logitauditd (pid " + std::to_string(::getpid()) +
-                                                                 ", listening on " + conf.listen + ")");
-  if (!lock) {
-    std::cerr << "logitauditd: " << lock.error() << "\n";
-    return 2;
+  const bool shared_database = storage::is_postgres_url(conf.database);
+  const std::string database_name = storage::redact_url(conf.database);
+  if (!shared_database && conf.database.find("://") != std::string::npos)
+    return config_error({{"database", "'" + database_name + "' is neither a PostgreSQL URL (postgresql://...) nor a file path"}});
+  // One process at a time runs audits on a SQLite database; a second one is told who holds it.
+  // A PostgreSQL database is shared by a fleet: its leases keep daemons apart.
+  std::optional<storage::database_lock> lock;
+  if (!shared_database) {
+    auto held = storage::database_lock::acquire(conf.database, "logitauditd (pid " + std::to_string(::getpid()) +
+                                                                   ", listening on " + conf.listen + ")");
+    if (!held) {
+      std::cerr << "logitauditd: " << held.error() << "\n";
+      return 2;
+    }
+    lock.emplace(std::move(*held));
   }
   std::unique_ptr<storage::db_worker> db;
   try {
     db = std::make_unique<storage::db_worker>(conf.database, conf.max_database_bytes);
+  } catch (const storage::storage_error& e) {
+    std::cerr << "logitauditd: " << (shared_database ? "database: " : "") << e.what() << "\n";
+    // A PostgreSQL server that cannot be reached, or refuses us: the setting is to fix.
+    return shared_database ? 2 : 4;
   } catch (const std::exception& e) {
     std::cerr << "logitauditd: " << e.what() << "\n";
     return 4;
+  }
+  // A fleet member: joined before anything writes, so that its leases fence its writes.
+  std::optional<daemon::fleet_settings> fleet;
+  if (shared_database) {
+    daemon::fleet_settings f{daemon::member_id(), conf.fleet.lease_ttl_s, conf.fleet.heartbeat_s};
+    storage::fleet_member me{f.member, daemon::host_name(), ::getpid(), conf.listen, LOGITAUDIT_VERSION, "", "", true};
+    try {
+      db->submit([me, ttl = f.lease_ttl_s](storage::store& s) {
+          if (s.fleet()) s.fleet()->join(me, ttl);
+          return 0;
+        }).get();
+    } catch (const std::exception& e) {
+      std::cerr << "logitauditd: database: " << e.what() << "\n";
+      return 2;
+    }
+    fleet = f;
   }
 
   boost::asio::io_context io(1);      // the API, the queue, the scheduler
@@ -135,9 +171,19 @@ int main(int argc, char** argv) {
   api::daemon_metrics metrics;
   api::read_model reads(conf.read_cache_bytes);
   daemon::job_lifecycle lifecycle(*db, daemon::lifecycle_settings(conf));
-  daemon::job_queue queue(io.get_executor(), audits.get_executor(), *db, lifecycle, daemon::queue_settings(conf));
+  auto queue_conf = daemon::queue_settings(conf);
+  queue_conf.fleet = fleet;
+  daemon::job_queue queue(io.get_executor(), audits.get_executor(), *db, lifecycle, queue_conf);
   daemon::job_service service(*db, lifecycle, queue);
   daemon::scheduler schedules(io.get_executor(), *db, service, lifecycle);
+  if (!clock_file.empty()) {
+    schedules.now = [clock_file, real = schedules.now] {
+      std::ifstream in(clock_file);
+      std::int64_t t = 0;
+      return in >> t ? t : real();
+    };
+    schedules.max_sleep = std::chrono::seconds(1);
+  }
   api::router routes;
   api::route_options route_opts;
   route_opts.tokens = conf.tokens;
@@ -151,6 +197,10 @@ int main(int argc, char** argv) {
   daemon::feed_metrics(queue, metrics, history, io.get_executor(), &alerts);
   api::add_schedule_routes(routes, schedules, route_opts);
   api::add_history_routes(routes, history, schedules);
+  storage::fleet_member self{fleet ? fleet->member : daemon::member_id(), daemon::host_name(), ::getpid(), conf.listen,
+                             LOGITAUDIT_VERSION, storage::now_utc(), storage::now_utc(), true};
+  daemon::fleet_reader fleet_view(*db, database_name, self, fleet ? fleet->lease_ttl_s : 0);
+  api::add_fleet_routes(routes, fleet_view);
   api::add_console_routes(routes);
   api::add_audit_routes(routes, service, route_opts);  // last: its /openapi.json lists the routes added before it
   api::server_limits server_limits;
@@ -169,7 +219,7 @@ int main(int argc, char** argv) {
     schedules.start();
     alerts.start();
     spdlog::info("logitauditd {} listening on {}:{} (database {}, {} backend(s){})", LOGITAUDIT_VERSION, listen.host,
-                 server.port(), conf.database, conf.backends.size(), conf.tokens.empty() ? "" : ", tokens required");
+                 server.port(), database_name, conf.backends.size(), conf.tokens.empty() ? "" : ", tokens required");
 
     boost::asio::signal_set hangup(io, SIGHUP);
     std::function<void()> on_hangup = [&] {
@@ -196,6 +246,17 @@ int main(int argc, char** argv) {
   audits_work.reset();
   audits.stop();
   audit_thread.join();
+  if (fleet) {
+    // A clean stop hands this daemon's jobs to the fleet at once, not after the lease time.
+    try {
+      db->submit([member = fleet->member](storage::store& s) {
+          if (s.fleet()) s.fleet()->leave(member);
+          return 0;
+        }).get();
+    } catch (const std::exception& e) {
+      spdlog::warn("leaving the fleet failed (the leases expire by themselves): {}", e.what());
+    }
+  }
   db.reset();  // writes what is queued and ends the db thread while the io_contexts still exist
   spdlog::info("logitauditd stopped");
   return exit_code;

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -121,16 +122,20 @@ net::awaitable<std::optional<std::vector<api::schedule_fire>>> scheduler::histor
   co_return co_await on_db(db_, std::move(load));
 }
 
-net::awaitable<void> scheduler::fire(storage::schedule_record r) {
+net::awaitable<void> scheduler::fire(storage::schedule_record r, std::int64_t fire_unix) {
   auto spec = api::read_spec(r.spec_json);
   if (!spec) {
     spdlog::error("schedule {}: its stored spec does not parse; not fired", r.id);
     co_return;
   }
   spec->tags.push_back("schedule:" + std::to_string(r.id));
-  auto job = co_await jobs_.submit_scheduled(std::move(*spec), r.id);
+  auto job = co_await jobs_.submit_scheduled(std::move(*spec), r.id, fire_unix);
   if (job) spdlog::info("schedule {} fired audit {}", r.id, job->id);
-  else spdlog::error("schedule {}: {}: {}", r.id, job.error().field, job.error().message);
+  else if (job.error().code == "already_fired") {
+    spdlog::info("schedule {}: the fire at {} was fired by another daemon of the fleet", r.id, fire_unix);
+    co_return;
+  } else
+    spdlog::error("schedule {}: {}: {}", r.id, job.error().field, job.error().message);
   if (on_fire) on_fire(r.id, job ? job->id : 0);
 }
 
@@ -142,7 +147,7 @@ net::awaitable<void> scheduler::loop() {
     switch (r.missed) {
       case audit::missed_fire_policy::run_once:
         spdlog::info("schedule {}: a fire was missed while the daemon was down; running it once now", r.id);
-        co_await fire(r);
+        co_await fire(r, *r.next_fire_unix);
         r.last_fire_unix = now();
         break;
       case audit::missed_fire_policy::skip:
@@ -156,11 +161,11 @@ net::awaitable<void> scheduler::loop() {
   while (!stopping_) {
     auto load_all = [](storage::store& s) { return s.schedules().list(); };
     auto all = co_await on_db(db_, std::move(load_all));
-    std::int64_t soonest = now() + 60;  // look again at least once a minute
+    std::int64_t soonest = now() + max_sleep.count();  // look again at least this often
     for (auto& r : all) {
       if (!r.enabled || !r.next_fire_unix) continue;
       if (*r.next_fire_unix <= now()) {
-        co_await fire(r);
+        co_await fire(r, *r.next_fire_unix);
         r.last_fire_unix = *r.next_fire_unix;
         if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, *r.next_fire_unix, r.timezone);
         auto save = [r](storage::store& s) { return s.schedules().save(r); };
@@ -168,7 +173,8 @@ net::awaitable<void> scheduler::loop() {
       }
       if (r.next_fire_unix) soonest = std::min(soonest, *r.next_fire_unix);
     }
-    wake_.expires_after(std::chrono::seconds(std::max<std::int64_t>(0, soonest - now())) + std::chrono::milliseconds(50));
+    wake_.expires_after(std::chrono::seconds(std::clamp<std::int64_t>(soonest - now(), 0, max_sleep.count())) +
+                        std::chrono::milliseconds(50));
     co_await wake_.async_wait(net::as_tuple(net::use_awaitable));
   }
 }

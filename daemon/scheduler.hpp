@@ -1,5 +1,6 @@
 // Cron schedules of audit jobs: stored, fired by one coroutine that sleeps until the next
-// fire; each fire submits an ordinary job (through the lifecycle) linked to its schedule. A
+// fire; each fire submits an ordinary job (through the lifecycle) linked to its schedule, at
+// most one per fire time across the daemons that share the database. A
 // fire missed while the daemon was down runs once at start-up, or is skipped (the schedule's
 // missed-fire policy). Not thread-safe: use from the executor it was made with.
 #pragma once
@@ -28,14 +29,17 @@ class scheduler final : public api::schedule_service {
   net::awaitable<bool> remove(std::int64_t id) override;
   net::awaitable<std::optional<std::vector<api::schedule_fire>>> history(std::int64_t id) override;
 
-  // The clock, replaceable in tests (Unix seconds).
+  // The clock, replaceable in tests (Unix seconds), and the longest the loop sleeps before it
+  // looks at the schedules again (short with a test clock, which jumps).
   std::function<std::int64_t()> now;
+  std::chrono::seconds max_sleep{60};
   // Told of every fire (schedule id, the audit it submitted or 0), on the scheduler's executor.
   std::function<void(std::int64_t schedule, std::int64_t audit)> on_fire;
 
  private:
   net::awaitable<void> loop();
-  net::awaitable<void> fire(storage::schedule_record r);
+  // Submits the schedule's job for its fire at `fire_unix`, unless a daemon did already.
+  net::awaitable<void> fire(storage::schedule_record r, std::int64_t fire_unix);
   // Checks cron, zone and the spec's backends, fills the next fire time; the problems name
   // their fields.
   std::vector<audit::spec_problem> prepare(storage::schedule_record& r, std::optional<audit::audit_spec> spec);

@@ -1,7 +1,12 @@
 // daemon_config -> the settings of each part.
 #include "settings.hpp"
 
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
+
+#include "storage/repositories.hpp"
 
 namespace logitaudit::daemon {
 
@@ -34,7 +39,8 @@ lifecycle_config lifecycle_settings(const config::daemon_config& c) {
   l.managed.ctx_per_slot = c.managed.ctx_per_slot;
   l.managed.startup_timeout = std::chrono::seconds(c.managed.startup_timeout_s);
   l.managed.log_dir = !c.managed.log_dir.empty() ? std::filesystem::path(c.managed.log_dir)
-                      : std::filesystem::absolute(c.database).parent_path() / "managed-logs";
+                      : storage::is_postgres_url(c.database) ? std::filesystem::absolute("managed-logs")
+                                                             : std::filesystem::absolute(c.database).parent_path() / "managed-logs";
   return l;
 }
 
@@ -52,6 +58,20 @@ alert_settings alert_settings_of(const config::daemon_config& c) {
   a.backoff = std::chrono::milliseconds(c.alerts.backoff_ms);
   a.timeout = std::chrono::milliseconds(c.alerts.timeout_ms);
   return a;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string member_id() {
+  static const std::string id = [] {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+    return host_name() + ":" + std::to_string(::getpid()) + ":" + std::to_string(ms.count());
+  }();
+  return id;
 }
 
 }  // namespace logitaudit::daemon

@@ -17,4 +17,9 @@ lifecycle_config lifecycle_settings(const config::daemon_config& c);
 queue_config queue_settings(const config::daemon_config& c);
 alert_settings alert_settings_of(const config::daemon_config& c);
 
+// This machine's host name, and this process's name in a fleet: host, pid and start time in
+// milliseconds (unique even when a pid is reused).
+std::string host_name();
+std::string member_id();
+
 }  // namespace logitaudit::daemon

@@ -38,6 +38,7 @@ storage_error::kind kind_of(const char* sqlstate, bool connection_lost) {
   if (connection_lost) return storage_error::kind::unavailable;
   const std::string s = sqlstate ? sqlstate : "";
   if (s == "53100") return storage_error::kind::full;  // disk_full
+  if (s == "23505") return storage_error::kind::conflict;  // unique_violation
   if (s == "40001" || s == "40P01" || s == "55P03") return storage_error::kind::busy;
   if (s.starts_with("08") || s == "57P01" || s == "57P02" || s == "57P03") return storage_error::kind::unavailable;
   return storage_error::kind::broken;
@@ -195,6 +196,20 @@ std::vector<std::uint8_t> pg_statement::blob(int col) const {
   return {p, p + PQgetlength(result_.get(), row_, col)};
 }
 
+sql_type pg_statement::column_type(int col) const {
+  if (is_null(col)) return sql_type::unknown;
+  switch (PQftype(result_.get(), col)) {
+    case kInt8:
+    case kInt4:
+    case kInt2:
+    case kBool: return sql_type::integer;
+    case kFloat8:
+    case kFloat4: return sql_type::real;
+    case kBytea: return sql_type::blob;
+    default: return sql_type::text;
+  }
+}
+
 // ---- the connection -------------------------------------------------------------------------
 
 pg_connection::pg_connection(const std::string& url) : url_(url), redacted_(redact_url(url)) {
@@ -252,6 +267,10 @@ pg_result pg_connection::run(const std::string& sql, const std::vector<const cha
   return check(PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()), types.data(), values.data(),
                             lengths.data(), formats.data(), 1),
                sql.substr(0, 60));
+}
+
+void pg_connection::follow_ids(const std::string& table) {
+  exec("SELECT setval(pg_get_serial_sequence('" + table + "', 'id'), coalesce(max(id), 1), max(id) IS NOT NULL) FROM " + table);
 }
 
 void pg_connection::begin() {

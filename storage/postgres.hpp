@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "repositories.hpp"
 #include "sql.hpp"
 
 namespace logitaudit::storage {
@@ -24,10 +25,6 @@ struct pg_result_clearer {
 };
 using pg_result = std::unique_ptr<PGresult, pg_result_clearer>;
 
-// True for "postgresql://..." and "postgres://...": what open_store() hands to PostgreSQL.
-bool is_postgres_url(const std::string& location);
-// The URL with its password (user:PASSWORD@ or ?password=) replaced by "***".
-std::string redact_url(const std::string& url);
 // The shared SQL's parameters (?N, and ? as SQLite numbers it) as PostgreSQL's $N.
 std::string postgres_parameters(const std::string& sql);
 
@@ -52,6 +49,9 @@ class pg_statement final : public sql_statement {
   bool is_null(int col) const override;
   std::string text(int col) const override;
   std::vector<std::uint8_t> blob(int col) const override;
+  int columns() const override { return result_ ? PQnfields(result_.get()) : 0; }
+  std::string column_name(int col) const override { return PQfname(result_.get(), col); }
+  sql_type column_type(int col) const override;
 
  private:
   struct param {
@@ -84,6 +84,7 @@ class pg_connection final : public sql_connection {
   void commit() override;
   void rollback() noexcept override;
   std::string location() const override { return redacted_; }
+  void follow_ids(const std::string& table) override;
 
   // Runs one statement; the result is tuples or a command's. Throws storage_error.
   pg_result run(const std::string& sql, const std::vector<const char*>& values, const std::vector<int>& lengths,

@@ -1,9 +1,11 @@
 // The PostgreSQL implementation of the storage interfaces, for fleets: the schema in its own
 // numbered migrations (applied under an advisory lock, so daemons starting together migrate
-// once), the queries of sql_repositories. The server does the chores a file needs
-// (backups are pg_dump's), so maintenance() is nullptr.
+// once), the queries of sql_repositories, and the fleet's leases, which also fence every write
+// of a job. The server does the chores a file needs (backups are pg_dump's), so maintenance()
+// is nullptr.
 #pragma once
 
+#include <memory>
 #include <span>
 #include <string>
 
@@ -28,16 +30,23 @@ class postgres_store final : public store {
   schedule_repository& schedules() override { return *repos_.schedules; }
   alert_repository& alerts() override { return *repos_.alerts; }
   file_maintenance* maintenance() override { return nullptr; }
+  fleet_repository* fleet() override { return fleet_.get(); }
   int schema_version() override;
+  sql_connection& connection() override { return db_; }
   std::string location() const override { return db_.location(); }
 
   pg_connection& db() { return db_; }
 
  private:
   void migrate();
+  // Refuses (lease_lost) a write to a job another member holds, or one that ended while this
+  // member was not holding it; nothing before join().
+  void fence(std::int64_t job);
 
   pg_connection db_;
+  std::string member_;  // set by fleet().join()
   sql_repositories repos_;
+  std::unique_ptr<fleet_repository> fleet_;
 };
 
 }  // namespace logitaudit::storage

@@ -28,6 +28,8 @@ struct storage_error : std::runtime_error {
     busy,          // another process holds the database
     newer_schema,  // written by a newer logitaudit
     unavailable,   // the database server cannot be reached (PostgreSQL)
+    conflict,      // a row that must be unique exists already (a schedule's fire, a stored group)
+    lease_lost,    // another daemon of the fleet holds the job now
     broken,        // anything else: corruption, I/O errors, a bug
   };
   storage_error(kind k, const std::string& what) : std::runtime_error(what), why(k) {}
@@ -43,8 +45,38 @@ struct new_job {
   std::size_t total_groups = 0;
   std::vector<std::string> tags;
   std::optional<std::int64_t> schedule_id;
+  // The fire time (Unix seconds) of the schedule's fire that made the job: one job per fire,
+  // across every daemon on the database (a second one is a storage_error of kind conflict).
+  std::optional<std::int64_t> fire_unix;
   std::string created_at;
   std::vector<std::string> backends;  // by name: the series the job belongs to
+};
+
+// A daemon of a fleet (many daemons on one PostgreSQL database).
+struct fleet_member {
+  std::string id;  // unique per process: host, pid and start time
+  std::string host;
+  std::int64_t pid = 0;
+  std::string listen;
+  std::string version;
+  std::string started_at, heartbeat_at;  // RFC 3339 UTC, as the database's clock says
+  bool alive = false;                    // its heartbeat is within its lease time
+};
+
+// A job leased by a member: no other member runs it, or any of its backends, until it expires.
+struct job_lease {
+  std::int64_t job = 0;
+  std::string member;
+  std::string leased_at, expires_at;
+  std::vector<std::string> backends;
+  int takeovers = 0;  // how often the job was taken over from a member whose lease expired
+  bool cancel_requested = false;
+};
+
+// What claim() leased.
+struct claimed_job {
+  std::int64_t id = 0;
+  std::string taken_from;  // the member whose expired lease this replaced; empty for a queued job
 };
 
 struct job_record {

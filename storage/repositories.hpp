@@ -13,6 +13,7 @@
 
 #include "audit/baselines.hpp"
 #include "records.hpp"
+#include "sql.hpp"
 
 namespace logitaudit::storage {
 
@@ -92,6 +93,32 @@ class alert_repository {
   virtual std::vector<alert_delivery> recent(int limit) = 0;  // newest first
 };
 
+// Many daemons on one database (PostgreSQL): who is alive, and which jobs each holds. A job
+// is leased with its backends (SELECT ... FOR UPDATE SKIP LOCKED on the jobs, a unique row
+// per backend), kept by heartbeats, and taken over by another member when its lease expires.
+class fleet_repository {
+ public:
+  virtual ~fleet_repository() = default;
+  // Registers this process, and makes it the member whose leases fence this store's writes:
+  // from now on, a job's groups, status and end are refused (kind lease_lost) once another
+  // member holds the job's lease.
+  virtual void join(const fleet_member& me, int ttl_s) = 0;
+  // Extends the member's heartbeat and every lease it holds by ttl_s; returns the jobs it holds
+  // that a user asked (through any member) to cancel.
+  virtual std::vector<std::int64_t> heartbeat(const std::string& member, int ttl_s) = 0;
+  // Leases the oldest job that is queued, or running under an expired lease (set back to
+  // queued, to be resumed), whose backends no live lease holds; nullopt when there is none.
+  // Jobs in `skip` are passed over.
+  virtual std::optional<claimed_job> claim(const std::string& member, int ttl_s, const std::set<std::int64_t>& skip) = 0;
+  virtual void release(const std::string& member, std::int64_t job) = 0;
+  // Releases every lease of the member and removes it from the fleet (a clean stop).
+  virtual void leave(const std::string& member) = 0;
+  // Asks the member running `job` to stop it at its next group; false when no lease holds it.
+  virtual bool request_cancel(std::int64_t job) = 0;
+  virtual std::vector<fleet_member> members() = 0;  // live ones first, then the newest
+  virtual std::vector<job_lease> leases() = 0;       // live ones, by job
+};
+
 // The chores of a database that is one file (SQLite).
 class file_maintenance {
  public:
@@ -118,7 +145,11 @@ class store {
   virtual alert_repository& alerts() = 0;
   // nullptr where the engine has no such chores.
   virtual file_maintenance* maintenance() = 0;
+  // nullptr where one process holds the database (SQLite).
+  virtual fleet_repository* fleet() = 0;
   virtual int schema_version() = 0;
+  // The connection itself, for copying whole tables between engines (storage/copy.hpp).
+  virtual sql_connection& connection() = 0;
   // Where it lives, for messages ("logitaudit.db").
   virtual std::string location() const = 0;
 };
@@ -127,5 +158,11 @@ class store {
 // ("postgresql://user@host:port/database"), or a SQLite file path, or ":memory:" for a SQLite
 // database that lives as long as the store. Throws storage_error.
 std::unique_ptr<store> open_store(const std::string& location);
+
+// True for "postgresql://..." and "postgres://...": what open_store() hands to PostgreSQL.
+bool is_postgres_url(const std::string& location);
+// The location as messages and logs may show it: a URL's password (user:PASSWORD@, or
+// password=) replaced by "***"; a path as it is.
+std::string redact_url(const std::string& location);
 
 }  // namespace logitaudit::storage

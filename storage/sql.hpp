@@ -61,6 +61,11 @@ class sql_statement {
   virtual bool is_null(int col) const = 0;
   virtual std::string text(int col) const = 0;
   virtual std::vector<std::uint8_t> blob(int col) const = 0;
+  // The current row's shape, for copying rows whatever their table (storage/copy.hpp).
+  virtual int columns() const = 0;
+  virtual std::string column_name(int col) const = 0;
+  // The value's type in this row (unknown for NULL).
+  virtual sql_type column_type(int col) const = 0;
 };
 
 // One connection. Not thread-safe: a store keeps it on one thread.
@@ -80,6 +85,9 @@ class sql_connection {
   virtual void rollback() noexcept = 0;
   // Where it lives, for messages (a path, or a URL without its password).
   virtual std::string location() const = 0;
+  // Makes the next ids of `table`'s `id` column follow the largest stored one (after rows were
+  // inserted with their ids).
+  virtual void follow_ids(const std::string& table) = 0;
 };
 
 // begin() ... commit(); rolls back otherwise.

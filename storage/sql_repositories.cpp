@@ -115,7 +115,7 @@ void write_status(sql_connection& db, std::int64_t job, audit::job_status status
 
 class sql_jobs final : public job_repository {
  public:
-  explicit sql_jobs(sql_connection& db) : db_(db) {}
+  sql_jobs(sql_connection& db, write_fence fence) : db_(db), fence_(std::move(fence)) {}
 
   std::int64_t create(const new_job& j) override {
     auto& s = db_.prepare(
@@ -131,23 +131,36 @@ class sql_jobs final : public job_repository {
       b.bind(1, id).bind(2, name);
       b.run();
     }
+    if (j.schedule_id && j.fire_unix) {
+      // The fire's unique row: a second job for it fails here (kind conflict), with the first.
+      auto& f = db_.prepare("INSERT INTO schedule_fires (schedule_id, fire_unix, job_id, fired_at) VALUES (?, ?, ?, ?)");
+      f.bind(1, *j.schedule_id).bind(2, *j.fire_unix).bind(3, id).bind(4, j.created_at);
+      f.run();
+    }
     t.commit();
     return id;
   }
 
   void set_status(std::int64_t job, audit::job_status status, const std::string& at, const std::string& error) override {
+    transaction t(db_);
+    fence_(job);
     write_status(db_, job, status, at, error);
+    t.commit();
   }
 
   void set_total_requests(std::int64_t job, std::int64_t total) override {
+    transaction t(db_);
+    fence_(job);
     auto& s = db_.prepare("UPDATE jobs SET total_requests = ?2 WHERE id = ?1");
     s.bind(1, job).bind(2, total);
     s.run();
+    t.commit();
   }
 
   void finish(std::int64_t job, audit::job_status status, const std::string& error, const audit::findings& f,
               const std::string& findings_json, const std::string& at) override {
     transaction t(db_);
+    fence_(job);
     auto& run_id = db_.prepare("SELECT id FROM runs WHERE job_id = ? AND group_index = ? AND request_index = ?");
     auto& v_ins = db_.prepare(
         "INSERT INTO verdicts (run_id, logit_identical, token_identical, first_logit_difference, "
@@ -309,6 +322,7 @@ class sql_jobs final : public job_repository {
 
  private:
   sql_connection& db_;
+  write_fence fence_;
 };
 
 // ---- evidence ----------------------------------------------------------------------------
@@ -411,10 +425,11 @@ audit::backend_fingerprint read_fingerprint(sql_statement& s, int at) {
 
 class sql_evidence final : public evidence_repository {
  public:
-  explicit sql_evidence(sql_connection& db) : db_(db) {}
+  sql_evidence(sql_connection& db, write_fence fence) : db_(db), fence_(std::move(fence)) {}
 
   void record_groups(std::int64_t job, const std::vector<group_write>& groups) override {
     transaction t(db_);
+    fence_(job);
     auto& g_ins = db_.prepare(
         "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
@@ -479,6 +494,8 @@ class sql_evidence final : public evidence_repository {
 
   void record_fingerprint(std::int64_t job, const std::string& backend, audit::fingerprint_phase phase,
                           const audit::backend_fingerprint& f, const std::string& taken_at) override {
+    transaction t(db_);
+    fence_(job);
     // A resumed job keeps the fingerprint taken when it first began; the end is the last one.
     auto& s = db_.prepare(std::string(
                               "INSERT INTO fingerprints (job_id, backend, phase, api, build_info, model, model_ftype, total_slots, "
@@ -499,6 +516,7 @@ class sql_evidence final : public evidence_repository {
     s.bind(11, f.generation_settings_hash).bind(12, hashes_text(f.prompt_token_hashes)).bind(13, hashes_text(f.model_meta));
     s.bind(14, f.model_sha256).bind(15, f.canary_logit_digest).bind(16, f.canary_token_digest).bind(17, taken_at);
     s.run();
+    t.commit();
   }
 
   std::set<std::size_t> stored_groups(std::int64_t job) override {
@@ -661,6 +679,7 @@ class sql_evidence final : public evidence_repository {
 
  private:
   sql_connection& db_;
+  write_fence fence_;
 };
 
 // ---- schedules ---------------------------------------------------------------------------
@@ -788,8 +807,9 @@ class sql_alerts final : public alert_repository {
 
 }  // namespace
 
-sql_repositories make_sql_repositories(sql_connection& c) {
-  return {std::make_unique<sql_jobs>(c), std::make_unique<sql_evidence>(c), std::make_unique<sql_schedules>(c),
+sql_repositories make_sql_repositories(sql_connection& c, write_fence fence) {
+  if (!fence) fence = [](std::int64_t) {};
+  return {std::make_unique<sql_jobs>(c, fence), std::make_unique<sql_evidence>(c, fence), std::make_unique<sql_schedules>(c),
           std::make_unique<sql_alerts>(c)};
 }
 

@@ -3,6 +3,7 @@
 // (sqlite_store, postgres_store) and hands the connection to these.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "repositories.hpp"
@@ -17,7 +18,11 @@ struct sql_repositories {
   std::unique_ptr<alert_repository> alerts;
 };
 
-// Repositories over `c`, which must outlive them.
-sql_repositories make_sql_repositories(sql_connection& c);
+// Called inside each transaction that writes a job's evidence, status or end, before it
+// writes: throws (storage_error, kind lease_lost) when this process may no longer write the job.
+using write_fence = std::function<void(std::int64_t job)>;
+
+// Repositories over `c`, which must outlive them; `fence` may be empty (one process writes).
+sql_repositories make_sql_repositories(sql_connection& c, write_fence fence = {});
 
 }  // namespace logitaudit::storage

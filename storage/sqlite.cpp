@@ -8,6 +8,9 @@ storage_error::kind error_kind(int rc) {
     case SQLITE_FULL: return storage_error::kind::full;
     case SQLITE_BUSY:
     case SQLITE_LOCKED: return storage_error::kind::busy;
+    case SQLITE_CONSTRAINT:
+      return rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE ? storage_error::kind::conflict
+                                                                                  : storage_error::kind::broken;
     default: return storage_error::kind::broken;
   }
 }
@@ -56,6 +59,16 @@ void statement::reset() {
 std::string statement::text(int col) const {
   auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_.get(), col));
   return p ? std::string(p, static_cast<std::size_t>(sqlite3_column_bytes(s_.get(), col))) : std::string();
+}
+
+sql_type statement::column_type(int col) const {
+  switch (sqlite3_column_type(s_.get(), col)) {
+    case SQLITE_INTEGER: return sql_type::integer;
+    case SQLITE_FLOAT: return sql_type::real;
+    case SQLITE_TEXT: return sql_type::text;
+    case SQLITE_BLOB: return sql_type::blob;
+    default: return sql_type::unknown;
+  }
 }
 
 std::vector<std::uint8_t> statement::blob(int col) const {

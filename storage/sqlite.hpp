@@ -47,6 +47,9 @@ class statement final : public sql_statement {
   bool is_null(int col) const override { return sqlite3_column_type(s_.get(), col) == SQLITE_NULL; }
   std::string text(int col) const override;
   std::vector<std::uint8_t> blob(int col) const override;
+  int columns() const override { return sqlite3_column_count(s_.get()); }
+  std::string column_name(int col) const override { return sqlite3_column_name(s_.get(), col); }
+  sql_type column_type(int col) const override;
 
  private:
   sqlite3* db_;
@@ -68,6 +71,7 @@ class database final : public sql_connection {
   void commit() override { exec("COMMIT"); }
   void rollback() noexcept override { sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr); }
   std::string location() const override { return path_; }
+  void follow_ids(const std::string&) override {}  // an INTEGER PRIMARY KEY follows by itself
   sqlite3* handle() const { return db_.get(); }
   const std::string& path() const { return path_; }
 

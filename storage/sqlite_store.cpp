@@ -204,6 +204,16 @@ CREATE TABLE alert_deliveries (
 );
 CREATE INDEX alert_deliveries_by_status ON alert_deliveries(status, id);
 )sql",
+    // 5: one job per schedule fire, whoever fires it.
+    R"sql(
+CREATE TABLE schedule_fires (
+  schedule_id INTEGER NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
+  fire_unix INTEGER NOT NULL,
+  job_id INTEGER REFERENCES jobs(id) ON DELETE SET NULL,
+  fired_at TEXT NOT NULL,
+  PRIMARY KEY (schedule_id, fire_unix)
+);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -13,7 +13,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // The numbered migrations (migration N brings version N-1 to N), for tests that build an
 // older database and open it with this program.
@@ -31,7 +31,9 @@ class sqlite_store final : public store, private file_maintenance {
   schedule_repository& schedules() override { return *repos_.schedules; }
   alert_repository& alerts() override { return *repos_.alerts; }
   file_maintenance* maintenance() override { return this; }
+  fleet_repository* fleet() override { return nullptr; }
   int schema_version() override;
+  sql_connection& connection() override { return db_; }
   std::string location() const override { return db_.path(); }
 
   // The connection itself, for tests that look at rows.

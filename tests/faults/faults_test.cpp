@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <set>
 #include <thread>
@@ -40,7 +41,15 @@ class faults : public ::testing::Test {
     dir_ = ::mkdtemp(tmpl);
     db_ = (dir_ / "audit.db").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    // A failure shows the end of what the daemon logged (a sanitizer's report lands there too).
+    if (HasFailure()) {
+      std::ifstream in(dir_ / "daemon.log");
+      std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::cerr << "---- the end of daemon.log ----\n" << log.substr(log.size() > 8000 ? log.size() - 8000 : 0) << "\n";
+    }
+    fs::remove_all(dir_);
+  }
 
   std::unique_ptr<test_support::daemon_process> daemon(std::vector<std::string> args, std::string db = {}) {
     args.insert(args.begin(), {"--db", db.empty() ? db_ : db});

@@ -166,7 +166,7 @@ TEST(config, the_example_file_parses_and_every_key_is_documented) {
   const auto j = nlohmann::json::parse(ss.str());
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) {
-    if (k == "limits" || k == "evidence" || k == "history" || k == "alerts" || k == "managed")
+    if (k == "limits" || k == "evidence" || k == "history" || k == "alerts" || k == "managed" || k == "fleet")
       for (const auto& [lk, lv] : v.items()) keys.push_back(k + "." + lk + (lv.is_array() && k == "managed" ? "[]" : ""));
     else keys.push_back(k == "backends" || k == "tokens" ? k + "[]" : k);
   }
