@@ -231,7 +231,7 @@ void pg_connection::ensure_connected() {
   if (PQstatus(conn_.get()) != CONNECTION_OK)
     throw storage_error(storage_error::kind::unavailable,
                         "cannot reach " + redacted_ + ": " + trimmed(PQerrorMessage(conn_.get())));
-  cache_.clear();
+  // The cached statements hold no server state (each runs with PQexecParams): they stay.
 }
 
 pg_result pg_connection::check(PGresult* raw, std::string_view what) {

@@ -285,7 +285,22 @@ class pg_fleet final : public fleet_repository {
     std::vector<candidate> candidates;
     while (c.step()) candidates.push_back({c.integer(0), c.text(1), c.is_null(2) ? "" : c.text(2)});
     c.reset();
-    for (const auto& k : candidates) {
+    for (auto k : candidates) {
+      // The row is locked now, so no other claim of it can commit until this one ends; a
+      // statement of its own sees every claim committed before the lock (the SELECT above
+      // saw the leases as they were when it began).
+      auto& again = db_.prepare(
+          "SELECT j.status, l.member, l.expires_at > clock_timestamp() FROM jobs j "
+          "LEFT JOIN job_leases l ON l.job_id = j.id WHERE j.id = ?");
+      again.bind(1, k.id);
+      bool claimable = again.step();
+      if (claimable) {
+        k.status = again.text(0);
+        k.member = again.is_null(1) ? "" : again.text(1);
+        claimable = (k.status == "queued" || k.status == "running") && (again.is_null(2) || again.integer(2) == 0);
+      }
+      again.reset();
+      if (!claimable) continue;
       // A running job without a lease was left by a member that stopped: it is taken over too.
       db_.exec("SAVEPOINT claim");
       auto& n = db_.prepare("SELECT count(*) FROM job_backends WHERE job_id = ?");
@@ -300,8 +315,7 @@ class pg_fleet final : public fleet_repository {
           "SELECT backend, ?1, ?2, clock_timestamp() + ?3 * interval '1 second' FROM job_backends WHERE job_id = ?1 "
           "ON CONFLICT (backend) DO UPDATE SET job_id = excluded.job_id, member = excluded.member, "
           "expires_at = excluded.expires_at "
-          "WHERE backend_leases.expires_at <= clock_timestamp() OR backend_leases.job_id = excluded.job_id "
-          "RETURNING backend");
+          "WHERE backend_leases.expires_at <= clock_timestamp() RETURNING backend");
       b.bind(1, k.id).bind(2, member).bind(3, ttl_s);
       std::int64_t got = 0;
       while (b.step()) ++got;
@@ -314,9 +328,15 @@ class pg_fleet final : public fleet_repository {
           "INSERT INTO job_leases (job_id, member, leased_at, expires_at) "
           "VALUES (?1, ?2, clock_timestamp(), clock_timestamp() + ?3 * interval '1 second') "
           "ON CONFLICT (job_id) DO UPDATE SET member = excluded.member, leased_at = excluded.leased_at, "
-          "expires_at = excluded.expires_at, takeovers = job_leases.takeovers + 1, cancel_requested = 0");
+          "expires_at = excluded.expires_at, takeovers = job_leases.takeovers + 1, cancel_requested = 0 "
+          "WHERE job_leases.expires_at <= clock_timestamp() RETURNING job_id");
       l.bind(1, k.id).bind(2, member).bind(3, ttl_s);
-      l.run();
+      const bool leased = l.step();
+      l.reset();
+      if (!leased) {
+        db_.exec("ROLLBACK TO SAVEPOINT claim");
+        continue;
+      }
       claimed_job out{k.id, k.member};
       if (k.status == "running") {
         if (out.taken_from.empty()) out.taken_from = "a member that stopped";

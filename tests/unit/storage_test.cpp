@@ -12,12 +12,17 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <atomic>
+#include <map>
+#include <mutex>
 
 #include "api/spec_json.hpp"
 #include "audit/stream_encoding.hpp"
 #include "cli/verify.hpp"
 #include "storage/database_lock.hpp"
+#include "storage/copy.hpp"
 #include "storage/db_worker.hpp"
+#include "storage/postgres_store.hpp"
 #include "storage/sqlite_store.hpp"
 #include "support/postgres.hpp"
 #include "support/synthetic.hpp"
@@ -377,6 +382,29 @@ TEST_P(storage_suite, schedules_are_saved_listed_and_removed_and_keep_their_jobs
   EXPECT_FALSE(s().jobs().get(job)->schedule_id) << "its jobs stay, unlinked";
 }
 
+TEST_P(storage_suite, a_schedule_fire_gets_one_job_whoever_fires_it) {
+  storage::schedule_record r;
+  r.cron = "*/5 * * * *";
+  r.timezone = "UTC";
+  r.spec_json = "{}";
+  r.id = s().schedules().save(r);
+  storage::new_job j;
+  j.spec_json = "{}";
+  j.schedule_id = r.id;
+  j.fire_unix = 1798761600;
+  const auto first = s().jobs().create(j);
+  try {
+    s().jobs().create(j);
+    ADD_FAILURE() << "a second job for one fire was stored";
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::conflict) << e.what();
+  }
+  EXPECT_EQ(s().jobs().of_schedule(r.id, 10).size(), 1u) << "the refused job left nothing behind";
+  j.fire_unix = 1798761900;  // the next fire
+  EXPECT_GT(s().jobs().create(j), first);
+  EXPECT_EQ(s().jobs().of_schedule(r.id, 10).size(), 2u);
+}
+
 TEST_P(storage_suite, the_db_thread_batches_writes_and_reports_a_failed_write) {
   audit::audit_spec spec = audit::seed_protocol({{"a", "", "llama"}});
   audit::audit_plan plan = audit::make_plan(spec);
@@ -638,4 +666,264 @@ TEST(sqlite_store, verify_names_a_flipped_byte_a_tampered_verdict_flag_and_predi
   EXPECT_TRUE(verdict);
   EXPECT_TRUE(flag);
   EXPECT_TRUE(prediction);
+}
+
+// ---- PostgreSQL only ---------------------------------------------------------------------------
+
+TEST(postgres_store, urls_are_recognised_and_their_passwords_never_shown) {
+  EXPECT_TRUE(storage::is_postgres_url("postgresql://la@127.0.0.1:5432/audits"));
+  EXPECT_TRUE(storage::is_postgres_url("postgres://la@db/audits"));
+  EXPECT_FALSE(storage::is_postgres_url("audits.db"));
+  EXPECT_FALSE(storage::is_postgres_url("postgresql.db"));
+  EXPECT_EQ(storage::redact_url("postgresql://la:hunter2@db:5432/audits"), "postgresql://la:***@db:5432/audits");
+  EXPECT_EQ(storage::redact_url("postgresql://la@db/audits?password=hunter2&sslmode=require"),
+            "postgresql://la@db/audits?password=***&sslmode=require");
+  EXPECT_EQ(storage::redact_url("postgresql://la:p%40ss@db/a"), "postgresql://la:***@db/a");
+  EXPECT_EQ(storage::redact_url("/var/lib/logitaudit/audits.db"), "/var/lib/logitaudit/audits.db");
+  EXPECT_EQ(storage::postgres_parameters("a = ?1 AND b = ? AND c = '?' AND d = ?3 AND e = ?"),
+            "a = $1 AND b = $2 AND c = '?' AND d = $3 AND e = $4");
+}
+
+TEST(postgres_store, an_unreachable_server_is_unavailable_and_its_password_is_not_in_the_message) {
+  try {
+    storage::open_store("postgresql://la:hunter2@127.0.0.1:1/audits?connect_timeout=2");
+    ADD_FAILURE() << "opened a database on port 1";
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::unavailable);
+    const std::string m = e.what();
+    EXPECT_EQ(m.find("hunter2"), std::string::npos) << m;
+    EXPECT_NE(m.find("postgresql://la:***@127.0.0.1:1/audits"), std::string::npos) << m;
+  }
+}
+
+TEST(postgres_store, migrations_are_recorded_and_a_newer_schema_is_refused) {
+  test_support::postgres_database db;
+  {
+    storage::postgres_store s(db.url());
+    EXPECT_EQ(s.schema_version(), storage::kPostgresSchemaVersion);
+    EXPECT_EQ(s.maintenance(), nullptr) << "PostgreSQL has no file chores";
+    ASSERT_NE(s.fleet(), nullptr);
+  }
+  {
+    storage::postgres_store again(db.url());  // a second open migrates nothing
+    EXPECT_EQ(again.schema_version(), storage::kPostgresSchemaVersion);
+    again.db().exec("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 'later')");
+  }
+  try {
+    storage::postgres_store s(db.url());
+    ADD_FAILURE() << "opened a database of schema version 99";
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::newer_schema);
+    EXPECT_NE(std::string(e.what()).find("schema version 99"), std::string::npos) << e.what();
+  }
+}
+
+TEST(postgres_store, a_lost_connection_is_established_again_and_loses_nothing) {
+  test_support::postgres_database db;
+  storage::postgres_store s(db.url());
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  const auto job = store_job(s, spec, plan);
+  storage::pg_connection admin(test_support::postgres_admin_url());
+  admin.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + db.name() +
+             "' AND pid <> pg_backend_pid()");
+  // The statement that finds the connection dead fails as unavailable; the next one reconnects.
+  try {
+    s.jobs().get(job);
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::unavailable) << e.what();
+  }
+  const auto row = s.jobs().get(job);
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->status, job_status::done);
+  EXPECT_EQ(s.evidence().runs(job).size(), plan.total_requests());
+}
+
+TEST(postgres_store, a_copy_to_sqlite_and_back_keeps_every_row_id_and_byte) {
+  test_support::postgres_database pg;
+  temp_db file("copy");
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  std::int64_t job = 0;
+  {
+    auto src = storage::open_store(pg.url());
+    store_job(*src, spec, plan, {"first"});
+    src->jobs().remove(1);  // ids with a gap: the copy keeps them
+    job = store_job(*src, spec, plan, {"nightly"});
+  }
+  auto src = storage::open_store(pg.url());
+  auto mid = storage::open_store(file.str());
+  const auto there = storage::copy_database(*src, *mid);
+  EXPECT_EQ(there.rows.front().first, "schedules");
+  test_support::postgres_database back_db;
+  auto back = storage::open_store(back_db.url());
+  storage::copy_database(*mid, *back);
+  for (auto* s : {mid.get(), back.get()}) {
+    EXPECT_EQ(s->jobs().ids(), std::vector<std::int64_t>{job});
+    EXPECT_EQ(s->jobs().get(job)->findings_json, src->jobs().get(job)->findings_json);
+    EXPECT_EQ(s->jobs().get(job)->tags, std::vector<std::string>{"nightly"});
+    const auto a = src->evidence().stored_streams(job), b = s->evidence().stored_streams(job);
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].run, b[i].run);
+      EXPECT_EQ(a[i].encoding, b[i].encoding);
+      EXPECT_EQ(a[i].logit_digest, b[i].logit_digest);
+    }
+    const auto runs_a = src->evidence().runs(job), runs_b = s->evidence().runs(job);
+    ASSERT_EQ(runs_a.size(), runs_b.size());
+    for (std::size_t i = 0; i < runs_a.size(); ++i) {
+      EXPECT_EQ(runs_a[i].temperature, runs_b[i].temperature);
+      ASSERT_EQ(runs_a[i].verdict.has_value(), runs_b[i].verdict.has_value());
+      if (runs_a[i].verdict) {
+        EXPECT_EQ(runs_a[i].verdict->max_abs_delta, runs_b[i].verdict->max_abs_delta) << "doubles bit for bit";
+      }
+    }
+    EXPECT_TRUE(cli::verify_database(*s, std::nullopt).ok());
+  }
+  // A new audit in the copy gets a new id, not one of the copied ones.
+  storage::new_job j;
+  j.spec_json = "{}";
+  EXPECT_GT(back->jobs().create(j), job);
+  // A database that holds audits is not a copy's target; it stays as it was.
+  try {
+    storage::copy_database(*src, *back);
+    ADD_FAILURE() << "copied into a database that holds audits";
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::conflict);
+  }
+  EXPECT_EQ(back->jobs().ids().size(), 2u);
+}
+
+// ---- the fleet's leases --------------------------------------------------------------------------
+
+namespace {
+
+std::int64_t queued_job(storage::store& s, std::vector<std::string> backends) {
+  storage::new_job j;
+  j.spec_json = "{}";
+  j.backends = std::move(backends);
+  return s.jobs().create(j);
+}
+
+storage::fleet_member member(const std::string& id) { return {id, "host", 1, "127.0.0.1:1", "test", "", "", true}; }
+
+}  // namespace
+
+TEST(postgres_fleet, jobs_are_leased_with_their_backends_and_taken_over_when_a_lease_expires) {
+  test_support::postgres_database db;
+  storage::postgres_store a(db.url()), b(db.url());
+  a.fleet()->join(member("a"), 60);
+  b.fleet()->join(member("b"), 60);
+  const auto j1 = queued_job(a, {"x"}), j2 = queued_job(a, {"x"}), j3 = queued_job(a, {"y", "z"});
+
+  // The oldest job first; a job whose backend another lease holds waits.
+  auto c1 = a.fleet()->claim("a", 1, {});
+  ASSERT_TRUE(c1);
+  EXPECT_EQ(c1->id, j1);
+  EXPECT_EQ(c1->taken_from, "");
+  auto c2 = b.fleet()->claim("b", 60, {});
+  ASSERT_TRUE(c2);
+  EXPECT_EQ(c2->id, j3) << "j2 waits for backend x";
+  EXPECT_FALSE(b.fleet()->claim("b", 60, {})) << "j2's backend is held by j1's lease";
+  const auto leases = a.fleet()->leases();
+  ASSERT_EQ(leases.size(), 2u);
+  EXPECT_EQ(leases[0].job, j1);
+  EXPECT_EQ(leases[0].backends, std::vector<std::string>{"x"});
+  EXPECT_EQ(leases[1].backends, (std::vector<std::string>{"y", "z"}));
+
+  // The holder writes; another member may not.
+  a.jobs().set_status(j1, job_status::running, storage::now_utc());
+  try {
+    b.jobs().set_status(j1, job_status::failed, storage::now_utc(), "not mine");
+    ADD_FAILURE() << "a member wrote a job another member holds";
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::lease_lost) << e.what();
+  }
+  EXPECT_EQ(b.jobs().get(j1)->status, job_status::running);
+
+  // a stops renewing (its lease was 1 s): b takes j1 over, set back to queued to be resumed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  auto c3 = b.fleet()->claim("b", 60, {});
+  ASSERT_TRUE(c3);
+  EXPECT_EQ(c3->id, j1);
+  EXPECT_EQ(c3->taken_from, "a");
+  EXPECT_EQ(b.jobs().get(j1)->status, job_status::queued);
+  // a, back from its pause, finds its writes refused: nothing of it lands in j1.
+  audit::audit_spec spec = audit::seed_protocol({{"x", "", "llama"}});
+  audit::audit_plan plan = audit::make_plan(spec);
+  const auto runs = test_support::simulate(plan);
+  const auto writes = test_support::group_writes(plan, runs, test_support::simulate_bursts(plan));
+  try {
+    a.evidence().record_groups(j1, {writes[0]});
+    ADD_FAILURE() << "a member whose lease expired stored a group";
+  } catch (const storage::storage_error& e) {
+    EXPECT_EQ(e.why, storage::storage_error::kind::lease_lost) << e.what();
+  }
+  EXPECT_TRUE(b.evidence().stored_groups(j1).empty());
+  b.evidence().record_groups(j1, {writes[0]});
+  EXPECT_EQ(b.evidence().stored_groups(j1).size(), 1u);
+  EXPECT_EQ(b.fleet()->leases()[0].takeovers, 1);
+
+  // A cancel through any member reaches the holder at its next heartbeat.
+  EXPECT_TRUE(a.fleet()->request_cancel(j1));
+  EXPECT_EQ(b.fleet()->heartbeat("b", 60), std::vector<std::int64_t>{j1});
+  EXPECT_FALSE(a.fleet()->request_cancel(j2)) << "j2 is not leased";
+
+  // Released, its backend is free for j2; a clean leave hands everything back.
+  b.fleet()->release("b", j1);
+  b.jobs().set_status(j1, job_status::cancelled, storage::now_utc());
+  auto c4 = a.fleet()->claim("a", 60, {});
+  ASSERT_TRUE(c4);
+  EXPECT_EQ(c4->id, j2);
+  b.fleet()->leave("b");
+  const auto members = a.fleet()->members();
+  ASSERT_EQ(members.size(), 1u);
+  EXPECT_EQ(members[0].id, "a");
+  EXPECT_EQ(a.fleet()->leases().size(), 1u);
+}
+
+TEST(postgres_fleet, members_claiming_at_once_lease_every_job_exactly_once) {
+  test_support::postgres_database db;
+  std::vector<std::int64_t> jobs;
+  {
+    storage::postgres_store s(db.url());
+    for (int i = 0; i < 40; ++i) jobs.push_back(queued_job(s, {"b" + std::to_string(i % 8)}));
+  }
+  // Four members claim as fast as they can, releasing each job at once: a job is leased while
+  // no other holds its backend, and no job twice.
+  std::mutex m;
+  std::map<std::int64_t, int> claimed;
+  std::atomic<int> overlaps{0};
+  std::set<std::string> held;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      storage::postgres_store s(db.url());
+      const std::string me = "m" + std::to_string(t);
+      s.fleet()->join(member(me), 60);
+      for (;;) {
+        auto c = s.fleet()->claim(me, 60, {});
+        if (!c) {
+          std::lock_guard lock(m);
+          if (claimed.size() == jobs.size()) return;
+          continue;
+        }
+        const std::string backend = "b" + std::to_string((c->id - 1) % 8);
+        {
+          std::lock_guard lock(m);
+          ++claimed[c->id];
+          if (!held.insert(backend).second) ++overlaps;
+        }
+        s.jobs().set_status(c->id, job_status::done, storage::now_utc());
+        {
+          std::lock_guard lock(m);
+          held.erase(backend);
+        }
+        s.fleet()->release(me, c->id);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(claimed.size(), jobs.size());
+  for (const auto& [id, n] : claimed) EXPECT_EQ(n, 1) << "job " << id;
+  EXPECT_EQ(overlaps.load(), 0) << "two members held one backend";
 }
