@@ -1,0 +1,182 @@
+// e2e: a fleet. Three logitauditd processes share one database on a real PostgreSQL cluster and
+// audit two real llama-servers: a series of audits, and a schedule that fires every minute of
+// an injected clock (advanced a minute at a time). One daemon at a time is SIGKILLed at a
+// random moment, 20 times, and started again. At the end every planned stream is stored
+// exactly once, every fire ran exactly once, verify passes, and the stored streams' digests
+// recomputed by the independent Python implementation match.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "storage/postgres.hpp"
+#include "support/http_call.hpp"
+#include "support/llama_server.hpp"
+#include "support/postgres.hpp"
+#include "support/process.hpp"
+
+using namespace logitaudit;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+namespace http = boost::beast::http;
+using json = nlohmann::json;
+
+namespace {
+
+std::string small_spec(const std::string& backend) {
+  return R"({"preset":"seed-protocol","backends":[")" + backend +
+         R"("],"n_predict":4,"prompts":["alpha beta","gamma delta"],)"
+         R"("conditions":[{"name":"concurrent_greedy_c4","kind":"concurrent","concurrency":4},)"
+         R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})";
+}
+
+json get(const test_support::daemon_process& d, const std::string& target) {
+  return test_support::http_call(d.port(), http::verb::get, target).json();
+}
+
+std::int64_t scalar(storage::pg_connection& c, const std::string& sql) {
+  auto& s = c.prepare(sql);
+  s.step();
+  const auto v = s.integer(0);
+  s.reset();
+  return v;
+}
+
+}  // namespace
+
+TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire_exactly_once) {
+  test_support::postgres_database db;
+  auto s1 = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  auto s2 = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  char tmpl[] = "/tmp/logitaudit-fleet-XXXXXX";
+  const fs::path dir = ::mkdtemp(tmpl);
+  const fs::path conf = dir / "conf.json", clock = dir / "clock";
+  std::ofstream(conf) << R"({"backends":[{"name":"b1","url":")" << s1->url() << R"("},{"name":"b2","url":")" << s2->url()
+                      << R"("}],"fleet":{"lease_ttl_s":2,"heartbeat_s":1}})";
+  std::int64_t now = 1800000030;  // half a minute past a minute
+  const auto set_clock = [&] { std::ofstream(clock) << now; };
+  set_clock();
+  std::vector<std::unique_ptr<test_support::daemon_process>> daemons(3);
+  const auto start = [&](std::size_t i) {
+    daemons[i] = std::make_unique<test_support::daemon_process>(
+        LOGITAUDITD, std::vector<std::string>{"--config", conf.string(), "--db", db.url(), "--clock-file", clock.string()},
+        dir / ("daemon" + std::to_string(i) + ".log"));
+  };
+  for (std::size_t i = 0; i < daemons.size(); ++i) start(i);
+
+  // The series: six audits, three per backend; the schedule's audits go to b2.
+  std::set<std::int64_t> submitted;
+  for (int i = 0; i < 6; ++i) {
+    auto r = test_support::http_call(daemons[static_cast<std::size_t>(i) % 3]->port(), http::verb::post, "/v1/audits",
+                                     small_spec(i % 2 ? "b2" : "b1"));
+    ASSERT_EQ(r.status, 202u) << r.body;
+    submitted.insert(r.json()["id"].get<std::int64_t>());
+  }
+  auto sched = test_support::http_call(daemons[1]->port(), http::verb::post, "/v1/schedules",
+                                       R"({"cron":"* * * * *","timezone":"UTC","spec":)" + small_spec("b2") + "}");
+  ASSERT_EQ(sched.status, 201u) << sched.body;
+  const auto schedule = sched.json()["id"].get<std::int64_t>();
+
+  // 20 kills: every other one hits a daemon that holds a lease (when one does), so that jobs
+  // are taken over mid-run; the first eight also move the clock a minute on (eight fires).
+  std::mt19937 rng(20261130);
+  int takeovers_forced = 0;
+  for (int k = 0; k < 20; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(150, 900)(rng)));
+    if (k < 8) {
+      now += 60;
+      set_clock();
+    }
+    std::size_t victim = std::uniform_int_distribution<std::size_t>(0, 2)(rng);
+    if (k % 2 == 0) {
+      const auto fleet = get(*daemons[(victim + 1) % 3], "/v1/fleet");
+      for (const auto& l : fleet["leases"])
+        for (std::size_t i = 0; i < 3; ++i)
+          if (get(*daemons[i], "/v1/fleet")["self"] == l["member"]) {
+            victim = i;
+            ++takeovers_forced;
+          }
+    }
+    ::kill(daemons[victim]->pid(), SIGKILL);
+    daemons[victim]->stop();
+    start(victim);
+  }
+
+  // Everything ends: the series and the eight fires' audits, each done.
+  const auto deadline = std::chrono::steady_clock::now() + 600s;
+  json jobs;
+  for (;;) {
+    jobs = get(*daemons[0], "/v1/audits?limit=100")["audits"];
+    bool open = jobs.size() < submitted.size() + 8;
+    for (const auto& j : jobs) open = open || !audit::is_final(*audit::parse_job_status(j["status"].get<std::string>()));
+    if (!open) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << jobs.dump();
+    std::this_thread::sleep_for(250ms);
+  }
+  ASSERT_EQ(jobs.size(), submitted.size() + 8) << jobs.dump();
+  for (const auto& j : jobs) {
+    const auto id = j["id"].get<std::int64_t>();
+    EXPECT_EQ(j["status"], "done") << j.dump();
+    // Every planned stream once: as many runs as planned, no (group, request) twice.
+    const auto runs = get(*daemons[id % 3], "/v1/audits/" + std::to_string(id) + "/runs")["runs"];
+    EXPECT_EQ(static_cast<std::int64_t>(runs.size()), j["progress"]["total"].get<std::int64_t>()) << "audit " << id;
+    std::set<std::pair<int, int>> seen;
+    for (const auto& r : runs) EXPECT_TRUE(seen.insert({r["group"].get<int>(), r["request"].get<int>()}).second) << r.dump();
+  }
+
+  // Every fire once: eight fire times, one audit each, whoever fired it.
+  storage::pg_connection pg(db.url());
+  EXPECT_EQ(scalar(pg, "SELECT count(*) FROM schedule_fires"), 8);
+  EXPECT_EQ(scalar(pg, "SELECT count(DISTINCT fire_unix) FROM schedule_fires"), 8);
+  EXPECT_EQ(scalar(pg, "SELECT min(fire_unix) FROM schedule_fires"), 1800000060);
+  EXPECT_EQ(scalar(pg, "SELECT max(fire_unix) FROM schedule_fires"), 1800000060 + 7 * 60);
+  EXPECT_EQ(scalar(pg, "SELECT count(*) FROM jobs WHERE schedule_id = " + std::to_string(schedule)), 8);
+  EXPECT_EQ(scalar(pg, "SELECT count(*) FROM runs GROUP BY job_id, group_index, request_index ORDER BY count(*) DESC LIMIT 1"), 1);
+
+  // The kills really took jobs over mid-run, and the fleet is whole again, holding nothing.
+  std::string logs;
+  for (int i = 0; i < 3; ++i) {
+    std::ifstream in(dir / ("daemon" + std::to_string(i) + ".log"));
+    logs.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (takeovers_forced > 0) {
+    EXPECT_NE(logs.find("taken over from"), std::string::npos) << takeovers_forced << " kills hit a lease holder";
+  }
+  // The killed daemons stop counting as alive once their last heartbeat is older than their
+  // lease time (2 s).
+  json fleet;
+  for (int i = 0; i < 100; ++i) {
+    fleet = get(*daemons[2], "/v1/fleet");
+    int alive = 0;
+    for (const auto& m : fleet["members"]) alive += m["alive"].get<bool>();
+    if (alive == 3) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  int alive = 0;
+  std::set<std::string> live;
+  for (const auto& m : fleet["members"])
+    if (m["alive"].get<bool>()) live.insert(m["id"].get<std::string>());
+  for (auto& d : daemons) alive += live.count(get(*d, "/v1/fleet")["self"].get<std::string>());
+  EXPECT_EQ(alive, 3) << "the three running daemons, and no other, are alive: " << fleet.dump();
+  EXPECT_EQ(live.size(), 3u) << fleet.dump();
+  EXPECT_TRUE(fleet["leases"].empty()) << fleet.dump();
+
+  // verify on the database, and the Python digests of every stream (through a SQLite copy).
+  for (auto& d : daemons) EXPECT_EQ(d->stop(), 0);
+  auto verify = test_support::run_process({LOGITAUDIT_CLI, "verify", db.url()});
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+  const auto copy = (dir / "copy.db").string();
+  auto copied = test_support::run_process({LOGITAUDIT_CLI, "db", "copy", db.url(), copy});
+  ASSERT_EQ(copied.code, 0) << copied.out << copied.err;
+  auto python = test_support::run_process({"/usr/bin/env", "python3", std::string(LOGITAUDIT_SOURCE_DIR) + "/tools/stream_digest.py", "--db", copy});
+  EXPECT_EQ(python.code, 0) << python.out << python.err;
+  if (!HasFailure()) fs::remove_all(dir);
+  else std::cerr << "daemon logs kept in " << dir << "\n";
+}
