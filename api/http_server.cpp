@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/records.hpp"
+
 namespace logitaudit::api {
 namespace {
 
@@ -169,6 +171,12 @@ net::awaitable<api_response> dispatch(const router& routes, request_context ctx)
   ctx.params = std::move(m.params);
   try {
     co_return co_await (*m.found)(ctx);
+  } catch (const storage::storage_error& e) {
+    // The database failed under a read: unreachable (a PostgreSQL restart), full, or broken.
+    // The daemon stays up; the client is told to come back.
+    spdlog::warn("{} {}: {}", std::string(http::to_string(ctx.method)), ctx.path, e.what());
+    if (e.why == storage::storage_error::kind::full) co_return error_response(507, "storage_full", e.what());
+    co_return error_response(503, "storage_unavailable", std::string("the database failed: ") + e.what());
   } catch (const std::exception& e) {
     spdlog::error("handler for {} {} threw: {}", std::string(http::to_string(ctx.method)), ctx.path, e.what());
     co_return error_response(500, "internal", "internal error");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/asio.hpp>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -42,6 +43,29 @@ template <class F>
 auto on_db(storage::db_worker& db, F fn) {
   using R = decltype(fn(std::declval<storage::store&>()));
   return on_db_task<R>(&db, std::make_shared<std::function<R(storage::store&)>>(std::move(fn)));
+}
+
+// on_db, tried again while the database server is unreachable (storage_error, kind
+// unavailable: a PostgreSQL restart, or group writes held until it answers), every second up
+// to `patience`; then the last error is thrown. `fn` must be safe to run again.
+template <class F>
+net::awaitable<decltype(std::declval<F>()(std::declval<storage::store&>()))> on_db_patient(
+    storage::db_worker& db, F fn, std::chrono::seconds patience = std::chrono::seconds(150)) {
+  using R = decltype(fn(std::declval<storage::store&>()));
+  auto shared = std::make_shared<std::function<R(storage::store&)>>(std::move(fn));
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  net::steady_timer pause(co_await net::this_coro::executor);
+  for (;;) {
+    std::exception_ptr unavailable;
+    try {
+      co_return co_await on_db_task<R>(&db, shared);
+    } catch (const storage::storage_error& e) {
+      if (e.why != storage::storage_error::kind::unavailable || std::chrono::steady_clock::now() > deadline) throw;
+      unavailable = std::current_exception();
+    }
+    pause.expires_after(std::chrono::seconds(1));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+  }
 }
 
 }  // namespace logitaudit::daemon

@@ -277,7 +277,9 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     ev.evidence.fingerprints = s.evidence().fingerprints(id);
     return std::pair{std::move(ev), db->write_error(id)};
   };
-  auto [ev, write_error] = co_await on_db(db_, std::move(load));
+  // A database server that went away is waited for: the groups it did not take yet are
+  // written when it answers again, before this reads them.
+  auto [ev, write_error] = co_await on_db_patient(db_, std::move(load));
   ev.evidence.thresholds = config_.evidence;
   auto f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
 
@@ -306,6 +308,19 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   } else {
     end.status = audit::job_status::done;
     end.error = errors;
+    // Done means every planned group is in the database (a threshold search's skipped trials
+    // aside): a database that lost committed groups (a crash without durable commits) must
+    // not yield findings over fewer streams than the plan.
+    std::set<std::size_t> stored;
+    for (const auto& r : ev.runs) stored.insert(r.group);
+    std::size_t missing = 0;
+    for (const auto& g : plan->groups)
+      missing += g.kind != audit::condition_kind::threshold_search && !stored.count(g.index);
+    if (missing > 0) {
+      end.status = audit::job_status::failed;
+      end.error = std::to_string(missing) + " of the plan's " + std::to_string(plan->groups.size()) +
+                  " groups are not in the database though they were measured (lost after they were stored?)";
+    }
   }
   const std::string findings_json = api::findings_to_json(f);
   // The trials a search did not need leave the plan's count: a finished search is 100% done.
@@ -325,7 +340,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   };
   std::string finish_failure;
   try {
-    co_await on_db(db_, std::move(finish));
+    co_await on_db_patient(db_, std::move(finish));
   } catch (const std::exception& e) {
     finish_failure = e.what();
   }

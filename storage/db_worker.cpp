@@ -61,6 +61,53 @@ std::size_t db_worker::batches_committed() const {
   return batches_;
 }
 
+void db_worker::write(store& db, std::vector<std::pair<std::int64_t, group_write>> batch) {
+  using clock = std::chrono::steady_clock;
+  const bool retrying = !held_.empty();
+  if (retrying) batch.insert(batch.begin(), std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
+  held_.clear();
+  db.connection().resume();
+  std::map<std::int64_t, std::vector<group_write>> by_job;
+  for (auto& [job, g] : batch) by_job[job].push_back(std::move(g));
+  std::string outage;
+  for (auto& [job, groups] : by_job) {
+    std::string error;
+    try {
+      db.evidence().record_groups(job, groups);
+    } catch (const storage_error& e) {
+      error = e.what();
+      if (e.why == storage_error::kind::conflict && retrying) {
+        // A COMMIT that reached the server before the connection broke: the groups are there.
+        const auto stored = db.evidence().stored_groups(job);
+        bool all = true;
+        for (const auto& g : groups) all = all && stored.count(g.group->index);
+        if (all) error.clear();
+      } else if (e.why == storage_error::kind::unavailable) {
+        if (outage.empty()) outage = e.what();
+        if (outage_since_ == clock::time_point{}) outage_since_ = clock::now();
+        if (clock::now() - outage_since_ < max_outage_) {
+          for (auto& g : groups) held_.emplace_back(job, std::move(g));
+          continue;
+        }
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::lock_guard lock(mutex_);
+    if (error.empty()) ++batches_;
+    else write_errors_.emplace(job, "storing results failed: " + error);
+  }
+  if (held_.empty()) {
+    outage_since_ = {};
+    retry_delay_ = std::chrono::milliseconds(100);
+    return;
+  }
+  next_try_ = clock::now() + retry_delay_;
+  retry_delay_ = std::min(retry_delay_ * 2, std::chrono::milliseconds(2000));
+  db.connection().suspend(outage + " (" + std::to_string(held_.size()) +
+                          " measured groups wait to be stored; they are written when the database answers again)");
+}
+
 void db_worker::loop(opener open, std::promise<void> opened) {
   std::unique_ptr<store> db;
   try {
@@ -73,27 +120,29 @@ void db_worker::loop(opener open, std::promise<void> opened) {
   for (;;) {
     std::vector<std::pair<std::int64_t, group_write>> batch;
     std::deque<std::function<void(store&)>> tasks;
+    bool stopping = false;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !pending_.empty() || !tasks_.empty(); });
-      if (stopping_ && pending_.empty() && tasks_.empty()) return;
+      const auto ready = [&] { return stopping_ || !pending_.empty() || !tasks_.empty(); };
+      if (held_.empty()) wake_.wait(lock, ready);
+      else wake_.wait_until(lock, next_try_, ready);  // held writes are tried again by then
+      if (stopping_ && pending_.empty() && tasks_.empty() && held_.empty()) return;
       batch.swap(pending_);
       tasks.swap(tasks_);
+      stopping = stopping_;
     }
-    // Writes first, so a task queued after a group sees it. One transaction per job's batch.
-    std::map<std::int64_t, std::vector<group_write>> by_job;
-    for (auto& [job, g] : batch) by_job[job].push_back(std::move(g));
-    for (auto& [job, groups] : by_job) {
-      try {
-        db->evidence().record_groups(job, groups);
-        std::lock_guard lock(mutex_);
-        ++batches_;
-      } catch (const std::exception& e) {
-        std::lock_guard lock(mutex_);
-        write_errors_.emplace(job, std::string("storing results failed: ") + e.what());
-      }
-    }
+    // Writes first, so a task queued after a group sees it (or, while writes are held, fails
+    // as unavailable). One transaction per job's batch.
+    if (held_.empty() || stopping || std::chrono::steady_clock::now() >= next_try_) write(*db, std::move(batch));
+    else held_.insert(held_.end(), std::make_move_iterator(batch.begin()), std::make_move_iterator(batch.end()));
     for (auto& t : tasks) t(*db);
+    if (stopping && !held_.empty()) {
+      // Stopping with the server away: these groups are lost here; their jobs stay running in
+      // the database and are measured again when resumed.
+      std::lock_guard lock(mutex_);
+      for (auto& [job, g] : held_) write_errors_.emplace(job, "storing results failed: the database did not come back");
+      held_.clear();
+    }
   }
 }
 

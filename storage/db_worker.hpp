@@ -1,8 +1,12 @@
 // The one thread that touches the database. Callers hand it work and never block on disk:
 // group writes are queued and committed in batches (each group still whole), other work
-// runs in order, against the storage interfaces. Thread-safe.
+// runs in order, against the storage interfaces. Writes that find the database server
+// unreachable are held and tried again (for up to two minutes before their jobs fail); while
+// any are held, other work fails at once as unavailable, so nothing reads around them and
+// the API keeps answering (503). Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -57,6 +61,14 @@ class db_worker {
 
  private:
   void loop(opener open, std::promise<void> opened);
+  // Writes `batch` (held writes first), one transaction per job; the jobs whose server was
+  // unreachable stay in held_, unless the outage outlasted max_outage_.
+  void write(store& db, std::vector<std::pair<std::int64_t, group_write>> batch);
+
+  std::chrono::milliseconds max_outage_{120000};
+  std::vector<std::pair<std::int64_t, group_write>> held_;  // db thread only
+  std::chrono::steady_clock::time_point outage_since_, next_try_;
+  std::chrono::milliseconds retry_delay_{100};
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

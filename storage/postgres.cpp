@@ -224,6 +224,7 @@ pg_connection::pg_connection(const std::string& url) : url_(url), redacted_(reda
 }
 
 void pg_connection::ensure_connected() {
+  if (!suspended_.empty()) throw storage_error(storage_error::kind::unavailable, suspended_);
   if (PQstatus(conn_.get()) == CONNECTION_OK) return;
   if (in_transaction_)
     throw storage_error(storage_error::kind::unavailable, "the connection to " + redacted_ + " was lost in a transaction");

@@ -85,6 +85,8 @@ class pg_connection final : public sql_connection {
   void rollback() noexcept override;
   std::string location() const override { return redacted_; }
   void follow_ids(const std::string& table) override;
+  void suspend(const std::string& why) override { suspended_ = why; }
+  void resume() override { suspended_.clear(); }
 
   // Runs one statement; the result is tuples or a command's. Throws storage_error.
   pg_result run(const std::string& sql, const std::vector<const char*>& values, const std::vector<int>& lengths,
@@ -101,6 +103,7 @@ class pg_connection final : public sql_connection {
   std::unordered_map<std::string, std::unique_ptr<pg_statement>> cache_;
   std::int64_t changes_ = 0;
   bool in_transaction_ = false;
+  std::string suspended_;
 };
 
 }  // namespace logitaudit::storage

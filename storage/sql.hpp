@@ -88,6 +88,10 @@ class sql_connection {
   // Makes the next ids of `table`'s `id` column follow the largest stored one (after rows were
   // inserted with their ids).
   virtual void follow_ids(const std::string& table) = 0;
+  // While suspended, every statement fails at once as unavailable, saying `why` (the db thread
+  // holds group writes the server did not take: nothing may read around them).
+  virtual void suspend(const std::string& why) { (void)why; }
+  virtual void resume() {}
 };
 
 // begin() ... commit(); rolls back otherwise.

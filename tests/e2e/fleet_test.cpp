@@ -180,3 +180,75 @@ TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire
   if (!HasFailure()) fs::remove_all(dir);
   else std::cerr << "daemon logs kept in " << dir << "\n";
 }
+
+// PostgreSQL stops (as a crash would) while a daemon audits a real llama-server, and comes
+// back: the daemon keeps answering (503 for what needs the database, 503 for a new audit,
+// its health check 200), writes the groups it measured meanwhile once the server is back, and
+// the audit ends done with every stream. A bad URL at start is exit 2, the password unprinted.
+TEST(fleet_e2e, a_database_server_that_goes_away_and_comes_back_loses_nothing) {
+  char tmpl[] = "/tmp/logitaudit-pgdown-XXXXXX";
+  const fs::path dir = ::mkdtemp(tmpl);
+  const std::string script = std::string(LOGITAUDIT_SOURCE_DIR) + "/scripts/postgres-cluster.sh";
+  const std::string state = (dir / "pg.state").string();
+  // Durable: the server is halted as by a crash, which must not lose a committed group.
+  auto started = test_support::run_process({"/bin/bash", script, "start", state, "--durable"});
+  ASSERT_EQ(started.code, 0) << started.err;
+  const std::string url = started.out.substr(0, started.out.find('\n'));
+  struct cluster_stop {
+    std::string script, state;
+    ~cluster_stop() { test_support::run_process({"/bin/bash", script, "stop", state}); }
+  } stop_cluster{script, state};
+
+  // At start: nothing listens there, or the URL is misspelt: exit 2, the key named, no password.
+  {
+    auto bad = test_support::run_process({LOGITAUDITD, "--db", "postgresql://la:hunter2@127.0.0.1:1/x?connect_timeout=2"});
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("database: cannot connect to postgresql://la:***@127.0.0.1:1/x"), std::string::npos) << bad.err;
+    EXPECT_EQ(bad.err.find("hunter2"), std::string::npos) << bad.err;
+    auto misspelt = test_support::run_process({LOGITAUDITD, "--db", "postgresq://la:hunter2@127.0.0.1/x"});
+    EXPECT_EQ(misspelt.code, 2) << misspelt.err;
+    EXPECT_NE(misspelt.err.find("database"), std::string::npos) << misspelt.err;
+    EXPECT_EQ(misspelt.err.find("hunter2"), std::string::npos) << misspelt.err;
+  }
+
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  test_support::daemon_process d(LOGITAUDITD, {"--db", url, "--backend", "b=" + server->url()}, dir / "daemon.log");
+  const std::string spec = R"({"preset":"seed-protocol","backends":["b"],"n_predict":8})";
+  auto posted = test_support::http_call(d.port(), http::verb::post, "/v1/audits", spec);
+  ASSERT_EQ(posted.status, 202u) << posted.body;
+  const auto id = posted.json()["id"].get<std::int64_t>();
+  // Once some groups are stored, the database goes away for a while.
+  for (int i = 0; i < 400 && get(d, "/v1/audits/" + std::to_string(id))["progress"]["done"].get<int>() < 4; ++i)
+    std::this_thread::sleep_for(25ms);
+  auto halted = test_support::run_process({"/bin/bash", script, "halt", state});
+  ASSERT_EQ(halted.code, 0) << halted.err;
+  const auto read = test_support::http_call(d.port(), http::verb::get, "/v1/audits/" + std::to_string(id));
+  EXPECT_EQ(read.status, 503u) << read.body;
+  const auto refused = test_support::http_call(d.port(), http::verb::post, "/v1/audits", spec);
+  EXPECT_EQ(refused.status, 503u) << refused.body;
+  EXPECT_NE(refused.body.find("unavailable"), std::string::npos) << refused.body;
+  EXPECT_EQ(test_support::http_call(d.port(), http::verb::get, "/healthz").status, 200u);
+  std::this_thread::sleep_for(1500ms);
+  auto resumed = test_support::run_process({"/bin/bash", script, "resume", state});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+
+  json end;
+  for (int i = 0; i < 2400; ++i) {
+    auto r = test_support::http_call(d.port(), http::verb::get, "/v1/audits/" + std::to_string(id));
+    if (r.status == 200) {
+      end = r.json();
+      if (audit::is_final(*audit::parse_job_status(end["status"].get<std::string>()))) break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(end["status"], "done") << end.dump();
+  const auto runs = get(d, "/v1/audits/" + std::to_string(id) + "/runs")["runs"];
+  EXPECT_EQ(static_cast<std::int64_t>(runs.size()), end["progress"]["total"].get<std::int64_t>());
+  // And new audits are taken again.
+  EXPECT_EQ(test_support::http_call(d.port(), http::verb::post, "/v1/audits", spec).status, 202u);
+  EXPECT_EQ(d.stop(), 0);
+  auto verify = test_support::run_process({LOGITAUDIT_CLI, "verify", url});
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+  if (!HasFailure()) fs::remove_all(dir);
+  else std::cerr << "logs kept in " << dir << "\n";
+}
