@@ -3,6 +3,7 @@
 // thread, verdicts, predictions and findings at the end of each job — and prints the rate
 // and the file size. bench/run.sh then serves it with logitauditd and loads the API.
 // Usage: bench_history DB [STREAMS]   (prints the id of the last job on the last line)
+//   DB: a SQLite file (replaced) or a postgresql:// URL (an empty database)
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,7 +48,9 @@ int main(int argc, char** argv) {
   }
   const std::string db = argv[1];
   const std::size_t target = argc > 2 ? std::stoul(argv[2]) : 1'000'000;
-  for (const char* s : {"", "-wal", "-shm"}) fs::remove(db + s);
+  const bool postgres = storage::is_postgres_url(db);
+  if (!postgres)
+    for (const char* s : {"", "-wal", "-shm"}) fs::remove(db + s);
   auto spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}});
   spec.n_predict = 16;
   const auto plan = audit::make_plan(spec);
@@ -92,14 +95,21 @@ int main(int argc, char** argv) {
     last = job;
   }
   w.flush();
-  w.submit([](storage::store& s) {
-     s.maintenance()->checkpoint();
-     return 0;
-   }).get();
+  const auto bytes = w.submit([postgres, db](storage::store& s) -> double {
+                        if (postgres) {
+                          auto& q = s.connection().prepare("SELECT pg_database_size(current_database())");
+                          q.step();
+                          const auto n = q.integer(0);
+                          q.reset();
+                          return static_cast<double>(n);
+                        }
+                        s.maintenance()->checkpoint();
+                        return static_cast<double>(fs::file_size(db));
+                      }).get();
   const double secs = duration<double>(steady_clock::now() - t0).count();
-  std::printf("bench/history: %zu streams in %lld jobs in %.1f s (%.0f streams/s), %.0f MB on disk\n", streams,
-              static_cast<long long>(last), secs, static_cast<double>(streams) / secs,
-              static_cast<double>(fs::file_size(db)) / 1e6);
+  std::printf("bench/history: %zu streams in %lld jobs in %.1f s (%.0f streams/s), %.0f MB on disk (%s)\n", streams,
+              static_cast<long long>(last), secs, static_cast<double>(streams) / secs, bytes / 1e6,
+              postgres ? "PostgreSQL" : "SQLite");
   std::printf("%lld\n", static_cast<long long>(last));
   return 0;
 }

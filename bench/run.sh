@@ -7,7 +7,8 @@
 #      curl --parallel, and the floor the fake server itself adds       (bench_burst)
 #   2. throughput with all the work (parse, digests, SQLite) vs wrk     (bench_throughput)
 #   3. overhead on a real llama-server (tiny): serial wall time / the server's own time
-#   4. the API over a database of 1,000,000 streams: report and runs p50/p99, 100 connections (wrk)
+#   4. the API over a database of 1,000,000 streams: the rate they were stored at, and report and
+#      runs p50/p99 with 100 connections (wrk), on SQLite and then on PostgreSQL
 #   5. logitauditd's memory: idle, during a 256-wide burst, serving the 1M-stream database
 #   6. load: 50 connections of API reads (list, status, report, runs, bursts, metrics) while a
 #      64-wide burst audit runs; that audit's launch spread and wall time then and when idle
@@ -156,7 +157,7 @@ PY
 fi
 
 if want 4; then
-  say "4/6 the API over $history stored streams (100 connections)"
+  say "4/6 the API over $history stored streams (100 connections), SQLite then PostgreSQL"
   "$build/bench/bench_history" "$tmp/history.db" "$history" >"$tmp/history.txt"
   cat "$tmp/history.txt" >&2
   last=$(tail -1 "$tmp/history.txt")
@@ -164,12 +165,26 @@ if want 4; then
   wrk -t2 -c100 -d${seconds}s --latency "$daemon_url/v1/audits/$last/report" >"$tmp/report_wrk.txt" 2>&1
   wrk -t2 -c100 -d${seconds}s --latency "$daemon_url/v1/audits/$last/runs" >"$tmp/runs_wrk.txt" 2>&1
   history_mb=$(rss "$daemon_pid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_mb"])')
+  # The same database on PostgreSQL: a private cluster with durable commits (as a real one).
+  pg_url=$(bash scripts/postgres-cluster.sh start "$tmp/pg.state" --durable)
+  pg_stop() { bash scripts/postgres-cluster.sh stop "$tmp/pg.state"; }
+  trap 'pg_stop; cleanup' EXIT
+  "$build/bench/bench_history" "$pg_url" "$history" >"$tmp/history_pg.txt"
+  cat "$tmp/history_pg.txt" >&2
+  last_pg=$(tail -1 "$tmp/history_pg.txt")
+  start_daemon "$pg_url"
+  wrk -t2 -c100 -d${seconds}s --latency "$daemon_url/v1/audits/$last_pg/report" >"$tmp/report_pg_wrk.txt" 2>&1
+  wrk -t2 -c100 -d${seconds}s --latency "$daemon_url/v1/audits/$last_pg/runs" >"$tmp/runs_pg_wrk.txt" 2>&1
   python3 - "$parts/history.json" "$tmp" "$history" <<'PY'
-import json, subprocess, sys
+import json, re, subprocess, sys
 tmp = sys.argv[2]
 run = lambda *a: json.loads(subprocess.check_output(["python3", "bench/report.py", *a]))
-json.dump({"streams": int(sys.argv[3]), "report": run("wrk", f"{tmp}/report_wrk.txt"),
-           "runs": run("wrk", f"{tmp}/runs_wrk.txt"), "connections": 100}, open(sys.argv[1], "w"))
+rate = lambda f: float(re.search(r"\(([0-9.]+) streams/s\)", open(f).read()).group(1))
+json.dump({"streams": int(sys.argv[3]), "ingest_sps": rate(f"{tmp}/history.txt"),
+           "report": run("wrk", f"{tmp}/report_wrk.txt"), "runs": run("wrk", f"{tmp}/runs_wrk.txt"),
+           "postgresql": {"ingest_sps": rate(f"{tmp}/history_pg.txt"), "report": run("wrk", f"{tmp}/report_pg_wrk.txt"),
+                          "runs": run("wrk", f"{tmp}/runs_pg_wrk.txt")},
+           "connections": 100}, open(sys.argv[1], "w"))
 PY
   cat "$parts/history.json" >&2
   memory=$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); m["history_mb"]=float(sys.argv[2]); print(json.dumps(m))' "$memory" "$history_mb")

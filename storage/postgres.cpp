@@ -136,7 +136,13 @@ bool pg_statement::step() {
       formats.push_back(p.binary ? 1 : 0);
       types.push_back(p.type);
     }
-    result_ = c_.run(sql_, values, lengths, formats, types);
+    if (session_ != c_.session()) {
+      prepared_.clear();
+      session_ = c_.session();
+    }
+    auto name = prepared_.find(types);
+    if (name == prepared_.end()) name = prepared_.emplace(types, c_.prepare_on_server(sql_, types)).first;
+    result_ = c_.run_prepared(name->second, sql_, values, lengths, formats);
     rows_ = PQntuples(result_.get());
     row_ = -1;
   }
@@ -232,7 +238,8 @@ void pg_connection::ensure_connected() {
   if (PQstatus(conn_.get()) != CONNECTION_OK)
     throw storage_error(storage_error::kind::unavailable,
                         "cannot reach " + redacted_ + ": " + trimmed(PQerrorMessage(conn_.get())));
-  // The cached statements hold no server state (each runs with PQexecParams): they stay.
+  // A new session: the statements prepared on the old one are gone (each statement notices).
+  ++session_;
 }
 
 pg_result pg_connection::check(PGresult* raw, std::string_view what) {
@@ -262,11 +269,19 @@ pg_statement& pg_connection::prepare(const std::string& sql) {
   return *cache_.emplace(sql, std::make_unique<pg_statement>(*this, postgres_parameters(sql))).first->second;
 }
 
-pg_result pg_connection::run(const std::string& sql, const std::vector<const char*>& values, const std::vector<int>& lengths,
-                             const std::vector<int>& formats, const std::vector<unsigned>& types) {
+std::string pg_connection::prepare_on_server(const std::string& sql, const std::vector<unsigned>& types) {
   ensure_connected();
-  return check(PQexecParams(conn_.get(), sql.c_str(), static_cast<int>(values.size()), types.data(), values.data(),
-                            lengths.data(), formats.data(), 1),
+  const std::string name = "la" + std::to_string(++statements_);
+  check(PQprepare(conn_.get(), name.c_str(), sql.c_str(), static_cast<int>(types.size()), types.data()),
+        "prepare " + sql.substr(0, 60));
+  return name;
+}
+
+pg_result pg_connection::run_prepared(const std::string& name, const std::string& sql, const std::vector<const char*>& values,
+                                      const std::vector<int>& lengths, const std::vector<int>& formats) {
+  ensure_connected();
+  return check(PQexecPrepared(conn_.get(), name.c_str(), static_cast<int>(values.size()), values.data(), lengths.data(),
+                              formats.data(), 1),
                sql.substr(0, 60));
 }
 

@@ -1,5 +1,6 @@
-// PostgreSQL through libpq, as the engine-neutral interface of sql.hpp. Statements are sent
-// with typed parameters and read back in binary format (exact doubles, raw bytea); `?N` and
+// PostgreSQL through libpq, as the engine-neutral interface of sql.hpp. Statements are
+// prepared on the server once per session and parameter types, run with typed parameters and
+// read back in binary format (exact doubles, raw bytea); `?N` and
 // `?` in the shared SQL become `$N`. A connection that was lost is re-established at the next
 // statement outside a transaction. Errors are storage_error exceptions, their kind read from
 // the SQLSTATE. Only the PostgreSQL implementation includes this header.
@@ -7,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -65,6 +67,10 @@ class pg_statement final : public sql_statement {
   pg_connection& c_;
   std::string sql_;  // with $N parameters
   std::vector<param> params_;
+  // Server-side prepared statements of this text, by parameter types, on the connection's
+  // current session (a reconnect starts a new one).
+  std::map<std::vector<unsigned>, std::string> prepared_;
+  std::uint64_t session_ = 0;
   pg_result result_;
   int row_ = -1;
   int rows_ = 0;
@@ -88,9 +94,13 @@ class pg_connection final : public sql_connection {
   void suspend(const std::string& why) override { suspended_ = why; }
   void resume() override { suspended_.clear(); }
 
-  // Runs one statement; the result is tuples or a command's. Throws storage_error.
-  pg_result run(const std::string& sql, const std::vector<const char*>& values, const std::vector<int>& lengths,
-                const std::vector<int>& formats, const std::vector<unsigned>& types);
+  // Prepares `sql` on the server under a new name; returns the name. Throws storage_error.
+  std::string prepare_on_server(const std::string& sql, const std::vector<unsigned>& types);
+  // Runs prepared statement `name`; the result is tuples or a command's. Throws storage_error.
+  pg_result run_prepared(const std::string& name, const std::string& sql, const std::vector<const char*>& values,
+                         const std::vector<int>& lengths, const std::vector<int>& formats);
+  // Counts the server sessions: prepared statements belong to one.
+  std::uint64_t session() const { return session_; }
 
  private:
   // Reconnects a lost connection, unless a transaction was open on it (that one is gone).
@@ -104,6 +114,8 @@ class pg_connection final : public sql_connection {
   std::int64_t changes_ = 0;
   bool in_transaction_ = false;
   std::string suspended_;
+  std::uint64_t session_ = 1;
+  std::uint64_t statements_ = 0;
 };
 
 }  // namespace logitaudit::storage

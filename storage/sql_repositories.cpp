@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "audit/stream_encoding.hpp"
@@ -15,6 +17,33 @@ namespace logitaudit::storage {
 namespace {
 
 using json = nlohmann::json;
+
+// Inserts rows [0, n) with multi-row VALUES, in chunks of 64, 32, ... 1 rows, so that a few
+// statement texts (each prepared once) serve any count. bind_row(s, p, i) binds row i's
+// columns from parameter p on; on_returned reads each row a RETURNING clause gives.
+void insert_rows(sql_connection& db, const std::string& head, int cols, std::size_t n,
+                 const std::function<void(sql_statement&, int, std::size_t)>& bind_row, const std::string& returning = "",
+                 const std::function<void(sql_statement&)>& on_returned = {}) {
+  std::size_t i = 0;
+  for (std::size_t chunk = 64; chunk >= 1; chunk /= 2)
+    while (n - i >= chunk) {
+      std::string sql = head + " VALUES ";
+      for (std::size_t r = 0; r < chunk; ++r) {
+        sql += r ? ", (" : "(";
+        for (int c = 0; c < cols; ++c) sql += (c ? ", ?" : "?") + std::to_string(static_cast<int>(r) * cols + c + 1);
+        sql += ")";
+      }
+      auto& s = db.prepare(sql + returning);
+      for (std::size_t r = 0; r < chunk; ++r) bind_row(s, static_cast<int>(r) * cols + 1, i + r);
+      if (on_returned) {
+        while (s.step()) on_returned(s);
+        s.reset();
+      } else {
+        s.run();
+      }
+      i += chunk;
+    }
+}
 
 // Runs an INSERT ... RETURNING id and returns the id.
 std::int64_t returned_id(sql_statement& s) {
@@ -161,31 +190,36 @@ class sql_jobs final : public job_repository {
               const std::string& findings_json, const std::string& at) override {
     transaction t(db_);
     fence_(job);
-    auto& run_id = db_.prepare("SELECT id FROM runs WHERE job_id = ? AND group_index = ? AND request_index = ?");
-    auto& v_ins = db_.prepare(
-        "INSERT INTO verdicts (run_id, logit_identical, token_identical, first_logit_difference, "
-        "first_token_difference, max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
-        "logit_identical = excluded.logit_identical, token_identical = excluded.token_identical, "
-        "first_logit_difference = excluded.first_logit_difference, first_token_difference = excluded.first_token_difference, "
-        "max_abs_delta = excluded.max_abs_delta, mean_abs_delta = excluded.mean_abs_delta, max_ulp = excluded.max_ulp, "
-        "margin_at_flip = excluded.margin_at_flip, flag = excluded.flag, flag_reason = excluded.flag_reason");
+    // The job's run ids in one read, then every verdict in a few multi-row upserts.
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> run_ids;  // (group, request) -> id
+    auto& ids = db_.prepare("SELECT group_index, request_index, id FROM runs WHERE job_id = ?");
+    ids.bind(1, job);
+    while (ids.step()) run_ids[{ids.integer(0), ids.integer(1)}] = ids.integer(2);
+    ids.reset();
+    std::vector<std::pair<std::int64_t, const audit::run_verdict*>> verdicts;
     for (const auto& v : f.verdicts) {
       if (v.failed || !v.result) continue;
-      run_id.bind(1, job).bind(2, v.group).bind(3, v.request);
-      if (!run_id.step()) {
-        run_id.reset();
-        continue;
-      }
-      const auto id = run_id.integer(0);
-      run_id.reset();
-      const auto& c = *v.result;
-      v_ins.bind(1, id).bind(2, c.logit_identical).bind(3, c.token_identical).bind(4, c.first_logit_difference);
-      v_ins.bind(5, c.first_token_difference).bind(6, c.max_abs_delta).bind(7, c.mean_abs_delta);
-      v_ins.bind(8, static_cast<std::int64_t>(std::min<std::uint64_t>(c.max_ulp, INT64_MAX))).bind(9, c.baseline_margin_at_flip);
-      v_ins.bind(10, audit::to_string(v.flag)).bind(11, v.flag_reason);
-      v_ins.run();
+      auto id = run_ids.find({static_cast<std::int64_t>(v.group), static_cast<std::int64_t>(v.request)});
+      if (id != run_ids.end()) verdicts.emplace_back(id->second, &v);
     }
+    insert_rows(db_,
+                "INSERT INTO verdicts (run_id, logit_identical, token_identical, first_logit_difference, "
+                "first_token_difference, max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason)",
+                11, verdicts.size(),
+                [&](sql_statement& s, int p, std::size_t i) {
+                  const auto& v = *verdicts[i].second;
+                  const auto& c = *v.result;
+                  s.bind(p, verdicts[i].first).bind(p + 1, c.logit_identical).bind(p + 2, c.token_identical);
+                  s.bind(p + 3, c.first_logit_difference).bind(p + 4, c.first_token_difference).bind(p + 5, c.max_abs_delta);
+                  s.bind(p + 6, c.mean_abs_delta);
+                  s.bind(p + 7, static_cast<std::int64_t>(std::min<std::uint64_t>(c.max_ulp, INT64_MAX)));
+                  s.bind(p + 8, c.baseline_margin_at_flip).bind(p + 9, audit::to_string(v.flag)).bind(p + 10, v.flag_reason);
+                },
+                " ON CONFLICT (run_id) DO UPDATE SET "
+                "logit_identical = excluded.logit_identical, token_identical = excluded.token_identical, "
+                "first_logit_difference = excluded.first_logit_difference, first_token_difference = excluded.first_token_difference, "
+                "max_abs_delta = excluded.max_abs_delta, mean_abs_delta = excluded.mean_abs_delta, max_ulp = excluded.max_ulp, "
+                "margin_at_flip = excluded.margin_at_flip, flag = excluded.flag, flag_reason = excluded.flag_reason");
     auto& b_upd = db_.prepare(
         "UPDATE bursts SET batched = ?3, expected = ?4, needed = ?5, measured = ?6, measured_by = ?7, "
         "needed_overlap = ?8, verdict_reason = ?9 WHERE job_id = ?1 AND group_index = ?2");
@@ -430,65 +464,87 @@ class sql_evidence final : public evidence_repository {
   void record_groups(std::int64_t job, const std::vector<group_write>& groups) override {
     transaction t(db_);
     fence_(job);
-    auto& g_ins = db_.prepare(
-        "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    auto& b_ins = db_.prepare(
-        "INSERT INTO bursts (job_id, group_index, launch_spread_ns, wall_ns, overlap, busy_slots_per_decode, warnings, "
-        "width, server_slots, timed_concurrency) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    auto& r_ins = db_.prepare(
+    // Every table's rows of the whole batch in a few multi-row INSERTs: a database server
+    // across a network (or a slow loopback) costs a round trip per statement, not per row.
+    const std::string at = now_utc();
+    insert_rows(db_, "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at)", 8,
+                groups.size(), [&](sql_statement& s, int p, std::size_t i) {
+                  const auto& g = *groups[i].group;
+                  s.bind(p, job).bind(p + 1, g.index).bind(p + 2, g.backend).bind(p + 3, g.condition).bind(p + 4, g.replicate);
+                  s.bind(p + 5, g.mode == audit::group_mode::burst ? "burst" : "serial").bind(p + 6, groups[i].attempts);
+                  s.bind(p + 7, at);
+                });
+    std::vector<const group_write*> with_burst;
+    for (const auto& gw : groups)
+      if (gw.burst) with_burst.push_back(&gw);
+    insert_rows(db_,
+                "INSERT INTO bursts (job_id, group_index, launch_spread_ns, wall_ns, overlap, busy_slots_per_decode, warnings, "
+                "width, server_slots, timed_concurrency)",
+                10, with_burst.size(), [&](sql_statement& s, int p, std::size_t i) {
+                  const auto& b = *with_burst[i]->burst;
+                  std::string warnings;
+                  for (const auto& w : b.warnings) warnings += w + "\n";
+                  s.bind(p, job).bind(p + 1, with_burst[i]->group->index).bind(p + 2, b.launch_spread_ns).bind(p + 3, b.wall_ns);
+                  s.bind(p + 4, b.overlap).bind(p + 5, b.busy_slots_per_decode).bind(p + 6, warnings).bind(p + 7, b.width);
+                  s.bind(p + 8, b.server_slots).bind(p + 9, b.timed_concurrency);
+                });
+    struct run_ref {
+      const group_write* gw;
+      const audit::observed_run* run;
+    };
+    std::vector<run_ref> runs;
+    std::int64_t failed = 0;
+    for (const auto& gw : groups)
+      for (const auto& r : gw.runs) {
+        runs.push_back({&gw, &r});
+        failed += !r.stream;
+      }
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> run_ids;  // (group, request) -> id
+    insert_rows(
+        db_,
         "INSERT INTO runs (job_id, group_index, request_index, backend, condition, replicate, prompt, temperature, seed, "
-        "cache_prompt, id_slot, compared, baseline_group, status, error, write_ns, first_byte_ns, last_byte_ns) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
-    auto& s_ins = db_.prepare(
-        "INSERT INTO streams (run_id, token_digest, logit_digest, token_count, encoding, content, stop_reason, "
-        "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "cache_prompt, id_slot, compared, baseline_group, status, error, write_ns, first_byte_ns, last_byte_ns)",
+        18, runs.size(),
+        [&](sql_statement& s, int p, std::size_t i) {
+          const auto& gw = *runs[i].gw;
+          const auto& g = *gw.group;
+          const auto& r = *runs[i].run;
+          const auto& req = g.requests.at(r.request);
+          std::optional<std::int64_t> baseline_group;
+          if (req.compared && req.baseline >= 0)
+            baseline_group = static_cast<std::int64_t>(gw.plan->baselines.at(static_cast<std::size_t>(req.baseline)).group);
+          s.bind(p, job).bind(p + 1, g.index).bind(p + 2, r.request).bind(p + 3, g.backend).bind(p + 4, g.condition);
+          s.bind(p + 5, g.replicate).bind(p + 6, req.prompt).bind(p + 7, req.params.temperature);
+          s.bind(p + 8, req.params.seed ? std::optional<std::int64_t>(static_cast<std::int64_t>(*req.params.seed)) : std::nullopt);
+          s.bind(p + 9, req.cache_prompt).bind(p + 10, req.id_slot ? std::optional<std::int64_t>(*req.id_slot) : std::nullopt);
+          s.bind(p + 11, req.compared).bind(p + 12, baseline_group).bind(p + 13, r.stream ? "ok" : "failed").bind(p + 14, r.error);
+          s.bind(p + 15, r.stream ? r.stream->client.write_ns : 0).bind(p + 16, r.stream ? r.stream->client.first_byte_ns : 0);
+          s.bind(p + 17, r.stream ? r.stream->client.last_byte_ns : 0);
+        },
+        " RETURNING group_index, request_index, id",
+        [&](sql_statement& s) { run_ids[{s.integer(0), s.integer(1)}] = s.integer(2); });
+    std::vector<run_ref> ok;
+    for (const auto& r : runs)
+      if (r.run->stream) ok.push_back(r);
+    insert_rows(db_,
+                "INSERT INTO streams (run_id, token_digest, logit_digest, token_count, encoding, content, stop_reason, "
+                "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n)",
+                15, ok.size(), [&](sql_statement& s, int p, std::size_t i) {
+                  const auto& st = *ok[i].run->stream;
+                  const auto enc = audit::encode_canonical(st);
+                  const auto d = audit::digest(st);
+                  const auto id = run_ids.at({static_cast<std::int64_t>(ok[i].gw->group->index),
+                                              static_cast<std::int64_t>(ok[i].run->request)});
+                  s.bind(p, id).bind_blob(p + 1, d.token.bytes).bind_blob(p + 2, d.logit.bytes).bind(p + 3, st.tokens.size());
+                  s.bind_blob(p + 4, enc).bind(p + 5, st.content).bind(p + 6, st.stop_reason).bind(p + 7, st.prompt_tokens);
+                  s.bind(p + 8, st.cached_tokens).bind(p + 9, st.slot).bind(p + 10, st.server.prompt_ms);
+                  s.bind(p + 11, st.server.predicted_ms).bind(p + 12, st.server.cache_n).bind(p + 13, st.server.prompt_n);
+                  s.bind(p + 14, st.server.predicted_n);
+                });
     auto& progress =
         db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");
-    const std::string at = now_utc();
-    for (const auto& gw : groups) {
-      const auto& g = *gw.group;
-      g_ins.bind(1, job).bind(2, g.index).bind(3, g.backend).bind(4, g.condition).bind(5, g.replicate);
-      g_ins.bind(6, g.mode == audit::group_mode::burst ? "burst" : "serial").bind(7, gw.attempts).bind(8, at);
-      g_ins.run();
-      if (gw.burst) {
-        const auto& b = *gw.burst;
-        std::string warnings;
-        for (const auto& w : b.warnings) warnings += w + "\n";
-        b_ins.bind(1, job).bind(2, g.index).bind(3, b.launch_spread_ns).bind(4, b.wall_ns).bind(5, b.overlap);
-        b_ins.bind(6, b.busy_slots_per_decode).bind(7, warnings).bind(8, b.width).bind(9, b.server_slots);
-        b_ins.bind(10, b.timed_concurrency);
-        b_ins.run();
-      }
-      int failed = 0;
-      for (const auto& r : gw.runs) {
-        const auto& req = g.requests.at(r.request);
-        std::optional<std::int64_t> baseline_group;
-        if (req.compared && req.baseline >= 0)
-          baseline_group = static_cast<std::int64_t>(gw.plan->baselines.at(static_cast<std::size_t>(req.baseline)).group);
-        r_ins.bind(1, job).bind(2, g.index).bind(3, r.request).bind(4, g.backend).bind(5, g.condition);
-        r_ins.bind(6, g.replicate).bind(7, req.prompt).bind(8, req.params.temperature);
-        r_ins.bind(9, req.params.seed ? std::optional<std::int64_t>(static_cast<std::int64_t>(*req.params.seed)) : std::nullopt);
-        r_ins.bind(10, req.cache_prompt).bind(11, req.id_slot ? std::optional<std::int64_t>(*req.id_slot) : std::nullopt);
-        r_ins.bind(12, req.compared).bind(13, baseline_group).bind(14, r.stream ? "ok" : "failed").bind(15, r.error);
-        r_ins.bind(16, r.stream ? r.stream->client.write_ns : 0).bind(17, r.stream ? r.stream->client.first_byte_ns : 0);
-        r_ins.bind(18, r.stream ? r.stream->client.last_byte_ns : 0);
-        const auto run_id = returned_id(r_ins);
-        failed += !r.stream;
-        if (!r.stream) continue;
-        const auto& st = *r.stream;
-        const auto enc = audit::encode_canonical(st);
-        const auto d = audit::digest(st);
-        s_ins.bind(1, run_id).bind_blob(2, d.token.bytes).bind_blob(3, d.logit.bytes).bind(4, st.tokens.size());
-        s_ins.bind_blob(5, enc).bind(6, st.content).bind(7, st.stop_reason).bind(8, st.prompt_tokens);
-        s_ins.bind(9, st.cached_tokens).bind(10, st.slot).bind(11, st.server.prompt_ms).bind(12, st.server.predicted_ms);
-        s_ins.bind(13, st.server.cache_n).bind(14, st.server.prompt_n).bind(15, st.server.predicted_n);
-        s_ins.run();
-      }
-      progress.bind(1, job).bind(2, gw.runs.size()).bind(3, failed);
-      progress.run();
-    }
+    progress.bind(1, job).bind(2, static_cast<std::int64_t>(runs.size())).bind(3, failed);
+    progress.run();
     t.commit();
   }
 
