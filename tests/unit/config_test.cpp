@@ -102,6 +102,22 @@ TEST(config, history_thresholds_webhooks_and_model_paths_are_read_and_checked) {
     EXPECT_TRUE(names(bad.error(), k)) << k;
 }
 
+TEST(config, fleet_lease_settings_are_read_and_checked) {
+  auto c = parse_config(R"({"database":"postgresql://la@db/audits","fleet":{"lease_ttl_s":30,"heartbeat_s":5}})");
+  ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
+  EXPECT_EQ(c->fleet.lease_ttl_s, 30);
+  EXPECT_EQ(c->fleet.heartbeat_s, 5);
+  EXPECT_EQ(parse_config("{}")->fleet.lease_ttl_s, 15);
+  // A heartbeat slower than half the lease would let leases expire under a live daemon.
+  auto bad = parse_config(R"({"fleet":{"lease_ttl_s":1,"heartbeat_s":1,"members":3}})");
+  ASSERT_FALSE(bad);
+  for (const char* k : {"fleet.lease_ttl_s", "fleet.heartbeat_s", "fleet.members"}) EXPECT_TRUE(names(bad.error(), k)) << k;
+  auto slow = parse_config(R"({"fleet":{"lease_ttl_s":10,"heartbeat_s":6}})");
+  ASSERT_FALSE(slow);
+  EXPECT_TRUE(names(slow.error(), "fleet.heartbeat_s"));
+  EXPECT_FALSE(parse_config(R"({"fleet":3})"));
+}
+
 TEST(config, flags_override_and_name_what_is_wrong) {
   auto c = *parse_config(R"({"backends":[{"name":"tiny","url":"http://127.0.0.1:8081"}],"tokens":["file-token"]})");
   command_line flags;
