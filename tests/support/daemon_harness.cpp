@@ -74,6 +74,9 @@ daemon_harness::daemon_harness(harness_options o) {
   alerts_ = std::make_unique<daemon::alerter>(io_.get_executor(), *db_, *history_, o.alerts);
   daemon::feed_metrics(*queue_, metrics_, *history_, io_.get_executor(), alerts_.get());
   api::add_history_routes(routes_, *history_, *scheduler_);
+  fleet_ = std::make_unique<daemon::fleet_reader>(
+      *db_, database_, storage::fleet_member{"harness", "localhost", 0, "127.0.0.1:0", "test", "", "", true}, 0);
+  api::add_fleet_routes(routes_, *fleet_);
   api::add_console_routes(routes_);
   api::add_audit_routes(routes_, *service_, ro);
   server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
@@ -107,6 +110,7 @@ daemon_harness::~daemon_harness() {
   server_.reset();
   scheduler_.reset();
   alerts_.reset();
+  fleet_.reset();
   history_.reset();
   service_.reset();
   queue_.reset();

@@ -20,6 +20,7 @@
 #include "api/metrics.hpp"
 #include "api/read_model.hpp"
 #include "daemon/alerts.hpp"
+#include "daemon/fleet_reader.hpp"
 #include "daemon/history_reader.hpp"
 #include "daemon/job_lifecycle.hpp"
 #include "daemon/job_queue.hpp"
@@ -86,6 +87,7 @@ class daemon_harness {
   std::unique_ptr<daemon::job_service> service_;
   std::unique_ptr<daemon::scheduler> scheduler_;
   std::unique_ptr<daemon::history_reader> history_;
+  std::unique_ptr<daemon::fleet_reader> fleet_;
   std::unique_ptr<daemon::alerter> alerts_;
   api::router routes_;
   std::unique_ptr<api::http_server> server_;

@@ -295,6 +295,18 @@ TEST_F(daemon_api, the_openapi_document_lists_every_route) {
   EXPECT_GE(d_->routes().routes().size(), 15u);
 }
 
+// On a SQLite file the fleet is this daemon alone, with no leases.
+TEST_F(daemon_api, the_fleet_of_a_sqlite_daemon_is_itself) {
+  const auto r = call(http::verb::get, "/v1/fleet");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto f = r.json();
+  EXPECT_FALSE(f["shared"].get<bool>());
+  ASSERT_EQ(f["members"].size(), 1u);
+  EXPECT_EQ(f["members"][0]["id"], f["self"]);
+  EXPECT_TRUE(f["members"][0]["alive"].get<bool>());
+  EXPECT_TRUE(f["leases"].empty());
+}
+
 // docs/api.md documents exactly the routes /openapi.json lists: each as `METHOD /path`.
 TEST_F(daemon_api, docs_api_md_documents_every_route_the_openapi_document_lists) {
   std::ifstream in(std::string(LOGITAUDIT_SOURCE_DIR) + "/docs/api.md");
