@@ -243,6 +243,14 @@ int main(int argc, char** argv) {
     });
     io.run();
   }
+  // What was in flight when the API stopped (a metrics refresh or an alert's classification
+  // waiting on the db thread) finishes now, while everything it points at still exists,
+  // instead of being torn down half-way with the io_context.
+  for (int round = 0; round < 8; ++round) {
+    db->flush();
+    io.restart();
+    if (io.poll() == 0) break;
+  }
   audits_work.reset();
   audits.stop();
   audit_thread.join();

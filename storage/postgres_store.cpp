@@ -10,7 +10,7 @@ namespace logitaudit::storage {
 namespace {
 
 // Migration N brings the schema from version N-1 to N. Never edit one that has shipped.
-const char* const kMigrations[] = {
+const char* const kPostgresMigrations[] = {
     // 1: the schema of SQLite's version 5, and the fleet's tables.
     R"sql(
 CREATE TABLE schedules (
@@ -222,8 +222,8 @@ CREATE TABLE backend_leases (
 )sql",
 };
 
-constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);
-static_assert(kMigrationCount == kPostgresSchemaVersion);
+constexpr int kPostgresMigrationCount = sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]);
+static_assert(kPostgresMigrationCount == kPostgresSchemaVersion);
 
 // The advisory lock daemons take to migrate one at a time ("logitaud" in ASCII).
 constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock(7236837742449485156)";
@@ -425,7 +425,7 @@ class pg_fleet final : public fleet_repository {
 
 }  // namespace
 
-std::span<const char* const> postgres_migrations() { return kMigrations; }
+std::span<const char* const> postgres_migrations() { return kPostgresMigrations; }
 
 postgres_store::postgres_store(const std::string& url)
     : db_(url),
@@ -473,7 +473,7 @@ void postgres_store::migrate() {
                             ", newer than this logitaudit's " + std::to_string(kPostgresSchemaVersion) +
                             ": upgrade logitaudit, or copy the database for this version");
   for (int v = version; v < kPostgresSchemaVersion; ++v) {
-    db_.exec(kMigrations[v]);
+    db_.exec(kPostgresMigrations[v]);
     auto& record = db_.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)");
     record.bind(1, v + 1).bind(2, now_utc());
     record.run();
