@@ -189,7 +189,8 @@ TEST(fleet_e2e, a_database_server_that_goes_away_and_comes_back_loses_nothing) {
   char tmpl[] = "/tmp/logitaudit-pgdown-XXXXXX";
   const fs::path dir = ::mkdtemp(tmpl);
   const std::string script = std::string(LOGITAUDIT_SOURCE_DIR) + "/scripts/postgres-cluster.sh";
-  const std::string state = (dir / "pg.state").string();
+  // The cluster's state lives beside `dir`, not in it: the cluster is stopped after `dir` goes.
+  const std::string state = dir.string() + ".pg.state";
   // Durable: the server is halted as by a crash, which must not lose a committed group.
   auto started = test_support::run_process({"/bin/bash", script, "start", state, "--durable"});
   ASSERT_EQ(started.code, 0) << started.err;
