@@ -69,15 +69,15 @@ std::string postgres_admin_url() {
 postgres_database::postgres_database() {
   static std::atomic<int> counter{0};
   name_ = "t" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  const auto admin = postgres_admin_url();
-  storage::pg_connection c(admin);
+  admin_ = postgres_admin_url();
+  storage::pg_connection c(admin_);
   c.exec("CREATE DATABASE " + name_);
-  url_ = admin.substr(0, admin.rfind('/') + 1) + name_;
+  url_ = admin_.substr(0, admin_.rfind('/') + 1) + name_;
 }
 
 postgres_database::~postgres_database() {
   try {
-    storage::pg_connection c(postgres_admin_url());
+    storage::pg_connection c(admin_);
     c.exec("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
   } catch (const std::exception&) {  // the cluster is gone with the run
   }

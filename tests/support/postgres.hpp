@@ -21,6 +21,7 @@ class postgres_database {
   const std::string& name() const { return name_; }
 
  private:
+  std::string admin_;  // kept: the destructor may run at exit, after the statics it came from
   std::string name_;
   std::string url_;
 };
