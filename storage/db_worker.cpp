@@ -61,10 +61,33 @@ std::size_t db_worker::batches_committed() const {
   return batches_;
 }
 
+namespace {
+
+// After a lost COMMIT was retried and hit a unique key: the groups that attempt held are
+// stored already; write the rest of `groups` (measured since). A group stored that this
+// daemon never tried to write is a real conflict.
+void write_after_lost_commit(store& db, std::int64_t job, std::vector<group_write>& groups,
+                             const std::set<std::pair<std::int64_t, std::size_t>>& tried_before) {
+  const auto stored = db.evidence().stored_groups(job);
+  std::vector<group_write> rest;
+  for (auto& g : groups) {
+    const auto index = g.group->index;
+    if (!stored.count(index)) rest.push_back(std::move(g));
+    else if (!tried_before.count({job, index}))
+      throw storage_error(storage_error::kind::conflict,
+                          "group " + std::to_string(index) + " of audit " + std::to_string(job) +
+                              " is stored already, though this daemon never wrote it");
+  }
+  groups = std::move(rest);
+  if (!groups.empty()) db.evidence().record_groups(job, groups);
+}
+
+}  // namespace
+
 void db_worker::write(store& db, std::vector<std::pair<std::int64_t, group_write>> batch) {
   using clock = std::chrono::steady_clock;
-  const bool retrying = !held_.empty();
-  if (retrying) batch.insert(batch.begin(), std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
+  const auto tried_before = unacknowledged_;
+  batch.insert(batch.begin(), std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
   held_.clear();
   db.connection().resume();
   std::map<std::int64_t, std::vector<group_write>> by_job;
@@ -72,32 +95,38 @@ void db_worker::write(store& db, std::vector<std::pair<std::int64_t, group_write
   std::string outage;
   for (auto& [job, groups] : by_job) {
     std::string error;
+    bool hold = false;
     try {
-      db.evidence().record_groups(job, groups);
+      try {
+        db.evidence().record_groups(job, groups);
+      } catch (const storage_error& e) {
+        if (e.why != storage_error::kind::conflict || tried_before.empty()) throw;
+        // A COMMIT that reached the server before the connection broke.
+        write_after_lost_commit(db, job, groups, tried_before);
+      }
     } catch (const storage_error& e) {
       error = e.what();
-      if (e.why == storage_error::kind::conflict && retrying) {
-        // A COMMIT that reached the server before the connection broke: the groups are there.
-        const auto stored = db.evidence().stored_groups(job);
-        bool all = true;
-        for (const auto& g : groups) all = all && stored.count(g.group->index);
-        if (all) error.clear();
-      } else if (e.why == storage_error::kind::unavailable) {
+      if (e.why == storage_error::kind::unavailable) {
         if (outage.empty()) outage = e.what();
         if (outage_since_ == clock::time_point{}) outage_since_ = clock::now();
-        if (clock::now() - outage_since_ < max_outage_) {
-          for (auto& g : groups) held_.emplace_back(job, std::move(g));
-          continue;
-        }
+        hold = clock::now() - outage_since_ < max_outage_;
       }
     } catch (const std::exception& e) {
       error = e.what();
+    }
+    if (hold) {
+      for (auto& g : groups) {
+        unacknowledged_.emplace(job, g.group->index);
+        held_.emplace_back(job, std::move(g));
+      }
+      continue;
     }
     std::lock_guard lock(mutex_);
     if (error.empty()) ++batches_;
     else write_errors_.emplace(job, "storing results failed: " + error);
   }
   if (held_.empty()) {
+    unacknowledged_.clear();
     outage_since_ = {};
     retry_delay_ = std::chrono::milliseconds(100);
     return;

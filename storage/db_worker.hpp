@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,9 @@ class db_worker {
 
   std::chrono::milliseconds max_outage_{120000};
   std::vector<std::pair<std::int64_t, group_write>> held_;  // db thread only
+  // (job, group index) of held writes whose COMMIT was sent but not answered: they may be
+  // stored already, and meeting them again as a unique-key conflict is no error.
+  std::set<std::pair<std::int64_t, std::size_t>> unacknowledged_;  // db thread only
   std::chrono::steady_clock::time_point outage_since_, next_try_;
   std::chrono::milliseconds retry_delay_{100};
 

@@ -15,6 +15,8 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <future>
+#include <utility>
 
 #include "api/spec_json.hpp"
 #include "audit/stream_encoding.hpp"
@@ -425,6 +427,102 @@ TEST_P(storage_suite, the_db_thread_batches_writes_and_reports_a_failed_write) {
   w.flush();
   EXPECT_NE(w.write_error(job).find("storing results failed"), std::string::npos);
   EXPECT_EQ(w.write_error(job + 1), "") << "a write error belongs to its job only";
+}
+
+// Fault injection: a store whose first group write commits and then fails as if the
+// connection broke before the COMMIT's answer came back (after calling `meanwhile`).
+class lost_answer_evidence : public storage::evidence_repository {
+ public:
+  lost_answer_evidence(storage::evidence_repository& real, std::function<void()> meanwhile)
+      : real_(real), meanwhile_(std::move(meanwhile)) {}
+  void record_groups(std::int64_t job, const std::vector<storage::group_write>& groups) override {
+    real_.record_groups(job, groups);
+    if (std::exchange(lost_, true)) return;
+    meanwhile_();
+    throw storage::storage_error(storage::storage_error::kind::unavailable, "server closed the connection unexpectedly");
+  }
+  void record_fingerprint(std::int64_t job, const std::string& backend, audit::fingerprint_phase phase,
+                          const audit::backend_fingerprint& f, const std::string& taken_at) override {
+    real_.record_fingerprint(job, backend, phase, f, taken_at);
+  }
+  std::set<std::size_t> stored_groups(std::int64_t job) override { return real_.stored_groups(job); }
+  std::vector<storage::run_record> runs(std::int64_t job, const storage::run_filter& filter) override { return real_.runs(job, filter); }
+  std::optional<storage::run_record> run(std::int64_t job, std::int64_t run) override { return real_.run(job, run); }
+  std::optional<storage::stream_record> stream(std::int64_t job, std::int64_t run) override { return real_.stream(job, run); }
+  std::vector<audit::observed_run> observations(std::int64_t job) override { return real_.observations(job); }
+  std::vector<storage::burst_record> bursts(std::int64_t job) override { return real_.bursts(job); }
+  std::vector<storage::fingerprint_record> fingerprint_records(std::int64_t job) override { return real_.fingerprint_records(job); }
+  std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) override { return real_.fingerprints(job); }
+  std::vector<audit::baseline_stream> baselines(std::int64_t job) override { return real_.baselines(job); }
+  std::vector<storage::stored_stream> stored_streams(std::int64_t job) override { return real_.stored_streams(job); }
+
+ private:
+  storage::evidence_repository& real_;
+  std::function<void()> meanwhile_;
+  bool lost_ = false;
+};
+
+class lost_answer_store : public storage::store {
+ public:
+  lost_answer_store(std::unique_ptr<storage::store> real, std::function<void()> meanwhile)
+      : real_(std::move(real)), evidence_(real_->evidence(), std::move(meanwhile)) {}
+  storage::job_repository& jobs() override { return real_->jobs(); }
+  storage::evidence_repository& evidence() override { return evidence_; }
+  storage::schedule_repository& schedules() override { return real_->schedules(); }
+  storage::alert_repository& alerts() override { return real_->alerts(); }
+  storage::file_maintenance* maintenance() override { return real_->maintenance(); }
+  storage::fleet_repository* fleet() override { return real_->fleet(); }
+  int schema_version() override { return real_->schema_version(); }
+  storage::sql_connection& connection() override { return real_->connection(); }
+  std::string location() const override { return real_->location(); }
+
+ private:
+  std::unique_ptr<storage::store> real_;
+  lost_answer_evidence evidence_;
+};
+
+TEST_P(storage_suite, a_commit_whose_answer_was_lost_is_not_written_twice_nor_an_error) {
+  audit::audit_spec spec = audit::seed_protocol({{"a", "", "llama"}});
+  audit::audit_plan plan = audit::make_plan(spec);
+  const auto runs = test_support::simulate(plan);
+  auto writes = test_support::group_writes(plan, runs, test_support::simulate_bursts(plan));
+  ASSERT_GE(writes.size(), 3u);
+  const auto open = GetParam().open;
+  const auto location = location_;
+  s_.reset();
+  std::promise<void> writing, measured;
+  auto go_on = measured.get_future().share();
+  std::function<void()> meanwhile = [&writing, go_on] {
+    writing.set_value();
+    go_on.wait();
+  };
+  storage::db_worker w([open, location, meanwhile] { return std::make_unique<lost_answer_store>(open(location), meanwhile); });
+  storage::new_job j;
+  j.spec_json = "{}";
+  const auto job = w.submit([&](storage::store& s) { return s.jobs().create(j); }).get();
+  // The first group is stored but its answer lost: the worker holds it and tries again,
+  // together with the groups measured meanwhile (which are not stored yet).
+  w.enqueue_group(job, std::move(writes[0]));
+  writing.get_future().wait();
+  for (std::size_t i = 1; i < writes.size(); ++i) w.enqueue_group(job, std::move(writes[i]));
+  measured.set_value();
+  // The held writes are tried again within a second; reads meanwhile may fail as unavailable.
+  std::size_t stored = 0;
+  for (int i = 0; i < 600 && stored < plan.groups.size() && w.write_error(job).empty(); ++i) {
+    try {
+      stored = w.submit([&](storage::store& s) { return s.evidence().stored_groups(job).size(); }).get();
+    } catch (const storage::storage_error& e) {
+      ASSERT_EQ(e.why, storage::storage_error::kind::unavailable) << e.what();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(w.write_error(job), "");
+  EXPECT_EQ(w.submit([&](storage::store& s) { return s.evidence().stored_groups(job).size(); }).get(), plan.groups.size());
+  EXPECT_EQ(w.submit([&](storage::store& s) { return s.evidence().runs(job).size(); }).get(), plan.total_requests());
+  // A group stored that was never held is still a conflict.
+  w.enqueue_group(job, storage::group_write{&plan, &plan.groups[1], {runs[1]}, std::nullopt, 1});
+  w.flush();
+  EXPECT_NE(w.write_error(job).find("storing results failed"), std::string::npos);
 }
 
 TEST_P(storage_suite, verify_recomputes_a_clean_job_without_a_mismatch) {
