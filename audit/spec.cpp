@@ -277,7 +277,8 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
       for (const auto& k : api_kinds) known += (known.empty() ? "" : ", ") + k;
       add(f + ".api", "unknown API kind '" + b.api.substr(0, 64) + "' (known: " + known + ")");
     }
-    if (!b.url.empty() && !b.url.starts_with("http://")) add(f + ".url", "must start with http://");
+    if (!b.url.empty() && !b.url.starts_with("http://") && !b.url.starts_with("https://"))
+      add(f + ".url", "must start with http:// or https://");
     if (b.managed) {
       if (!b.url.empty()) add(f + ".url", "a managed backend has no url: the daemon starts its server");
       if (b.api != "llama") add(f + ".api", "a managed backend is a llama-server (api \"llama\")");

@@ -2,7 +2,8 @@
 // requests back to back with one non-blocking send() each, before any response is read.
 // Nothing else runs between two sends, so the launch spread is C send() calls long. With
 // last-byte sync, a first loop writes each request but its final byte (the server cannot act
-// on any of them yet), and the barrier sends C single bytes.
+// on any of them yet), and the barrier sends C single bytes. Over TLS each write is a record,
+// written whole: the spread is then C record encryptions long.
 #include "burst.hpp"
 
 #include <algorithm>
@@ -69,7 +70,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   for (std::size_t i = 0; i < c; ++i) opens.push_back(acquire_one(&b.http()));
   auto connections = co_await join_all(std::move(opens));
   for (auto& conn : connections)  // so that a send() in the write loop can never block
-    if (conn) conn->stream->socket().non_blocking(true);
+    if (conn) conn->prepare_burst();
 
   // The server's counters are cumulative: the burst's own average is the difference. Kinds
   // that expose none answer nullopt.
@@ -99,7 +100,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
       const std::size_t prefix = wires[i].wire.size() - 1;
       sent_ns[i] = steady_ns();
       boost::system::error_code ec;
-      sent[i] = connections[i]->stream->socket().write_some(net::buffer(wires[i].wire.data(), prefix), ec);
+      sent[i] = connections[i]->write_now(net::buffer(wires[i].wire.data(), prefix), ec);
       if (ec) sent[i] = 0;
       held[i] = !ec && sent[i] == prefix;
     }
@@ -108,7 +109,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
     if (!connections[i] || (o.last_byte_sync && !held[i] && sent[i] > 0)) continue;
     sent_ns[i] = steady_ns();
     boost::system::error_code ec;
-    const std::size_t n = connections[i]->stream->socket().write_some(net::buffer(wires[i].wire) + sent[i], ec);
+    const std::size_t n = connections[i]->write_now(net::buffer(wires[i].wire) + sent[i], ec);
     if (!ec) sent[i] += n;
   }
 

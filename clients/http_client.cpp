@@ -1,11 +1,26 @@
 // The HTTP exchange: connect, write, read header, read body, each under its own deadline.
 #include "http_client.hpp"
 
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
 #include <algorithm>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl.hpp>
 #include <optional>
 #include <nlohmann/json.hpp>
 
 namespace logitaudit::clients {
+
+namespace ssl = net::ssl;
+
+struct tls_session {
+  tls_session(tcp_stream&& tcp, std::shared_ptr<ssl::context> context)
+      : context(std::move(context)), stream(std::move(tcp), *this->context) {}
+  std::shared_ptr<ssl::context> context;  // outlives the stream
+  beast::ssl_stream<tcp_stream> stream;
+};
+
 namespace {
 
 using tcp = net::ip::tcp;
@@ -44,6 +59,10 @@ client_error from_io(const boost::system::error_code& ec, phase p, const endpoin
       return fail(client_errc::truncated, "the response ended early: " + ec.message() + where);
     return fail(client_errc::connection_reset,
                 "the server closed the connection without answering: " + ec.message() + where);
+  }
+  if (ec == ssl::error::stream_truncated) {  // closed without TLS's close_notify
+    if (p == phase::body) return fail(client_errc::truncated, "the response ended early (TLS stream truncated)" + where);
+    return fail(client_errc::connection_reset, "the server closed the TLS connection without answering" + where);
   }
   if (ec.category() == http::make_error_code(http::error::bad_version).category())
     return fail(client_errc::protocol_error, "invalid HTTP response: " + ec.message() + where);
@@ -89,20 +108,30 @@ std::string_view to_string(client_errc e) {
     case client_errc::protocol_error: return "protocol_error";
     case client_errc::cancelled: return "cancelled";
     case client_errc::io_error: return "io_error";
+    case client_errc::tls_untrusted: return "tls_untrusted";
+    case client_errc::tls_expired: return "tls_expired";
+    case client_errc::tls_hostname_mismatch: return "tls_hostname_mismatch";
+    case client_errc::tls_handshake_failed: return "tls_handshake_failed";
   }
   return "unknown";
 }
 
-std::string endpoint::url() const { return "http://" + host + ":" + port + base_path; }
+std::string endpoint::url() const {
+  return (tls ? "https://" : "http://") + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port +
+         base_path;
+}
 
 expected<endpoint, std::string> parse_endpoint(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
-  if (url.starts_with("https://"))
-    return unexpected{std::string("https is not supported; put a TLS-terminating proxy in front "
-                                  "or use the backend's plain http port")};
-  if (!url.starts_with(scheme)) return unexpected{std::string("must start with http://")};
-  url.remove_prefix(scheme.size());
   endpoint ep;
+  if (url.starts_with("https://")) {
+    ep.tls = true;
+    url.remove_prefix(8);
+  } else if (url.starts_with("http://")) {
+    url.remove_prefix(7);
+  } else {
+    return unexpected{std::string("must start with http:// or https://")};
+  }
+  const std::string default_port = ep.tls ? "443" : "80";
   auto slash = url.find('/');
   std::string_view authority = url.substr(0, slash);
   if (slash != std::string_view::npos) ep.base_path = std::string(url.substr(slash));
@@ -115,11 +144,11 @@ expected<endpoint, std::string> parse_endpoint(std::string_view url) {
     authority.remove_prefix(close + 1);
     if (!authority.empty() && authority.front() != ':')
       return unexpected{std::string("has junk after the IPv6 address")};
-    ep.port = authority.empty() ? "80" : std::string(authority.substr(1));
+    ep.port = authority.empty() ? default_port : std::string(authority.substr(1));
   } else {
     auto colon = authority.rfind(':');
     ep.host = std::string(authority.substr(0, colon));
-    ep.port = colon == std::string_view::npos ? "80" : std::string(authority.substr(colon + 1));
+    ep.port = colon == std::string_view::npos ? default_port : std::string(authority.substr(colon + 1));
   }
   if (ep.host.empty()) return unexpected{std::string("has no host")};
   if (ep.port.empty() || ep.port.size() > 5 ||
@@ -165,6 +194,93 @@ std::string http_client::serialize(http::verb method, const std::string& target,
   return s;
 }
 
+tcp_stream& connection::tcp() { return tls ? tls->stream.next_layer() : *stream; }
+
+void connection::prepare_burst() {
+  if (!tls) stream->socket().non_blocking(true);
+}
+
+std::size_t connection::write_now(net::const_buffer bytes, boost::system::error_code& ec) {
+  if (!tls) return stream->socket().write_some(bytes, ec);
+  return net::write(tls->stream, bytes, ec);
+}
+
+namespace {
+
+// The certificate check's verdict, after a failed handshake, as a typed error.
+client_error tls_failure(SSL* ssl, const boost::system::error_code& ec, const endpoint& ep) {
+  const long v = SSL_get_verify_result(ssl);
+  const std::string where = " (" + ep.url() + ")";
+  const std::string why = v == X509_V_OK ? ec.message() : X509_verify_cert_error_string(v);
+  switch (v) {
+    case X509_V_OK: break;
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+      return fail(client_errc::tls_expired, "the server's TLS certificate is not valid now: " + why + where);
+    case X509_V_ERR_HOSTNAME_MISMATCH:
+    case X509_V_ERR_IP_ADDRESS_MISMATCH:
+      return fail(client_errc::tls_hostname_mismatch,
+                  "the server's TLS certificate is not for " + ep.host + ": " + why + where);
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    case X509_V_ERR_CERT_UNTRUSTED:
+      return fail(client_errc::tls_untrusted,
+                  "the server's TLS certificate is not signed by a trusted CA: " + why +
+                      " (give the backend's CA in its ca_file)" + where);
+    default:
+      return fail(client_errc::tls_untrusted, "the server's TLS certificate was refused: " + why + where);
+  }
+  if (ec == beast::error::timeout)  // connected, but no TLS answer: a plain HTTP server waits for a request line
+    return fail(client_errc::tls_handshake_failed,
+                "no TLS answer within the connect deadline (is it a TLS server, or a plain http:// one?)" + where);
+  if (ec == net::error::connection_reset || ec == net::error::eof || ec == ssl::error::stream_truncated)
+    return fail(client_errc::tls_handshake_failed,
+                "the server closed the connection during the TLS handshake (is it a TLS server?): " + why + where);
+  return fail(client_errc::tls_handshake_failed, "TLS handshake failed (is it a TLS server?): " + why + where);
+}
+
+bool is_ip_address(const std::string& host) {
+  boost::system::error_code ec;
+  net::ip::make_address(host, ec);
+  return !ec;
+}
+
+}  // namespace
+
+net::awaitable<client_result<bool>> http_client::handshake(connection& c) {
+  if (!tls_context_) {
+    auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
+    boost::system::error_code ec;
+    if (options_.ca_file.empty()) context->set_default_verify_paths(ec);
+    else context->load_verify_file(options_.ca_file, ec);
+    if (ec)
+      co_return unexpected{fail(client_errc::tls_handshake_failed,
+                                (options_.ca_file.empty() ? std::string("cannot load the system's CA store")
+                                                          : "cannot load the CA file " + options_.ca_file) +
+                                    ": " + ec.message())};
+    context->set_verify_mode(ssl::verify_peer);
+    tls_context_ = context;
+  }
+  c.tls = std::make_shared<tls_session>(std::move(*c.stream), std::static_pointer_cast<ssl::context>(tls_context_));
+  c.stream.reset();
+  SSL* ssl = c.tls->stream.native_handle();
+  // SNI names the host (never an address); the certificate must be for the host or address.
+  if (is_ip_address(endpoint_.host)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), endpoint_.host.c_str());
+  } else {
+    SSL_set_tlsext_host_name(ssl, endpoint_.host.c_str());
+    SSL_set1_host(ssl, endpoint_.host.c_str());
+  }
+  c.tcp().expires_after(options_.connect_timeout);
+  auto [ec] = co_await c.tls->stream.async_handshake(ssl::stream_base::client, token_t{});
+  c.tcp().expires_never();
+  if (ec) co_return unexpected{tls_failure(ssl, ec, endpoint_)};
+  co_return true;
+}
+
 net::awaitable<client_result<connection>> http_client::connect() {
   if (resolved_.empty()) {
     tcp::resolver resolver(executor_);
@@ -181,6 +297,10 @@ net::awaitable<client_result<connection>> http_client::connect() {
   if (ec) co_return unexpected{from_io(ec, phase::connect, endpoint_)};
   c.stream->socket().set_option(tcp::no_delay(true));
   c.stream->expires_never();
+  if (endpoint_.tls) {
+    auto shaken = co_await handshake(c);
+    if (!shaken) co_return unexpected{shaken.error()};
+  }
   co_return c;
 }
 
@@ -188,10 +308,11 @@ net::awaitable<client_result<connection>> http_client::acquire() {
   while (!idle_.empty()) {
     connection c = std::move(idle_.back());
     idle_.pop_back();
-    // A peer that closed an idle connection leaves it readable (EOF): drop those here.
+    // A peer that closed an idle connection leaves it readable (EOF, or TLS's close_notify):
+    // drop those here.
     boost::system::error_code ec;
-    auto avail = c.stream->socket().available(ec);
-    if (ec || avail > 0 || !c.stream->socket().is_open()) continue;
+    auto avail = c.tcp().socket().available(ec);
+    if (ec || avail > 0 || !c.tcp().socket().is_open()) continue;
     c.reused = true;
     co_return c;
   }
@@ -199,22 +320,23 @@ net::awaitable<client_result<connection>> http_client::acquire() {
 }
 
 void http_client::release(connection c) {
-  if (idle_.size() < options_.max_idle && c.stream && c.stream->socket().is_open()) {
-    c.stream->expires_never();
+  if (idle_.size() < options_.max_idle && (c.stream || c.tls) && c.tcp().socket().is_open()) {
+    c.tcp().expires_never();
     c.reused = false;
     idle_.push_back(std::move(c));
   }
 }
 
-net::awaitable<client_result<http_exchange>> http_client::exchange_once(connection& c,
-                                                                         const std::string& wire,
-                                                                         const chunk_sink& sink,
-                                                                         std::size_t sent,
-                                                                         std::int64_t sent_ns,
-                                                                         bool& keep_alive) {
-  auto& stream = *c.stream;
+namespace {
+
+// One exchange on `stream` (plain or TLS), with the deadlines set on its TCP stream `tcp`.
+template <class Stream>
+net::awaitable<client_result<http_exchange>> transfer(Stream& stream, tcp_stream& tcp, beast::flat_buffer& buffer,
+                                                      const std::string& wire, const chunk_sink& sink,
+                                                      std::size_t sent, std::int64_t sent_ns, bool& keep_alive,
+                                                      const http_options& options, const endpoint& ep) {
   const auto start = steady_clock::now();
-  const auto deadline = start + options_.total_timeout;
+  const auto deadline = start + options.total_timeout;
   auto remaining = [&] {
     return std::max(duration_cast<milliseconds>(deadline - steady_clock::now()), milliseconds(1));
   };
@@ -222,17 +344,17 @@ net::awaitable<client_result<http_exchange>> http_client::exchange_once(connecti
 
   x.write_ns = sent > 0 ? sent_ns : steady_ns();
   if (sent < wire.size()) {
-    stream.expires_after(remaining());
-    auto [wec, wn] = co_await net::async_write(stream, net::buffer(wire.data() + sent, wire.size() - sent));
-    if (wec) co_return unexpected{from_io(wec, phase::write, endpoint_)};
+    tcp.expires_after(remaining());
+    auto [wec, wn] = co_await net::async_write(stream, net::buffer(wire.data() + sent, wire.size() - sent), token_t{});
+    if (wec) co_return unexpected{from_io(wec, phase::write, ep)};
   }
 
   http::response_parser<http::buffer_body> parser;
   parser.header_limit(kHeaderLimit);
-  parser.body_limit(options_.max_body);
-  stream.expires_after(std::min<milliseconds>(options_.first_byte_timeout, remaining()));
-  auto [hec, hn] = co_await http::async_read_header(stream, c.buffer, parser);
-  if (hec) co_return unexpected{from_io(hec, phase::header, endpoint_)};
+  parser.body_limit(options.max_body);
+  tcp.expires_after(std::min<milliseconds>(options.first_byte_timeout, remaining()));
+  auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, token_t{});
+  if (hec) co_return unexpected{from_io(hec, phase::header, ep)};
   x.first_byte_ns = steady_ns();
   x.status = parser.get().result_int();
   x.content_type = std::string(parser.get()[http::field::content_type]);
@@ -245,11 +367,10 @@ net::awaitable<client_result<http_exchange>> http_client::exchange_once(connecti
     parser.get().body().data = buf;
     parser.get().body().size = sizeof buf;
     // Streaming: each piece must arrive within the first-byte deadline (a stalled stream).
-    stream.expires_after(sink && ok ? std::min<milliseconds>(options_.first_byte_timeout, remaining())
-                                    : remaining());
-    auto [rec, rn] = co_await http::async_read_some(stream, c.buffer, parser);
+    tcp.expires_after(sink && ok ? std::min<milliseconds>(options.first_byte_timeout, remaining()) : remaining());
+    auto [rec, rn] = co_await http::async_read_some(stream, buffer, parser, token_t{});
     if (rec == http::error::need_buffer) rec = {};
-    if (rec) co_return unexpected{from_io(rec, phase::body, endpoint_)};
+    if (rec) co_return unexpected{from_io(rec, phase::body, ep)};
     const std::size_t got = sizeof buf - parser.get().body().size;
     if (got == 0) continue;
     if (sink && ok) {
@@ -263,17 +384,30 @@ net::awaitable<client_result<http_exchange>> http_client::exchange_once(connecti
     }
   }
   x.last_byte_ns = steady_ns();
-  stream.expires_never();
+  tcp.expires_never();
   keep_alive = parser.is_done() && !stopped && parser.get().keep_alive();
   if (!ok) {
     const std::string msg = server_message(x.body);
     client_error e = fail(client_errc::http_status,
-                          "HTTP " + std::to_string(x.status) + " from " + endpoint_.url() + (msg.empty() ? "" : ": " + msg),
+                          "HTTP " + std::to_string(x.status) + " from " + ep.url() + (msg.empty() ? "" : ": " + msg),
                           x.status);
     e.body = std::move(x.body);
     co_return unexpected{std::move(e)};
   }
   co_return x;
+}
+
+}  // namespace
+
+net::awaitable<client_result<http_exchange>> http_client::exchange_once(connection& c,
+                                                                         const std::string& wire,
+                                                                         const chunk_sink& sink,
+                                                                         std::size_t sent,
+                                                                         std::int64_t sent_ns,
+                                                                         bool& keep_alive) {
+  if (c.tls)
+    co_return co_await transfer(c.tls->stream, c.tcp(), c.buffer, wire, sink, sent, sent_ns, keep_alive, options_, endpoint_);
+  co_return co_await transfer(*c.stream, *c.stream, c.buffer, wire, sink, sent, sent_ns, keep_alive, options_, endpoint_);
 }
 
 net::awaitable<client_result<http_exchange>> http_client::exchange(connection c, std::string wire,

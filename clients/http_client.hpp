@@ -1,6 +1,7 @@
-// HTTP/1.1 client on Boost.Beast and C++20 coroutines: keep-alive connections per backend,
-// a deadline per phase (connect, first byte, whole request), a bound on the body, and
-// failures returned as typed values. No thread per request: everything runs on the
+// HTTP/1.1 client on Boost.Beast and C++20 coroutines, plain or over TLS (https: OpenSSL,
+// the certificate verified against the system's CAs or a given CA file, with SNI and the
+// host name checked): keep-alive connections per backend, a deadline per phase (connect,
+// first byte, whole request), a bound on the body, and failures returned as typed values. No thread per request: everything runs on the
 // executor the client was made with.
 #pragma once
 
@@ -44,6 +45,10 @@ enum class client_errc {
   protocol_error,      // not valid HTTP
   cancelled,           // the operation was cancelled by us
   io_error,            // any other socket error
+  tls_untrusted,          // https: the certificate is not signed by a trusted CA
+  tls_expired,            // https: the certificate has expired (or is not valid yet)
+  tls_hostname_mismatch,  // https: the certificate is not for the URL's host
+  tls_handshake_failed,   // https: no TLS session (not a TLS server, no common protocol, a bad CA file)
 };
 
 std::string_view to_string(client_errc e);
@@ -58,15 +63,16 @@ struct client_error {
 template <class T>
 using client_result = expected<T, client_error>;
 
-// scheme://host:port[/base]; only http is supported.
+// scheme://host:port[/base], http or https.
 struct endpoint {
   std::string host;
   std::string port;
   std::string base_path;  // without trailing slash, e.g. "" or "/api"
+  bool tls = false;       // https
   std::string url() const;
 };
 
-// Parses "http://host:port[/path]"; the error names what is wrong.
+// Parses "http[s]://host[:port][/path]" (ports 80 and 443 by default); the error names what is wrong.
 expected<endpoint, std::string> parse_endpoint(std::string_view url);
 
 struct http_options {
@@ -74,7 +80,8 @@ struct http_options {
   std::chrono::milliseconds first_byte_timeout{120'000};
   std::chrono::milliseconds total_timeout{600'000};
   std::size_t max_body = 64u << 20;
-  std::string bearer_token;  // sent as "Authorization: Bearer ..." when not empty
+  std::string bearer_token;  // sent as "Authorization: Bearer ..." when not empty; never in a message
+  std::string ca_file;  // https: the PEM file of the CAs to trust; empty: the system's CA store
   std::size_t max_idle = 512;  // idle keep-alive connections kept per client
 };
 
@@ -87,11 +94,24 @@ struct http_exchange {
   std::int64_t last_byte_ns = 0;   // the response body was complete
 };
 
+// The TLS layer of an https connection (http_client.cpp keeps OpenSSL out of this header).
+struct tls_session;
+
 // A connected keep-alive connection. Movable, not shareable.
 struct connection {
-  std::unique_ptr<tcp_stream> stream;
+  std::unique_ptr<tcp_stream> stream;  // plain http
+  std::shared_ptr<tls_session> tls;    // https: the TLS session, which owns its TCP stream
   beast::flat_buffer buffer;
   bool reused = false;
+
+  // The TCP stream, under TLS or not: deadlines, socket options.
+  tcp_stream& tcp();
+  // For a burst's write loop, before it: plain sockets become non-blocking, so that a send()
+  // never blocks (write_now then writes what the socket takes).
+  void prepare_burst();
+  // Writes without suspending: plain, one send() of what the socket buffer takes; TLS, the
+  // bytes as one record (or more), whole, on the blocking socket. Returns the bytes written.
+  std::size_t write_now(net::const_buffer bytes, boost::system::error_code& ec);
 };
 
 // Called for each piece of a streamed body with the time it arrived; return false to stop.
@@ -137,12 +157,14 @@ class http_client {
                                                              const chunk_sink& sink, std::size_t sent,
                                                              std::int64_t sent_ns, bool& keep_alive);
   void release(connection c);
+  net::awaitable<client_result<bool>> handshake(connection& c);  // https: TLS over c.stream
 
   net::any_io_executor executor_;
   endpoint endpoint_;
   http_options options_;
   std::vector<connection> idle_;
   std::vector<net::ip::tcp::endpoint> resolved_;
+  std::shared_ptr<void> tls_context_;  // https: the ssl::context, made at the first connect
 };
 
 // One request on a private io_context, for tools and tests that are not coroutines.

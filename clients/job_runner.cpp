@@ -160,6 +160,10 @@ bool retryable(const client_error& e) {
     case client_errc::unexpected_shape:
     case client_errc::bad_url:
     case client_errc::oversized:
+    case client_errc::tls_untrusted:
+    case client_errc::tls_expired:
+    case client_errc::tls_hostname_mismatch:
+    case client_errc::tls_handshake_failed:
     case client_errc::cancelled: return false;
     default: return true;
   }

@@ -24,7 +24,7 @@ find_package(CLI11 CONFIG QUIET)
 logitaudit_require(CLI11_FOUND libcli11-dev "CLI11")
 
 find_package(OpenSSL 3 QUIET)
-logitaudit_require(OPENSSL_FOUND libssl-dev "OpenSSL (sha256 of model files, HMAC of webhook payloads)")
+logitaudit_require(OPENSSL_FOUND libssl-dev "OpenSSL (https backends, sha256 of model files, HMAC of webhook payloads)")
 
 find_package(Threads REQUIRED)
 

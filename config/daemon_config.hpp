@@ -25,6 +25,7 @@ struct backend_entry {
   std::string model;          // the "model" member, for servers that serve several
   std::string model_path;     // the server's model file, when the daemon can read it: its sha256 joins the fingerprint
   std::string host;           // the host group: backends of one take turns (default: the URL's host)
+  std::string ca_file;        // https: the PEM file of the CAs to trust (default: the system's CA store)
 };
 
 // A webhook alerts go to.

@@ -362,7 +362,8 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     }
   }
   end.findings = std::move(f);
-  spdlog::info("audit {}: {}", id, audit::to_string(end.status));
+  if (end.error.empty()) spdlog::info("audit {}: {}", id, audit::to_string(end.status));
+  else spdlog::warn("audit {}: {}: {}", id, audit::to_string(end.status), end.error);
   co_return end;
 }
 

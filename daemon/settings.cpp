@@ -18,6 +18,7 @@ std::map<std::string, clients::backend_config> backend_configs(const config::dae
     c.url = b.url;
     c.api = clients::parse_api_kind(b.api).value_or(clients::default_api_kind());
     c.http.bearer_token = b.token;
+    c.http.ca_file = b.ca_file;
     c.http.first_byte_timeout = c.http.total_timeout = std::chrono::seconds(b.timeout_s);
     c.options.model = b.model;
     c.model_path = b.model_path;

@@ -12,7 +12,7 @@ packages=(
   g++ cmake ninja-build pkg-config  # toolchain
   libboost1.81-dev                  # Asio + Beast (libboost-dev is 1.74: too old)
   nlohmann-json3-dev libsqlite3-dev libxxhash-dev libspdlog-dev libcli11-dev
-  libssl-dev                        # sha256 of model files, HMAC-SHA256 of webhook payloads
+  libssl-dev                        # https backends, sha256 of model files, HMAC-SHA256 of webhook payloads
   libpq-dev                         # the PostgreSQL store (fleets)
   libgtest-dev                      # GoogleTest
   python3                           # the independent verifier and the Python baseline clients
@@ -22,7 +22,9 @@ packages=(
   wrk                               # the HTTP load baseline of bench/run.sh
   prometheus                        # promtool: the tests check /metrics with Prometheus' own parser
 )
-[[ $tests -eq 1 ]] && packages+=(chromium postgresql)  # the console's browser tests (no browser download); a private PostgreSQL cluster
+# The console's browser tests (no browser download); a private PostgreSQL cluster; a TLS
+# terminator in front of llama-server for the https tests.
+[[ $tests -eq 1 ]] && packages+=(chromium postgresql stunnel4)
 
 missing=()
 for p in "${packages[@]}"; do

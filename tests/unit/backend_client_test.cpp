@@ -179,7 +179,16 @@ TEST(backend_client, endpoint_urls_are_validated) {
   EXPECT_EQ(parse_endpoint("http://h:1/api/")->base_path, "/api");
   EXPECT_EQ(parse_endpoint("http://[::1]:9000")->host, "::1");
   EXPECT_EQ(parse_endpoint("http://localhost")->port, "80");
-  for (const char* bad : {"ftp://x", "http://", "http://h:0", "http://h:99999", "http://h:x1", "https://h:1", "h:1"})
+  EXPECT_FALSE(parse_endpoint("http://localhost")->tls);
+  const auto secure = parse_endpoint("https://inference.example/v1/");
+  ASSERT_TRUE(secure);
+  EXPECT_TRUE(secure->tls);
+  EXPECT_EQ(secure->port, "443");
+  EXPECT_EQ(secure->base_path, "/v1");
+  EXPECT_EQ(secure->url(), "https://inference.example:443/v1");
+  EXPECT_EQ(parse_endpoint("https://[::1]:8443")->url(), "https://[::1]:8443");
+  for (const char* bad : {"ftp://x", "http://", "https://", "http://h:0", "http://h:99999", "http://h:x1", "https//h:1",
+                          "HTTPS://h", "h:1"})
     EXPECT_FALSE(parse_endpoint(bad)) << bad;
 }
 

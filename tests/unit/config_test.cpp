@@ -102,6 +102,30 @@ TEST(config, history_thresholds_webhooks_and_model_paths_are_read_and_checked) {
     EXPECT_TRUE(names(bad.error(), k)) << k;
 }
 
+TEST(config, https_backends_take_a_ca_file_that_must_hold_a_certificate) {
+  const std::string dir = ::testing::TempDir();
+  const std::string pem = dir + "/logitaudit-ca.pem", junk = dir + "/logitaudit-junk.pem";
+  std::ofstream(pem) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  std::ofstream(junk) << "not a certificate\n";
+  auto c = parse_config(R"({"backends":[{"name":"s","url":"https://inference.example/api","ca_file":")" + pem + R"("},
+                                         {"name":"p","url":"https://10.0.0.7"}]})");
+  ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
+  EXPECT_EQ(c->backends[0].ca_file, pem);
+  EXPECT_EQ(c->backends[1].ca_file, "") << "the system's CA store";
+  auto bad = parse_config(R"({"backends":[{"name":"a","url":"http://127.0.0.1:1","ca_file":")" + pem + R"("},
+                                           {"name":"b","url":"https://h","ca_file":"/no/such/ca.pem"},
+                                           {"name":"c","url":"https://h","ca_file":")" + junk + R"("},
+                                           {"name":"d","url":"htps://h"}]})");
+  ASSERT_FALSE(bad);
+  for (const char* k : {"backends[0].ca_file", "backends[1].ca_file", "backends[2].ca_file", "backends[3].url"})
+    EXPECT_TRUE(names(bad.error(), k)) << k;
+  for (const auto& p : bad.error()) {
+    if (p.key == "backends[0].ca_file") {
+      EXPECT_NE(p.message.find("https"), std::string::npos) << p.message;
+    }
+  }
+}
+
 TEST(config, fleet_lease_settings_are_read_and_checked) {
   auto c = parse_config(R"({"database":"postgresql://la@db/audits","fleet":{"lease_ttl_s":30,"heartbeat_s":5}})");
   ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
