@@ -199,7 +199,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   o.on_progress = controls.on_progress;
   auto* db = &db_;
   o.on_group = [db, id, plan, on_group = controls.on_group, on_stored = controls.on_stored](const clients::group_outcome& g) {
-    db->enqueue_group(id, storage::group_write{plan.get(), &plan->groups[g.group], g.runs, g.burst, g.attempts});
+    db->enqueue_group(id, storage::group_write{plan.get(), &plan->groups[g.group], g.runs, g.burst, g.attempts, plan});
     if (on_stored) db->post([on_stored](storage::store&) { on_stored(); });  // runs after the write
     if (on_group) on_group(g);
   };

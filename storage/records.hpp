@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -107,6 +108,9 @@ struct group_write {
   std::vector<audit::observed_run> runs;  // one per planned request
   std::optional<audit::burst_measurement> burst;
   int attempts = 1;
+  // Keeps `plan` (and `group`, inside it) alive while the write waits on the db thread: a job
+  // that ends (a full disk) frees its plan while its last groups may still be queued.
+  std::shared_ptr<const audit::audit_plan> owner;
 };
 
 // A compared run's verdict, stored when its job ends.

@@ -31,9 +31,22 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
   std::printf("%s", audit::render_text(f).c_str());
 
   EXPECT_EQ(f.failed_runs, 0);
-  // -np 8 batches every burst of up to 8: nothing is counted apart.
-  EXPECT_EQ(f.flagged_runs, 0);
-  for (const auto& [group, b] : f.bursts) EXPECT_TRUE(b.batched) << "group " << group << ": " << b.reason;
+  // -np 8 can batch every burst of up to 8; whether one did depends on the machine's timing
+  // (CI once saw a C=2 burst at 1.39 busy slots per decode, needing 1.50). So: most bursts
+  // batched, and each one that did not says why and has exactly its runs counted apart.
+  std::size_t batched = 0;
+  std::int64_t apart = 0;
+  for (const auto& [group, b] : f.bursts) {
+    if (b.batched) {
+      ++batched;
+      EXPECT_TRUE(b.reason.empty()) << "group " << group << ": " << b.reason;
+    } else {
+      EXPECT_FALSE(b.reason.empty()) << "group " << group;
+      apart += static_cast<std::int64_t>(plan.groups[group].requests.size());
+    }
+  }
+  EXPECT_GE(batched * 2, f.bursts.size()) << "most bursts batched on 8 slots";
+  EXPECT_EQ(f.flagged_runs, apart) << "the runs of the bursts that did not batch, and only those, are counted apart";
   EXPECT_TRUE(f.valid) << f.invalid_reason;  // every positive control diverged
   for (const auto& t : f.pooled) {
     if (t.condition == "repeat_greedy") {
