@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The suite's own scheduling, read back from CTest: every test that starts llama-servers holds
+# the `llama_servers` lock (two at once on 2 cores made a 5 s test take 141 s: their threads
+# spin against each other), has its own timeout, and needs the fixtures it uses. A property
+# lost in CMake (a list passed to gtest_discover_tests) changes nothing visible but the clock.
+# Usage: ctest_properties_test.sh BUILD_DIR
+set -euo pipefail
+cd "$1"
+ctest --show-only=json-v1 | python3 -c '
+import json, sys
+tests = json.load(sys.stdin)["tests"]
+bad = []
+seen = 0
+for t in tests:
+    props = {p["name"]: p["value"] for p in t.get("properties", [])}
+    labels = props.get("LABELS", [])
+    if not ({"e2e", "faults"} & set(labels)) or t["name"] == "models.generate":
+        continue
+    seen += 1
+    name = t["name"]
+    if "llama_servers" not in props.get("RESOURCE_LOCK", []):
+        bad.append(f"{name}: no RESOURCE_LOCK llama_servers")
+    if not props.get("TIMEOUT"):
+        bad.append(f"{name}: no TIMEOUT of its own")
+    needs = set(props.get("FIXTURES_REQUIRED", []))
+    if name.startswith("fleet_e2e.") and not needs & {"postgres", "real_servers"}:
+        bad.append(f"{name}: does not require the postgres fixture")
+if seen < 30:
+    bad.append(f"only {seen} e2e/faults tests listed: discovery failed?")
+print(f"{seen} tests with llama-servers checked")
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+'
