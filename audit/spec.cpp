@@ -223,6 +223,7 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
   const audit_spec& s = expanded.backends.empty() ? spec : expanded;
   auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
 
+  const std::size_t problems_before_sweep = p.size();
   if (s.sweep) {
     const auto& w = *s.sweep;
     const std::size_t size = sweep_size(w);
@@ -257,7 +258,9 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
   }
   std::size_t unmanaged = 0;
   for (const auto& b : s.backends) unmanaged += !b.managed;
-  if (s.backends.empty()) add("backends", s.sweep ? "the sweep has no configuration" : "at least one backend is required");
+  // A sweep with problems of its own expands to nothing: say those, not the consequence.
+  if (s.backends.empty() && !(s.sweep && p.size() > problems_before_sweep))
+    add("backends", s.sweep ? "the sweep has no configuration" : "at least one backend is required");
   if (static_cast<int>(unmanaged) > lim.max_backends)
     add("backends", "at most " + std::to_string(lim.max_backends) + " backends");
   if (s.backends.size() - unmanaged > static_cast<std::size_t>(lim.max_sweep_configurations))

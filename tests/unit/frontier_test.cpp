@@ -300,6 +300,12 @@ TEST(sweep, the_api_refuses_bad_sweeps_naming_the_field_and_stores_nothing) {
     EXPECT_NE(r.body.find("\"" + field + "\""), std::string::npos) << field << ": " << r.body;
   };
   refused(R"({"preset":"sweep","sweep":{"models":["q4"],"parallel":[1,2,4],"threads":[1,2]}})", "sweep");
+  {
+    // The matrix's own problem is the message, not its consequence (no configuration).
+    auto r = d.call(http::verb::post, "/v1/audits", R"({"preset":"sweep","sweep":{"models":["q4"],"threads":[1,2,3,4,5]}})");
+    EXPECT_NE(r.body.find("the matrix has 5 configurations; the limit is 4"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("backends"), std::string::npos) << r.body;
+  }
   refused(R"({"preset":"sweep","sweep":{"models":["q9"]}})", "sweep.models[0]");
   refused(R"({"preset":"sweep","sweep":{"models":["q4"],"host":["0.0.0.0"]}})", "sweep.host");
   refused(R"({"preset":"sweep","sweep":{"models":["q4"],"threads":[-1]}})", "sweep.threads[0]");
