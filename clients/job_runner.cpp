@@ -92,10 +92,13 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
   }
   const std::int64_t server_slots = before ? before->total_slots : -1;
-  // Nothing listens there at all: every group fails at once instead of after its retries.
-  const bool unreachable = !before && (before.error().code == client_errc::connection_refused ||
-                                       before.error().code == client_errc::resolve_failed ||
-                                       before.error().code == client_errc::connect_timeout);
+  // Nothing listens there at all, or its certificate cannot be trusted: every group fails at
+  // once instead of after its retries (a certificate does not get better within a job).
+  const auto code = before ? client_errc::cancelled : before.error().code;
+  const bool unreachable = !before && (code == client_errc::connection_refused || code == client_errc::resolve_failed ||
+                                       code == client_errc::connect_timeout || code == client_errc::tls_untrusted ||
+                                       code == client_errc::tls_expired || code == client_errc::tls_hostname_mismatch ||
+                                       code == client_errc::tls_handshake_failed);
 
   if (unreachable) {
     fail_backend(st, name, std::string(to_string(before.error().code)) + ": " + before.error().message);
