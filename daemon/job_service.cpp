@@ -78,16 +78,25 @@ net::awaitable<std::optional<std::vector<storage::fingerprint_record>>> job_serv
 net::awaitable<expected<storage::job_record, api::service_error>> job_service::cancel(std::int64_t id) {
   const bool was_running = queue_.cancel(id);
   // A queued job is cancelled where it is stored; a running one stops at its next group.
-  auto cancel_queued = [id](storage::store& s) -> std::optional<std::pair<storage::job_record, bool>> {
+  // In a fleet another daemon may lease the queued job between the read and the write: the
+  // write is then refused (lease_lost), and the cancel goes to that daemon like a running one's.
+  bool leased_elsewhere = false;
+  auto cancel_queued = [id, &leased_elsewhere](storage::store& s) -> std::optional<std::pair<storage::job_record, bool>> {
     auto r = s.jobs().get(id);
     if (!r) return std::nullopt;
     if (r->status != audit::job_status::queued) return std::pair{*r, false};
-    s.jobs().set_status(id, audit::job_status::cancelled, storage::now_utc());
+    try {
+      s.jobs().set_status(id, audit::job_status::cancelled, storage::now_utc());
+    } catch (const storage::storage_error& e) {
+      if (e.why != storage::storage_error::kind::lease_lost) throw;
+      leased_elsewhere = true;
+      return std::pair{*s.jobs().get(id), false};
+    }
     return std::pair{*s.jobs().get(id), true};
   };
   auto row = co_await on_db(db_, std::move(cancel_queued));
-  if (row && !was_running && row->first.status == audit::job_status::running) {
-    // Running on another daemon of the fleet: its holder stops it at its next heartbeat.
+  if (row && !was_running && (row->first.status == audit::job_status::running || leased_elsewhere)) {
+    // Leased by another daemon of the fleet: its holder stops it at its next heartbeat.
     auto ask = [id](storage::store& s) { return s.fleet() && s.fleet()->request_cancel(id); };
     co_await on_db(db_, std::move(ask));
   }

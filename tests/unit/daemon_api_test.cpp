@@ -17,7 +17,9 @@
 #include "config/daemon_config.hpp"
 #include "daemon/settings.hpp"
 #include "support/daemon_harness.hpp"
+#include "storage/postgres_store.hpp"
 #include "support/fake_backend.hpp"
+#include "support/postgres.hpp"
 
 using namespace logitaudit;
 using json = nlohmann::json;
@@ -508,4 +510,33 @@ TEST(daemon_api_limits, every_configured_spec_limit_is_enforced) {
   auto ok = d.call(http::verb::post, "/v1/audits", R"({"backends":["a"],"prompts":["x","y"],"n_predict":4,"top_k":3,
     "conditions":[{"name":"r","kind":"repeat","replicates":2},{"name":"k","kind":"control_prompt"}]})");
   EXPECT_EQ(ok.status, 202u) << ok.body;
+}
+
+// A cancel of a queued audit that another daemon of the fleet has just leased (it has not
+// started it yet): the write is refused by the lease, so the cancel is passed to the holder,
+// as for a running audit, instead of failing.
+TEST(fleet_cancel, a_queued_audit_leased_by_another_daemon_is_cancelled_through_its_lease) {
+  test_support::postgres_database pg;
+  storage::postgres_store other(pg.url());
+  other.fleet()->join({"other", "host", 1, "127.0.0.1:1", "test", "", "", true}, 60);
+  std::int64_t job = 0;
+  test_support::harness_options o;
+  o.database = pg.url();
+  o.before_start = [&](storage::db_worker& db) {
+    // This daemon is a member of the fleet, as logitauditd on PostgreSQL is.
+    db.submit([](storage::store& s) { s.fleet()->join({"here", "host", 2, "127.0.0.1:2", "test", "", "", true}, 60); }).get();
+    storage::new_job j;
+    j.spec_json = "{}";
+    j.backends = {"elsewhere"};
+    job = other.jobs().create(j);
+    auto claimed = other.fleet()->claim("other", 60, {});
+    ASSERT_TRUE(claimed);
+    ASSERT_EQ(claimed->id, job);
+  };
+  test_support::daemon_harness d(o);
+  ASSERT_GT(job, 0);
+  const auto r = d.call(http::verb::post, "/v1/audits/" + std::to_string(job) + "/cancel");
+  EXPECT_EQ(r.status, 202u) << r.body;
+  EXPECT_EQ(other.jobs().get(job)->status, audit::job_status::queued) << "the holder's job, not rewritten here";
+  EXPECT_EQ(other.fleet()->heartbeat("other", 60), std::vector<std::int64_t>{job}) << "the holder is asked to stop it";
 }
