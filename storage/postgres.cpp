@@ -219,7 +219,12 @@ sql_type pg_statement::column_type(int col) const {
 // ---- the connection -------------------------------------------------------------------------
 
 pg_connection::pg_connection(const std::string& url) : url_(url), redacted_(redact_url(url)) {
-  conn_.reset(PQconnectdb(url.c_str()));
+  // A server that does not answer (a host down, a firewall dropping packets) fails the connect
+  // after 10 s instead of the system's TCP timeout of minutes. The URL's own connect_timeout,
+  // if it has one, wins: a keyword given later (the URL's, expanded) overrides an earlier one.
+  const char* keys[] = {"connect_timeout", "dbname", nullptr};
+  const char* values[] = {"10", url.c_str(), nullptr};
+  conn_.reset(PQconnectdbParams(keys, values, 1));
   if (!conn_ || PQstatus(conn_.get()) != CONNECTION_OK)
     throw storage_error(storage_error::kind::unavailable,
                         "cannot connect to " + redacted_ + ": " +

@@ -338,3 +338,21 @@ TEST(bad_config, every_bad_configuration_exits_2_naming_the_key_and_starts_nothi
   std::printf("bad configurations checked: %d\n", checked);
   fs::remove_all(dir);
 }
+
+// A PostgreSQL address where something accepts the connection and never answers (a hung
+// server, a proxy with nothing behind it): the daemon gives up after libpq's connect_timeout,
+// 10 s unless the URL sets its own, and exits 2 naming the database without its password.
+// Without a timeout libpq would wait for the answer forever, and the start with it.
+TEST(bad_config, a_database_server_that_never_answers_fails_the_start_by_itself) {
+  net::io_context io;
+  net::ip::tcp::acceptor silent(io, {net::ip::make_address("127.0.0.1"), 0});  // listens, never accepts
+  const auto port = std::to_string(silent.local_endpoint().port());
+  auto r = test_support::run_process({LOGITAUDITD, "--listen", "127.0.0.1:0", "--db",
+                                      "postgresql://la:hunter2@127.0.0.1:" + port + "/audits"},
+                                     {}, std::chrono::seconds(60));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("database: cannot connect to postgresql://la:***@127.0.0.1:" + port + "/audits"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("timeout expired"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("hunter2"), std::string::npos) << r.err;
+}
