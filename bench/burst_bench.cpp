@@ -1,6 +1,7 @@
 // bench/burst: how close together logitaudit's burst requests leave the client and reach
 // the server, against Python baselines on the same in-process fake backend; the client's
 // CPU cost per request; and the /completion parse throughput. Prints figures, asserts none.
+#include <sys/socket.h>
 #include <time.h>
 
 #include <algorithm>
@@ -83,6 +84,37 @@ std::int64_t floor_burst(test_support::fake_backend& fake, int c) {
   return arrival_spread(fake);
 }
 
+
+// The kernel's share of a last-byte burst: the same barrier as logitaudit's, from no client at
+// all. C warm sockets, each request but its last byte written and read by the server, then C
+// one-byte send()s in a plain loop. Its write spread is what C loopback sends cost here; no
+// client that opens one connection per request can launch faster. Returns {write, arrival}.
+std::pair<std::int64_t, std::int64_t> raw_last_byte_burst(test_support::fake_backend& fake, int c) {
+  net::io_context io;
+  std::vector<net::ip::tcp::socket> socks;
+  const auto ep = net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(fake.port()));
+  const std::string body = kBody;
+  const std::string req = "POST /completion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  for (int i = 0; i < c; ++i) {
+    socks.emplace_back(io);
+    socks.back().connect(ep);
+    socks.back().set_option(net::ip::tcp::no_delay(true));
+    net::write(socks.back(), net::buffer(req.data(), req.size() - 1));
+  }
+  std::this_thread::sleep_for(milliseconds(20));  // the server has read every prefix
+  fake.clear_arrivals();
+  const char last = req.back();
+  const auto t0 = steady_clock::now();
+  for (auto& s : socks) (void)::send(s.native_handle(), &last, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+  const auto write_ns = duration_cast<nanoseconds>(steady_clock::now() - t0).count();
+  for (auto& s : socks) {
+    beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(s, buf, res);
+  }
+  return {write_ns, arrival_spread(fake)};
+}
 
 // CPU time of the calling thread only: the client's io_context runs here, the fake server
 // on its own thread.
@@ -185,18 +217,28 @@ int main(int argc, char** argv) {
       }
       print("floor (server alone)", stats{}, summarize(pa));
     }
+    {  // the kernel's share: a plain loop of one-byte sends, no client library
+      std::vector<std::int64_t> pw, pa;
+      for (int i = 0; i < bursts; ++i) {
+        const auto [w, a] = raw_last_byte_burst(fake, c);
+        pw.push_back(w);
+        pa.push_back(a);
+      }
+      print("raw 1-byte sends", summarize(pw), summarize(pa));
+    }
   }
   std::printf("\narrival spread, median: how many times tighter logitaudit (last-byte sync) is (goal at C=64: "
               "threads >= 10x, asyncio and curl >= 3x, within 2x of the floor; whole: the same client writing whole "
               "requests)\n");
   for (const auto& [c, row] : results.items()) {
     const double ours = row["logitaudit"]["arrive_median_us"];
-    std::printf("  C=%-4s whole %6.1fx  threads %6.1fx  asyncio %6.1fx  curl %6.1fx  floor/ours %5.2f\n", c.c_str(),
+    std::printf("  C=%-4s whole %6.1fx  threads %6.1fx  asyncio %6.1fx  curl %6.1fx  floor/ours %5.2f  raw sends/ours %5.2f\n", c.c_str(),
                 row["logitaudit whole writes"]["arrive_median_us"].get<double>() / ours,
                 row["python threads"]["arrive_median_us"].get<double>() / ours,
                 row["python asyncio"]["arrive_median_us"].get<double>() / ours,
                 row["curl --parallel"]["arrive_median_us"].get<double>() / ours,
-                row["floor (server alone)"]["arrive_median_us"].get<double>() / ours);
+                row["floor (server alone)"]["arrive_median_us"].get<double>() / ours,
+                row["raw 1-byte sends"]["arrive_median_us"].get<double>() / ours);
   }
   if (!json_out.empty()) std::ofstream(json_out) << results.dump(2) << "\n";
 
