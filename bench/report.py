@@ -95,6 +95,7 @@ ROWS = [
     ("spread C=64 python asyncio med (us)", ["burst", "64", "python asyncio", "arrive_median_us"]),
     ("spread C=64 curl med (us)", ["burst", "64", "curl --parallel", "arrive_median_us"]),
     ("spread C=64 floor med (us)", ["burst", "64", "floor (server alone)", "arrive_median_us"]),
+    ("spread C=64 raw 1-byte sends med (us)", ["burst", "64", "raw 1-byte sends", "arrive_median_us"]),
     ("spread C=256 logitaudit med (us)", ["burst", "256", "logitaudit", "arrive_median_us"]),
     ("throughput logitaudit (req/s)", ["throughput", "logitaudit_rps"]),
     ("throughput wrk (req/s)", ["throughput", "wrk_rps"]),
