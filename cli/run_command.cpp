@@ -55,6 +55,37 @@ audit::audit_spec build_spec(const run_args& a) {
   return spec;
 }
 
+// How to reach the --backend servers: the CA file of https ones, and the bearer token from
+// LOGITAUDIT_BACKEND_TOKEN (the environment, so that it never shows in `ps` or a shell history).
+std::map<std::string, clients::backend_config> backend_configs(const run_args& a) {
+  const char* token = std::getenv("LOGITAUDIT_BACKEND_TOKEN");
+  bool https = false;
+  std::map<std::string, clients::backend_config> out;
+  for (const auto& arg : a.backends) {
+    auto b = clients::parse_named_backend(arg);
+    if (!b || b->url.empty()) continue;  // build_spec says what is wrong with it
+    auto ep = clients::parse_endpoint(b->url);
+    https = https || (ep && ep->tls);
+    clients::backend_config c;
+    c.name = b->name;
+    c.url = b->url;
+    if (auto kind = clients::parse_api_kind(a.api)) c.api = *kind;
+    if (token && *token) c.http.bearer_token = token;
+    if (ep && ep->tls) c.http.ca_file = a.ca_file;
+    out[c.name] = std::move(c);
+  }
+  if (!a.ca_file.empty()) {
+    if (!https) throw cli_failure(exit_usage, "run: --ca-file is for https:// backends, and no --backend is one");
+    std::ifstream in(a.ca_file, std::ios::binary);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in) throw cli_failure(exit_usage, "run: --ca-file '" + a.ca_file + "' cannot be read");
+    if (pem.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      throw cli_failure(exit_usage, "run: --ca-file '" + a.ca_file + "' holds no PEM certificate");
+  }
+  return out;
+}
+
 // Progress on stderr: one redrawn bar on a terminal, a line per tenth of the work otherwise.
 class progress_lines {
  public:
@@ -111,6 +142,7 @@ int run_audit(const run_args& a) {
 
   daemon::lifecycle_config config;
   config.allow_adhoc_backends = true;  // the command line names the backends
+  config.backends = backend_configs(a);
   config.limits.max_requests = 10'000'000;
   config.evidence = a.evidence;
   daemon::job_lifecycle lifecycle(*db, config);
@@ -169,6 +201,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--preset", args->preset, "spec preset")->check(CLI::IsMember({"seed-protocol", "threshold"}));
   cmd->add_option("--spec", args->spec_file, "a spec JSON file (docs/protocol.md); --preset is then ignored");
   cmd->add_option("--backend", args->backends, "NAME=URL (or a bare URL) of a backend to audit (repeatable)");
+  cmd->add_option("--ca-file", args->ca_file,
+                  "PEM file of the CAs that sign the https --backend servers' certificates (default: the system's "
+                  "CA store); a bearer token for the servers comes from LOGITAUDIT_BACKEND_TOKEN");
   cmd->add_option("--api", args->api, "API kind of the --backend servers")->check(CLI::IsMember(clients::api_kinds().names()));
   cmd->add_option("--format", args->format, "report format")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
   cmd->add_option("--n-predict", args->n_predict, "tokens per request (overrides the spec)")->check(CLI::Range(1, 4096));

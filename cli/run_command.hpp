@@ -25,6 +25,7 @@ struct run_args {
   std::string db;           // store the job here; empty: an in-memory database
   std::int64_t resume = 0;  // resume this stored job (with --db)
   audit::evidence_thresholds evidence;
+  std::string ca_file;  // https --backend servers: the PEM file of the CAs to trust (default: the system's)
 };
 
 // Runs the audit; prints the report on stdout and progress on stderr. Returns the command's

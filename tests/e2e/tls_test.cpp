@@ -268,6 +268,36 @@ TEST(tls_e2e, the_daemon_audits_an_https_backend_and_fails_an_expired_ones_audit
   EXPECT_NE(failed.dump().find("tls_expired"), std::string::npos) << failed.dump();
   EXPECT_NE(failed_runs.dump().find("tls_expired"), std::string::npos) << failed_runs.dump();
 
+  // The offline `logitaudit run` reaches the same server: its CA from --ca-file, its key from
+  // LOGITAUDIT_BACKEND_TOKEN (never an argument). The spec file is the daemon audit's.
+  {
+    const std::string spec = R"({"preset":"seed-protocol","n_predict":4,"prompts":["alpha beta","gamma delta"],)"
+                             R"("conditions":[{"name":"concurrent_greedy_c4","kind":"concurrent","concurrency":4},)"
+                             R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})";
+    std::ofstream(dir / "spec.json") << spec;
+    const std::string url = "secure=https://localhost:" + std::to_string(tls.port("good"));
+    const std::map<std::string, std::string> key = {{"LOGITAUDIT_BACKEND_TOKEN", kApiKey}};
+    auto ok = test_support::run_process({LOGITAUDIT_CLI, "run", "--quiet", "--spec", (dir / "spec.json").string(),
+                                         "--backend", url, "--ca-file", tls.ca(), "--format", "json"},
+                                        key);
+    EXPECT_EQ(ok.code, 0) << ok.err;
+    EXPECT_NE(ok.out.find("concurrent_greedy_c4"), std::string::npos) << ok.out;
+    EXPECT_EQ((ok.out + ok.err).find(kApiKey), std::string::npos);
+    // Without the CA: the system store does not know it; without the key: the server's 401.
+    auto untrusted = test_support::run_process(
+        {LOGITAUDIT_CLI, "run", "--quiet", "--spec", (dir / "spec.json").string(), "--backend", url}, key);
+    EXPECT_EQ(untrusted.code, 3) << untrusted.err;
+    EXPECT_NE((untrusted.out + untrusted.err).find("tls_untrusted"), std::string::npos) << untrusted.out << untrusted.err;
+    auto keyless = test_support::run_process(
+        {LOGITAUDIT_CLI, "run", "--quiet", "--spec", (dir / "spec.json").string(), "--backend", url, "--ca-file", tls.ca()});
+    EXPECT_EQ(keyless.code, 3) << keyless.err;
+    EXPECT_NE((keyless.out + keyless.err).find("401"), std::string::npos) << keyless.out << keyless.err;
+    auto not_pem = test_support::run_process({LOGITAUDIT_CLI, "run", "--spec", (dir / "spec.json").string(),
+                                              "--backend", url, "--ca-file", conf.string()});
+    EXPECT_EQ(not_pem.code, 2) << not_pem.err;
+    EXPECT_NE(not_pem.err.find("--ca-file"), std::string::npos) << not_pem.err;
+  }
+
   EXPECT_EQ(d.stop(), 0);
   std::ifstream in(dir / "daemon.log");
   std::stringstream log;
