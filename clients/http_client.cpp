@@ -35,6 +35,28 @@ client_error fail(client_errc code, std::string message, unsigned status = 0) {
   return client_error{code, std::move(message), status};
 }
 
+// A TLS alert that says the server did not accept this client's certificate (or its absence).
+// Under TLS 1.3 the server judges it after the client's handshake is done, so the alert comes
+// on the first read; under TLS 1.2 it ends the handshake. (A TLS 1.2 server without a client
+// certificate often sends only handshake_failure, which can mean anything: left to
+// tls_handshake_failed.)
+std::optional<std::string> client_certificate_alert(const boost::system::error_code& ec) {
+  if (ec.category() != net::error::get_ssl_category()) return std::nullopt;
+  switch (ERR_GET_REASON(static_cast<unsigned long>(ec.value()))) {
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+      return "the server refused this client's TLS certificate, or wanted one: " + ec.message() +
+             " (give the backend a client_cert and client_key it trusts)";
+    default: return std::nullopt;
+  }
+}
+
 client_error from_io(const boost::system::error_code& ec, phase p, const endpoint& ep) {
   const std::string where = " (" + ep.url() + ")";
   if (ec == beast::error::timeout) {
@@ -60,6 +82,7 @@ client_error from_io(const boost::system::error_code& ec, phase p, const endpoin
     return fail(client_errc::connection_reset,
                 "the server closed the connection without answering: " + ec.message() + where);
   }
+  if (auto refused = client_certificate_alert(ec)) return fail(client_errc::tls_client_refused, *refused + where);
   if (ec == ssl::error::stream_truncated) {  // closed without TLS's close_notify
     if (p == phase::body) return fail(client_errc::truncated, "the response ended early (TLS stream truncated)" + where);
     return fail(client_errc::connection_reset, "the server closed the TLS connection without answering" + where);
@@ -112,6 +135,7 @@ std::string_view to_string(client_errc e) {
     case client_errc::tls_expired: return "tls_expired";
     case client_errc::tls_hostname_mismatch: return "tls_hostname_mismatch";
     case client_errc::tls_handshake_failed: return "tls_handshake_failed";
+    case client_errc::tls_client_refused: return "tls_client_refused";
   }
   return "unknown";
 }
@@ -212,6 +236,9 @@ client_error tls_failure(SSL* ssl, const boost::system::error_code& ec, const en
   const long v = SSL_get_verify_result(ssl);
   const std::string where = " (" + ep.url() + ")";
   const std::string why = v == X509_V_OK ? ec.message() : X509_verify_cert_error_string(v);
+  if (v == X509_V_OK)
+    if (auto refused = client_certificate_alert(ec))
+      return fail(client_errc::tls_client_refused, *refused + where);
   switch (v) {
     case X509_V_OK: break;
     case X509_V_ERR_CERT_HAS_EXPIRED:
@@ -261,6 +288,14 @@ net::awaitable<client_result<bool>> http_client::handshake(connection& c) {
                                 (options_.ca_file.empty() ? std::string("cannot load the system's CA store")
                                                           : "cannot load the CA file " + options_.ca_file) +
                                     ": " + ec.message())};
+    if (!options_.client_cert.empty()) {
+      context->use_certificate_chain_file(options_.client_cert, ec);
+      if (!ec) context->use_private_key_file(options_.client_key, ssl::context::pem, ec);
+      if (ec || SSL_CTX_check_private_key(context->native_handle()) != 1)
+        co_return unexpected{fail(client_errc::tls_handshake_failed,
+                                  "cannot use the client certificate " + options_.client_cert + " with the key " +
+                                      options_.client_key + ": " + (ec ? ec.message() : "the key does not match"))};
+    }
     context->set_verify_mode(ssl::verify_peer);
     tls_context_ = context;
   }

@@ -49,6 +49,7 @@ enum class client_errc {
   tls_expired,            // https: the certificate has expired (or is not valid yet)
   tls_hostname_mismatch,  // https: the certificate is not for the URL's host
   tls_handshake_failed,   // https: no TLS session (not a TLS server, no common protocol, a bad CA file)
+  tls_client_refused,     // https: the server wants a client certificate and refused this one, or its absence
 };
 
 std::string_view to_string(client_errc e);
@@ -82,6 +83,8 @@ struct http_options {
   std::size_t max_body = 64u << 20;
   std::string bearer_token;  // sent as "Authorization: Bearer ..." when not empty; never in a message
   std::string ca_file;  // https: the PEM file of the CAs to trust; empty: the system's CA store
+  std::string client_cert;  // https, mutual TLS: the PEM certificate (chain) this client presents
+  std::string client_key;   // https, mutual TLS: client_cert's PEM private key
   std::size_t max_idle = 512;  // idle keep-alive connections kept per client
 };
 

@@ -98,7 +98,7 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
   const bool unreachable = !before && (code == client_errc::connection_refused || code == client_errc::resolve_failed ||
                                        code == client_errc::connect_timeout || code == client_errc::tls_untrusted ||
                                        code == client_errc::tls_expired || code == client_errc::tls_hostname_mismatch ||
-                                       code == client_errc::tls_handshake_failed);
+                                       code == client_errc::tls_handshake_failed || code == client_errc::tls_client_refused);
 
   if (unreachable) {
     fail_backend(st, name, std::string(to_string(before.error().code)) + ": " + before.error().message);
@@ -167,6 +167,7 @@ bool retryable(const client_error& e) {
     case client_errc::tls_expired:
     case client_errc::tls_hostname_mismatch:
     case client_errc::tls_handshake_failed:
+    case client_errc::tls_client_refused:
     case client_errc::cancelled: return false;
     default: return true;
   }

@@ -62,16 +62,17 @@ void check_backend(const backend_entry& be, const std::string& at, std::vector<c
     p.push_back({at + ".api", "unknown API kind '" + be.api + "' (known: " + clients::api_kinds().names_text() + ")"});
 }
 
-// A backend's CA file: for an https URL, a readable PEM file with a certificate in it.
-void check_ca_file(const backend_entry& be, const std::string& at, std::vector<config_problem>& p) {
+// A backend's TLS file (CA, client certificate or key): for an https URL, a readable PEM file
+// with `marker` in it.
+void check_pem_file(const backend_entry& be, const std::string& file, const std::string& at, const char* marker,
+                    const char* what, std::vector<config_problem>& p) {
   if (!be.url.starts_with("https://")) return p.push_back({at, "is for https:// backends only"});
-  std::ifstream in(be.ca_file, std::ios::binary);
-  if (be.ca_file.empty() || !in) return p.push_back({at, "'" + be.ca_file + "' cannot be read"});
+  std::ifstream in(file, std::ios::binary);
+  if (file.empty() || !in) return p.push_back({at, "'" + file + "' cannot be read"});
   std::string head(1 << 20, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
-  if (head.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-    p.push_back({at, "'" + be.ca_file + "' holds no PEM certificate"});
+  if (head.find(marker) == std::string::npos) p.push_back({at, "'" + file + "' holds no PEM " + what});
 }
 
 }  // namespace
@@ -114,10 +115,12 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         const std::string at = "backends[" + std::to_string(i) + "]";
         const auto& e = (*b)[i];
         if (!e.is_object()) {
-          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model, model_path, host, ca_file}"});
+          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model, model_path, host, ca_file, "
+                           "client_cert, client_key}"});
           continue;
         }
-        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model", "model_path", "host", "ca_file"}, p);
+        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model", "model_path", "host", "ca_file",
+                             "client_cert", "client_key"}, p);
         backend_entry be;
         read(e, "name", at, be.name, p);
         read(e, "url", at, be.url, p);
@@ -128,7 +131,16 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         read(e, "model_path", at, be.model_path, p);
         read(e, "host", at, be.host, p);
         read(e, "ca_file", at, be.ca_file, p);
-        if (e.contains("ca_file")) check_ca_file(be, at + ".ca_file", p);
+        read(e, "client_cert", at, be.client_cert, p);
+        read(e, "client_key", at, be.client_key, p);
+        if (e.contains("ca_file")) check_pem_file(be, be.ca_file, at + ".ca_file", "-----BEGIN CERTIFICATE-----", "certificate", p);
+        // Mutual TLS: the certificate this daemon presents, and its key; both or neither.
+        if (e.contains("client_cert") != e.contains("client_key"))
+          p.push_back({at + (e.contains("client_cert") ? ".client_key" : ".client_cert"),
+                       "is required with " + std::string(e.contains("client_cert") ? "client_cert" : "client_key")});
+        if (e.contains("client_cert"))
+          check_pem_file(be, be.client_cert, at + ".client_cert", "-----BEGIN CERTIFICATE-----", "certificate", p);
+        if (e.contains("client_key")) check_pem_file(be, be.client_key, at + ".client_key", "PRIVATE KEY-----", "private key", p);
         if (e.contains("host") && be.host.empty()) p.push_back({at + ".host", "must not be empty (leave it out for the URL's host)"});
         if (e.contains("model_path") && be.model_path.empty()) p.push_back({at + ".model_path", "must not be empty"});
         if (be.name.empty()) p.push_back({at + ".name", "is required"});

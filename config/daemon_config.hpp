@@ -26,6 +26,8 @@ struct backend_entry {
   std::string model_path;     // the server's model file, when the daemon can read it: its sha256 joins the fingerprint
   std::string host;           // the host group: backends of one take turns (default: the URL's host)
   std::string ca_file;        // https: the PEM file of the CAs to trust (default: the system's CA store)
+  std::string client_cert;    // https, mutual TLS: the PEM certificate this daemon presents
+  std::string client_key;     // https, mutual TLS: its PEM private key
 };
 
 // A webhook alerts go to.

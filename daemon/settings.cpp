@@ -19,6 +19,8 @@ std::map<std::string, clients::backend_config> backend_configs(const config::dae
     c.api = clients::parse_api_kind(b.api).value_or(clients::default_api_kind());
     c.http.bearer_token = b.token;
     c.http.ca_file = b.ca_file;
+    c.http.client_cert = b.client_cert;
+    c.http.client_key = b.client_key;
     c.http.first_byte_timeout = c.http.total_timeout = std::chrono::seconds(b.timeout_s);
     c.options.model = b.model;
     c.model_path = b.model_path;

@@ -4,10 +4,14 @@
 #   scripts/test-tls.sh certs DIR
 #       Two CAs (ca.pem, other-ca.pem) and three server certificates signed by ca.pem, each
 #       with its key: good (localhost and 127.0.0.1, valid now), expired (the same names,
-#       expired yesterday) and wronghost (other.example, valid now). openssl only.
+#       expired yesterday) and wronghost (other.example, valid now); and two client
+#       certificates for mutual TLS: client (signed by ca.pem) and outsider (signed by
+#       other-ca.pem). openssl only.
 #   scripts/test-tls.sh stunnel-config DIR TARGET_PORT NAME=PORT...
 #       DIR/stunnel.conf: stunnel in the foreground, one TLS service per NAME (a certificate
 #       of `certs`) on 127.0.0.1:PORT, each forwarding plain HTTP to 127.0.0.1:TARGET_PORT.
+#       NAME `mutual` serves the good certificate and requires a client certificate that
+#       ca.pem signed.
 set -euo pipefail
 
 certs() {
@@ -41,6 +45,9 @@ commonName = supplied
 [ server ]
 basicConstraints = critical,CA:FALSE
 extendedKeyUsage = serverAuth
+[ client ]
+basicConstraints = critical,CA:FALSE
+extendedKeyUsage = clientAuth
 CNF
   # openssl ca, because only it sets both dates (an expired certificate starts in the past).
   stamp() { date -u -d "$1" +%Y%m%d%H%M%SZ; }
@@ -54,6 +61,14 @@ CNF
   issue good "DNS:localhost,IP:127.0.0.1" "-1 day" "+30 days"
   issue expired "DNS:localhost,IP:127.0.0.1" "-30 days" "-1 day"
   issue wronghost "DNS:other.example" "-1 day" "+30 days"
+  # Client certificates: one the mutual service trusts, one from the other CA.
+  key client.key
+  openssl req -new -key client.key -subj "/CN=logitaudit test client" -out client.csr 2>/dev/null
+  openssl ca -batch -config ca.cnf -extensions client -notext -days 30 -in client.csr -out client.pem 2>/dev/null
+  key outsider.key
+  openssl req -new -key outsider.key -subj "/CN=logitaudit test outsider" -out outsider.csr 2>/dev/null
+  openssl x509 -req -in outsider.csr -CA other-ca.pem -CAkey other-ca.key -CAcreateserial -days 30 \
+    -out outsider.pem 2>/dev/null
 }
 
 stunnel_config() {
@@ -68,8 +83,16 @@ stunnel_config() {
       echo "[${service%%=*}]"
       echo "accept = 127.0.0.1:${service#*=}"
       echo "connect = 127.0.0.1:$target"
-      echo "cert = $dir/${service%%=*}.pem"
-      echo "key = $dir/${service%%=*}.key"
+      if [[ ${service%%=*} == mutual ]]; then
+        echo "cert = $dir/good.pem"
+        echo "key = $dir/good.key"
+        echo "CAfile = $dir/ca.pem"
+        echo "requireCert = yes"
+        echo "verifyChain = yes"
+      else
+        echo "cert = $dir/${service%%=*}.pem"
+        echo "key = $dir/${service%%=*}.key"
+      fi
     done
   } > "$dir/stunnel.conf"
 }

@@ -48,7 +48,7 @@ class tls_terminator {
     auto made = test_support::run_process({"/bin/bash", script, "certs", dir_.string()});
     if (made.code != 0) throw std::runtime_error("scripts/test-tls.sh certs failed: " + made.err);
     std::vector<std::string> args{"/bin/bash", script, "stunnel-config", dir_.string(), std::to_string(target_port)};
-    for (const char* name : {"good", "expired", "wronghost"}) {
+    for (const char* name : {"good", "expired", "wronghost", "mutual"}) {
       ports_[name] = clients::free_loopback_port();
       args.push_back(std::string(name) + "=" + std::to_string(ports_[name]));
     }
@@ -78,6 +78,7 @@ class tls_terminator {
 
   int port(const std::string& certificate) const { return ports_.at(certificate); }
   std::string ca(const std::string& name = "ca") const { return (dir_ / (name + ".pem")).string(); }
+  std::string file(const std::string& name) const { return (dir_ / name).string(); }
   std::string log() const {
     std::ifstream in(dir_ / "stunnel.log");
     std::stringstream s;
@@ -226,6 +227,47 @@ TEST(tls_e2e, a_wrong_ca_an_expired_certificate_another_hosts_certificate_and_no
     EXPECT_EQ(e->message.find(kApiKey), std::string::npos) << "the API key is never in a message";
 }
 
+// Mutual TLS: a server that requires a client certificate signed by its CA (stunnel's
+// `mutual` service) answers a client that presents one, and refuses one without it or with a
+// certificate of another CA: `tls_client_refused`, its own error. A key that does not match
+// the certificate is caught before any connection.
+TEST(tls_e2e, mutual_tls_presents_the_client_certificate_and_a_refusal_is_its_own_error) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 1, .extra = {"--api-key", kApiKey}});
+  const auto target = clients::parse_endpoint(server->url());
+  ASSERT_TRUE(target);
+  tls_terminator tls(std::stoi(target->port));
+  using clients::client_errc;
+  auto mutual = [&](const std::string& cert, const std::string& key) {
+    auto c = https_backend("localhost", tls.port("mutual"), tls.ca());
+    c.http.client_cert = cert.empty() ? "" : tls.file(cert);
+    c.http.client_key = key.empty() ? "" : tls.file(key);
+    return c;
+  };
+  {
+    clients::net::io_context io;
+    clients::backend b(io.get_executor(), mutual("client.pem", "client.key"));
+    auto r = test_support::run(io, b.complete(greedy("mutual")));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->tokens.size(), 12u);
+  }
+  const auto none = failure_of(mutual("", ""));
+  EXPECT_EQ(none.code, client_errc::tls_client_refused) << none.message;
+  EXPECT_NE(none.message.find("client_cert"), std::string::npos) << none.message;
+  const auto outsider = failure_of(mutual("outsider.pem", "outsider.key"));
+  EXPECT_EQ(outsider.code, client_errc::tls_client_refused) << outsider.message;
+  const auto mismatched = failure_of(mutual("client.pem", "outsider.key"));
+  EXPECT_EQ(mismatched.code, client_errc::tls_handshake_failed) << mismatched.message;
+  EXPECT_NE(mismatched.message.find("client.pem"), std::string::npos) << mismatched.message;
+  // The plain service of the same terminator asks for no certificate: presenting one is fine.
+  clients::net::io_context io;
+  auto plain = https_backend("localhost", tls.port("good"), tls.ca());
+  plain.http.client_cert = tls.file("client.pem");
+  plain.http.client_key = tls.file("client.key");
+  clients::backend b(io.get_executor(), plain);
+  auto r = test_support::run(io, b.complete(greedy("plain")));
+  EXPECT_TRUE(r) << (r ? "" : r.error().message);
+}
+
 TEST(tls_e2e, the_daemon_audits_an_https_backend_and_fails_an_expired_ones_audit_by_name_never_logging_the_key) {
   auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true, .extra = {"--api-key", kApiKey}});
   const auto target = clients::parse_endpoint(server->url());
@@ -238,7 +280,10 @@ TEST(tls_e2e, the_daemon_audits_an_https_backend_and_fails_an_expired_ones_audit
                                {{{"name", "secure"}, {"url", "https://localhost:" + std::to_string(tls.port("good"))},
                                  {"ca_file", tls.ca()}, {"token", kApiKey}},
                                 {{"name", "stale"}, {"url", "https://localhost:" + std::to_string(tls.port("expired"))},
-                                 {"ca_file", tls.ca()}, {"token", kApiKey}}}}}
+                                 {"ca_file", tls.ca()}, {"token", kApiKey}},
+                                {{"name", "mutual"}, {"url", "https://localhost:" + std::to_string(tls.port("mutual"))},
+                                 {"ca_file", tls.ca()}, {"token", kApiKey}, {"client_cert", tls.file("client.pem")},
+                                 {"client_key", tls.file("client.key")}}}}}
                               .dump();
   test_support::daemon_process d(LOGITAUDITD, {"--config", conf.string(), "--db", (dir / "a.db").string()}, dir / "daemon.log");
   const auto audit_of = [&](const std::string& backend) {
@@ -262,6 +307,10 @@ TEST(tls_e2e, the_daemon_audits_an_https_backend_and_fails_an_expired_ones_audit
   EXPECT_EQ(done["status"], "done") << done.dump();
   EXPECT_EQ(runs["runs"].size(), done["progress"]["total"].get<std::size_t>());
   for (const auto& r : runs["runs"]) EXPECT_EQ(r["status"], "ok") << r.dump();
+
+  const auto [mutual_done, mutual_runs] = audit_of("mutual");
+  EXPECT_EQ(mutual_done["status"], "done") << mutual_done.dump();
+  for (const auto& r : mutual_runs["runs"]) EXPECT_EQ(r["status"], "ok") << r.dump();
 
   const auto [failed, failed_runs] = audit_of("stale");
   EXPECT_EQ(failed["status"], "failed") << failed.dump();

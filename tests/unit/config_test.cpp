@@ -126,6 +126,24 @@ TEST(config, https_backends_take_a_ca_file_that_must_hold_a_certificate) {
   }
 }
 
+TEST(config, mutual_tls_takes_a_client_certificate_and_its_key_both_or_neither) {
+  const std::string dir = ::testing::TempDir();
+  const std::string cert = dir + "/logitaudit-client.pem", key = dir + "/logitaudit-client.key";
+  std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----\n";
+  auto c = parse_config(R"({"backends":[{"name":"m","url":"https://gateway.example","client_cert":")" + cert +
+                        R"(","client_key":")" + key + R"("}]})");
+  ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
+  EXPECT_EQ(c->backends[0].client_cert, cert);
+  EXPECT_EQ(c->backends[0].client_key, key);
+  auto bad = parse_config(R"({"backends":[{"name":"a","url":"https://h","client_cert":")" + cert + R"("},
+                                           {"name":"b","url":"https://h","client_cert":")" + key + R"(","client_key":")" + cert + R"("},
+                                           {"name":"c","url":"http://h","client_cert":")" + cert + R"(","client_key":")" + key + R"("}]})");
+  ASSERT_FALSE(bad);
+  for (const char* k : {"backends[0].client_key", "backends[1].client_cert", "backends[1].client_key", "backends[2].client_cert"})
+    EXPECT_TRUE(names(bad.error(), k)) << k;
+}
+
 TEST(config, fleet_lease_settings_are_read_and_checked) {
   auto c = parse_config(R"({"database":"postgresql://la@db/audits","fleet":{"lease_ttl_s":30,"heartbeat_s":5}})");
   ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
