@@ -14,11 +14,27 @@ namespace logitaudit::clients {
 
 namespace ssl = net::ssl;
 
+// Where a TLS session notes that its server asked for a client certificate (an ex_data slot).
+int certificate_request_slot() {
+  static const int slot = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
+// Called by OpenSSL on the client when the server sends a CertificateRequest; the configured
+// certificate, if any, is then sent as usual.
+int note_certificate_request(SSL* ssl, void*) {
+  SSL_set_ex_data(ssl, certificate_request_slot(), reinterpret_cast<void*>(1));
+  return 1;
+}
+
 struct tls_session {
   tls_session(tcp_stream&& tcp, std::shared_ptr<ssl::context> context)
       : context(std::move(context)), stream(std::move(tcp), *this->context) {}
   std::shared_ptr<ssl::context> context;  // outlives the stream
   beast::ssl_stream<tcp_stream> stream;
+  bool server_asked_for_certificate() {
+    return SSL_get_ex_data(stream.native_handle(), certificate_request_slot()) != nullptr;
+  }
 };
 
 namespace {
@@ -296,6 +312,7 @@ net::awaitable<client_result<bool>> http_client::handshake(connection& c) {
                                   "cannot use the client certificate " + options_.client_cert + " with the key " +
                                       options_.client_key + ": " + (ec ? ec.message() : "the key does not match"))};
     }
+    SSL_CTX_set_cert_cb(context->native_handle(), note_certificate_request, nullptr);
     context->set_verify_mode(ssl::verify_peer);
     tls_context_ = context;
   }
@@ -440,8 +457,21 @@ net::awaitable<client_result<http_exchange>> http_client::exchange_once(connecti
                                                                          std::size_t sent,
                                                                          std::int64_t sent_ns,
                                                                          bool& keep_alive) {
-  if (c.tls)
-    co_return co_await transfer(c.tls->stream, c.tcp(), c.buffer, wire, sink, sent, sent_ns, keep_alive, options_, endpoint_);
+  if (c.tls) {
+    auto r = co_await transfer(c.tls->stream, c.tcp(), c.buffer, wire, sink, sent, sent_ns, keep_alive, options_, endpoint_);
+    // Under TLS 1.3 a server judges the client's certificate after the handshake; its alert can
+    // be lost when it closes the connection on the request it did not read (a reset). A server
+    // that asked for a certificate and closed a fresh connection without answering refused it.
+    if (!r && !c.reused && c.tls->server_asked_for_certificate() &&
+        (r.error().code == client_errc::connection_reset || r.error().code == client_errc::truncated))
+      co_return unexpected{fail(client_errc::tls_client_refused,
+                                "the server asked for a TLS client certificate and closed the connection without "
+                                "answering: " +
+                                    r.error().message +
+                                    (options_.client_cert.empty() ? " (the backend has no client_cert and client_key)"
+                                                                  : " (its CA did not sign " + options_.client_cert + "?)"))};
+    co_return r;
+  }
   co_return co_await transfer(*c.stream, *c.stream, c.buffer, wire, sink, sent, sent_ns, keep_alive, options_, endpoint_);
 }
 

@@ -248,8 +248,8 @@ TEST_F(faults, a_full_database_fails_the_job_cleanly_keeps_what_is_stored_and_th
   ASSERT_EQ(first["status"], "done") << first.dump();
   const auto first_report = test_support::http_call(d->port(), http::verb::get, "/v1/audits/1/report?format=csv").body;
 
-  // A big audit does not fit.
-  const json big = wait_end(*d, submit(*d, R"({"preset":"seed-protocol","backends":["b"],"n_predict":512,"top_k":20})"));
+  // A big audit does not fit (65 streams of 128 tokens with 20 alternatives: about 2 MB).
+  const json big = wait_end(*d, submit(*d, R"({"preset":"seed-protocol","backends":["b"],"n_predict":128,"top_k":20})"));
   EXPECT_EQ(big["status"], "failed") << big.dump();
   EXPECT_NE(big.value("error", "").find("full"), std::string::npos) << big.dump();
   expect_serving(*d);
