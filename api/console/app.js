@@ -765,8 +765,9 @@
     destroyCharts();
     const mine = ++state.render;
     // Each navigation renders into a new <main>: a page still loading for an earlier one
-    // writes into a detached element and cannot mix into this one.
-    const main = h('main', { id: 'main', 'data-state': 'loading' });
+    // writes into a detached element and cannot mix into this one. Its number tells a reader
+    // (the browser tests) which render a 'ready' belongs to: the page before a click is ready too.
+    const main = h('main', { id: 'main', 'data-state': 'loading', 'data-render': String(mine) });
     $('#main').replaceWith(main);
     const raw = location.hash.slice(1) || '/audits';
     const [path, qs = ''] = raw.split('?');

@@ -30,15 +30,22 @@ const get = async (path) => {
 };
 
 let failures = 0;
+let page = null;    // the browser's page, once it is open
+let awaited = 0;    // the last render of the console that navigate() saw finish
 async function check(name, fn) {
   const started = Date.now();
   try {
     await fn();
+    // The guard: a check that started a render (a click, a hash) without navigate() waiting
+    // for it read a page that may still have been loading. It fails whatever it read.
+    const now = page ? await renderNow() : 0;
+    if (now !== awaited) throw unawaited(now);
     console.log(`ok   ${name} (${Date.now() - started} ms)`);
   } catch (e) {
     failures++;
     console.log(`FAIL ${name}: ${e.stack || e}`);
   }
+  if (page) awaited = await renderNow().catch(() => awaited);  // a failed check does not fail the next
 }
 
 // ------------------------------------------------------------------ HTTP-level checks
@@ -123,7 +130,7 @@ await check('responses match the OpenAPI schemas', async () => {
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-const page = await context.newPage();
+page = await context.newPage();
 const errors = [];
 const requests = [];
 page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
@@ -131,11 +138,33 @@ page.on('pageerror', (e) => errors.push(String(e)));
 page.on('dialog', async (d) => { errors.push('a dialog opened: ' + d.message()); await d.dismiss(); });
 page.on('request', (r) => requests.push({ url: r.url(), auth: r.headers().authorization || '' }));
 
-async function open(hash) {
+// Navigation. The console renders each page into a new <main> numbered by its render
+// (data-render) and marks it ready when it is whole. The page before a click is ready too, so
+// a wait on 'ready' alone can return before the new page exists. navigate() runs an action
+// (a click, a new hash, a new document) and waits for the current <main> to be a render that
+// began after it and is ready; every navigation in this file goes through it, and the next
+// navigate() or the end of the check fails one that did not.
+const unawaited = (now) => new Error(`render ${now} of the console began and no navigate() waited for it (the last awaited: ${awaited}): every navigation goes through navigate()`);
+async function renderNow() {
+  return page.evaluate(() => (window.__console ? window.__console.render : 0));
+}
+async function navigate(action, { timeout = 60000, newDocument = false } = {}) {
+  const before = newDocument ? 0 : await renderNow();  // a new document counts from 1 again
+  if (!newDocument && before !== awaited) throw unawaited(before);
   const started = Date.now();
-  await page.evaluate((h) => { document.querySelector('#main').dataset.state = 'loading'; location.hash = h; }, hash);
-  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready', null, { timeout: 60000 });
+  await action();
+  const done = await page.waitForFunction((n) => {
+    const main = document.querySelector('#main');
+    const render = main ? Number(main.dataset.render) : 0;
+    return render > n && render === window.__console.render && main.dataset.state === 'ready' && render;
+  }, before, { timeout });
+  awaited = await done.jsonValue();
   return Date.now() - started;
+}
+async function open(hash) {
+  const current = await page.evaluate(() => location.hash);
+  assert.notEqual(current, hash, `already at ${hash}: setting it again renders nothing`);
+  return navigate(() => page.evaluate((h) => { location.hash = h; }, hash));
 }
 // Artifacts: what the first screen shows (docs/console.md uses these), and the whole page.
 async function shot(name) {
@@ -149,12 +178,14 @@ function noErrors(allow404 = false) {
 }
 
 await check('the first visit asks for the token once and keeps it out of URLs', async () => {
-  await page.goto(base + '/');
-  await page.waitForSelector('#token-dialog[open]');
-  await shot('token');
-  await page.fill('#token-dialog input[name=token]', token);
-  await page.click('#token-dialog button[value=ok]');
-  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready');
+  await navigate(async () => {
+    await page.goto(base + '/');
+    await page.waitForSelector('#token-dialog[open]');
+    assert.equal(await page.evaluate(() => document.querySelector('#main').dataset.state), 'loading', 'nothing renders before the token');
+    await shot('token');
+    await page.fill('#token-dialog input[name=token]', token);
+    await page.click('#token-dialog button[value=ok]');
+  }, { newDocument: true });
   assert.equal(await page.evaluate(() => sessionStorage.getItem('logitaudit.token')), token);
   noErrors();
 });
@@ -178,8 +209,8 @@ await check('paging and filters', async () => {
   await open('#/audits?limit=2');
   const ids = () => page.$$eval('[data-testid=audits] tbody tr', (rows) => rows.map((r) => Number(r.dataset.audit)));
   assert.deepEqual(await ids(), all.slice(0, 2));
-  await page.click('[data-testid=next-page]');
-  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready');
+  await navigate(() => page.click('[data-testid=next-page]'));
+  assert.match(await page.evaluate(() => location.hash), /before=/);
   assert.deepEqual(await ids(), all.slice(2, 4));
   assert.ok(await page.$('[data-testid=first-page]'));
   await open('#/audits?tag=series');
@@ -337,9 +368,10 @@ await check('a series: identical rates with bands, the fingerprint change annota
   assert.ok(scales.every((s) => s[0] === scales[0][0] && s[1] === scales[0][1]), JSON.stringify(scales));
   await page.dblclick('[data-chart^="series:"] .u-over');
   // A click on a point opens its audit.
-  await page.mouse.click(box.x + (await xOf(1)), box.y + box.height / 2);
-  await page.waitForFunction((id) => location.hash === '#/audits/' + id, seriesAudits[1]);
-  await page.waitForFunction(() => document.querySelector('#main').dataset.state === 'ready');
+  const x1 = box.x + (await xOf(1));
+  await navigate(() => page.mouse.click(x1, box.y + box.height / 2));
+  assert.equal(await page.evaluate(() => location.hash), '#/audits/' + seriesAudits[1]);
+  assert.ok(await page.$('[data-testid=findings]'), 'the audit page rendered');
   noErrors();
 });
 
@@ -380,10 +412,12 @@ await check('the submit form refuses a bad value naming the field, then creates 
   await page.fill('textarea[name=prompts]', 'Submitted from the console');
   await page.fill('textarea[name=extra]', '{"conditions": [{"name": "repeat", "kind": "repeat", "replicates": 2}, {"name": "control_seed", "kind": "control_seed", "replicates": 1, "seeded": true}]}');
   await shot('submit');
-  await page.click('form[data-testid=submit-form] button[type=submit]');
-  await page.waitForFunction(() => /^#\/audits\/\d+$/.test(location.hash));
-  const id = Number((await page.evaluate(() => location.hash)).split('/')[2]);
-  await page.waitForSelector('[data-testid=findings]', { timeout: 120000 });
+  // The audit's page renders once the job has ended (it long-polls until then).
+  await navigate(() => page.click('form[data-testid=submit-form] button[type=submit]'), { timeout: 120000 });
+  const hash = await page.evaluate(() => location.hash);
+  assert.match(hash, /^#\/audits\/\d+$/);
+  const id = Number(hash.split('/')[2]);
+  assert.ok(await page.$('[data-testid=findings]'), 'the findings of the finished audit');
   const job = await get(`/v1/audits/${id}`);
   assert.equal(job.status, 'done');
   assert.deepEqual(job.tags, ['console', 'form']);

@@ -1,9 +1,11 @@
 // e2e: the whole seed protocol on two real llama-servers (tiny and small, -np 8). Asserts
-// what is robust on any machine and prints the table it measured.
+// what is robust on any machine (never how much of it batched, which is the machine's timing)
+// and prints the table it measured.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
+#include "audit/evidence.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/report.hpp"
@@ -31,21 +33,24 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
   std::printf("%s", audit::render_text(f).c_str());
 
   EXPECT_EQ(f.failed_runs, 0);
-  // -np 8 can batch every burst of up to 8; whether one did depends on the machine's timing
-  // (CI once saw a C=2 burst at 1.39 busy slots per decode, needing 1.50). So: most bursts
-  // batched, and each one that did not says why and has exactly its runs counted apart.
+  // -np 8 can batch every burst of up to 8; whether one did is the machine's timing (CI once
+  // saw a C=2 burst at 1.39 busy slots per decode, needing 1.50, and one of eight at 39%
+  // overlap). So no share of batched bursts is asserted: each verdict is the one its stored
+  // figures give, each burst that did not batch says why, and exactly its runs are counted
+  // apart. (burst_e2e asserts that such a server batches, measuring until it has one.)
   std::size_t batched = 0;
   std::int64_t apart = 0;
   for (const auto& [group, b] : f.bursts) {
-    if (b.batched) {
-      ++batched;
-      EXPECT_TRUE(b.reason.empty()) << "group " << group << ": " << b.reason;
-    } else {
-      EXPECT_FALSE(b.reason.empty()) << "group " << group;
-      apart += static_cast<std::int64_t>(plan.groups[group].requests.size());
-    }
+    SCOPED_TRACE("group " + std::to_string(group));
+    ASSERT_TRUE(evidence.bursts.count(group));
+    EXPECT_EQ(b, audit::judge_burst(evidence.bursts.at(group), evidence.thresholds)) << "the verdict is its figures'";
+    ASSERT_TRUE(b.measured) << "the server has --metrics";
+    EXPECT_EQ(b.batched, *b.measured >= b.needed && evidence.bursts.at(group).overlap >= b.needed_overlap);
+    EXPECT_EQ(b.reason.empty(), b.batched) << b.reason;
+    if (b.batched) ++batched;
+    else apart += static_cast<std::int64_t>(plan.groups[group].requests.size());
   }
-  EXPECT_GE(batched * 2, f.bursts.size()) << "most bursts batched on 8 slots";
+  std::printf("bursts batched: %zu of %zu\n", batched, f.bursts.size());
   EXPECT_EQ(f.flagged_runs, apart) << "the runs of the bursts that did not batch, and only those, are counted apart";
   EXPECT_TRUE(f.valid) << f.invalid_reason;  // every positive control diverged
   for (const auto& t : f.pooled) {
@@ -62,10 +67,4 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
   EXPECT_TRUE(f.fingerprint_changes.empty());
   EXPECT_EQ(outcome.fingerprints.at("tiny").before.total_slots, 8);
   EXPECT_NE(outcome.fingerprints.at("tiny").before.model, outcome.fingerprints.at("small").before.model);
-  // Every burst really overlapped at the server: it batched more than one slot per decode.
-  for (const auto& g : outcome.groups) {
-    if (g.burst && g.burst->busy_slots_per_decode) {
-      EXPECT_GT(*g.burst->busy_slots_per_decode, 1.0) << "group " << g.group;
-    }
-  }
 }
