@@ -36,8 +36,10 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
   // -np 8 can batch every burst of up to 8; whether one did is the machine's timing (CI once
   // saw a C=2 burst at 1.39 busy slots per decode, needing 1.50, and one of eight at 39%
   // overlap). So no share of batched bursts is asserted: each verdict is the one its stored
-  // figures give, each burst that did not batch says why, and exactly its runs are counted
-  // apart. (burst_e2e asserts that such a server batches, measuring until it has one.)
+  // figures give, each burst that did not batch says why, and exactly its compared runs are
+  // counted apart (a cross_batch burst of four compares one: its target, not the three fillers,
+  // which a loaded run found when such a burst first failed to batch). (burst_e2e asserts that
+  // such a server batches, measuring until it has one.)
   std::size_t batched = 0;
   std::int64_t apart = 0;
   for (const auto& [group, b] : f.bursts) {
@@ -48,10 +50,30 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
     EXPECT_EQ(b.batched, *b.measured >= b.needed && evidence.bursts.at(group).overlap >= b.needed_overlap);
     EXPECT_EQ(b.reason.empty(), b.batched) << b.reason;
     if (b.batched) ++batched;
-    else apart += static_cast<std::int64_t>(plan.groups[group].requests.size());
+    else
+      for (const auto& r : plan.groups[group].requests) apart += r.compared;  // not cross_batch's fillers
   }
   std::printf("bursts batched: %zu of %zu\n", batched, f.bursts.size());
   EXPECT_EQ(f.flagged_runs, apart) << "the runs of the bursts that did not batch, and only those, are counted apart";
+  // The same stored outcome judged against a bar no burst can reach: every burst is flagged,
+  // and the runs counted apart are every compared run of every burst, whatever the machine did.
+  {
+    auto strict = evidence;
+    strict.thresholds.min_overlap = 1.01;
+    const auto none = audit::evaluate(spec, plan, outcome.runs(), strict);
+    std::int64_t compared_in_bursts = 0;
+    for (const auto& [group, b] : none.bursts) {
+      EXPECT_FALSE(b.batched) << "group " << group;
+      for (const auto& r : plan.groups[group].requests) compared_in_bursts += r.compared;
+    }
+    EXPECT_EQ(none.bursts.size(), f.bursts.size());
+    EXPECT_EQ(none.flagged_runs, compared_in_bursts);
+    for (const auto& t : none.pooled) {
+      if (t.bursts) {
+        EXPECT_EQ(t.n, 0) << t.condition << ": nothing counts as having survived a burst that did not batch";
+      }
+    }
+  }
   EXPECT_TRUE(f.valid) << f.invalid_reason;  // every positive control diverged
   for (const auto& t : f.pooled) {
     if (t.condition == "repeat_greedy") {
