@@ -7,8 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "audit/enum_names.hpp"
 #include "audit/report.hpp"
-#include "openapi.hpp"
+#include "audit/states.hpp"
 #include "record_json.hpp"
 #include "spec_json.hpp"
 
@@ -24,7 +25,7 @@ struct route_state {
 using state_ptr = std::shared_ptr<route_state>;
 
 api_response no_audit(const std::string& s) {
-  return error_response(404, "not_found", "no audit with id '" + s.substr(0, 64) + "'", "id");
+  return error_response(service_errc::not_found, "not_found", "no audit with id '" + s.substr(0, 64) + "'", "id");
 }
 
 // A final audit's body from the read model, if it is kept there.
@@ -51,12 +52,12 @@ net::awaitable<api_response> route_get_healthz(request_context) { co_return json
 // GET /readyz
 net::awaitable<api_response> route_get_readyz(state_ptr st, request_context) {
   co_return st->svc->ready() ? json_response(200, R"({"status":"ready"})")
-                             : error_response(503, "not_ready", "the database or the queue is not ready");
+                             : error_response(service_errc::unavailable, "not_ready", "the database or the queue is not ready");
 }
 
 // POST /v1/audits
 net::awaitable<api_response> route_post_audits(state_ptr st, request_context ctx) {
-  if (ctx.body.empty()) co_return error_response(400, "invalid_spec", "a JSON body (the audit spec) is required");
+  if (ctx.body.empty()) co_return error_response(service_errc::invalid, "invalid_spec", "a JSON body (the audit spec) is required");
   auto spec = parse_spec(ctx.body, st->options.limits);
   if (!spec) co_return error_response(invalid(spec.error(), "invalid_spec"));
   auto job = co_await st->svc->submit(std::move(*spec));
@@ -70,17 +71,17 @@ net::awaitable<api_response> route_get_audits(state_ptr st, request_context ctx)
   if (ctx.query.count("status")) {
     q.status = audit::parse_job_status(ctx.query.at("status"));
     if (!q.status)
-      co_return error_response(400, "invalid_query", "unknown status '" + ctx.query.at("status").substr(0, 32) + "'", "status");
+      co_return error_response(service_errc::invalid, "invalid_query", "unknown status '" + ctx.query.at("status").substr(0, 32) + "'", "status");
   }
   if (ctx.query.count("before")) {
     auto b = parse_positive_id(ctx.query.at("before"));
-    if (!b) co_return error_response(400, "invalid_query", "must be a positive job id", "before");
+    if (!b) co_return error_response(service_errc::invalid, "invalid_query", "must be a positive job id", "before");
     q.before = *b;
   }
   q.limit = 50;
   if (ctx.query.count("limit")) {
     auto l = parse_positive_id(ctx.query.at("limit"));
-    if (!l || *l > 500) co_return error_response(400, "invalid_query", "must be between 1 and 500", "limit");
+    if (!l || *l > 500) co_return error_response(service_errc::invalid, "invalid_query", "must be between 1 and 500", "limit");
     q.limit = static_cast<int>(*l);
   }
   q.tag = query_or(ctx, "tag");
@@ -101,15 +102,15 @@ net::awaitable<api_response> route_get_audit(state_ptr st, request_context ctx) 
   if (auto hit = kept(*st, *id, "summary")) co_return *hit;
   std::optional<storage::job_record> j;
   if (ctx.query.count("done") && !ctx.query.count("wait"))
-    co_return error_response(400, "invalid_query", "done= goes with wait=", "done");
+    co_return error_response(service_errc::invalid, "invalid_query", "done= goes with wait=", "done");
   if (ctx.query.count("wait")) {
     auto s = parse_positive_id(ctx.query.at("wait"));
-    if (!s || *s > 300) co_return error_response(400, "invalid_query", "must be 1 to 300 seconds", "wait");
+    if (!s || *s > 300) co_return error_response(service_errc::invalid, "invalid_query", "must be 1 to 300 seconds", "wait");
     std::optional<std::int64_t> done_above;
     if (ctx.query.count("done")) {
       const std::string& d = ctx.query.at("done");
       auto n = d == "0" ? std::optional<std::int64_t>(0) : parse_positive_id(d);
-      if (!n) co_return error_response(400, "invalid_query", "must be a count of requests (0 or more)", "done");
+      if (!n) co_return error_response(service_errc::invalid, "invalid_query", "must be a count of requests (0 or more)", "done");
       done_above = *n;
     }
     j = co_await st->svc->wait(*id, std::chrono::seconds(*s), done_above);
@@ -130,22 +131,22 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
                                                                     {"csv", "text/csv; charset=utf-8"},
                                                                     {"json", "application/json"}};
   if (!content_types.count(format))
-    co_return error_response(400, "invalid_query", "format must be json, text, markdown or csv", "format");
+    co_return error_response(service_errc::invalid, "invalid_query", "format must be json, text, markdown or csv", "format");
   const std::string key = "report?" + format;
   if (auto hit = kept(*st, *id, key)) co_return *hit;
   auto j = co_await st->svc->job(*id);
   if (!j) co_return no_audit(ctx.params[0]);
   if (!audit::is_final(j->status))
-    co_return error_response(409, "not_finished", "audit " + std::to_string(*id) + " is " +
+    co_return error_response(service_errc::conflict, "not_finished", "audit " + std::to_string(*id) + " is " +
                                                       std::string(audit::to_string(j->status)) + "; its report comes when it ends");
   if (j->findings_json.empty())
-    co_return error_response(409, "no_findings", "audit " + std::to_string(*id) + " has no findings (" +
+    co_return error_response(service_errc::conflict, "no_findings", "audit " + std::to_string(*id) + " has no findings (" +
                                                      std::string(audit::to_string(j->status)) + ")");
   // The findings were stored as this JSON when the audit ended; the other formats render them.
   std::string body = j->findings_json;
   if (format != "json") {
     auto f = findings_from_json(j->findings_json);
-    if (!f) co_return error_response(500, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
+    if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
     body = format == "text" ? audit::render_text(*f) : format == "markdown" ? audit::render_markdown(*f) : audit::render_csv(*f);
   }
   co_return keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)});
@@ -172,13 +173,13 @@ net::awaitable<api_response> route_get_stream(state_ptr st, request_context ctx)
   auto id = parse_positive_id(ctx.params[0]);
   auto run = parse_positive_id(ctx.params[1]);
   if (!id) co_return no_audit(ctx.params[0]);
-  if (!run) co_return error_response(404, "not_found", "no run '" + ctx.params[1].substr(0, 64) + "' in this audit", "run");
+  if (!run) co_return error_response(service_errc::not_found, "not_found", "no run '" + ctx.params[1].substr(0, 64) + "' in this audit", "run");
   const std::string key = "stream/" + std::to_string(*run);
   if (auto hit = kept(*st, *id, key)) co_return *hit;
   auto j = co_await st->svc->job(*id);
   if (!j) co_return no_audit(ctx.params[0]);
   auto s = co_await st->svc->stream(*id, *run);
-  if (!s) co_return error_response(404, "not_found", "no run " + std::to_string(*run) + " in audit " + std::to_string(*id), "run");
+  if (!s) co_return error_response(service_errc::not_found, "not_found", "no run " + std::to_string(*run) + " in audit " + std::to_string(*id), "run");
   co_return keep(*st, j->status, *id, key, json_response(200, dump(stream_json(*s))));
 }
 
@@ -242,7 +243,7 @@ net::awaitable<api_response> route_get_backends(state_ptr st, request_context) {
 net::awaitable<api_response> route_get_compare(state_ptr st, request_context ctx) {
   for (const char* k : {"a", "b"})
     if (!ctx.query.count(k) || !parse_positive_id(ctx.query.at(k)))
-      co_return error_response(400, "invalid_query", "must be an audit id", k);
+      co_return error_response(service_errc::invalid, "invalid_query", "must be an audit id", k);
   const auto a = *parse_positive_id(ctx.query.at("a")), b = *parse_positive_id(ctx.query.at("b"));
   auto c = co_await st->svc->compare(a, b);
   if (!c) co_return error_response(c.error());
@@ -270,9 +271,6 @@ net::awaitable<api_response> route_get_presets(request_context) {
   co_return json_response(200, dump(out));
 }
 
-// GET /openapi.json
-net::awaitable<api_response> route_get_openapi(std::shared_ptr<std::string> doc) { co_return json_response(200, *doc); }
-
 // GET /metrics
 net::awaitable<api_response> route_get_metrics(state_ptr st, request_context) {
   auto jobs = co_await st->svc->job_counts();
@@ -282,11 +280,6 @@ net::awaitable<api_response> route_get_metrics(state_ptr st, request_context) {
 
 }  // namespace
 
-api_response error_response(const service_error& e) {
-  const auto h = http_status_of(e.kind);
-  return error_response(h.status, e.code.empty() ? std::string(h.code) : e.code, e.message, e.field);
-}
-
 std::string query_or(const request_context& ctx, const char* key, std::string fallback) {
   auto it = ctx.query.find(key);
   return it == ctx.query.end() ? fallback : it->second;
@@ -294,7 +287,6 @@ std::string query_or(const request_context& ctx, const char* key, std::string fa
 
 void add_audit_routes(router& r, audit_service& svc, route_options opts) {
   auto st = std::make_shared<route_state>(route_state{&svc, std::move(opts)});
-  r.protect(st->options.tokens, st->options.protect_reads);
   using http::verb;
   const query_param limit{"limit", "integer", "at most this many (default 50)", {}, 1, 500};
   // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).
@@ -317,7 +309,7 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
         [st](const request_context& ctx) { return route_post_audits(st, ctx); });
   r.add(verb::get, "/v1/audits",
         {.operation_id = "listAudits", .summary = "List audits, newest first; `next` links the following page",
-         .query = {{"status", "string", "only audits in this state", {"queued", "running", "done", "failed", "cancelled", "interrupted"}},
+         .query = {{"status", "string", "only audits in this state", audit::names_of(audit::kJobStatuses)},
                    {"tag", "string", "only audits carrying this tag"},
                    {"before", "integer", "only audits with a smaller id (the next page)", {}, 1, 0},
                    limit},
@@ -378,12 +370,6 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
         {.operation_id = "listPresets", .summary = "The spec presets, each expanded (what a submission naming it starts from)",
          .response_schema = "PresetList", .tag = "audits"},
         [](const request_context& ctx) { return route_get_presets(ctx); });
-  // The document is built from the table as it is once every route is in.
-  auto openapi = std::make_shared<std::string>();
-  r.add(verb::get, "/openapi.json",
-        {.operation_id = "getOpenApi", .summary = "This document", .needs = access::open, .tag = "operations"},
-        [openapi](const request_context&) { return route_get_openapi(openapi); });
-  *openapi = openapi_document(r, st->options.version);
 }
 
 }  // namespace logitaudit::api

@@ -24,14 +24,11 @@ struct route_options {
   std::string version = "0";
 };
 
-// Adds /healthz, /readyz, /v1/info, /metrics, /openapi.json and the /v1 audit routes to `r`,
-// and sets the router's tokens. Call it last: /openapi.json lists the routes added before it.
+// Adds /healthz, /readyz, /v1/info, /metrics and the /v1 audit routes to `r`. `tokens` and
+// `protect_reads` are what /v1/info reports; the router enforces them (router::protect).
 // `service` (and the metrics and read model) must outlive the server.
 void add_audit_routes(router& r, audit_service& service, route_options options);
 // A query parameter's decoded value, or `fallback`.
 std::string query_or(const request_context& ctx, const char* key, std::string fallback = {});
-
-// The JSON error of a service error, with its status from the one table.
-api_response error_response(const service_error& e);
 
 }  // namespace logitaudit::api

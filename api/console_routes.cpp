@@ -90,7 +90,7 @@ net::awaitable<api_response> route_index(std::shared_ptr<const file_table> files
 net::awaitable<api_response> route_file(std::shared_ptr<const file_table> files, request_context ctx) {
   auto it = files->find(ctx.params[0]);
   if (it == files->end() || ctx.params[0] == "index.html")
-    co_return error_response(404, "not_found", "no console file '" + ctx.params[0].substr(0, 64) + "'", "file");
+    co_return error_response(service_errc::not_found, "not_found", "no console file '" + ctx.params[0].substr(0, 64) + "'", "file");
   const auto v = ctx.query.find("v");
   const bool versioned = v != ctx.query.end() && "\"" + v->second + "\"" == it->second.etag;
   co_return serve(it->second, ctx, versioned);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "audit_routes.hpp"

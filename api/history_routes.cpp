@@ -47,7 +47,7 @@ json transition_json(const audit::transition& t) {
 }
 
 api_response no_series(const std::string& what, const std::string& field) {
-  return error_response(404, "not_found", "no series " + what, field);
+  return error_response(service_errc::not_found, "not_found", "no series " + what, field);
 }
 
 // audits=N: 1..500.
@@ -55,7 +55,7 @@ std::optional<api_response> read_audits(const request_context& ctx, int& audits)
   audits = kDefaultAudits;
   if (!ctx.query.count("audits")) return std::nullopt;
   auto n = parse_positive_id(ctx.query.at("audits"));
-  if (!n || *n > kMaxAudits) return error_response(400, "invalid_query", "must be between 1 and 500", "audits");
+  if (!n || *n > kMaxAudits) return error_response(service_errc::invalid, "invalid_query", "must be between 1 and 500", "audits");
   audits = static_cast<int>(*n);
   return std::nullopt;
 }
@@ -72,7 +72,7 @@ net::awaitable<api_response> route_series(history_service* h, request_context ct
   f.spec_hash = query_or(ctx, "spec_hash");
   if (ctx.query.count("schedule")) {
     auto s = parse_positive_id(ctx.query.at("schedule"));
-    if (!s) co_return error_response(400, "invalid_query", "must be a positive schedule id", "schedule");
+    if (!s) co_return error_response(service_errc::invalid, "invalid_query", "must be a positive schedule id", "schedule");
     f.schedule = *s;
   }
   int audits = 0;
@@ -91,7 +91,7 @@ net::awaitable<api_response> route_timeline(history_service* h, schedule_service
   std::optional<storage::schedule_record> schedule;
   if (id) schedule = co_await schedules->get(*id);
   if (!schedule)
-    co_return error_response(404, "not_found", "no schedule with id '" + ctx.params[0].substr(0, 64) + "'", "id");
+    co_return error_response(service_errc::not_found, "not_found", "no schedule with id '" + ctx.params[0].substr(0, 64) + "'", "id");
   int audits = 0;
   if (auto bad = read_audits(ctx, audits)) co_return *bad;
   storage::series_filter f;
@@ -211,7 +211,7 @@ net::awaitable<api_response> route_deliveries(history_service* h, request_contex
   int limit = 50;
   if (ctx.query.count("limit")) {
     auto n = parse_positive_id(ctx.query.at("limit"));
-    if (!n || *n > 500) co_return error_response(400, "invalid_query", "must be between 1 and 500", "limit");
+    if (!n || *n > 500) co_return error_response(service_errc::invalid, "invalid_query", "must be between 1 and 500", "limit");
     limit = static_cast<int>(*n);
   }
   json out = {{"deliveries", json::array()}};

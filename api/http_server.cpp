@@ -8,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "storage/records.hpp"
 
 namespace logitaudit::api {
 namespace {
@@ -31,12 +30,15 @@ std::vector<std::string> split_path(const std::string& path) {
 
 }  // namespace
 
-api_response error_response(unsigned status, std::string code, std::string message, std::string field) {
-  nlohmann::json e = {{"code", std::move(code)}, {"message", std::move(message)}};
+api_response error_response(service_errc kind, std::string code, std::string message, std::string field) {
+  const auto h = http_status_of(kind);
+  nlohmann::json e = {{"code", code.empty() ? std::string(h.code) : std::move(code)}, {"message", std::move(message)}};
   if (!field.empty()) e["field"] = std::move(field);
-  return {status, nlohmann::json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+  return {h.status, nlohmann::json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
           "application/json"};
 }
+
+api_response error_response(const service_error& e) { return error_response(e.kind, e.code, e.message, e.field); }
 
 api_response json_response(unsigned status, std::string body) { return {status, std::move(body), "application/json"}; }
 
@@ -88,12 +90,12 @@ std::optional<api_response> router::admit(const route_doc& doc, const request_co
   for (const auto& parameter : ctx.query) {
     const std::string& key = parameter.first;  // (clang 14 cannot capture a structured binding)
     const bool known = std::any_of(doc.query.begin(), doc.query.end(), [&](const query_param& q) { return q.name == key; });
-    if (!known) return error_response(400, "invalid_query", "unknown query parameter", key);
+    if (!known) return error_response(service_errc::invalid, "invalid_query", "unknown query parameter", key);
   }
   return std::nullopt;
 }
 
-api_response unauthorized() { return error_response(401, "unauthorized", "this route needs Authorization: Bearer <token>"); }
+api_response unauthorized() { return error_response(service_errc::unauthorized, "unauthorized", "this route needs Authorization: Bearer <token>"); }
 
 bool token_accepted(const std::string& header, const std::vector<std::string>& tokens) {
   constexpr std::string_view prefix = "Bearer ";
@@ -160,26 +162,27 @@ namespace {
 
 net::awaitable<api_response> dispatch(const router& routes, request_context ctx) {
   auto m = routes.lookup(ctx.method, ctx.path);
-  if (!m.path_known) co_return error_response(404, "not_found", "no route for " + ctx.path);
+  if (!m.path_known) co_return error_response(service_errc::not_found, "not_found", "no route for " + ctx.path);
   if (!m.found) {
     std::string allowed;
     for (const auto& a : m.allowed) allowed += (allowed.empty() ? "" : ", ") + a;
-    co_return error_response(405, "method_not_allowed",
+    co_return error_response(service_errc::method_not_allowed, "method_not_allowed",
                              std::string(http::to_string(ctx.method)) + " is not allowed here; allowed: " + allowed);
   }
   if (auto refused = routes.admit(*m.doc, ctx)) co_return *refused;
   ctx.params = std::move(m.params);
   try {
     co_return co_await (*m.found)(ctx);
-  } catch (const storage::storage_error& e) {
-    // The database failed under a read: unreachable (a PostgreSQL restart), full, or broken.
-    // The daemon stays up; the client is told to come back.
-    spdlog::warn("{} {}: {}", std::string(http::to_string(ctx.method)), ctx.path, e.what());
-    if (e.why == storage::storage_error::kind::full) co_return error_response(507, "storage_full", e.what());
-    co_return error_response(503, "storage_unavailable", std::string("the database failed: ") + e.what());
   } catch (const std::exception& e) {
+    // A failure the daemon knows (the database unreachable, full or broken under a read): the
+    // daemon stays up, and the client is told what it is.
+    if (routes.translator())
+      if (auto known = routes.translator()(e)) {
+        spdlog::warn("{} {}: {}", std::string(http::to_string(ctx.method)), ctx.path, e.what());
+        co_return error_response(*known);
+      }
     spdlog::error("handler for {} {} threw: {}", std::string(http::to_string(ctx.method)), ctx.path, e.what());
-    co_return error_response(500, "internal", "internal error");
+    co_return error_response(service_errc::internal, "internal", "internal error");
   }
 }
 
@@ -204,12 +207,12 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     unsigned version = 11;
     std::string method = "-", target = "-";
     if (ec == http::error::body_limit) {
-      res = error_response(413, "payload_too_large",
+      res = error_response(service_errc::payload_too_large, "payload_too_large",
                            "the body exceeds " + std::to_string(st->limits.max_body) + " bytes");
     } else if (ec == http::error::header_limit) {
-      res = error_response(431, "header_too_large", "the request header is too large");
+      res = error_response(service_errc::header_too_large, "header_too_large", "the request header is too large");
     } else if (ec) {
-      res = error_response(400, "bad_request", "malformed HTTP request: " + ec.message());
+      res = error_response(service_errc::invalid, "bad_request", "malformed HTTP request: " + ec.message());
     } else {
       auto& req = parser.get();
       keep_alive = req.keep_alive();
@@ -243,9 +246,9 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
       ctx.accept_encoding = std::string(req[http::field::accept_encoding]);
       const bool has_body = !ctx.body.empty();
       if (!query_ok) {
-        res = error_response(400, "bad_request", "malformed percent-escape in the query string");
+        res = error_response(service_errc::invalid, "bad_request", "malformed percent-escape in the query string");
       } else if (has_body && ctx.content_type.find("application/json") == std::string::npos) {
-        res = error_response(415, "unsupported_media_type", "bodies must be application/json");
+        res = error_response(service_errc::unsupported_media_type, "unsupported_media_type", "bodies must be application/json");
       } else {
         res = co_await dispatch(st->routes, std::move(ctx));
       }

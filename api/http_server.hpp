@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "service_error.hpp"
+
 namespace logitaudit::api {
 
 namespace net = boost::asio;
@@ -42,8 +44,11 @@ struct api_response {
   std::vector<std::pair<http::field, std::string>> headers;
 };
 
-// {"error":{"code":...,"message":...,"field":...}}; untrusted text is escaped safely.
-api_response error_response(unsigned status, std::string code, std::string message, std::string field = {});
+// {"error":{"code":...,"message":...,"field":...}} with the kind's status from the one table
+// (service_error.hpp); `code` empty: the kind's own code. Untrusted text is escaped safely.
+api_response error_response(service_errc kind, std::string code, std::string message, std::string field = {});
+// The JSON error of a service error.
+api_response error_response(const service_error& e);
 // A JSON body with the given status.
 api_response json_response(unsigned status, std::string body);
 
@@ -86,6 +91,10 @@ class router {
   void add(http::verb method, std::string pattern, route_doc doc, handler h);
   // Bearer tokens of `write` routes (and of `read` ones when `protect_reads`).
   void protect(std::vector<std::string> tokens, bool protect_reads);
+  // How exceptions that escape a handler become errors (the daemon's storage errors); the
+  // rest are 500s that disclose nothing.
+  void translate_errors(error_translator t) { translate_ = std::move(t); }
+  const error_translator& translator() const { return translate_; }
   bool reads_protected() const { return protect_reads_; }
   bool tokens_required() const { return !tokens_.empty(); }
   struct match {
@@ -116,6 +125,7 @@ class router {
   std::vector<std::unique_ptr<route>> routes_;  // stable addresses: matches point into them
   std::vector<std::string> tokens_;
   bool protect_reads_ = false;
+  error_translator translate_;
 };
 
 // Constant-time comparison of a presented `Authorization` header with the configured tokens.

@@ -4,6 +4,13 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include <mutex>
+#include <stdexcept>
+
+#include "audit/enum_names.hpp"
+#include "audit/spec.hpp"
+#include "audit/states.hpp"
+#include "clients/api_registry.hpp"
 #include "embedded_files.hpp"
 
 namespace logitaudit::api {
@@ -15,9 +22,32 @@ json schema_ref(const std::string& name) { return {{"$ref", "#/components/schema
 
 json error_content() { return {{"application/json", {{"schema", schema_ref("Error")}}}}; }
 
+// The enums whose values live in a table of their own.
+std::vector<std::string> enum_values(const std::string& name) {
+  if (name == "$backend_api_kinds") return clients::api_kinds().names();
+  if (name == "$condition_kinds") return audit::names_of(audit::kConditionKinds);
+  if (name == "$job_statuses") return audit::names_of(audit::kJobStatuses);
+  throw std::logic_error("openapi_schemas.json names an unknown enum " + name);
+}
+
+void fill_enums(json& j) {
+  if (j.is_object()) {
+    for (auto& [key, value] : j.items()) {
+      if (key == "enum" && value.is_string()) value = enum_values(value.get<std::string>());
+      else fill_enums(value);
+    }
+  } else if (j.is_array()) {
+    for (auto& v : j) fill_enums(v);
+  }
+}
+
 json components_schemas() {
   for (const auto& f : embedded_files())
-    if (f.name == "openapi_schemas.json") return json::parse(f.body);
+    if (f.name == "openapi_schemas.json") {
+      auto schemas = json::parse(f.body);
+      fill_enums(schemas);
+      return schemas;
+    }
   return json::object();
 }
 
@@ -106,6 +136,31 @@ std::string openapi_document(const router& routes, const std::string& version) {
     doc["paths"][e.pattern][lower] = operation(e.method, e.pattern, *e.doc, routes);
   }
   return doc.dump(2);
+}
+
+namespace {
+
+struct openapi_state {
+  const router* routes;
+  std::string version;
+  std::once_flag built;
+  std::string document;
+};
+
+net::awaitable<api_response> route_get_openapi(std::shared_ptr<openapi_state> st) {
+  std::call_once(st->built, [&] { st->document = openapi_document(*st->routes, st->version); });
+  co_return json_response(200, st->document);
+}
+
+}  // namespace
+
+void add_openapi_route(router& r, std::string version) {
+  auto st = std::make_shared<openapi_state>();
+  st->routes = &r;
+  st->version = std::move(version);
+  r.add(http::verb::get, "/openapi.json",
+        {.operation_id = "getOpenApi", .summary = "This document", .needs = access::open, .tag = "operations"},
+        [st](const request_context&) { return route_get_openapi(st); });
 }
 
 }  // namespace logitaudit::api

@@ -14,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 
 api_response no_schedule(const std::string& s) {
-  return error_response(404, "not_found", "no schedule with id '" + s.substr(0, 64) + "'", "id");
+  return error_response(service_errc::not_found, "not_found", "no schedule with id '" + s.substr(0, 64) + "'", "id");
 }
 
 // Reads the members of a create or patch body; the spec through the spec parser.

@@ -6,7 +6,7 @@
 
 namespace logitaudit::api {
 
-// Adds the routes to `r` (before add_audit_routes, so that /openapi.json lists them).
+// Adds the routes to `r`.
 void add_schedule_routes(router& r, schedule_service& service, route_options options);
 
 }  // namespace logitaudit::api

@@ -25,11 +25,17 @@ service_error make_error(service_errc kind, std::string code, std::string messag
 http_error http_status_of(service_errc kind) {
   switch (kind) {
     case service_errc::invalid: return {400, "invalid"};
+    case service_errc::unauthorized: return {401, "unauthorized"};
     case service_errc::not_found: return {404, "not_found"};
+    case service_errc::method_not_allowed: return {405, "method_not_allowed"};
     case service_errc::conflict: return {409, "conflict"};
+    case service_errc::payload_too_large: return {413, "payload_too_large"};
+    case service_errc::unsupported_media_type: return {415, "unsupported_media_type"};
     case service_errc::queue_full: return {429, "queue_full"};
-    case service_errc::storage_full: return {507, "storage_full"};
+    case service_errc::header_too_large: return {431, "header_too_large"};
+    case service_errc::internal: return {500, "internal"};
     case service_errc::unavailable: return {503, "unavailable"};
+    case service_errc::storage_full: return {507, "storage_full"};
   }
   return {500, "internal"};
 }

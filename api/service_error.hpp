@@ -3,6 +3,9 @@
 // kind into its HTTP status and error code in one table (http_status_of).
 #pragma once
 
+#include <exception>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,12 +15,18 @@
 namespace logitaudit::api {
 
 enum class service_errc {
-  invalid,       // the request names something wrong: 400 (problems name each field)
-  not_found,     // no such audit, run or schedule: 404
-  conflict,      // the resource is not in a state for this (a running audit's report): 409
-  queue_full,    // too many audits wait already: 429
-  storage_full,  // the database is full: 507
-  unavailable,   // the database failed otherwise: 503
+  invalid,                 // the request names something wrong: 400 (problems name each field)
+  unauthorized,            // no accepted bearer token: 401
+  not_found,               // no such route, audit, run or schedule: 404
+  method_not_allowed,      // the path exists, the method does not: 405
+  conflict,                // the resource is not in a state for this (a running audit's report): 409
+  payload_too_large,       // the body is above the server's limit: 413
+  unsupported_media_type,  // a body that is not JSON: 415
+  queue_full,              // too many audits wait already: 429
+  header_too_large,        // 431
+  internal,                // a bug: 500, and the message discloses nothing
+  unavailable,             // the database or the queue is not there now: 503
+  storage_full,            // the database is full: 507
 };
 
 struct service_error {
@@ -36,7 +45,11 @@ struct http_error {
   unsigned status;
   std::string_view code;  // the JSON error's "code" when the error names none
 };
-// The one table from error kinds to HTTP.
+// The one table from error kinds to HTTP: no status is written anywhere else in api/.
 http_error http_status_of(service_errc kind);
+
+// An exception a handler let escape, as a service error, when its kind is known (the daemon
+// knows its storage errors; the HTTP layer does not); nullopt for a bug (a 500).
+using error_translator = std::function<std::optional<service_error>(const std::exception&)>;
 
 }  // namespace logitaudit::api

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "audit/enum_names.hpp"
 #include "clients/api_registry.hpp"
 
 namespace logitaudit::api {
@@ -213,9 +214,7 @@ void read_conditions(reader& r, const json& arr, audit::audit_spec& s) {
     if (!r.text(c, "kind", at, kind)) r.problem(at + ".kind", "is required");
     else if (auto k = audit::parse_condition_kind(kind)) cond.kind = *k;
     else
-      r.problem(at + ".kind",
-                "must be one of repeat, concurrent, cross_batch, cache_reuse, control_prompt, control_seed, "
-                "control_temperature, threshold_search, throughput");
+      r.problem(at + ".kind", "must be one of " + audit::comma_list(audit::names_of(audit::kConditionKinds)));
     r.integer(c, "concurrency", at, cond.concurrency);
     r.integer(c, "replicates", at, cond.replicates);
     r.boolean(c, "seeded", at, cond.seeded);

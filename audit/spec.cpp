@@ -26,11 +26,7 @@ std::string_view to_string(condition_kind k) {
 }
 
 std::optional<condition_kind> parse_condition_kind(std::string_view s) {
-  return parse_by_name(std::array{condition_kind::repeat, condition_kind::concurrent, condition_kind::cross_batch,
-                                  condition_kind::cache_reuse, condition_kind::control_prompt, condition_kind::control_seed,
-                                  condition_kind::control_temperature, condition_kind::threshold_search,
-                                  condition_kind::throughput},
-                       s);
+  return parse_by_name(kConditionKinds, s);
 }
 
 bool is_control(condition_kind k) {

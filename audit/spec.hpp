@@ -2,6 +2,7 @@
 // `seed-protocol` preset expands to exactly the conditions of the seed audit.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -23,6 +24,12 @@ enum class condition_kind {
   throughput,           // a throughput probe: bursts of different prompts, timed, never compared
 };
 
+// Every kind, in the order the docs, the OpenAPI enum, error messages and the console list
+// them: the one table of kinds.
+inline constexpr std::array kConditionKinds = {
+    condition_kind::repeat,         condition_kind::concurrent,   condition_kind::cross_batch,
+    condition_kind::cache_reuse,    condition_kind::control_prompt, condition_kind::control_seed,
+    condition_kind::control_temperature, condition_kind::threshold_search, condition_kind::throughput};
 std::string_view to_string(condition_kind k);
 std::optional<condition_kind> parse_condition_kind(std::string_view s);
 bool is_control(condition_kind k);

@@ -14,7 +14,9 @@
 #include "audit/report.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/backend.hpp"
+#include "config/daemon_config.hpp"
 #include "daemon/job_lifecycle.hpp"
+#include "daemon/settings.hpp"
 #include "exit_codes.hpp"
 #include "storage/database_lock.hpp"
 
@@ -57,22 +59,23 @@ audit::audit_spec build_spec(const run_args& a) {
 
 // How to reach the --backend servers: the CA file of https ones, and the bearer token from
 // LOGITAUDIT_BACKEND_TOKEN (the environment, so that it never shows in `ps` or a shell history).
-std::map<std::string, clients::backend_config> backend_configs(const run_args& a) {
+// The backends of the command line as a config file's entries would name them.
+std::vector<config::backend_entry> backend_entries(const run_args& a) {
   const char* token = std::getenv("LOGITAUDIT_BACKEND_TOKEN");
   bool https = false;
-  std::map<std::string, clients::backend_config> out;
+  std::vector<config::backend_entry> out;
   for (const auto& arg : a.backends) {
     auto b = clients::parse_named_backend(arg);
     if (!b || b->url.empty()) continue;  // build_spec says what is wrong with it
     auto ep = clients::parse_endpoint(b->url);
     https = https || (ep && ep->tls);
-    clients::backend_config c;
+    config::backend_entry c;
     c.name = b->name;
     c.url = b->url;
-    if (auto kind = clients::parse_api_kind(a.api)) c.api = *kind;
-    if (token && *token) c.http.bearer_token = token;
-    if (ep && ep->tls) c.http.ca_file = a.ca_file;
-    out[c.name] = std::move(c);
+    if (clients::parse_api_kind(a.api)) c.api = a.api;
+    if (token && *token) c.token = token;
+    if (ep && ep->tls) c.ca_file = a.ca_file;
+    out.push_back(std::move(c));
   }
   if (!a.ca_file.empty()) {
     if (!https) throw cli_failure(exit_usage, "run: --ca-file is for https:// backends, and no --backend is one");
@@ -140,12 +143,14 @@ int run_audit(const run_args& a) {
     throw cli_failure(exit_database, std::string("run: ") + e.what());
   }
 
-  daemon::lifecycle_config config;
-  config.allow_adhoc_backends = true;  // the command line names the backends
-  config.backends = backend_configs(a);
-  config.limits.max_requests = 10'000'000;
-  config.evidence = a.evidence;
-  daemon::job_lifecycle lifecycle(*db, config);
+  // The daemon's own lifecycle wiring, over a configuration the command line stands for.
+  config::daemon_config conf;
+  conf.database = location;
+  conf.allow_adhoc_backends = true;  // the command line names the backends
+  conf.backends = backend_entries(a);
+  conf.spec_limits.max_requests = 10'000'000;
+  conf.evidence = a.evidence;
+  daemon::job_lifecycle lifecycle(*db, daemon::lifecycle_settings(conf));
 
   std::int64_t job = a.resume;
   if (!job) {

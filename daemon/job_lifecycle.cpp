@@ -10,16 +10,10 @@
 #include "clients/api_registry.hpp"
 #include "clients/llama_api.hpp"
 #include "db_call.hpp"
+#include "service_errors.hpp"
 
 namespace logitaudit::daemon {
 namespace {
-
-api::service_error storage_failure(const storage::storage_error& e, const std::string& what) {
-  return api::make_error(e.why == storage::storage_error::kind::full ? api::service_errc::storage_full
-                                                                      : api::service_errc::unavailable,
-                         e.why == storage::storage_error::kind::full ? "storage_full" : "storage_unavailable",
-                         what + ": " + e.what());
-}
 
 // What the stored runs say about the audit besides the streams, and the streams themselves.
 struct stored_evidence {

@@ -1,7 +1,8 @@
 // libFuzzer: the HTTP request path of logitauditd, whole. Each input is written as raw bytes
-// to the real server (http_server + the real routes over job_service, the scheduler and a
-// SQLite file) on a loopback socket, and the answer is read. Invariants: the server answers
-// or closes, never hangs past its deadline, and keeps answering GET /healthz afterwards.
+// to the real server (every route over the real services and a SQLite file, as
+// daemon::assembly builds them for logitauditd) on a loopback socket, and the answer is read.
+// Invariants: the server answers or closes, never hangs past its deadline, and keeps
+// answering GET /healthz afterwards.
 #include <boost/asio.hpp>
 #include <chrono>
 #include <cstdint>
@@ -9,35 +10,21 @@
 #include <memory>
 #include <thread>
 
-#include "api/audit_routes.hpp"
-#include "api/console_routes.hpp"
-#include "api/http_server.hpp"
-#include "api/metrics.hpp"
-#include "api/read_model.hpp"
-#include "api/schedule_routes.hpp"
-#include "daemon/job_lifecycle.hpp"
-#include "daemon/job_queue.hpp"
-#include "daemon/job_service.hpp"
-#include "daemon/scheduler.hpp"
+#include "daemon/assembly.hpp"
+#include "http_daemon.hpp"
 
 namespace {
 
 using namespace logitaudit;
 namespace net = boost::asio;
 
-// The daemon's parts wired as daemon/main.cpp wires them, on one thread: the audits run on
-// the API's io_context (jobs fail fast against a backend that is never there).
+// The daemon built by its own composition root, on one thread: the audits run on the API's
+// io_context (jobs fail fast against a backend that is never there). Every route family the
+// daemon serves is reachable.
 struct daemon_in_process {
   net::io_context io{1};
   std::unique_ptr<storage::db_worker> db;
-  api::daemon_metrics metrics;
-  std::unique_ptr<daemon::job_lifecycle> lifecycle;
-  std::unique_ptr<daemon::job_queue> queue;
-  std::unique_ptr<daemon::job_service> service;
-  std::unique_ptr<daemon::scheduler> scheduler;
-  api::read_model reads{1 << 20};
-  api::router routes;
-  std::unique_ptr<api::http_server> server;
+  std::unique_ptr<daemon::assembly> parts;
   std::thread thread;
   unsigned short port = 0;
 
@@ -45,31 +32,14 @@ struct daemon_in_process {
     const auto path = std::filesystem::temp_directory_path() / ("logitaudit-fuzz-" + std::to_string(::getpid()) + ".db");
     for (const char* s : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + s);
     db = std::make_unique<storage::db_worker>(path.string());
-    daemon::lifecycle_config lc;
-    clients::backend_config b;
-    b.name = "b";
-    b.url = "http://127.0.0.1:1";
-    lc.backends["b"] = b;
-    lifecycle = std::make_unique<daemon::job_lifecycle>(*db, lc);
-    queue = std::make_unique<daemon::job_queue>(io.get_executor(), io.get_executor(), *db, *lifecycle,
-                                                daemon::queue_config{});
-    service = std::make_unique<daemon::job_service>(*db, *lifecycle, *queue);
-    scheduler = std::make_unique<daemon::scheduler>(io.get_executor(), *db, *service, *lifecycle);
-    api::route_options opts;
-    opts.tokens = {"fuzz-token-1"};
-    opts.metrics = &metrics;
-    opts.reads = &reads;
-    opts.version = "fuzz";
-    api::add_schedule_routes(routes, *scheduler, opts);
-    api::add_console_routes(routes);
-    api::add_audit_routes(routes, *service, opts);
-    api::server_limits limits;
-    limits.read_timeout = std::chrono::seconds(2);
-    server = std::make_unique<api::http_server>(io.get_executor(), routes, limits);
-    server->listen({net::ip::make_address("127.0.0.1"), 0});
-    port = server->port();
-    queue->start();
-    scheduler->start();
+    daemon::assembly_hooks hooks;
+    hooks.version = "fuzz";
+    hooks.read_timeout = std::chrono::seconds(2);  // below the 5 s this target waits for an answer
+    parts = std::make_unique<daemon::assembly>(fuzz::http_daemon_config(path.string()), *db, std::nullopt,
+                                               io.get_executor(), io.get_executor(), std::move(hooks));
+    parts->listen({net::ip::make_address("127.0.0.1"), 0});
+    port = parts->port();
+    parts->start();
     thread = std::thread([this] { io.run(); });
   }
 };

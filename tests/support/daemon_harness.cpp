@@ -4,12 +4,6 @@
 #include <future>
 #include <unistd.h>
 
-#include "api/audit_routes.hpp"
-#include "api/console_routes.hpp"
-#include "api/history_routes.hpp"
-#include "daemon/metrics_feed.hpp"
-#include "api/schedule_routes.hpp"
-#include "clients/api_registry.hpp"
 
 namespace logitaudit::test_support {
 
@@ -21,6 +15,33 @@ namespace {
 std::atomic<int> harness_count{0};
 
 }  // namespace
+
+config::daemon_config config_of(const harness_options& o, const std::string& database) {
+  config::daemon_config c;
+  c.database = database;
+  c.listen = "127.0.0.1:0";
+  for (const auto& [name, url] : o.backends) {
+    config::backend_entry b;
+    b.name = name;
+    b.url = url;
+    b.api = o.api;
+    if (auto m = o.model_paths.find(name); m != o.model_paths.end()) b.model_path = m->second;
+    c.backends.push_back(b);
+  }
+  c.allow_adhoc_backends = o.allow_adhoc;
+  c.tokens = o.tokens;
+  c.protect_reads = o.protect_reads;
+  c.interrupted_jobs = o.resume_interrupted ? config::interrupted_policy::resume : config::interrupted_policy::mark_interrupted;
+  c.max_running_jobs = o.max_running_jobs;
+  c.max_queued_jobs = o.max_queued_jobs;
+  c.spec_limits = o.limits;
+  c.evidence = o.evidence;
+  c.history = o.history;
+  c.alerts = o.alerts;
+  c.read_cache_bytes = o.read_cache_bytes;
+  c.managed = o.managed;
+  return c;
+}
 
 daemon_harness::daemon_harness(harness_options o) {
   database_ = o.database;
@@ -34,57 +55,19 @@ daemon_harness::daemon_harness(harness_options o) {
   db_ = std::make_unique<storage::db_worker>(database_);
   if (o.before_start) o.before_start(*db_);
 
-  daemon::lifecycle_config lc;
-  for (const auto& [name, url] : o.backends) {
-    clients::backend_config c;
-    c.name = name;
-    c.url = url;
-    c.api = clients::parse_api_kind(o.api).value();
-    if (auto m = o.model_paths.find(name); m != o.model_paths.end()) c.model_path = m->second;
-    lc.backends[name] = c;
-  }
-  lc.allow_adhoc_backends = o.allow_adhoc;
-  lc.limits = o.limits;
-  lc.evidence = o.evidence;
-  lc.max_queued_jobs = o.max_queued_jobs;
-  lc.managed = o.managed;
-  lifecycle_ = std::make_unique<daemon::job_lifecycle>(*db_, lc);
-  daemon::queue_config qc;
-  qc.max_running_jobs = o.max_running_jobs;
-  qc.resume_interrupted = o.resume_interrupted;
-  queue_ = std::make_unique<daemon::job_queue>(io_.get_executor(), audits_.get_executor(), *db_, *lifecycle_, qc);
-  service_ = std::make_unique<daemon::job_service>(*db_, *lifecycle_, *queue_);
-  scheduler_ = std::make_unique<daemon::scheduler>(io_.get_executor(), *db_, *service_, *lifecycle_);
-  scheduler_->now = [this] { return clock.load(); };
-  scheduler_->on_fire = [this](std::int64_t, std::int64_t audit) {
+  daemon::assembly_hooks hooks;
+  hooks.clock = [this] { return clock.load(); };
+  hooks.on_fire = [this](std::int64_t, std::int64_t audit) {
     std::lock_guard lock(fire_mutex_);
     fires_.push_back(audit);
     fire_cv_.notify_all();
   };
-  reads_ = std::make_unique<api::read_model>(o.read_cache_bytes);
-  api::route_options ro;
-  ro.tokens = o.tokens;
-  ro.protect_reads = o.protect_reads;
-  ro.limits = o.limits;
-  ro.metrics = &metrics_;
-  ro.reads = reads_.get();
-  ro.version = "test";
-  api::add_schedule_routes(routes_, *scheduler_, ro);
-  history_ = std::make_unique<daemon::history_reader>(*db_, o.history);
-  alerts_ = std::make_unique<daemon::alerter>(io_.get_executor(), *db_, *history_, o.alerts);
-  daemon::feed_metrics(*queue_, metrics_, *history_, io_.get_executor(), alerts_.get());
-  api::add_history_routes(routes_, *history_, *scheduler_);
-  fleet_ = std::make_unique<daemon::fleet_reader>(
-      *db_, database_, storage::fleet_member{"harness", "localhost", 0, "127.0.0.1:0", "test", "", "", true}, 0);
-  api::add_fleet_routes(routes_, *fleet_);
-  api::add_console_routes(routes_);
-  api::add_audit_routes(routes_, *service_, ro);
-  server_ = std::make_unique<api::http_server>(io_.get_executor(), routes_);
-  server_->on_response([this](unsigned status, double seconds) { metrics_.observe_response(status, seconds); });
-  server_->listen({net::ip::make_address("127.0.0.1"), 0});
-  queue_->start();
-  scheduler_->start();
-  alerts_->start();
+  hooks.self = storage::fleet_member{"harness", "localhost", 0, "127.0.0.1:0", "test", "", "", true};
+  hooks.version = "test";
+  parts_ = std::make_unique<daemon::assembly>(config_of(o, database_), *db_, std::nullopt, io_.get_executor(),
+                                              audits_.get_executor(), std::move(hooks));
+  parts_->listen({net::ip::make_address("127.0.0.1"), 0});
+  parts_->start();
   io_thread_ = std::thread([this] { io_.run(); });
   audit_thread_ = std::thread([this] {
     auto work = net::make_work_guard(audits_);
@@ -95,32 +78,20 @@ daemon_harness::daemon_harness(harness_options o) {
 daemon_harness::~daemon_harness() {
   std::promise<void> drained;
   auto done = drained.get_future();
-  auto stop = [this]() -> net::awaitable<void> { return queue_->until_idle(); };
-  net::post(io_, [&] {
-    server_->stop();
-    scheduler_->stop();
-    queue_->stop();
-    net::co_spawn(io_, stop(), [&drained](std::exception_ptr) { drained.set_value(); });
-  });
+  auto stop = [this]() -> net::awaitable<void> { return parts_->stop(); };
+  net::post(io_, [&] { net::co_spawn(io_, stop(), [&drained](std::exception_ptr) { drained.set_value(); }); });
   done.wait();
   io_.stop();
   io_thread_.join();
   audits_.stop();
   audit_thread_.join();
-  server_.reset();
-  scheduler_.reset();
-  alerts_.reset();
-  fleet_.reset();
-  history_.reset();
-  service_.reset();
-  queue_.reset();
-  lifecycle_.reset();
+  parts_.reset();
   db_.reset();
   if (remove_database_)
     for (const char* s : {"", "-wal", "-shm", ".lock"}) std::filesystem::remove(database_ + s);
 }
 
-unsigned short daemon_harness::port() const { return server_->port(); }
+unsigned short daemon_harness::port() const { return parts_->port(); }
 
 http_reply daemon_harness::call(http::verb method, const std::string& target, const std::string& body,
                                 const std::string& content_type, const std::string& token) const {
@@ -143,7 +114,7 @@ nlohmann::json daemon_harness::run(const std::string& spec) const {
 }
 
 void daemon_harness::poke_scheduler() {
-  net::post(io_, [this] { scheduler_->poke(); });
+  net::post(io_, [this] { parts_->schedules().poke(); });
 }
 
 std::int64_t daemon_harness::await_fire() {

@@ -1,7 +1,8 @@
-// logitauditd's parts wired in this process, as daemon/main.cpp wires them: a real SQLite
-// file, the lifecycle, the queue (audits on their own thread), the service, the scheduler,
-// the read model and the REST server on a loopback port. For API tests where the daemon
-// binary adds nothing; tests wait on events (an audit's end, a schedule's fire), never on time.
+// logitauditd in this process: the daemon's own composition root (daemon::assembly) over a real
+// SQLite file, with the API on one thread, the audits on another and the REST server on a
+// loopback port. The options become a daemon_config, as a config file would; the clock and
+// the store are the assembly's named hooks. For API tests where the daemon binary adds
+// nothing; tests wait on events (an audit's end, a schedule's fire), never on time.
 #pragma once
 
 #include <atomic>
@@ -16,16 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "api/http_server.hpp"
-#include "api/metrics.hpp"
-#include "api/read_model.hpp"
-#include "daemon/alerts.hpp"
-#include "daemon/fleet_reader.hpp"
-#include "daemon/history_reader.hpp"
-#include "daemon/job_lifecycle.hpp"
-#include "daemon/job_queue.hpp"
-#include "daemon/job_service.hpp"
-#include "daemon/scheduler.hpp"
+#include "config/daemon_config.hpp"
+#include "daemon/assembly.hpp"
 #include "http_call.hpp"
 #include "storage/db_worker.hpp"
 
@@ -44,12 +37,15 @@ struct harness_options {
   audit::spec_limits limits;
   audit::evidence_thresholds evidence;
   audit::history_thresholds history;
-  daemon::alert_settings alerts;
+  config::alerts_config alerts;
   std::size_t read_cache_bytes = 64u << 20;
-  clients::managed_options managed;  // models and llama-server of managed backends and sweeps
+  config::managed_config managed;  // models and llama-server of managed backends and sweeps
   std::string database;  // default: a fresh file in the temp folder, removed at the end
   std::function<void(storage::db_worker&)> before_start;  // rows an earlier process left
 };
+
+// The daemon_config the options stand for (what a config file with the same keys gives).
+config::daemon_config config_of(const harness_options& o, const std::string& database);
 
 class daemon_harness {
  public:
@@ -59,7 +55,7 @@ class daemon_harness {
 
   unsigned short port() const;
   storage::db_worker& db() { return *db_; }
-  api::router& routes() { return routes_; }
+  api::router& routes() { return parts_->routes(); }
   const std::string& database() const { return database_; }
 
   http_reply call(boost::beast::http::verb method, const std::string& target, const std::string& body = {},
@@ -80,17 +76,7 @@ class daemon_harness {
   std::string database_;
   bool remove_database_ = false;
   std::unique_ptr<storage::db_worker> db_;
-  api::daemon_metrics metrics_;
-  std::unique_ptr<api::read_model> reads_;
-  std::unique_ptr<daemon::job_lifecycle> lifecycle_;
-  std::unique_ptr<daemon::job_queue> queue_;
-  std::unique_ptr<daemon::job_service> service_;
-  std::unique_ptr<daemon::scheduler> scheduler_;
-  std::unique_ptr<daemon::history_reader> history_;
-  std::unique_ptr<daemon::fleet_reader> fleet_;
-  std::unique_ptr<daemon::alerter> alerts_;
-  api::router routes_;
-  std::unique_ptr<api::http_server> server_;
+  std::unique_ptr<daemon::assembly> parts_;
   std::thread io_thread_, audit_thread_;
   std::mutex fire_mutex_;
   std::condition_variable fire_cv_;

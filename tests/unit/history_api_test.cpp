@@ -229,8 +229,8 @@ TEST(history_api, alerts_are_signed_retried_logged_and_never_hold_up_an_audit) {
   o.backends = {{"f", fake.url()}};
   o.alerts.webhooks = {{receiver.url(), secret, {}}, {"http://127.0.0.1:1/down", secret, {"unexplained_step"}}};
   o.alerts.attempts = 3;
-  o.alerts.backoff = std::chrono::milliseconds(50);
-  o.alerts.timeout = std::chrono::milliseconds(2000);
+  o.alerts.backoff_ms = 50;
+  o.alerts.timeout_ms = 2000;
   test_support::daemon_harness d(o);
   d.run(kSpec);
   d.run(kSpec);
@@ -284,7 +284,7 @@ TEST(history_api, a_delivery_left_pending_by_a_stopped_daemon_is_resumed_at_star
   test_support::harness_options o;
   o.alerts.webhooks = {{receiver.url(), secret, {}}};
   o.alerts.attempts = 3;
-  o.alerts.backoff = std::chrono::milliseconds(20);
+  o.alerts.backoff_ms = 20;
   const std::string payload = R"({"kind":"unexplained_step","audit":7})";
   o.before_start = [&](storage::db_worker& db) {
     db.submit([&](storage::store& s) {
