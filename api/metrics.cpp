@@ -72,9 +72,9 @@ std::string daemon_metrics::render(const std::map<audit::job_status, std::int64_
   out += "# HELP logitaudit_series_state The state of each series from its latest audits (1 for the current one).\n"
          "# TYPE logitaudit_series_state gauge\n";
   for (const auto& g : series)
-    for (auto st : audit::series_states())
+    for (auto st : audit::kSeriesStates)
       out += "logitaudit_series_state{series=\"" + label(g.series) + "\",backend=\"" + label(g.backend) + "\",state=\"" +
-             std::string(st) + "\"} " + (st == g.state ? "1" : "0") + "\n";
+             std::string(audit::to_string(st)) + "\"} " + (st == g.state ? "1" : "0") + "\n";
   out += "# HELP logitaudit_series_valid Whether the latest ended audit of each series has valid findings.\n"
          "# TYPE logitaudit_series_valid gauge\n";
   for (const auto& g : series)

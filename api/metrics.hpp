@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "audit/history.hpp"
 #include "audit/states.hpp"
 
 namespace logitaudit::api {
@@ -30,7 +31,7 @@ class histogram {
 // The latest state of one series, for the gauges Alertmanager rules read.
 struct series_gauge {
   std::string series, backend;  // the series' name ("schedule 3 / tiny"), its backend
-  std::string state;            // audit::series_states()
+  audit::series_state state = audit::series_state::no_history;
   bool valid = false;           // its latest ended audit's findings are valid
   std::int64_t audit = 0;       // that audit
   struct rate {

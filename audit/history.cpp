@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "enum_names.hpp"
 #include "numbers.hpp"
 
 namespace logitaudit::audit {
@@ -230,12 +231,38 @@ std::string transition::sentence() const {
   return s;
 }
 
-const std::vector<std::string_view>& series_states() {
-  static const std::vector<std::string_view> states = {
-      "no_history",   "stable",         "explained_change", "rate_shift_suspected", "rate_shift_confirmed",
-      "intermittent", "step_suspected", "step_confirmed",   "server_changed",       "failed"};
-  return states;
+std::string_view to_string(series_state s) {
+  switch (s) {
+    case series_state::no_history: return "no_history";
+    case series_state::stable: return "stable";
+    case series_state::explained_change: return "explained_change";
+    case series_state::rate_shift_suspected: return "rate_shift_suspected";
+    case series_state::rate_shift_confirmed: return "rate_shift_confirmed";
+    case series_state::intermittent: return "intermittent";
+    case series_state::step_suspected: return "step_suspected";
+    case series_state::step_confirmed: return "step_confirmed";
+    case series_state::server_changed: return "server_changed";
+    case series_state::failed: return "failed";
+  }
+  return "?";
 }
+
+std::optional<series_state> parse_series_state(std::string_view s) { return parse_by_name(kSeriesStates, s); }
+
+std::string_view to_string(alert_kind k) {
+  switch (k) {
+    case alert_kind::unexplained_step: return "unexplained_step";
+    case alert_kind::confirmed: return "confirmed";
+    case alert_kind::intermittent: return "intermittent";
+    case alert_kind::rate_shift: return "rate_shift";
+    case alert_kind::explained: return "explained";
+    case alert_kind::server_changed: return "server_changed";
+    case alert_kind::failed: return "failed";
+  }
+  return "?";
+}
+
+std::optional<alert_kind> parse_alert_kind(std::string_view s) { return parse_by_name(kAlertKinds, s); }
 
 series_history analyse_series(const std::vector<series_audit>& audits, const history_thresholds& t) {
   series_history h;
@@ -275,7 +302,7 @@ series_history analyse_series(const std::vector<series_audit>& audits, const his
       tr.from_job = audits[i - 1].job;
       tr.kind = transition_kind::not_comparable;
       tr.reason = cur.server_changed ? "the server changed during this audit: its numbers are not trusted"
-                  : !cur.ended       ? "the audit did not end with its baselines (" + cur.status + ")"
+                  : !cur.ended       ? "the audit did not end with its baselines (" + std::string(to_string(cur.status)) + ")"
                                      : "the audit has no solo baseline";
       h.transitions.push_back(std::move(tr));
       continue;
@@ -327,11 +354,11 @@ series_history analyse_series(const std::vector<series_audit>& audits, const his
   // The series' state from its latest audits.
   const series_audit* latest = nullptr;
   for (const auto& a : audits)
-    if (a.ended || a.status == "failed" || a.status == "interrupted") latest = &a;
-  if (!latest) h.state = "no_history";
-  else if (latest->server_changed) h.state = "server_changed";
-  else if (!latest->ended) h.state = "failed";
-  else if (comp.size() < 2) h.state = "no_history";
+    if (a.ended || a.status == job_status::failed || a.status == job_status::interrupted) latest = &a;
+  if (!latest) h.state = series_state::no_history;
+  else if (latest->server_changed) h.state = series_state::server_changed;
+  else if (!latest->ended) h.state = series_state::failed;
+  else if (comp.size() < 2) h.state = series_state::no_history;
   else {
     // The transition into the latest comparable audit, and the one before it (which the
     // latest may have confirmed).
@@ -344,13 +371,13 @@ series_history analyse_series(const std::vector<series_audit>& audits, const his
     const transition* last = recent.empty() ? nullptr : recent[0];
     const transition* before = recent.size() > 1 ? recent[1] : nullptr;
     if (before && before->kind == transition_kind::unexplained_step && before->state == change_state::confirmed)
-      h.state = "step_confirmed";
-    else if (last && last->kind == transition_kind::unexplained_step) h.state = "step_suspected";
-    else if (last && last->kind == transition_kind::intermittent) h.state = "intermittent";
-    else if (has_shift(before, change_state::confirmed)) h.state = "rate_shift_confirmed";
-    else if (has_shift(last, change_state::suspected)) h.state = "rate_shift_suspected";
-    else if (last && last->kind == transition_kind::explained) h.state = "explained_change";
-    else h.state = "stable";
+      h.state = series_state::step_confirmed;
+    else if (last && last->kind == transition_kind::unexplained_step) h.state = series_state::step_suspected;
+    else if (last && last->kind == transition_kind::intermittent) h.state = series_state::intermittent;
+    else if (has_shift(before, change_state::confirmed)) h.state = series_state::rate_shift_confirmed;
+    else if (has_shift(last, change_state::suspected)) h.state = series_state::rate_shift_suspected;
+    else if (last && last->kind == transition_kind::explained) h.state = series_state::explained_change;
+    else h.state = series_state::stable;
   }
   return h;
 }

@@ -5,6 +5,7 @@
 // the declared fingerprint and the identical-rates. Pure: the same audits give the same answer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "fingerprint.hpp"
+#include "states.hpp"
 #include "statistics.hpp"
 
 namespace logitaudit::audit {
@@ -35,7 +37,7 @@ struct condition_counts {
 struct series_audit {
   std::int64_t job = 0;
   std::string time;    // RFC 3339 UTC, when it was created
-  std::string status;  // the job's status
+  job_status status = job_status::done;
   bool ended = false;  // done: its baselines and verdicts exist
   bool valid = false;
   std::string invalid_reason;
@@ -103,19 +105,51 @@ struct fingerprint_segment {
   std::vector<std::string> opened_by;  // the declared categories that changed at its start
 };
 
+// The series' state from its latest audits (docs/history.md).
+enum class series_state {
+  no_history,            // fewer than two comparable audits
+  stable,                // the latest transition changed nothing
+  explained_change,      // the baselines changed with a declared fingerprint field
+  rate_shift_suspected,  // an identical-rate moved on the latest audits
+  rate_shift_confirmed,  // and the following audits kept it
+  intermittent,          // the baselines went back to, or on from, earlier values
+  step_suspected,        // the baselines changed and no declared field did
+  step_confirmed,        // and the following audits kept it
+  server_changed,        // the latest audit's server changed mid-audit
+  failed,                // the latest audit did not end
+};
+// In the order of their gauge values.
+inline constexpr std::array kSeriesStates = {
+    series_state::no_history,    series_state::stable,         series_state::explained_change,
+    series_state::rate_shift_suspected, series_state::rate_shift_confirmed, series_state::intermittent,
+    series_state::step_suspected, series_state::step_confirmed, series_state::server_changed,
+    series_state::failed};
+std::string_view to_string(series_state s);
+std::optional<series_state> parse_series_state(std::string_view s);
+
 struct series_history {
   std::vector<fingerprint_segment> segments;
   std::vector<transition> transitions;  // between consecutive comparable audits, oldest first
-  // The series' state from its latest audits: "no_history", "stable", "explained_change",
-  // "step_suspected", "step_confirmed", "intermittent", "rate_shift_suspected",
-  // "rate_shift_confirmed", "server_changed", "failed".
-  std::string state;
+  series_state state = series_state::no_history;
 };
 
 // Classifies the series `audits` (oldest first).
 series_history analyse_series(const std::vector<series_audit>& audits, const history_thresholds& t = {});
 
-// The states analyse_series can report, in the order of their gauge values.
-const std::vector<std::string_view>& series_states();
+// What an audit's end can tell a webhook: the kinds of alerts (docs/history.md).
+enum class alert_kind {
+  unexplained_step,  // the baselines changed and no declared field did
+  confirmed,         // the audit after a step or a shift kept it
+  intermittent,      // the baselines went back to, or on from, earlier values
+  rate_shift,        // an identical-rate moved
+  explained,         // the baselines changed with a declared field
+  server_changed,    // the server changed mid-audit
+  failed,            // the audit did not end (a cancelled one is no alert)
+};
+inline constexpr std::array kAlertKinds = {alert_kind::unexplained_step, alert_kind::confirmed, alert_kind::intermittent,
+                                           alert_kind::rate_shift,       alert_kind::explained, alert_kind::server_changed,
+                                           alert_kind::failed};
+std::string_view to_string(alert_kind k);
+std::optional<alert_kind> parse_alert_kind(std::string_view s);
 
 }  // namespace logitaudit::audit

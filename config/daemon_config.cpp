@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "audit/enum_names.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/backend.hpp"
 
@@ -273,13 +274,11 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
               if (!on->is_array()) p.push_back({at + ".on", "must be an array of alert kinds"});
               else
                 for (const auto& k : *on) {
-                  static const std::set<std::string> kinds = {"unexplained_step", "confirmed", "intermittent", "rate_shift",
-                                                              "explained",        "server_changed", "failed"};
-                  if (!k.is_string() || !kinds.count(k.get<std::string>()))
-                    p.push_back({at + ".on", "unknown alert kind " + k.dump() +
-                                                 " (known: unexplained_step, confirmed, intermittent, rate_shift, "
-                                                 "explained, server_changed, failed)"});
-                  else we.on.push_back(k.get<std::string>());
+                  const auto kind = k.is_string() ? audit::parse_alert_kind(k.get<std::string>()) : std::nullopt;
+                  if (!kind)
+                    p.push_back({at + ".on", "unknown alert kind " + k.dump() + " (known: " +
+                                                 audit::comma_list(audit::names_of(audit::kAlertKinds)) + ")"});
+                  else we.on.push_back(*kind);
                 }
             }
             al.webhooks.push_back(std::move(we));

@@ -34,7 +34,7 @@ struct backend_entry {
 struct webhook_entry {
   std::string url;     // http://host:port/path
   std::string secret;  // the HMAC-SHA256 key of the signature header; never logged
-  std::vector<std::string> on;  // alert kinds; empty: every kind
+  std::vector<audit::alert_kind> on;  // empty: every kind
 };
 
 struct alerts_config {

@@ -13,7 +13,7 @@ namespace logitaudit::daemon {
 namespace {
 
 struct alert {
-  std::string kind;
+  audit::alert_kind kind;
   const audit::transition* transition = nullptr;
 };
 
@@ -22,7 +22,7 @@ std::vector<alert> alerts_of(const api::series_view& v, std::int64_t job) {
   std::vector<alert> out;
   const auto at = std::find_if(v.audits.begin(), v.audits.end(), [&](const audit::series_audit& a) { return a.job == job; });
   if (at == v.audits.end()) return out;
-  if (!at->ended && at->status != "cancelled") out.push_back({"failed", nullptr});
+  if (!at->ended && at->status != audit::job_status::cancelled) out.push_back({audit::alert_kind::failed, nullptr});
   const audit::transition* into = nullptr;
   const audit::transition* before = nullptr;
   for (const auto& t : v.history.transitions) {
@@ -30,27 +30,24 @@ std::vector<alert> alerts_of(const api::series_view& v, std::int64_t job) {
     else if (!into && t.kind != audit::transition_kind::not_comparable) before = &t;
   }
   if (into) {
-    if (at->server_changed) out.push_back({"server_changed", into});
-    const auto c = into->classification();
-    if (c == "unexplained_step" || c == "intermittent" || c == "explained" || c == "rate_shift") out.push_back({c, into});
+    if (at->server_changed) out.push_back({audit::alert_kind::server_changed, into});
+    // The classifications that are alerts of the same name (unchanged and not_comparable are not).
+    const auto c = audit::parse_alert_kind(into->classification());
+    if (c == audit::alert_kind::unexplained_step || c == audit::alert_kind::intermittent ||
+        c == audit::alert_kind::explained || c == audit::alert_kind::rate_shift)
+      out.push_back({*c, into});
   }
   // The audit before this one held a step or a shift that this one kept.
   if (into && before && into->kind == audit::transition_kind::unchanged) {
     const bool step = before->kind == audit::transition_kind::unexplained_step && before->state == audit::change_state::confirmed;
     const bool shift = std::any_of(before->rate_shifts.begin(), before->rate_shifts.end(),
                                    [](const audit::rate_shift& r) { return r.state == audit::change_state::confirmed; });
-    if (step || shift) out.push_back({"confirmed", before});
+    if (step || shift) out.push_back({audit::alert_kind::confirmed, before});
   }
   return out;
 }
 
 }  // namespace
-
-const std::vector<std::string>& alert_kinds() {
-  static const std::vector<std::string> kinds = {"unexplained_step", "confirmed", "intermittent", "rate_shift",
-                                                 "explained",        "server_changed", "failed"};
-  return kinds;
-}
 
 alerter::alerter(net::any_io_executor ex, storage::db_worker& db, history_reader& history, alert_settings settings)
     : ex_(std::move(ex)), db_(db), history_(history), settings_(std::move(settings)) {}
@@ -95,14 +92,14 @@ net::awaitable<void> alerter::classify_and_send(std::int64_t job) {
     for (const auto& v : all) {
       if (v.summary.key.schedule != row->schedule_id) continue;  // the ad-hoc series of a spec a schedule also runs
       for (const auto& a : alerts_of(v, job)) {
-        const std::string payload = api::alert_payload_json(v, job, a.kind, a.transition).dump();
+        const std::string payload = api::alert_payload_json(v, job, std::string(audit::to_string(a.kind)), a.transition).dump();
         for (const auto& hook : settings_.webhooks) {
           if (!hook.on.empty() && !hook.on.count(a.kind)) continue;
           auto store = [url = hook.url, payload](storage::store& s) {
             return s.alerts().enqueue(url, payload, storage::now_utc());
           };
           const auto id = co_await on_db(db_, std::move(store));
-          spdlog::info("alert {}: {} of audit {} on {} -> {}", id, a.kind, job, v.summary.key.backend, hook.url);
+          spdlog::info("alert {}: {} of audit {} on {} -> {}", id, std::string(audit::to_string(a.kind)), job, v.summary.key.backend, hook.url);
           net::co_spawn(ex_, deliver(id, hook, payload, 0), net::detached);
         }
       }

@@ -22,7 +22,7 @@ namespace net = boost::asio;
 
 struct webhook {
   std::string url, secret;
-  std::set<std::string> on;  // alert kinds (alert_kinds()); empty: every kind
+  std::set<audit::alert_kind> on;  // empty: every kind
 };
 
 struct alert_settings {
@@ -31,10 +31,6 @@ struct alert_settings {
   std::chrono::milliseconds backoff{1000};  // before the second attempt; doubled after each
   std::chrono::milliseconds timeout{10'000};  // per attempt
 };
-
-// "unexplained_step", "confirmed", "intermittent", "rate_shift", "explained", "server_changed",
-// "failed".
-const std::vector<std::string>& alert_kinds();
 
 class alerter {
  public:

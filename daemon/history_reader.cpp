@@ -20,7 +20,7 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
   audit::series_audit a;
   a.job = job.id;
   a.time = job.created_at;
-  a.status = std::string(audit::to_string(job.status));
+  a.status = job.status;
   a.ended = job.status == audit::job_status::done;
   if (!job.findings_json.empty()) {
     const auto f = nlohmann::json::parse(job.findings_json, nullptr, false);

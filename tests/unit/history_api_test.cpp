@@ -227,7 +227,7 @@ TEST(history_api, alerts_are_signed_retried_logged_and_never_hold_up_an_audit) {
   test_support::fake_backend fake;
   test_support::harness_options o;
   o.backends = {{"f", fake.url()}};
-  o.alerts.webhooks = {{receiver.url(), secret, {}}, {"http://127.0.0.1:1/down", secret, {"unexplained_step"}}};
+  o.alerts.webhooks = {{receiver.url(), secret, {}}, {"http://127.0.0.1:1/down", secret, {audit::alert_kind::unexplained_step}}};
   o.alerts.attempts = 3;
   o.alerts.backoff_ms = 50;
   o.alerts.timeout_ms = 2000;

@@ -58,7 +58,7 @@ series_audit night(std::int64_t job, std::string numbers, std::string build = "b
   series_audit a;
   a.job = job;
   a.time = "2026-11-" + std::to_string(job) + "T03:00:00Z";
-  a.status = "done";
+  a.status = job_status::done;
   a.ended = true;
   a.valid = true;
   backend_fingerprint f;
@@ -86,7 +86,7 @@ TEST(history, a_stable_series_is_unchanged_in_one_segment) {
   }
   ASSERT_EQ(h.segments.size(), 1u);
   EXPECT_EQ(h.segments[0].audits, 3);
-  EXPECT_EQ(h.state, "stable");
+  EXPECT_EQ(h.state, series_state::stable);
 }
 
 TEST(history, a_change_with_the_model_hash_is_explained_and_names_it) {
@@ -102,7 +102,7 @@ TEST(history, a_change_with_the_model_hash_is_explained_and_names_it) {
       << t.sentence();
   ASSERT_EQ(h.segments.size(), 2u);
   EXPECT_EQ(h.segments[1].opened_by, std::vector<std::string>{"model identity"});
-  EXPECT_EQ(h.state, "explained_change");
+  EXPECT_EQ(h.state, series_state::explained_change);
 }
 
 TEST(history, a_step_without_a_declared_field_is_suspected_then_confirmed) {
@@ -114,7 +114,7 @@ TEST(history, a_step_without_a_declared_field_is_suspected_then_confirmed) {
   EXPECT_TRUE(t.canary_changed) << "the canary is evidence, not an explanation";
   EXPECT_TRUE(t.changed_fields.empty());
   EXPECT_EQ(t.changed_baselines, std::vector<std::string>{"prompt 0"});
-  EXPECT_EQ(h.state, "step_suspected");
+  EXPECT_EQ(h.state, series_state::step_suspected);
 
   series.push_back(night(4, "BA"));
   h = analyse_series(series);
@@ -122,10 +122,10 @@ TEST(history, a_step_without_a_declared_field_is_suspected_then_confirmed) {
   EXPECT_EQ(t.kind, transition_kind::unexplained_step);
   EXPECT_EQ(t.state, change_state::confirmed);
   EXPECT_EQ(h.transitions[2].kind, transition_kind::unchanged);
-  EXPECT_EQ(h.state, "step_confirmed");
+  EXPECT_EQ(h.state, series_state::step_confirmed);
 
   series.push_back(night(5, "BA"));
-  EXPECT_EQ(analyse_series(series).state, "stable") << "a confirmed step is news once";
+  EXPECT_EQ(analyse_series(series).state, series_state::stable) << "a confirmed step is news once";
 }
 
 TEST(history, digests_that_go_back_and_forth_are_intermittent) {
@@ -133,7 +133,7 @@ TEST(history, digests_that_go_back_and_forth_are_intermittent) {
   ASSERT_EQ(h.transitions.size(), 2u);
   EXPECT_EQ(h.transitions[0].kind, transition_kind::intermittent) << "the step did not stay";
   EXPECT_EQ(h.transitions[1].kind, transition_kind::intermittent) << "back to numbers this fingerprint gave before";
-  EXPECT_EQ(h.state, "intermittent");
+  EXPECT_EQ(h.state, series_state::intermittent);
   // Moving on to a third value is no step either.
   const auto h3 = analyse_series({night(1, "AA"), night(2, "BA"), night(3, "CA")});
   EXPECT_EQ(h3.transitions[0].kind, transition_kind::intermittent);
@@ -154,7 +154,7 @@ TEST(history, a_rate_that_moves_inside_a_segment_is_a_shift_once_it_persists) {
   EXPECT_LE(r.p, r.q);
   EXPECT_EQ(r.state, change_state::suspected);
   EXPECT_EQ(h.transitions.back().classification(), "rate_shift");
-  EXPECT_EQ(h.state, "rate_shift_suspected");
+  EXPECT_EQ(h.state, series_state::rate_shift_suspected);
 
   // A single bad night: the next one is back to 16/16.
   auto once = s;
@@ -163,7 +163,7 @@ TEST(history, a_rate_that_moves_inside_a_segment_is_a_shift_once_it_persists) {
   ASSERT_EQ(h.transitions[2].rate_shifts.size(), 1u);
   EXPECT_EQ(h.transitions[2].rate_shifts[0].state, change_state::not_persistent);
   EXPECT_EQ(h.transitions[2].classification(), "unchanged");
-  EXPECT_EQ(h.state, "stable");
+  EXPECT_EQ(h.state, series_state::stable);
 
   // It stays: confirmed, and the new rate is the regime the next nights are tested against.
   s.push_back(night(5, "AA", "b1", "s1", 0));
@@ -196,17 +196,17 @@ TEST(history, an_audit_whose_server_changed_is_not_compared_and_says_so) {
   changed.after->canary_logit_digest = "other";
   auto failed = night(4, "");
   failed.ended = false;
-  failed.status = "failed";
+  failed.status = job_status::failed;
   auto h = analyse_series({night(1, "AA"), night(2, "AA"), changed});
   EXPECT_EQ(h.transitions.back().kind, transition_kind::not_comparable);
   EXPECT_NE(h.transitions.back().reason.find("server changed"), std::string::npos);
-  EXPECT_EQ(h.state, "server_changed");
+  EXPECT_EQ(h.state, series_state::server_changed);
   h = analyse_series({night(1, "AA"), night(2, "AA"), changed, failed, night(5, "AA")});
   EXPECT_EQ(h.transitions.back().kind, transition_kind::unchanged);
   EXPECT_EQ(h.transitions.back().from_job, 2) << "compared with the last comparable audit";
-  EXPECT_EQ(h.state, "stable");
-  EXPECT_EQ(analyse_series({night(1, "AA"), failed}).state, "failed");
-  EXPECT_EQ(analyse_series({night(1, "AA")}).state, "no_history");
+  EXPECT_EQ(h.state, series_state::stable);
+  EXPECT_EQ(analyse_series({night(1, "AA"), failed}).state, series_state::failed);
+  EXPECT_EQ(analyse_series({night(1, "AA")}).state, series_state::no_history);
 }
 
 }  // namespace
