@@ -3,6 +3,8 @@
 // engines unchanged.
 #include "copy.hpp"
 
+#include "sql.hpp"
+
 namespace logitaudit::storage {
 namespace {
 
@@ -30,11 +32,18 @@ std::int64_t count(sql_connection& c, const std::string& t) {
   return n;
 }
 
+// The SQL connection of an engine of sql_repositories (every engine open_store() opens).
+sql_connection& connection_of(store& s) {
+  auto* sql = dynamic_cast<sql_backed*>(&s);
+  if (!sql) throw storage_error(storage_error::kind::broken, s.location() + " is not an SQL database: it cannot be copied");
+  return sql->connection();
+}
+
 }  // namespace
 
 copy_report copy_database(store& from, store& to) {
-  auto& src = from.connection();
-  auto& dst = to.connection();
+  auto& src = connection_of(from);
+  auto& dst = connection_of(to);
   if (const auto jobs = count(dst, "jobs"), schedules = count(dst, "schedules"); jobs + schedules > 0)
     throw storage_error(storage_error::kind::conflict, to.location() + " holds " + std::to_string(jobs) + " audit(s) and " +
                                                            std::to_string(schedules) +

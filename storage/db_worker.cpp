@@ -89,7 +89,7 @@ void db_worker::write(store& db, std::vector<std::pair<std::int64_t, group_write
   const auto tried_before = unacknowledged_;
   batch.insert(batch.begin(), std::make_move_iterator(held_.begin()), std::make_move_iterator(held_.end()));
   held_.clear();
-  db.connection().resume();
+  db.resume_statements();
   std::map<std::int64_t, std::vector<group_write>> by_job;
   for (auto& [job, g] : batch) by_job[job].push_back(std::move(g));
   std::string outage;
@@ -133,7 +133,7 @@ void db_worker::write(store& db, std::vector<std::pair<std::int64_t, group_write
   }
   next_try_ = clock::now() + retry_delay_;
   retry_delay_ = std::min(retry_delay_ * 2, std::chrono::milliseconds(2000));
-  db.connection().suspend(outage + " (" + std::to_string(held_.size()) +
+  db.suspend_statements(outage + " (" + std::to_string(held_.size()) +
                           " measured groups wait to be stored; they are written when the database answers again)");
 }
 

@@ -19,7 +19,7 @@ inline constexpr int kPostgresSchemaVersion = 1;
 
 std::span<const char* const> postgres_migrations();
 
-class postgres_store final : public store {
+class postgres_store final : public store, public sql_backed {
  public:
   // Connects, then applies the migrations. Throws storage_error: unavailable (naming the URL
   // without its password), newer_schema.
@@ -33,6 +33,8 @@ class postgres_store final : public store {
   fleet_repository* fleet() override { return fleet_.get(); }
   int schema_version() override;
   sql_connection& connection() override { return db_; }
+  void suspend_statements(const std::string& why) override { db_.suspend(why); }
+  void resume_statements() override { db_.resume(); }
   std::string location() const override { return db_.location(); }
 
   pg_connection& db() { return db_; }

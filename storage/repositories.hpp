@@ -13,7 +13,6 @@
 
 #include "audit/baselines.hpp"
 #include "records.hpp"
-#include "sql.hpp"
 
 namespace logitaudit::storage {
 
@@ -148,8 +147,11 @@ class store {
   // nullptr where one process holds the database (SQLite).
   virtual fleet_repository* fleet() = 0;
   virtual int schema_version() = 0;
-  // The connection itself, for copying whole tables between engines (storage/copy.hpp).
-  virtual sql_connection& connection() = 0;
+  // While the database server is away and the db thread holds group writes it did not take,
+  // every statement fails at once as unavailable, saying `why`, so that nothing reads around
+  // the held writes; resume_statements() ends that. A no-op for an engine with no server.
+  virtual void suspend_statements(const std::string& why) = 0;
+  virtual void resume_statements() = 0;
   // Where it lives, for messages ("logitaudit.db").
   virtual std::string location() const = 0;
 };

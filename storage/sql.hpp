@@ -113,4 +113,12 @@ class transaction {
   bool done_ = false;
 };
 
+// A store that speaks SQL: the engines of sql_repositories. copy_database reads and writes
+// whole tables through its connection; nothing outside storage/ sees it.
+class sql_backed {
+ public:
+  virtual ~sql_backed() = default;
+  virtual sql_connection& connection() = 0;
+};
+
 }  // namespace logitaudit::storage

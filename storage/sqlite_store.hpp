@@ -19,7 +19,7 @@ inline constexpr int kSchemaVersion = 5;
 // older database and open it with this program.
 std::span<const char* const> sqlite_migrations();
 
-class sqlite_store final : public store, private file_maintenance {
+class sqlite_store final : public store, public sql_backed, private file_maintenance {
  public:
   // Opens or creates the database and applies the migrations. Refuses (storage_error,
   // kind newer_schema) a database whose schema is newer than this program's.
@@ -34,6 +34,8 @@ class sqlite_store final : public store, private file_maintenance {
   fleet_repository* fleet() override { return nullptr; }
   int schema_version() override;
   sql_connection& connection() override { return db_; }
+  void suspend_statements(const std::string& why) override { db_.suspend(why); }
+  void resume_statements() override { db_.resume(); }
   std::string location() const override { return db_.path(); }
 
   // The connection itself, for tests that look at rows.

@@ -473,7 +473,8 @@ class lost_answer_store : public storage::store {
   storage::file_maintenance* maintenance() override { return real_->maintenance(); }
   storage::fleet_repository* fleet() override { return real_->fleet(); }
   int schema_version() override { return real_->schema_version(); }
-  storage::sql_connection& connection() override { return real_->connection(); }
+  void suspend_statements(const std::string& why) override { real_->suspend_statements(why); }
+  void resume_statements() override { real_->resume_statements(); }
   std::string location() const override { return real_->location(); }
 
  private:
