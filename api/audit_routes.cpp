@@ -1,5 +1,6 @@
 // Route handlers: parse, validate, call the service, render; final audits' bodies through
 // the read model.
+#include "storage/documents.hpp"
 #include "audit_routes.hpp"
 
 #include <map>
@@ -58,7 +59,7 @@ net::awaitable<api_response> route_get_readyz(state_ptr st, request_context) {
 // POST /v1/audits
 net::awaitable<api_response> route_post_audits(state_ptr st, request_context ctx) {
   if (ctx.body.empty()) co_return error_response(service_errc::invalid, "invalid_spec", "a JSON body (the audit spec) is required");
-  auto spec = parse_spec(ctx.body, st->options.limits);
+  auto spec = read_spec(ctx.body);
   if (!spec) co_return error_response(invalid(spec.error(), "invalid_spec"));
   auto job = co_await st->svc->submit(std::move(*spec));
   if (!job) co_return error_response(job.error());
@@ -145,7 +146,7 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   // The findings were stored as this JSON when the audit ended; the other formats render them.
   std::string body = j->findings_json;
   if (format != "json") {
-    auto f = findings_from_json(j->findings_json);
+    auto f = storage::decode_findings(j->findings_json);
     if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
     body = format == "text" ? audit::render_text(*f) : format == "markdown" ? audit::render_markdown(*f) : audit::render_csv(*f);
   }

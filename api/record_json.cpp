@@ -2,6 +2,7 @@
 #include "record_json.hpp"
 
 #include "spec_json.hpp"
+#include "storage/documents.hpp"
 
 namespace logitaudit::api {
 namespace {
@@ -23,7 +24,7 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 json job_json(const storage::job_record& j) {
   const std::string self = "/v1/audits/" + std::to_string(j.id);
   json backends = json::array();
-  if (auto spec = read_spec(j.spec_json))
+  if (auto spec = storage::decode_spec(j.spec_json))
     for (const auto& b : spec->backends) backends.push_back(b.name);
   json out = {{"id", j.id},
               {"status", std::string(audit::to_string(j.status))},

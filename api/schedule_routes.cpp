@@ -23,7 +23,7 @@ struct body_fields {
   std::vector<audit::spec_problem> problems;
 };
 
-body_fields read_body(const std::string& body, const audit::spec_limits& limits, bool require) {
+body_fields read_body(const std::string& body, bool require) {
   body_fields out;
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -51,7 +51,7 @@ body_fields read_body(const std::string& body, const audit::spec_limits& limits,
     else out.patch.enabled = j["enabled"].get<bool>();
   }
   if (j.contains("spec")) {
-    auto spec = parse_spec(j["spec"].dump(), limits);
+    auto spec = read_spec(j["spec"].dump());
     if (!spec)
       for (const auto& p : spec.error()) out.problems.push_back({"spec" + (p.field.empty() ? "" : "." + p.field), p.message});
     else out.patch.spec = *spec;
@@ -72,8 +72,8 @@ api_response service_problem(service_error e) {
   return error_response(e);
 }
 
-net::awaitable<api_response> route_create(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
-  auto b = read_body(ctx.body, o->limits, true);
+net::awaitable<api_response> route_create(schedule_service* svc, request_context ctx) {
+  auto b = read_body(ctx.body, true);
   if (!b.problems.empty()) co_return problems_response(std::move(b.problems));
   auto created = co_await svc->create(std::move(b.patch));
   if (!created) co_return service_problem(created.error());
@@ -94,10 +94,10 @@ net::awaitable<api_response> route_get(schedule_service* svc, request_context ct
   co_return json_response(200, dump(schedule_json(*v)));
 }
 
-net::awaitable<api_response> route_patch(schedule_service* svc, std::shared_ptr<route_options> o, request_context ctx) {
+net::awaitable<api_response> route_patch(schedule_service* svc, request_context ctx) {
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_schedule(ctx.params[0]);
-  auto b = read_body(ctx.body, o->limits, false);
+  auto b = read_body(ctx.body, false);
   if (!b.problems.empty()) co_return problems_response(std::move(b.problems));
   auto updated = co_await svc->update(*id, std::move(b.patch));
   if (!updated) {
@@ -146,7 +146,7 @@ void add_schedule_routes(router& r, schedule_service& svc, route_options opts) {
   r.add(verb::post, "/v1/schedules",
         {.operation_id = "createSchedule", .summary = "Create a schedule: a 5-field cron expression (UTC or an IANA zone) and an audit spec",
          .needs = access::write, .request_schema = "ScheduleCreate", .status = 201, .response_schema = "Schedule", .tag = "schedules"},
-        [&svc, o](const request_context& c) { return route_create(&svc, o, c); });
+        [&svc](const request_context& c) { return route_create(&svc, c); });
   r.add(verb::get, "/v1/schedules",
         {.operation_id = "listSchedules", .summary = "List schedules", .response_schema = "ScheduleList", .tag = "schedules"},
         [&svc](const request_context& c) { return route_list(&svc, c); });
@@ -157,7 +157,7 @@ void add_schedule_routes(router& r, schedule_service& svc, route_options opts) {
   r.add(verb::patch, "/v1/schedules/{id}",
         {.operation_id = "updateSchedule", .summary = "Change cron, timezone, spec, enabled or missed", .needs = access::write,
          .request_schema = "SchedulePatch", .response_schema = "Schedule", .tag = "schedules"},
-        [&svc, o](const request_context& c) { return route_patch(&svc, o, c); });
+        [&svc](const request_context& c) { return route_patch(&svc, c); });
   r.add(verb::delete_, "/v1/schedules/{id}",
         {.operation_id = "deleteSchedule", .summary = "Delete a schedule (its audits stay)", .needs = access::write,
          .response_schema = "Deleted", .tag = "schedules"},

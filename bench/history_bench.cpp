@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "storage/documents.hpp"
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -66,10 +67,10 @@ int main(int argc, char** argv) {
       evidence.bursts[g.index] = {width, 8, 120'000, 60'000'000, 0.9, 0.97 * std::min(width, 8), 0.9 * std::min(width, 8), {}};
     }
   const auto f = audit::evaluate(spec, plan, runs, evidence);
-  const std::string findings_json = api::findings_to_json(f);
+  const std::string findings_json = storage::encode_findings(f);
 
   storage::new_job nj;
-  nj.spec_json = api::spec_to_json(spec);
+  nj.spec_json = storage::encode_spec(spec);
   nj.spec_hash = "bench";
   nj.prediction_hash = audit::prediction_hash(spec.predictions);
   nj.predictions_registered_at = nj.created_at = storage::now_utc();

@@ -1,4 +1,5 @@
 // verify: digests from bytes, identity from digests, predictions from identity.
+#include "storage/documents.hpp"
 #include "verify.hpp"
 
 #include <array>
@@ -105,7 +106,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
 
   // 3. Predictions, from the recomputed identities.
   if (!finished || !job_row) return;
-  auto spec = api::read_spec(job_row->spec_json);
+  auto spec = storage::decode_spec(job_row->spec_json);
   if (!spec) {
     rep.problems.push_back("job " + std::to_string(job) + ": the stored spec does not parse");
     return;
@@ -137,7 +138,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
 
   // 4. Threshold searches, recounted from the recomputed identities and the stored burst
   // verdicts, and decided again; throughput probes from the stored token counts and bursts.
-  const auto stored_findings = api::findings_from_json(job_row->findings_json);
+  const auto stored_findings = storage::decode_findings(job_row->findings_json);
   if (!stored_findings) return;
   const auto plan = audit::make_plan(*spec);
   std::map<std::size_t, std::vector<const identity*>> by_group;

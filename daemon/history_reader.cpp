@@ -1,4 +1,5 @@
 // Stored audits -> the history's plain values, on the db thread.
+#include "storage/documents.hpp"
 #include "history_reader.hpp"
 
 #include <nlohmann/json.hpp>
@@ -38,7 +39,7 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
 
   // The spec names each condition and says which are controls, in its order.
   std::map<std::string, std::size_t> index;
-  if (auto spec = api::read_spec(job.spec_json)) {
+  if (auto spec = storage::decode_spec(job.spec_json)) {
     for (const auto& c : spec->conditions) {
       index[c.name] = a.conditions.size();
       a.conditions.push_back({c.name, audit::is_control(c.kind)});

@@ -1,4 +1,5 @@
 // create and run: every step of a job, once.
+#include "storage/documents.hpp"
 #include "job_lifecycle.hpp"
 
 #include <spdlog/spdlog.h>
@@ -68,17 +69,23 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
   return p;
 }
 
+std::vector<audit::spec_problem> job_lifecycle::admit(audit::audit_spec& spec) const {
+  // The spec's own shape first (an unexpanded sweep is judged as the spec it expands to), then
+  // what this daemon has: resolve_backends checks everything it fills in (configured names,
+  // ad-hoc URLs, managed models), so the resolved spec needs no second look.
+  auto problems = audit::validate(spec, config_.limits, clients::api_kinds().names());
+  if (!problems.empty()) return problems;
+  return resolve_backends(spec);
+}
+
 net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle::create(audit::audit_spec spec,
                                                                                       std::optional<std::int64_t> schedule,
                                                                                       std::optional<std::int64_t> fire_unix) {
-  auto problems = resolve_backends(spec);
-  if (!problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
-  problems = audit::validate(spec, config_.limits, clients::api_kinds().names());
-  if (!problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
+  if (auto problems = admit(spec); !problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
 
   const auto plan = audit::make_plan(spec);
   storage::new_job nj;
-  nj.spec_json = api::spec_to_json(spec);
+  nj.spec_json = storage::encode_spec(spec);
   nj.spec_hash = clients::hash64_hex(nj.spec_json);
   nj.prediction_hash = audit::prediction_hash(spec.predictions);
   nj.predictions_registered_at = storage::now_utc();
@@ -139,7 +146,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   }
   auto& [row, stored] = *started;
 
-  auto spec = api::read_spec(row.spec_json);
+  auto spec = storage::decode_spec(row.spec_json);
   std::string setup_error;
   std::map<std::string, clients::backend_config> configs;
   if (!spec) {
@@ -316,7 +323,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
                   " groups are not in the database though they were measured (lost after they were stored?)";
     }
   }
-  const std::string findings_json = api::findings_to_json(f);
+  const std::string findings_json = storage::encode_findings(f);
   // The trials a search did not need leave the plan's count: a finished search is 100% done.
   std::int64_t skipped = 0;
   if (searches) {

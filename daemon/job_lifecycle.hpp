@@ -77,6 +77,12 @@ class job_lifecycle {
   // backends are off, a bad URL, a managed model this daemon does not have).
   std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
 
+  // Where a spec enters (a submission, a schedule's creation or change, and each fire, since
+  // the configuration may have changed since): the spec as a whole against this daemon's
+  // limits and API kinds, then resolve_backends. The one validation of a spec; no problem: it
+  // may be stored.
+  std::vector<audit::spec_problem> admit(audit::audit_spec& spec) const;
+
   // Stores `spec` as a queued job, its predictions registered; a schedule's job with the
   // fire time it is for (one job per fire, whichever daemon fires it). Suspends (db thread).
   // Errors: invalid (every problem, each naming its field), queue_full, storage_full,

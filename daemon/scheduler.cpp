@@ -1,4 +1,5 @@
 // Schedule CRUD and the firing loop. Every db lambda is a named local (GCC 12, see db_call.hpp).
+#include "storage/documents.hpp"
 #include "scheduler.hpp"
 
 #include <spdlog/spdlog.h>
@@ -46,8 +47,8 @@ std::vector<audit::spec_problem> scheduler::prepare(storage::schedule_record& r,
   if (!valid_time_zone(r.timezone))
     problems.push_back({"timezone", "unknown time zone '" + r.timezone.substr(0, 64) + "' (UTC or an IANA name such as Europe/Berlin)"});
   if (spec) {
-    for (auto& p : lifecycle_.resolve_backends(*spec)) problems.push_back({"spec." + p.field, p.message});
-    r.spec_json = api::spec_to_json(*spec);
+    for (auto& p : lifecycle_.admit(*spec)) problems.push_back({"spec." + p.field, p.message});
+    r.spec_json = storage::encode_spec(*spec);
   }
   if (parsed && problems.empty()) r.next_fire_unix = next_fire(*parsed, now(), r.timezone);
   return problems;
@@ -123,7 +124,7 @@ net::awaitable<std::optional<std::vector<api::schedule_fire>>> scheduler::histor
 }
 
 net::awaitable<void> scheduler::fire(storage::schedule_record r, std::int64_t fire_unix) {
-  auto spec = api::read_spec(r.spec_json);
+  auto spec = storage::decode_spec(r.spec_json);
   if (!spec) {
     spdlog::error("schedule {}: its stored spec does not parse; not fired", r.id);
     co_return;

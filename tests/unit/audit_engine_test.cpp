@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "storage/documents.hpp"
 #include "audit/baselines.hpp"
 #include "audit/compare.hpp"
 #include "audit/evidence.hpp"
@@ -348,15 +349,15 @@ TEST(findings, stored_findings_json_renders_the_same_reports_as_the_computed_fin
       if (group % 3 == 0) b.busy_slots_per_decode = 1.0;  // some bursts did not batch
     auto f = evaluate(spec, plan, simulate(plan, fail), ev);
     ASSERT_GT(f.flagged_runs, 0);
-    auto back = logitaudit::api::findings_from_json(logitaudit::api::findings_to_json(f));
+    auto back = logitaudit::storage::decode_findings(logitaudit::storage::encode_findings(f));
     ASSERT_TRUE(back);
     EXPECT_EQ(render_text(*back), render_text(f));
     EXPECT_EQ(render_markdown(*back), render_markdown(f));
     EXPECT_EQ(render_csv(*back), render_csv(f));
-    EXPECT_EQ(logitaudit::api::findings_to_json(*back), logitaudit::api::findings_to_json(f));
+    EXPECT_EQ(logitaudit::storage::encode_findings(*back), logitaudit::storage::encode_findings(f));
   }
-  EXPECT_FALSE(logitaudit::api::findings_from_json("{}"));
-  EXPECT_FALSE(logitaudit::api::findings_from_json(R"({"valid":true,"pooled":[{"condition":1}],"predictions":[]})"));
+  EXPECT_FALSE(logitaudit::storage::decode_findings("{}"));
+  EXPECT_FALSE(logitaudit::storage::decode_findings(R"({"valid":true,"pooled":[{"condition":1}],"predictions":[]})"));
 }
 
 // ---- evidence: a condition counts only when the stored run shows it happened ---------------

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "storage/documents.hpp"
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -169,9 +170,9 @@ TEST(sweep, specs_and_findings_round_trip_through_json) {
                                               audit::search_decision::unknown}}, 2, std::nullopt});
   f.throughput.push_back({"a", 4, 2, 8, 256, 1.5, 170.7, 5.3});
   f.frontier.push_back({"a", spec.backends[0].managed, 9, 9, 9, 9, 3, 3, 1, 1, 0, 170.7, 5.3, 0.0, true, ""});
-  auto parsed = api::findings_from_json(api::findings_to_json(f));
+  auto parsed = storage::decode_findings(storage::encode_findings(f));
   ASSERT_TRUE(parsed);
-  EXPECT_EQ(api::findings_to_json(*parsed), api::findings_to_json(f));
+  EXPECT_EQ(storage::encode_findings(*parsed), storage::encode_findings(f));
   EXPECT_NE(audit::render_text(*parsed).find("Threshold search, a, t: logit threshold C=2, token threshold none found"),
             std::string::npos)
       << audit::render_text(*parsed);
@@ -276,7 +277,7 @@ TEST(threshold_search, through_the_daemon_it_decides_and_skips_the_trials_it_no_
     ASSERT_NE(at, std::string::npos);
     auto tampered = json::parse(row.findings_json);
     tampered["searches"][0]["widths"][1]["logit"] = "same";
-    auto f2 = *api::findings_from_json(tampered.dump());
+    auto f2 = *storage::decode_findings(tampered.dump());
     store->jobs().finish(id, audit::job_status::done, "", f2, tampered.dump(), "2026-11-30T00:00:00Z");
     const auto dirty = cli::verify_database(*store, id);
     ASSERT_EQ(dirty.problems.size(), 1u) << ::testing::PrintToString(dirty.problems);

@@ -220,7 +220,11 @@ TEST(api_registry, a_kind_registered_in_a_test_is_usable_end_to_end) {
   auto bad = config::parse_config(R"({"backends":[{"name":"s","url":"http://127.0.0.1:1","api":"grpc"}]})");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().front().message.find("llama, openai, llama-sse"), std::string::npos) << bad.error().front().message;
-  EXPECT_TRUE(api::parse_spec(R"({"preset":"seed-protocol","backends":[{"name":"s","url":"http://h:1","api":"llama-sse"}]})"));
+  {
+    auto spec = api::read_spec(R"({"preset":"seed-protocol","backends":[{"name":"s","url":"http://h:1","api":"llama-sse"}]})");
+    ASSERT_TRUE(spec);
+    EXPECT_TRUE(audit::validate(*spec, {}, clients::api_kinds().names()).empty());
+  }
 
   test_support::fake_knobs k;
   k.delay = 20ms;

@@ -18,6 +18,7 @@
 #include <future>
 #include <utility>
 
+#include "storage/documents.hpp"
 #include "api/spec_json.hpp"
 #include "audit/stream_encoding.hpp"
 #include "cli/verify.hpp"
@@ -77,7 +78,7 @@ std::int64_t store_job(storage::store& s, audit::audit_spec& spec, audit::audit_
   spec.tags = tags;
   plan = audit::make_plan(spec);
   storage::new_job j;
-  j.spec_json = api::spec_to_json(spec);
+  j.spec_json = storage::encode_spec(spec);
   j.spec_hash = "x";
   j.prediction_hash = audit::prediction_hash(spec.predictions);
   j.predictions_registered_at = j.created_at = storage::now_utc();
@@ -91,7 +92,7 @@ std::int64_t store_job(storage::store& s, audit::audit_spec& spec, audit::audit_
   audit::evaluation_evidence ev;
   ev.bursts = bursts;
   const auto f = audit::evaluate(spec, plan, runs, ev);
-  s.jobs().finish(job, job_status::done, "", f, api::findings_to_json(f), storage::now_utc());
+  s.jobs().finish(job, job_status::done, "", f, storage::encode_findings(f), storage::now_utc());
   return job;
 }
 
@@ -137,7 +138,7 @@ TEST_P(storage_suite, a_job_round_trips_and_deleting_it_removes_every_row) {
     EXPECT_EQ(audit::digest(*observed[i].stream), *runs[i].digests) << "decoded streams have the stored digests";
   }
   ASSERT_EQ(s().jobs().predictions(job).size(), 4u);
-  EXPECT_NE(api::read_spec(row->spec_json)->conditions.size(), 0u);
+  EXPECT_NE(storage::decode_spec(row->spec_json)->conditions.size(), 0u);
 
   const auto other = store_job(s(), spec, plan);
   EXPECT_TRUE(s().jobs().remove(job));
@@ -205,7 +206,7 @@ TEST_P(storage_suite, bursts_keep_their_measurement_and_get_their_verdict_when_t
   auto spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}});
   const auto plan = audit::make_plan(spec);
   storage::new_job j;
-  j.spec_json = api::spec_to_json(spec);
+  j.spec_json = storage::encode_spec(spec);
   const auto job = s().jobs().create(j);
   const auto runs = test_support::simulate(plan);
   std::size_t c2 = 0;
@@ -222,7 +223,7 @@ TEST_P(storage_suite, bursts_keep_their_measurement_and_get_their_verdict_when_t
   audit::evaluation_evidence ev;
   ev.bursts = bursts;
   const auto f = audit::evaluate(spec, plan, runs, ev);
-  s().jobs().finish(job, job_status::done, "", f, api::findings_to_json(f), storage::now_utc());
+  s().jobs().finish(job, job_status::done, "", f, storage::encode_findings(f), storage::now_utc());
   for (const auto& b : s().evidence().bursts(job)) {
     ASSERT_TRUE(b.verdict);
     EXPECT_EQ(*b.verdict, f.bursts.at(b.group));

@@ -1,0 +1,613 @@
+// The stored documents, format 1: spec JSON <-> audit_spec, findings JSON <-> findings. These
+// bytes are what every database of versions 1 and 2 holds, and a spec's text is hashed into
+// its spec_hash (the key of ad-hoc series): format 1 must keep writing exactly these bytes.
+#include "documents.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "audit/enum_names.hpp"
+
+namespace logitaudit::storage {
+namespace {
+
+using json = nlohmann::json;
+using audit::spec_problem;
+
+class reader {
+ public:
+  explicit reader(std::vector<spec_problem>& problems) : problems_(problems) {}
+
+  void problem(const std::string& field, const std::string& message) { problems_.push_back({field, message}); }
+
+  // Reports members of `j` not in `known`.
+  void only(const json& j, const std::string& at, std::initializer_list<const char*> known) {
+    std::set<std::string> k(known.begin(), known.end());
+    for (const auto& [key, v] : j.items())
+      if (!k.count(key)) problem(at.empty() ? key : at + "." + key, "unknown field");
+  }
+
+  bool text(const json& j, const char* key, const std::string& at, std::string& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_string()) return problem(field(at, key), "must be a string"), false;
+    out = it->get<std::string>();
+    return true;
+  }
+  bool boolean(const json& j, const char* key, const std::string& at, bool& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_boolean()) return problem(field(at, key), "must be true or false"), false;
+    out = it->get<bool>();
+    return true;
+  }
+  bool integer(const json& j, const char* key, const std::string& at, int& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_number_integer()) return problem(field(at, key), "must be an integer"), false;
+    const auto v = it->get<std::int64_t>();
+    if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+      return problem(field(at, key), "is too large"), false;
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      return problem(field(at, key), "is out of range"), false;
+    out = static_cast<int>(v);
+    return true;
+  }
+  bool unsigned64(const json& j, const char* key, const std::string& at, std::uint64_t& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_number_unsigned()) return problem(field(at, key), "must be a non-negative integer"), false;
+    out = it->get<std::uint64_t>();
+    return true;
+  }
+  bool number(const json& j, const char* key, const std::string& at, double& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_number()) return problem(field(at, key), "must be a number"), false;
+    out = it->get<double>();
+    if (!std::isfinite(out)) return problem(field(at, key), "must be finite"), false;
+    return true;
+  }
+  bool strings(const json& j, const char* key, const std::string& at, std::vector<std::string>& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_array()) return problem(field(at, key), "must be an array of strings"), false;
+    out.clear();
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_string()) {
+        problem(field(at, key) + "[" + std::to_string(i) + "]", "must be a string");
+        continue;
+      }
+      out.push_back((*it)[i].get<std::string>());
+    }
+    return true;
+  }
+  bool integers(const json& j, const char* key, const std::string& at, std::vector<int>& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_array()) return problem(field(at, key), "must be an array of integers"), false;
+    out.clear();
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const auto& v = (*it)[i];
+      if (!v.is_number_integer() || v.get<std::int64_t>() < std::numeric_limits<int>::min() ||
+          v.get<std::int64_t>() > std::numeric_limits<int>::max()) {
+        problem(field(at, key) + "[" + std::to_string(i) + "]", "must be an integer");
+        continue;
+      }
+      out.push_back(v.get<int>());
+    }
+    return true;
+  }
+  bool booleans(const json& j, const char* key, const std::string& at, std::vector<bool>& out) {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_array()) return problem(field(at, key), "must be an array of true/false"), false;
+    out.clear();
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_boolean()) {
+        problem(field(at, key) + "[" + std::to_string(i) + "]", "must be true or false");
+        continue;
+      }
+      out.push_back((*it)[i].get<bool>());
+    }
+    return true;
+  }
+  static std::string field(const std::string& at, const char* key) { return at.empty() ? key : at + "." + key; }
+
+ private:
+  std::vector<spec_problem>& problems_;
+};
+
+// The flags an API user may choose for a managed server: exactly server_settings' members.
+constexpr std::initializer_list<const char*> settings_keys = {"model", "parallel", "threads", "flash_attn", "kv_unified",
+                                                              "batch", "ubatch", "cache_reuse", "prompt_cache"};
+
+void read_settings(reader& r, const json& m, const std::string& at, audit::server_settings& out) {
+  if (!m.is_object()) return r.problem(at, "must be an object {" + std::string("model, parallel, threads, flash_attn, "
+                                                                              "kv_unified, batch, ubatch, cache_reuse, prompt_cache}"));
+  for (const auto& item : m.items())
+    if (const std::string key = item.key();
+        std::find_if(settings_keys.begin(), settings_keys.end(), [&](const char* k) { return key == k; }) == settings_keys.end())
+      r.problem(at + "." + key, "is not a flag a managed server may be given (allowed: model, parallel, threads, "
+                                "flash_attn, kv_unified, batch, ubatch, cache_reuse, prompt_cache)");
+  if (!r.text(m, "model", at, out.model)) r.problem(at + ".model", "is required");
+  r.integer(m, "parallel", at, out.parallel);
+  r.integer(m, "threads", at, out.threads);
+  r.text(m, "flash_attn", at, out.flash_attn);
+  r.boolean(m, "kv_unified", at, out.kv_unified);
+  r.integer(m, "batch", at, out.batch);
+  r.integer(m, "ubatch", at, out.ubatch);
+  r.integer(m, "cache_reuse", at, out.cache_reuse);
+  r.boolean(m, "prompt_cache", at, out.prompt_cache);
+}
+
+void read_sweep(reader& r, const json& m, audit::audit_spec& s) {
+  if (!m.is_object()) return r.problem("sweep", "must be an object: the matrix of server settings");
+  for (const auto& item : m.items())
+    if (const std::string key = item.key(); key != "probe_width" && key != "probe_bursts" &&
+        std::find_if(settings_keys.begin(), settings_keys.end(), [&](const char* k) { return key == k; }) == settings_keys.end() &&
+        key != "models")
+      r.problem("sweep." + key, "is not an axis a sweep may vary (allowed: models, parallel, threads, flash_attn, "
+                                "kv_unified, batch, ubatch, cache_reuse, prompt_cache; and probe_width, probe_bursts)");
+  if (m.contains("model")) r.problem("sweep.model", "a sweep lists its models under \"models\"");
+  audit::sweep_spec w = s.sweep.value_or(audit::sweep_spec{});
+  r.strings(m, "models", "sweep", w.models);
+  r.integers(m, "parallel", "sweep", w.parallel);
+  r.integers(m, "threads", "sweep", w.threads);
+  r.strings(m, "flash_attn", "sweep", w.flash_attn);
+  r.booleans(m, "kv_unified", "sweep", w.kv_unified);
+  r.integers(m, "batch", "sweep", w.batch);
+  r.integers(m, "ubatch", "sweep", w.ubatch);
+  r.integers(m, "cache_reuse", "sweep", w.cache_reuse);
+  r.booleans(m, "prompt_cache", "sweep", w.prompt_cache);
+  r.integer(m, "probe_width", "sweep", w.probe_width);
+  r.integer(m, "probe_bursts", "sweep", w.probe_bursts);
+  s.sweep = std::move(w);
+}
+
+json settings_json(const audit::server_settings& m) {
+  return {{"model", m.model},           {"parallel", m.parallel}, {"threads", m.threads},
+          {"flash_attn", m.flash_attn}, {"kv_unified", m.kv_unified}, {"batch", m.batch},
+          {"ubatch", m.ubatch},         {"cache_reuse", m.cache_reuse}, {"prompt_cache", m.prompt_cache}};
+}
+
+void read_backends(reader& r, const json& arr, audit::audit_spec& s) {
+  s.backends.clear();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const std::string at = "backends[" + std::to_string(i) + "]";
+    const auto& b = arr[i];
+    audit::backend_ref ref;
+    if (b.is_string()) {  // the name of a backend configured in the daemon
+      ref.name = b.get<std::string>();
+    } else if (b.is_object()) {
+      r.only(b, at, {"name", "url", "api", "managed"});
+      if (!r.text(b, "name", at, ref.name)) r.problem(at + ".name", "is required");
+      r.text(b, "url", at, ref.url);
+      r.text(b, "api", at, ref.api);
+      if (auto m = b.find("managed"); m != b.end()) {
+        ref.managed.emplace();
+        read_settings(r, *m, at + ".managed", *ref.managed);
+      }
+    } else {
+      r.problem(at, "must be a backend name or an object {name, url, api}");
+      continue;
+    }
+    s.backends.push_back(ref);
+  }
+}
+
+void read_conditions(reader& r, const json& arr, audit::audit_spec& s) {
+  s.conditions.clear();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const std::string at = "conditions[" + std::to_string(i) + "]";
+    const auto& c = arr[i];
+    if (!c.is_object()) {
+      r.problem(at, "must be an object");
+      continue;
+    }
+    r.only(c, at, {"name", "kind", "concurrency", "replicates", "seeded", "all_prompts", "seeded_replicates", "search"});
+    audit::condition cond;
+    if (!r.text(c, "name", at, cond.name)) r.problem(at + ".name", "is required");
+    std::string kind;
+    if (!r.text(c, "kind", at, kind)) r.problem(at + ".kind", "is required");
+    else if (auto k = audit::parse_condition_kind(kind)) cond.kind = *k;
+    else
+      r.problem(at + ".kind", "must be one of " + audit::comma_list(audit::names_of(audit::kConditionKinds)));
+    r.integer(c, "concurrency", at, cond.concurrency);
+    r.integer(c, "replicates", at, cond.replicates);
+    r.boolean(c, "seeded", at, cond.seeded);
+    r.boolean(c, "all_prompts", at, cond.all_prompts);
+    r.integer(c, "seeded_replicates", at, cond.seeded_replicates);
+    if (auto q = c.find("search"); q != c.end()) {
+      const std::string sat = at + ".search";
+      if (!q->is_object()) {
+        r.problem(sat, "must be an object");
+      } else {
+        r.only(*q, sat, {"widths", "reference", "min_trials", "max_trials", "alpha", "magnitude"});
+        r.integers(*q, "widths", sat, cond.search.widths);
+        r.integer(*q, "reference", sat, cond.search.reference);
+        r.integer(*q, "min_trials", sat, cond.search.min_trials);
+        r.integer(*q, "max_trials", sat, cond.search.max_trials);
+        r.number(*q, "alpha", sat, cond.search.alpha);
+        r.number(*q, "magnitude", sat, cond.search.magnitude);
+      }
+    }
+    s.conditions.push_back(cond);
+  }
+}
+
+void read_predictions(reader& r, const json& arr, audit::audit_spec& s) {
+  s.predictions.clear();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const std::string at = "predictions[" + std::to_string(i) + "]";
+    const auto& p = arr[i];
+    if (!p.is_object()) {
+      r.problem(at, "must be an object");
+      continue;
+    }
+    r.only(p, at, {"id", "statement", "conditions", "level", "expect", "at_least"});
+    audit::prediction pr;
+    if (!r.text(p, "id", at, pr.id)) r.problem(at + ".id", "is required");
+    r.text(p, "statement", at, pr.statement);
+    if (!r.strings(p, "conditions", at, pr.conditions)) r.problem(at + ".conditions", "is required");
+    std::string level = "logit", expect = "identical";
+    r.text(p, "level", at, level);
+    r.text(p, "expect", at, expect);
+    if (level == "logit") pr.level = audit::identity_level::logit;
+    else if (level == "token") pr.level = audit::identity_level::token;
+    else r.problem(at + ".level", "must be \"logit\" or \"token\"");
+    if (expect == "identical") pr.expect = audit::expectation::identical;
+    else if (expect == "diverges") pr.expect = audit::expectation::diverges;
+    else r.problem(at + ".expect", "must be \"identical\" or \"diverges\"");
+    r.number(p, "at_least", at, pr.at_least);
+    s.predictions.push_back(pr);
+  }
+}
+
+}  // namespace
+
+expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::string_view text) {
+  std::vector<spec_problem> problems;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return unexpected{std::vector<spec_problem>{{"", "the body is not valid JSON"}}};
+  if (!j.is_object()) return unexpected{std::vector<spec_problem>{{"", "the spec must be a JSON object"}}};
+  reader r(problems);
+  r.only(j, "", {"preset", "backends", "prompts", "n_predict", "top_k", "temperature", "seed", "control_temperature",
+                 "conditions", "predictions", "tags", "sweep"});
+
+  audit::audit_spec s;
+  std::string preset;
+  if (r.text(j, "preset", "", preset)) {
+    if (auto p = audit::preset(preset)) s = std::move(*p);
+    else r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: seed-protocol, threshold, sweep)");
+  }
+  if (auto it = j.find("backends"); it != j.end()) {
+    if (it->is_array()) read_backends(r, *it, s);
+    else r.problem("backends", "must be an array");
+  }
+  r.strings(j, "prompts", "", s.prompts);
+  r.integer(j, "n_predict", "", s.n_predict);
+  r.integer(j, "top_k", "", s.top_k);
+  r.number(j, "temperature", "", s.temperature);
+  r.unsigned64(j, "seed", "", s.seed);
+  r.number(j, "control_temperature", "", s.control_temperature);
+  if (auto it = j.find("conditions"); it != j.end()) {
+    if (it->is_array()) read_conditions(r, *it, s);
+    else r.problem("conditions", "must be an array");
+  }
+  if (auto it = j.find("predictions"); it != j.end()) {
+    if (it->is_array()) read_predictions(r, *it, s);
+    else r.problem("predictions", "must be an array");
+  }
+  r.strings(j, "tags", "", s.tags);
+  if (auto it = j.find("sweep"); it != j.end()) {
+    if (it->is_null()) s.sweep.reset();
+    else read_sweep(r, *it, s);
+  }
+  if (!problems.empty()) return unexpected{std::move(problems)};
+  return s;
+}
+
+std::string encode_spec_format1(const audit::audit_spec& s) {
+  json j;
+  if (!s.preset.empty()) j["preset"] = s.preset;
+  j["backends"] = json::array();
+  for (const auto& b : s.backends) {
+    json jb = {{"name", b.name}, {"url", b.url}, {"api", b.api}};
+    if (b.managed) jb["managed"] = settings_json(*b.managed);
+    j["backends"].push_back(std::move(jb));
+  }
+  j["prompts"] = s.prompts;
+  j["n_predict"] = s.n_predict;
+  j["top_k"] = s.top_k;
+  j["temperature"] = s.temperature;
+  j["seed"] = s.seed;
+  j["control_temperature"] = s.control_temperature;
+  j["conditions"] = json::array();
+  for (const auto& c : s.conditions) {
+    json jc = {{"name", c.name}, {"kind", std::string(audit::to_string(c.kind))},
+               {"concurrency", c.concurrency}, {"replicates", c.replicates}, {"seeded", c.seeded},
+               {"all_prompts", c.all_prompts}, {"seeded_replicates", c.seeded_replicates}};
+    if (c.kind == audit::condition_kind::threshold_search)
+      jc["search"] = {{"widths", c.search.widths},         {"reference", c.search.reference},
+                      {"min_trials", c.search.min_trials}, {"max_trials", c.search.max_trials},
+                      {"alpha", c.search.alpha},           {"magnitude", c.search.magnitude}};
+    j["conditions"].push_back(std::move(jc));
+  }
+  j["predictions"] = json::array();
+  for (const auto& p : s.predictions)
+    j["predictions"].push_back({{"id", p.id}, {"statement", p.statement}, {"conditions", p.conditions},
+                                {"level", p.level == audit::identity_level::logit ? "logit" : "token"},
+                                {"expect", p.expect == audit::expectation::identical ? "identical" : "diverges"},
+                                {"at_least", p.at_least}});
+  j["tags"] = s.tags;
+  if (s.sweep) {
+    const auto& w = *s.sweep;
+    j["sweep"] = {{"models", w.models},         {"parallel", w.parallel},       {"threads", w.threads},
+                  {"flash_attn", w.flash_attn}, {"kv_unified", w.kv_unified},   {"batch", w.batch},
+                  {"ubatch", w.ubatch},         {"cache_reuse", w.cache_reuse}, {"prompt_cache", w.prompt_cache},
+                  {"probe_width", w.probe_width}, {"probe_bursts", w.probe_bursts}};
+  }
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string encode_findings_format1(const audit::findings& f) {
+  auto tally = [](const audit::condition_tally& t) {
+    json j{{"condition", t.condition},       {"kind", std::string(audit::to_string(t.kind))},
+           {"concurrency", t.concurrency},   {"seeded", t.seeded},
+           {"control", t.control()},         {"n", t.n},
+           {"logit_identical", t.logit_identical}, {"token_identical", t.token_identical},
+           {"failed", t.failed},             {"flagged", t.flagged},
+           {"flagged_as", std::string(audit::to_string(audit::flag_of(t.kind)))}};
+    if (t.bursts)
+      j["batching"] = {{"bursts", t.bursts->bursts},
+                       {"batched", t.bursts->batched},
+                       {"width", t.bursts->width},
+                       {"expected", t.bursts->expected},
+                       {"median_measured", t.bursts->median_measured ? json(*t.bursts->median_measured) : json(nullptr)},
+                       {"measured_by", std::string(audit::to_string(t.bursts->measured_by))},
+                       {"median_overlap", t.bursts->median_overlap}};
+    return j;
+  };
+  json j;
+  j["valid"] = f.valid;
+  if (!f.valid) j["invalid_reason"] = f.invalid_reason;
+  j["backends"] = f.backends;
+  j["pooled"] = json::array();
+  for (const auto& t : f.pooled) j["pooled"].push_back(tally(t));
+  j["per_backend"] = json::object();
+  for (const auto& [b, rows] : f.per_backend) {
+    j["per_backend"][b] = json::array();
+    for (const auto& t : rows) j["per_backend"][b].push_back(tally(t));
+  }
+  j["findings"] = f.sentences;
+  j["predictions"] = json::array();
+  for (const auto& p : f.predictions)
+    j["predictions"].push_back({{"id", p.claim.id}, {"statement", p.claim.statement}, {"held", p.held()},
+                                {"outcome", std::string(audit::to_string(p.outcome))},
+                                {"conditions", p.claim.conditions},
+                                {"k", p.k}, {"n", p.n}, {"flagged", p.flagged}, {"at_least", p.claim.at_least},
+                                {"level", p.claim.level == audit::identity_level::logit ? "logit" : "token"},
+                                {"expect", p.claim.expect == audit::expectation::identical ? "identical" : "diverges"}});
+  j["failed_runs"] = f.failed_runs;
+  j["flagged_runs"] = f.flagged_runs;
+  j["fingerprint_changes"] = f.fingerprint_changes;
+  j["searches"] = json::array();
+  for (const auto& r : f.searches) {
+    json widths = json::array();
+    for (const auto& w : r.widths)
+      widths.push_back({{"width", w.width},
+                        {"trials", w.trials},
+                        {"batched_trials", w.batched_trials},
+                        {"n", w.n},
+                        {"logit_identical", w.logit_identical},
+                        {"token_identical", w.token_identical},
+                        {"logit_interval", {w.logit_interval.low, w.logit_interval.high}},
+                        {"token_interval", {w.token_interval.low, w.token_interval.high}},
+                        {"logit_p", w.logit_p},
+                        {"token_p", w.token_p},
+                        {"logit", std::string(audit::to_string(w.logit))},
+                        {"token", std::string(audit::to_string(w.token))}});
+    j["searches"].push_back({{"backend", r.backend},
+                             {"condition", r.condition},
+                             {"reference_n", r.reference_n},
+                             {"reference_logit_identical", r.reference_logit_identical},
+                             {"reference_token_identical", r.reference_token_identical},
+                             {"widths", std::move(widths)},
+                             {"logit_threshold", r.logit_threshold ? json(*r.logit_threshold) : json(nullptr)},
+                             {"token_threshold", r.token_threshold ? json(*r.token_threshold) : json(nullptr)}});
+  }
+  j["throughput"] = json::array();
+  for (const auto& t : f.throughput)
+    j["throughput"].push_back({{"backend", t.backend}, {"width", t.width}, {"bursts", t.bursts},
+                               {"requests", t.requests}, {"tokens", t.tokens}, {"seconds", t.seconds},
+                               {"tokens_per_s", t.tokens_per_s}, {"requests_per_s", t.requests_per_s}});
+  j["frontier"] = json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  for (const auto& r : f.frontier)
+    j["frontier"].push_back({{"backend", r.backend},
+                             {"settings", r.settings ? settings_json(*r.settings) : json(nullptr)},
+                             {"load_n", r.load_n},
+                             {"load_logit_identical", r.load_logit_identical},
+                             {"load_token_identical", r.load_token_identical},
+                             {"load_batched", r.load_batched},
+                             {"serial_n", r.serial_n},
+                             {"serial_logit_identical", r.serial_logit_identical},
+                             {"cache_n", r.cache_n},
+                             {"cache_logit_identical", r.cache_logit_identical},
+                             {"failed", r.failed},
+                             {"tokens_per_s", opt(r.tokens_per_s)},
+                             {"requests_per_s", opt(r.requests_per_s)},
+                             {"cost", opt(r.cost)},
+                             {"reproducible", r.reproducible},
+                             {"note", r.note}});
+  j["evidence_thresholds"] = {{"min_batching", f.thresholds.min_batching},
+                              {"min_overlap", f.thresholds.min_overlap},
+                              {"require_server_measure", f.thresholds.require_server_measure},
+                              {"min_reused_tokens", f.thresholds.min_reused_tokens}};
+  return j.dump(2, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<audit::findings> decode_findings_format1(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("valid") || !j.contains("pooled") || !j.contains("predictions")) return std::nullopt;
+  try {
+    auto tally = [](const json& t) {
+      audit::condition_tally c;
+      c.condition = t.at("condition").get<std::string>();
+      c.kind = audit::parse_condition_kind(t.at("kind").get<std::string>()).value();
+      c.concurrency = t.at("concurrency").get<int>();
+      c.seeded = t.at("seeded").get<bool>();
+      c.n = t.at("n").get<int>();
+      c.logit_identical = t.at("logit_identical").get<int>();
+      c.token_identical = t.at("token_identical").get<int>();
+      c.failed = t.at("failed").get<int>();
+      c.flagged = t.value("flagged", 0);
+      if (auto b = t.find("batching"); b != t.end() && b->is_object()) {
+        audit::burst_summary s;
+        s.bursts = b->at("bursts").get<int>();
+        s.batched = b->at("batched").get<int>();
+        s.width = b->at("width").get<int>();
+        s.expected = b->at("expected").get<double>();
+        if (!b->at("median_measured").is_null()) s.median_measured = b->at("median_measured").get<double>();
+        s.measured_by = audit::parse_concurrency_measure(b->at("measured_by").get<std::string>()).value();
+        s.median_overlap = b->at("median_overlap").get<double>();
+        c.bursts = s;
+      }
+      return c;
+    };
+    audit::findings f;
+    f.valid = j.at("valid").get<bool>();
+    f.invalid_reason = j.value("invalid_reason", "");
+    f.backends = j.at("backends").get<std::vector<std::string>>();
+    for (const auto& t : j.at("pooled")) f.pooled.push_back(tally(t));
+    for (const auto& [b, rows] : j.at("per_backend").items())
+      for (const auto& t : rows) f.per_backend[b].push_back(tally(t));
+    f.sentences = j.at("findings").get<std::vector<std::string>>();
+    for (const auto& p : j.at("predictions")) {
+      audit::prediction_result r;
+      r.claim.id = p.at("id").get<std::string>();
+      r.claim.statement = p.at("statement").get<std::string>();
+      r.claim.conditions = p.value("conditions", std::vector<std::string>{});
+      r.claim.at_least = p.at("at_least").get<double>();
+      r.claim.level = p.at("level") == "logit" ? audit::identity_level::logit : audit::identity_level::token;
+      r.claim.expect = p.at("expect") == "identical" ? audit::expectation::identical : audit::expectation::diverges;
+      r.k = p.at("k").get<int>();
+      r.n = p.at("n").get<int>();
+      r.flagged = p.value("flagged", 0);
+      // Written before outcomes existed: held, or failed (undecided when nothing was counted).
+      r.outcome = p.contains("outcome") ? audit::parse_prediction_outcome(p.at("outcome").get<std::string>()).value()
+                  : p.at("held").get<bool>() ? audit::prediction_outcome::held
+                  : r.n == 0                 ? audit::prediction_outcome::undecided
+                                             : audit::prediction_outcome::failed;
+      f.predictions.push_back(std::move(r));
+    }
+    f.failed_runs = j.at("failed_runs").get<int>();
+    f.flagged_runs = j.value("flagged_runs", 0);
+    f.fingerprint_changes = j.at("fingerprint_changes").get<std::vector<std::string>>();
+    for (const auto& r : j.value("searches", json::array())) {
+      audit::search_result out;
+      out.backend = r.at("backend").get<std::string>();
+      out.condition = r.at("condition").get<std::string>();
+      out.reference_n = r.at("reference_n").get<int>();
+      out.reference_logit_identical = r.at("reference_logit_identical").get<int>();
+      out.reference_token_identical = r.at("reference_token_identical").get<int>();
+      if (!r.at("logit_threshold").is_null()) out.logit_threshold = r.at("logit_threshold").get<int>();
+      if (!r.at("token_threshold").is_null()) out.token_threshold = r.at("token_threshold").get<int>();
+      for (const auto& w : r.at("widths")) {
+        audit::search_width x;
+        x.width = w.at("width").get<int>();
+        x.trials = w.at("trials").get<int>();
+        x.batched_trials = w.at("batched_trials").get<int>();
+        x.n = w.at("n").get<int>();
+        x.logit_identical = w.at("logit_identical").get<int>();
+        x.token_identical = w.at("token_identical").get<int>();
+        x.logit_interval = {w.at("logit_interval").at(0).get<double>(), w.at("logit_interval").at(1).get<double>()};
+        x.token_interval = {w.at("token_interval").at(0).get<double>(), w.at("token_interval").at(1).get<double>()};
+        x.logit_p = w.at("logit_p").get<double>();
+        x.token_p = w.at("token_p").get<double>();
+        x.logit = audit::parse_search_decision(w.at("logit").get<std::string>()).value();
+        x.token = audit::parse_search_decision(w.at("token").get<std::string>()).value();
+        out.widths.push_back(x);
+      }
+      f.searches.push_back(std::move(out));
+    }
+    for (const auto& t : j.value("throughput", json::array()))
+      f.throughput.push_back({t.at("backend").get<std::string>(), t.at("width").get<int>(), t.at("bursts").get<int>(),
+                              t.at("requests").get<int>(), t.at("tokens").get<long long>(),
+                              t.at("seconds").get<double>(), t.at("tokens_per_s").get<double>(),
+                              t.at("requests_per_s").get<double>()});
+    auto opt = [](const json& v) { return v.is_null() ? std::optional<double>() : std::optional<double>(v.get<double>()); };
+    for (const auto& r : j.value("frontier", json::array())) {
+      audit::frontier_row x;
+      x.backend = r.at("backend").get<std::string>();
+      if (!r.at("settings").is_null()) {
+        std::vector<audit::spec_problem> ignored;
+        reader rr(ignored);
+        x.settings.emplace();
+        read_settings(rr, r.at("settings"), "settings", *x.settings);
+      }
+      x.load_n = r.at("load_n").get<int>();
+      x.load_logit_identical = r.at("load_logit_identical").get<int>();
+      x.load_token_identical = r.at("load_token_identical").get<int>();
+      x.load_batched = r.at("load_batched").get<int>();
+      x.serial_n = r.at("serial_n").get<int>();
+      x.serial_logit_identical = r.at("serial_logit_identical").get<int>();
+      x.cache_n = r.at("cache_n").get<int>();
+      x.cache_logit_identical = r.at("cache_logit_identical").get<int>();
+      x.failed = r.at("failed").get<int>();
+      x.tokens_per_s = opt(r.at("tokens_per_s"));
+      x.requests_per_s = opt(r.at("requests_per_s"));
+      x.cost = opt(r.at("cost"));
+      x.reproducible = r.at("reproducible").get<bool>();
+      x.note = r.at("note").get<std::string>();
+      f.frontier.push_back(std::move(x));
+    }
+    if (auto t = j.find("evidence_thresholds"); t != j.end() && t->is_object()) {
+      f.thresholds.min_batching = t->at("min_batching").get<double>();
+      f.thresholds.min_overlap = t->at("min_overlap").get<double>();
+      f.thresholds.require_server_measure = t->at("require_server_measure").get<bool>();
+      f.thresholds.min_reused_tokens = t->at("min_reused_tokens").get<std::int64_t>();
+    }
+    return f;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+// The "format" member of a document, 1 when it has none; 0 when the text is no JSON object.
+int format_of(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return 0;
+  const auto f = j.find("format");
+  if (f == j.end()) return 1;
+  return f->is_number_integer() ? f->get<int>() : -1;
+}
+
+}  // namespace
+
+std::string encode_spec(const audit::audit_spec& spec) { return encode_spec_format1(spec); }
+
+expected<audit::audit_spec, std::vector<spec_problem>> decode_spec(std::string_view text) {
+  auto v1 = read_spec_format1(text);
+  if (v1) return v1;
+  if (const int f = format_of(text); f != 1 && f != 0)
+    return unexpected{std::vector<spec_problem>{
+        {"format", "a spec document of format " + std::to_string(f) + ", newer than this logitaudit reads (" +
+                       std::to_string(kDocumentFormat) + ")"}}};
+  return v1;
+}
+
+std::string encode_findings(const audit::findings& f) { return encode_findings_format1(f); }
+
+std::optional<audit::findings> decode_findings(std::string_view text) {
+  if (format_of(text) != 1) return std::nullopt;
+  return decode_findings_format1(text);
+}
+
+}  // namespace logitaudit::storage

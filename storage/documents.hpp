@@ -1,0 +1,44 @@
+// The documents a job row holds besides its columns: its spec and its findings, as JSON text
+// in a format this file owns. Every format ever stored is read. Format 1 (no "format" member)
+// is what versions 1 and 2 wrote and what is written now; a later format writes "format": N,
+// and decode_* go on reading format 1. The API's wire JSON is a separate promise
+// (api/spec_json.hpp): today it is format 1, chosen by name, so that a new disk format does not
+// change the wire and a change of the wire does not change the disk.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audit/expected.hpp"
+#include "audit/findings.hpp"
+#include "audit/spec.hpp"
+
+namespace logitaudit::storage {
+
+// The format encode_spec and encode_findings write.
+inline constexpr int kDocumentFormat = 1;
+
+// A spec as stored: canonical text (the same spec gives the same bytes), hashed into the
+// job's spec_hash.
+std::string encode_spec(const audit::audit_spec& spec);
+// A stored spec, in any format ever written. Problems name each field; a newer format than
+// this build reads is one problem saying so. Never throws.
+expected<audit::audit_spec, std::vector<audit::spec_problem>> decode_spec(std::string_view text);
+
+// The findings as stored (tables, verdict summary, sentences, predictions).
+std::string encode_findings(const audit::findings& f);
+// What the reports need of stored findings (everything but the per-run verdicts, which live in
+// their own table); nullopt when `text` is not a findings document this build reads.
+std::optional<audit::findings> decode_findings(std::string_view text);
+
+// Format 1 by name: the API's wire JSON is this format until it changes on its own.
+// read_spec_format1 reads a spec's members without checking the spec as a whole (the caller
+// may add backends first); a "preset" member expands first and the others override it.
+std::string encode_spec_format1(const audit::audit_spec& spec);
+expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec_format1(std::string_view text);
+std::string encode_findings_format1(const audit::findings& f);
+std::optional<audit::findings> decode_findings_format1(std::string_view text);
+
+}  // namespace logitaudit::storage

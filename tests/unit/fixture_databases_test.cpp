@@ -1,0 +1,107 @@
+// Databases that versions 1 and 2 wrote (tests/data/databases) open in this version: they
+// migrate without a rewrite of their documents, verify, and the daemon serves their findings
+// as the version that measured them printed them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "cli/verify.hpp"
+#include "storage/documents.hpp"
+#include "storage/sqlite.hpp"
+#include "storage/sqlite_store.hpp"
+#include "support/daemon_harness.hpp"
+
+using namespace logitaudit;
+namespace http = boost::beast::http;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(LOGITAUDIT_TEST_DATA) + "/databases/" + name; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A copy of a fixture in the temp folder: the fixture itself is never written.
+struct fixture_copy {
+  std::string path;
+  explicit fixture_copy(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / ("logitaudit-fixture-" + std::to_string(::getpid()) + "-" + name)).string()) {
+    for (const char* s : {"", "-wal", "-shm", ".lock"}) std::filesystem::remove(path + s);
+    std::filesystem::copy_file(fixture(name), path);
+  }
+  ~fixture_copy() {
+    for (const char* s : {"", "-wal", "-shm", ".lock"}) std::filesystem::remove(path + s);
+  }
+};
+
+struct stored_documents {
+  std::string spec, findings;
+};
+
+// The job's documents as the file holds them, read with plain SQL.
+stored_documents raw_documents(const std::string& path) {
+  storage::database raw(path);
+  auto& q = raw.prepare("SELECT spec_json, findings_json FROM jobs WHERE id = 1");
+  EXPECT_TRUE(q.step());
+  stored_documents d{q.text(0), q.text(1)};
+  q.reset();
+  return d;
+}
+
+class fixture_databases : public ::testing::TestWithParam<int> {
+ protected:
+  std::string name() const { return "v" + std::to_string(GetParam()) + ".db"; }
+};
+
+}  // namespace
+
+TEST_P(fixture_databases, migrate_without_rewriting_their_documents_and_verify) {
+  fixture_copy db(name());
+  const auto before = raw_documents(db.path);
+  ASSERT_FALSE(before.findings.empty());
+  {
+    storage::sqlite_store s(db.path);
+    EXPECT_EQ(s.schema_version(), storage::kSchemaVersion);
+    const auto row = s.jobs().get(1);
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->status, audit::job_status::done);
+    // Every document any version stored is read by this one.
+    const auto spec = storage::decode_spec(row->spec_json);
+    ASSERT_TRUE(spec) << row->spec_json;
+    EXPECT_EQ(spec->backends.size(), 1u);
+    EXPECT_EQ(spec->tags, std::vector<std::string>{"fixture-v" + std::to_string(GetParam())});
+    ASSERT_TRUE(storage::decode_findings(row->findings_json));
+    EXPECT_EQ(storage::encode_spec(*spec), row->spec_json) << "format 1 still writes the bytes that were hashed";
+    const auto report = cli::verify_database(s, std::nullopt);
+    EXPECT_TRUE(report.ok()) << (report.problems.empty() ? "" : report.problems.front());
+    EXPECT_EQ(report.streams, 65u);
+    EXPECT_EQ(report.predictions, 4u);
+    EXPECT_EQ(s.maintenance()->integrity_check(), "ok");
+  }
+  const auto after = raw_documents(db.path);
+  EXPECT_EQ(after.spec, before.spec) << "the migration rewrote the stored spec";
+  EXPECT_EQ(after.findings, before.findings) << "the migration rewrote the stored findings";
+}
+
+TEST_P(fixture_databases, the_daemon_serves_their_findings_as_their_version_printed_them) {
+  fixture_copy db(name());
+  test_support::harness_options o;
+  o.database = db.path;
+  test_support::daemon_harness d(o);
+  const auto report = d.call(http::verb::get, "/v1/audits/1/report?format=csv");
+  ASSERT_EQ(report.status, 200u) << report.body;
+  EXPECT_EQ(report.body, read_file(fixture("v" + std::to_string(GetParam()) + ".csv")));
+  const auto series = d.call(http::verb::get, "/v1/series").json();
+  ASSERT_FALSE(series["series"].empty()) << series.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(versions, fixture_databases, ::testing::Values(1, 2),
+                         [](const auto& info) { return "v" + std::to_string(info.param); });
