@@ -84,7 +84,8 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
   if (hooks.clock) scheduler_.now = hooks.clock;
   scheduler_.max_sleep = hooks.clock_max_sleep;
   if (hooks.on_fire) scheduler_.on_fire = hooks.on_fire;
-  feed_metrics(queue_, metrics_, history_, api, &alerts_);
+  if (hooks.on_alert_attempt) alerts_.on_attempt = hooks.on_alert_attempt;
+  feed_metrics(queue_, metrics_, history_, api, &alerts_, hooks.on_gauges_refreshed);
   const auto self = hooks.self.value_or(storage::fleet_member{fleet ? fleet->member : member_id(), host_name(), ::getpid(),
                                                               conf.listen, hooks.version, storage::now_utc(),
                                                               storage::now_utc(), true});

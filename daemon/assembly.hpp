@@ -54,6 +54,10 @@ struct assembly_hooks {
   std::chrono::seconds clock_max_sleep{60};
   // Told of each schedule fire: the schedule and the audit it submitted (0: none).
   std::function<void(std::int64_t schedule, std::int64_t audit)> on_fire;
+  // Told after each attempt of an alert's delivery, and after each refresh of the /metrics
+  // series gauges (both on the API executor): what tests await instead of polling.
+  std::function<void(std::int64_t delivery, audit::delivery_status)> on_alert_attempt;
+  std::function<void()> on_gauges_refreshed;
   // Replaces the configured backends (name -> client config), e.g. with TLS settings a
   // config file cannot express.
   std::optional<std::map<std::string, clients::backend_config>> backends;

@@ -12,12 +12,14 @@
 namespace logitaudit::daemon {
 
 // Sets the queue's observers; everything runs on `metrics`' executor (the queue's). Each
-// ended audit also goes to `alerts` (when there is one).
+// ended audit also goes to `alerts` (when there is one). `refreshed`, when set, is told after
+// each refresh of the series gauges (tests await it).
 void feed_metrics(job_queue& queue, api::daemon_metrics& metrics, history_reader& history, net::any_io_executor ex,
-                  alerter* alerts = nullptr);
+                  alerter* alerts = nullptr, std::function<void()> refreshed = {});
 
-// Recomputes the series gauges from the stored history. Suspends; storage errors are logged
-// and leave the gauges as they were.
-net::awaitable<void> refresh_series_gauges(api::daemon_metrics* metrics, history_reader* history);
+// Recomputes the series gauges from the stored history, then calls `refreshed` (when set).
+// Suspends; storage errors are logged and leave the gauges as they were.
+net::awaitable<void> refresh_series_gauges(api::daemon_metrics* metrics, history_reader* history,
+                                           std::shared_ptr<std::function<void()>> refreshed = {});
 
 }  // namespace logitaudit::daemon

@@ -40,7 +40,7 @@ pid_t start_daemon(int port, const std::string& db, const std::string& backend, 
       if (test_support::http_call(static_cast<unsigned short>(port), http::verb::get, "/readyz").status == 200) return pid;
     } catch (const std::exception&) {
     }
-    std::this_thread::sleep_for(25ms);
+    std::this_thread::sleep_for(25ms);  // the daemon is a process of its own: /readyz is its only sign
   }
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);

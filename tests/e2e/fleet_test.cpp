@@ -89,6 +89,7 @@ TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire
   std::mt19937 rng(20261130);
   int takeovers_forced = 0;
   for (int k = 0; k < 20; ++k) {
+    // A random moment to kill at: the pause is the experiment, not a wait for an event.
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(150, 900)(rng)));
     if (k < 8) {
       now += 60;
@@ -118,7 +119,7 @@ TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire
     for (const auto& j : jobs) open = open || !audit::is_final(*audit::parse_job_status(j["status"].get<std::string>()));
     if (!open) break;
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << jobs.dump();
-    std::this_thread::sleep_for(250ms);
+    std::this_thread::sleep_for(250ms);  // many audits on three daemon processes: no one long poll covers them
   }
   ASSERT_EQ(jobs.size(), submitted.size() + 8) << jobs.dump();
   for (const auto& j : jobs) {
@@ -158,7 +159,7 @@ TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire
     int alive = 0;
     for (const auto& m : fleet["members"]) alive += m["alive"].get<bool>();
     if (alive == 3) break;
-    std::this_thread::sleep_for(100ms);
+    std::this_thread::sleep_for(100ms);  // liveness is a heartbeat's time in the database: no event announces it
   }
   int alive = 0;
   std::set<std::string> live;
@@ -220,8 +221,8 @@ TEST(fleet_e2e, a_database_server_that_goes_away_and_comes_back_loses_nothing) {
   ASSERT_EQ(posted.status, 202u) << posted.body;
   const auto id = posted.json()["id"].get<std::int64_t>();
   // Once some groups are stored, the database goes away for a while.
-  for (int i = 0; i < 400 && get(d, "/v1/audits/" + std::to_string(id))["progress"]["done"].get<int>() < 4; ++i)
-    std::this_thread::sleep_for(25ms);
+  for (int i = 0; i < 10; ++i)  // long polls: each answers once more than 3 requests are done
+    if (get(d, "/v1/audits/" + std::to_string(id) + "?wait=60&done=3")["progress"]["done"].get<int>() >= 4) break;
   auto halted = test_support::run_process({"/bin/bash", script, "halt", state});
   ASSERT_EQ(halted.code, 0) << halted.err;
   const auto read = test_support::http_call(d.port(), http::verb::get, "/v1/audits/" + std::to_string(id));
@@ -230,18 +231,20 @@ TEST(fleet_e2e, a_database_server_that_goes_away_and_comes_back_loses_nothing) {
   EXPECT_EQ(refused.status, 503u) << refused.body;
   EXPECT_NE(refused.body.find("unavailable"), std::string::npos) << refused.body;
   EXPECT_EQ(test_support::http_call(d.port(), http::verb::get, "/healthz").status, 200u);
-  std::this_thread::sleep_for(1500ms);
+  std::this_thread::sleep_for(1500ms);  // the outage itself: the database stays away this long
   auto resumed = test_support::run_process({"/bin/bash", script, "resume", state});
   ASSERT_EQ(resumed.code, 0) << resumed.err;
 
   json end;
   for (int i = 0; i < 2400; ++i) {
-    auto r = test_support::http_call(d.port(), http::verb::get, "/v1/audits/" + std::to_string(id));
+    // A long poll once the database answers again; while it does not, a 503 comes at once.
+    auto r = test_support::http_call(d.port(), http::verb::get, "/v1/audits/" + std::to_string(id) + "?wait=60");
     if (r.status == 200) {
       end = r.json();
       if (audit::is_final(*audit::parse_job_status(end["status"].get<std::string>()))) break;
+    } else {
+      std::this_thread::sleep_for(50ms);  // the database is still coming back: nothing to await but it
     }
-    std::this_thread::sleep_for(50ms);
   }
   EXPECT_EQ(end["status"], "done") << end.dump();
   const auto runs = get(d, "/v1/audits/" + std::to_string(id) + "/runs")["runs"];

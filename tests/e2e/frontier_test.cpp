@@ -58,7 +58,7 @@ bool servers_seen(const fs::path& model, bool running, std::chrono::seconds with
   const auto deadline = std::chrono::steady_clock::now() + within;
   while (processes_using(model).empty() == running) {
     if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
+    std::this_thread::sleep_for(20ms);  // other processes' lives: /proc is all there is to watch
   }
   return true;
 }

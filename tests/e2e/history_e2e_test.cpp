@@ -116,9 +116,12 @@ TEST(history_e2e, a_swapped_checkpoint_is_an_unexplained_step_and_new_flags_are_
   // checker.
   const std::string gauge = "logitaudit_series_state{series=\"schedule " + std::to_string(schedule) +
                             " / llama\",backend=\"llama\",state=\"explained_change\"} 1";
-  std::string metrics;
-  for (int i = 0; i < 300 && metrics.find(gauge) == std::string::npos; ++i) {
-    if (i) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the refresh runs after the audit's end
+  // The refresh runs after the audit's end: await refreshes until one has it.
+  auto seen = d.gauges_refreshes();
+  std::string metrics = d.call(http::verb::get, "/metrics").body;
+  for (int i = 0; i < 10 && metrics.find(gauge) == std::string::npos; ++i) {
+    d.await_gauges_refreshes_above(seen);
+    seen = d.gauges_refreshes();
     metrics = d.call(http::verb::get, "/metrics").body;
   }
   EXPECT_NE(metrics.find(gauge), std::string::npos) << metrics;

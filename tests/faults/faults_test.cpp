@@ -213,6 +213,7 @@ TEST_F(faults, logitauditd_sigkilled_at_random_points_resumes_to_every_planned_s
       id = submit(*d, R"({"preset":"seed-protocol","backends":["b"],"n_predict":4})");
       total = get(*d, "/v1/audits/" + std::to_string(id))["progress"].value("total", 0);
     }
+    // A random moment to kill at: the pause is the experiment, not a wait for an event.
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(30, 400)(rng)));
     const std::string st = get(*d, "/v1/audits/" + std::to_string(id)).value("status", "");
     if (st == "done") break;

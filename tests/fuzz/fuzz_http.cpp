@@ -74,7 +74,7 @@ std::size_t exchange(unsigned short port, std::string_view bytes) {
   while (std::chrono::steady_clock::now() < deadline) {
     const auto n = s.read_some(net::buffer(buf), ec);
     if (ec == net::error::would_block) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // a blocking client with a deadline, no io_context
       continue;
     }
     if (ec) return got;

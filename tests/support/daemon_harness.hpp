@@ -70,6 +70,13 @@ class daemon_harness {
   void poke_scheduler();
   // The audit of the next schedule fire (0: it failed to submit); throws after 60 s.
   std::int64_t await_fire();
+  // Returns once `n` alert deliveries have ended (delivered or failed) since the start;
+  // throws after 60 s.
+  void await_deliveries_ended(std::size_t n);
+  // How many refreshes of the /metrics series gauges have completed, and a wait until more
+  // than `seen` have (throws after 60 s): read the count, then the gauges, then wait on it.
+  std::size_t gauges_refreshes();
+  void await_gauges_refreshes_above(std::size_t seen);
 
  private:
   boost::asio::io_context io_{1}, audits_{1};
@@ -81,6 +88,7 @@ class daemon_harness {
   std::mutex fire_mutex_;
   std::condition_variable fire_cv_;
   std::vector<std::int64_t> fires_;
+  std::size_t deliveries_ended_ = 0, refreshes_ = 0;
 };
 
 }  // namespace logitaudit::test_support

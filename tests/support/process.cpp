@@ -64,7 +64,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::map<
       ::waitpid(pid, &status, 0);
       break;
     }
-    std::this_thread::sleep_for(10ms);
+    std::this_thread::sleep_for(10ms);  // waitpid with a deadline: a child's exit has no awaitable here
   }
   process_result r{decode(status), slurp(out), slurp(err)};
   fs::remove_all(dir);
@@ -93,7 +93,7 @@ daemon_process::daemon_process(const std::string& binary, std::vector<std::strin
       pid_ = -1;
       throw std::runtime_error("logitauditd exited at start (status " + std::to_string(decode(status)) + "): " + slurp(log));
     }
-    std::this_thread::sleep_for(25ms);
+    std::this_thread::sleep_for(25ms);  // the daemon is a process of its own: /readyz is its only sign
   }
   stop();
   throw std::runtime_error("logitauditd did not become ready: " + slurp(log));
@@ -108,7 +108,7 @@ int daemon_process::stop() {
       pid_ = -1;
       return decode(status);
     }
-    std::this_thread::sleep_for(50ms);
+    std::this_thread::sleep_for(50ms);  // waitpid with a deadline: a child's exit has no awaitable here
   }
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, &status, 0);

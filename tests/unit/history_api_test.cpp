@@ -49,8 +49,9 @@ class webhook_receiver {
                "--log", log_.c_str(), "--fail-first", fail.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
+    // The receiver is a process of its own: nothing here hears it start but the file it writes.
     for (int i = 0; i < 300 && !std::filesystem::exists(port_file_); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the receiver's start-up
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::ifstream(port_file_) >> port_;
   }
   ~webhook_receiver() {
@@ -241,14 +242,8 @@ TEST(history_api, alerts_are_signed_retried_logged_and_never_hold_up_an_audit) {
   EXPECT_EQ(step["status"], "done") << "a webhook that is down does not fail the audit";
 
   // Both deliveries end: one delivered on its third attempt, one failed after three.
-  json log;
-  for (int i = 0; i < 600; ++i) {
-    log = d.call(http::verb::get, "/v1/alerts/deliveries").json();
-    int ended = 0;
-    for (const auto& x : log["deliveries"]) ended += x["status"] != "pending";
-    if (log["deliveries"].size() == 2 && ended == 2) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // deliveries run after the audit's end
-  }
+  d.await_deliveries_ended(2);
+  const json log = d.call(http::verb::get, "/v1/alerts/deliveries").json();
   ASSERT_EQ(log["deliveries"].size(), 2u) << log.dump();
   for (const auto& x : log["deliveries"]) {
     EXPECT_EQ(x["attempts"], 3) << x.dump();
@@ -294,12 +289,8 @@ TEST(history_api, a_delivery_left_pending_by_a_stopped_daemon_is_resumed_at_star
       }).get();
   };
   test_support::daemon_harness d(o);
-  json log;
-  for (int i = 0; i < 600; ++i) {
-    log = d.call(http::verb::get, "/v1/alerts/deliveries").json();
-    if (log["deliveries"].size() == 1 && log["deliveries"][0]["status"] != "pending") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the resumed delivery runs after start
-  }
+  d.await_deliveries_ended(1);
+  const json log = d.call(http::verb::get, "/v1/alerts/deliveries").json();
   ASSERT_EQ(log["deliveries"].size(), 1u);
   EXPECT_EQ(log["deliveries"][0]["status"], "delivered") << log.dump();
   EXPECT_EQ(log["deliveries"][0]["attempts"], 2) << "one before the stop, one after";

@@ -522,7 +522,7 @@ TEST_P(storage_suite, a_commit_whose_answer_was_lost_is_not_written_twice_nor_an
                        }).get();
     ASSERT_EQ(read.second, "") << "only unavailable while the writes are held";
     stored = read.first;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the worker retries on its own clock
   }
   EXPECT_EQ(w.write_error(job), "");
   EXPECT_EQ(w.submit([&](storage::store& s) { return s.evidence().stored_groups(job).size(); }).get(), plan.groups.size());
@@ -701,7 +701,7 @@ TEST(sqlite_store, sigkill_at_random_points_never_leaves_half_a_group) {
     char line[128];
     ASSERT_GT(::read(out[0], line, sizeof line), 0) << "the writer died before committing";
     ::close(out[0]);
-    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 40000));
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 40000));  // a random moment to kill at
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -948,7 +948,7 @@ TEST(postgres_fleet, jobs_are_leased_with_their_backends_and_taken_over_when_a_l
   EXPECT_EQ(b.jobs().get(j1)->status, job_status::running);
 
   // a stops renewing (its lease was 1 s): b takes j1 over, set back to queued to be resumed.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));  // a lease expires in the database's time only
   auto c3 = b.fleet()->claim("b", 60, {});
   ASSERT_TRUE(c3);
   EXPECT_EQ(c3->id, j1);
