@@ -1033,3 +1033,64 @@ TEST(postgres_fleet, members_claiming_at_once_lease_every_job_exactly_once) {
   for (const auto& [id, n] : claimed) EXPECT_EQ(n, 1) << "job " << id;
   EXPECT_EQ(overlaps.load(), 0) << "two members held one backend";
 }
+
+namespace {
+
+// A column as both engines can describe it: its name, the family of its type and whether it
+// may be NULL (a primary key's may not, whatever SQLite's pragma says of INTEGER PRIMARY KEY).
+struct column_shape {
+  std::string name, family;
+  bool not_null;
+  bool operator==(const column_shape&) const = default;
+};
+using schema_shape = std::map<std::string, std::vector<column_shape>>;
+
+std::ostream& operator<<(std::ostream& os, const schema_shape& s) {
+  for (const auto& [table, columns] : s) {
+    os << table << "(";
+    for (const auto& c : columns) os << c.name << " " << c.family << (c.not_null ? " not null" : "") << ", ";
+    os << ")\n";
+  }
+  return os;
+}
+
+std::string family_of(std::string type) {
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (type == "integer" || type == "bigint" || type == "smallint" || type == "boolean") return "integer";
+  if (type == "real" || type == "double precision") return "real";
+  if (type == "text" || type == "character varying") return "text";
+  if (type == "blob" || type == "bytea") return "bytes";
+  return "unknown type " + type;
+}
+
+schema_shape shape_of(storage::store& s) {
+  auto& c = dynamic_cast<storage::sql_backed&>(s).connection();
+  const bool sqlite = c.dialect() == storage::sql_dialect::sqlite;
+  auto& q = c.prepare(sqlite ? "SELECT m.name, p.name, p.type, p.\"notnull\" OR p.pk > 0 FROM sqlite_master m, "
+                               "pragma_table_info(m.name) p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' "
+                               "ORDER BY m.name, p.cid"
+                             : "SELECT table_name::text, column_name::text, data_type::text, "
+                               "CASE WHEN is_nullable = 'NO' THEN 1 ELSE 0 END FROM information_schema.columns "
+                               "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position");
+  schema_shape out;
+  while (q.step()) out[q.text(0)].push_back({q.text(1), family_of(q.text(2)), q.integer(3) != 0});
+  q.reset();
+  return out;
+}
+
+}  // namespace
+
+// The two engines' schemas are written as two lists of migrations; this holds them to one
+// shape, table for table and column for column (names, type families, NOT NULL).
+TEST(storage_schemas, sqlite_and_postgresql_agree_column_for_column) {
+  test_support::postgres_database pg;
+  auto sqlite = storage::open_store(":memory:");
+  auto postgres = storage::open_store(pg.url());
+  const auto a = shape_of(*sqlite);
+  auto b = shape_of(*postgres);
+  EXPECT_GE(a.size(), 13u) << a;
+  // The fleet's tables are PostgreSQL's alone: one process holds a SQLite file.
+  for (const char* fleet_only : {"fleet_members", "job_leases", "backend_leases"})
+    EXPECT_EQ(b.erase(fleet_only), 1u) << fleet_only << " is missing from PostgreSQL";
+  EXPECT_TRUE(a == b) << "SQLite:\n" << a << "PostgreSQL:\n" << b;
+}
