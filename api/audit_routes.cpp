@@ -1,6 +1,5 @@
 // Route handlers: parse, validate, call the service, render; final audits' bodies through
 // the read model.
-#include "storage/documents.hpp"
 #include "audit_routes.hpp"
 
 #include <map>
@@ -13,6 +12,7 @@
 #include "audit/states.hpp"
 #include "record_json.hpp"
 #include "spec_json.hpp"
+#include "storage/documents.hpp"
 
 namespace logitaudit::api {
 namespace {

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <string>
 
-#include "storage/documents.hpp"
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "storage/db_worker.hpp"
+#include "storage/documents.hpp"
 
 using namespace logitaudit;
 using namespace std::chrono;

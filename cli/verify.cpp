@@ -1,5 +1,4 @@
 // verify: digests from bytes, identity from digests, predictions from identity.
-#include "storage/documents.hpp"
 #include "verify.hpp"
 
 #include <array>
@@ -11,6 +10,7 @@
 #include "audit/plan.hpp"
 #include "audit/search.hpp"
 #include "audit/stream_encoding.hpp"
+#include "storage/documents.hpp"
 
 namespace logitaudit::cli {
 namespace {

@@ -1,5 +1,4 @@
 // Stored audits -> the history's plain values, on the db thread.
-#include "storage/documents.hpp"
 #include "history_reader.hpp"
 
 #include <nlohmann/json.hpp>
@@ -7,6 +6,7 @@
 #include "api/spec_json.hpp"
 #include "audit/numbers.hpp"
 #include "db_call.hpp"
+#include "storage/documents.hpp"
 
 namespace logitaudit::daemon {
 

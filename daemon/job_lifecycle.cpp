@@ -1,5 +1,4 @@
 // create and run: every step of a job, once.
-#include "storage/documents.hpp"
 #include "job_lifecycle.hpp"
 
 #include <spdlog/spdlog.h>
@@ -12,6 +11,7 @@
 #include "clients/llama_api.hpp"
 #include "db_call.hpp"
 #include "service_errors.hpp"
+#include "storage/documents.hpp"
 
 namespace logitaudit::daemon {
 namespace {
@@ -129,73 +129,107 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
   co_return row;
 }
 
-net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls controls) {
-  job_end end;
-  end.id = id;
-  auto begin = [id](storage::store& s) -> std::optional<std::pair<storage::job_record, std::set<std::size_t>>> {
-    auto row = s.jobs().get(id);
-    if (!row) return std::nullopt;
-    s.jobs().set_status(id, audit::job_status::running, storage::now_utc());
-    return std::pair{*row, s.evidence().stored_groups(id)};
-  };
-  auto started = co_await on_db(db_, std::move(begin));
-  if (!started) {
-    end.status = audit::job_status::failed;
-    end.error = "no audit " + std::to_string(id) + " is stored";
-    co_return end;
-  }
-  auto& [row, stored] = *started;
+namespace {
 
-  auto spec = storage::decode_spec(row.spec_json);
-  std::string setup_error;
-  std::map<std::string, clients::backend_config> configs;
-  if (!spec) {
-    setup_error = "the stored spec does not parse";
-  } else {
-    for (const auto& b : spec->backends) {
-      auto it = config_.backends.find(b.name);
-      clients::backend_config c = it != config_.backends.end() && !b.managed ? it->second : clients::backend_config{};
-      c.name = b.name;
-      c.url = b.url;
-      if (b.managed) {
-        // Its URL comes when its server starts; it takes its turn with this machine's servers.
-        c.url = "http://127.0.0.1:0";
-        c.model_path = clients::managed_servers::path_of(config_.managed, b.managed->model).value_or("");
-        if (c.model_path.empty()) {
-          setup_error = "backend '" + b.name + "' names the managed model '" + b.managed->model +
-                        "', which this daemon's configuration no longer has";
-          break;
-        }
-      }
-      auto kind = clients::parse_api_kind(b.api);
-      if (!kind) {
-        setup_error = "backend '" + b.name + "' names the unknown API kind '" + b.api + "' (known: " +
-                      clients::api_kinds().names_text() + ")";
-        break;
-      }
-      c.api = *kind;
-      configs[b.name] = c;
+// The evidence a threshold search judges its next group by: what has run so far.
+struct search_state {
+  std::vector<audit::observed_run> runs;
+  audit::evaluation_evidence evidence;
+};
+
+// The requests that a threshold search did not need: they leave the plan's count, so that a
+// finished search is 100% done.
+std::int64_t skipped_trials(const audit::audit_plan& plan, const std::vector<audit::observed_run>& runs) {
+  std::set<std::size_t> ran;
+  for (const auto& r : runs) ran.insert(r.group);
+  std::int64_t skipped = 0;
+  for (const auto& g : plan.groups)
+    if (g.kind == audit::condition_kind::threshold_search && !ran.count(g.index))
+      skipped += static_cast<std::int64_t>(g.requests.size());
+  return skipped;
+}
+
+// How the audit ended, from what the runner said and what was stored. A run that failed after
+// its retries is a measurement missing from the evidence: the audit ends failed (its findings
+// over the runs that did succeed are still stored).
+void judge_end(const clients::job_outcome& outcome, const std::vector<audit::observed_run>& runs,
+               const std::string& write_error, const audit::audit_plan& plan, job_end& end) {
+  std::size_t failed_runs = 0;
+  std::string first_failure;
+  for (const auto& r : runs)
+    if (!r.stream) {
+      if (first_failure.empty()) first_failure = r.error;
+      ++failed_runs;
     }
-  }
-  if (!setup_error.empty()) {
-    spdlog::error("audit {} failed: {}", id, setup_error);
-    auto mark = [id, setup_error](storage::store& s) {
-      s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), setup_error);
-      return 0;
-    };
-    co_await on_db(db_, std::move(mark));
+  std::string errors;
+  for (const auto& e : outcome.errors) errors += (errors.empty() ? "" : "; ") + e;
+  if (!write_error.empty()) {
     end.status = audit::job_status::failed;
-    end.error = setup_error;
-    co_return end;
+    end.error = write_error;
+    end.storage_failed = true;
+    return;
   }
+  if (outcome.cancelled) {
+    end.status = audit::job_status::cancelled;
+    end.error = errors;
+    return;
+  }
+  if (failed_runs > 0) {
+    end.status = audit::job_status::failed;
+    end.error = std::to_string(failed_runs) + " of " + std::to_string(runs.size()) + " requests failed (first: " +
+                first_failure + ")" + (errors.empty() ? "" : "; " + errors);
+    return;
+  }
+  end.status = audit::job_status::done;
+  end.error = errors;
+  // Done means every planned group is in the database (a threshold search's skipped trials
+  // aside): a database that lost committed groups (a crash without durable commits) must not
+  // yield findings over fewer streams than the plan.
+  std::set<std::size_t> stored;
+  for (const auto& r : runs) stored.insert(r.group);
+  std::size_t missing = 0;
+  for (const auto& g : plan.groups) missing += g.kind != audit::condition_kind::threshold_search && !stored.count(g.index);
+  if (missing > 0) {
+    end.status = audit::job_status::failed;
+    end.error = std::to_string(missing) + " of the plan's " + std::to_string(plan.groups.size()) +
+                " groups are not in the database though they were measured (lost after they were stored?)";
+  }
+}
 
-  auto plan = std::make_shared<audit::audit_plan>(audit::make_plan(*spec));
-  spdlog::info("audit {}: running {} requests in {} groups ({} already stored)", id, plan->total_requests(),
-               plan->groups.size(), stored.size());
+}  // namespace
+
+expected<std::map<std::string, clients::backend_config>, std::string> job_lifecycle::client_configs(
+    const audit::audit_spec& spec) const {
+  std::map<std::string, clients::backend_config> configs;
+  for (const auto& b : spec.backends) {
+    auto it = config_.backends.find(b.name);
+    clients::backend_config c = it != config_.backends.end() && !b.managed ? it->second : clients::backend_config{};
+    c.name = b.name;
+    c.url = b.url;
+    if (b.managed) {
+      // Its URL comes when its server starts; it takes its turn with this machine's servers.
+      c.url = "http://127.0.0.1:0";
+      c.model_path = clients::managed_servers::path_of(config_.managed, b.managed->model).value_or("");
+      if (c.model_path.empty())
+        return unexpected{"backend '" + b.name + "' names the managed model '" + b.managed->model +
+                          "', which this daemon's configuration no longer has"};
+    }
+    auto kind = clients::parse_api_kind(b.api);
+    if (!kind)
+      return unexpected{"backend '" + b.name + "' names the unknown API kind '" + b.api + "' (known: " +
+                        clients::api_kinds().names_text() + ")"};
+    c.api = *kind;
+    configs[b.name] = c;
+  }
+  return configs;
+}
+
+clients::runner_options job_lifecycle::runner_of(std::int64_t id, std::shared_ptr<audit::audit_plan> plan,
+                                                 std::set<std::size_t> stored, const run_controls& controls) {
   clients::runner_options o;
   o.max_attempts = config_.max_attempts;
   o.retry_delay = config_.retry_delay;
-  o.skip_groups = stored;
+  o.skip_groups = std::move(stored);
   o.cancel = std::shared_ptr<std::atomic<bool>>(controls.stop, &controls.stop->requested);
   o.on_progress = controls.on_progress;
   auto* db = &db_;
@@ -214,56 +248,138 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
       }
     });
   };
-  // Managed backends: their servers live as long as this job's run, at most.
-  auto servers = std::make_shared<clients::managed_servers>(co_await net::this_coro::executor, config_.managed,
-                                                            "audit-" + std::to_string(id));
-  for (const auto& b : spec->backends)
+  return o;
+}
+
+namespace {
+
+// Managed backends: their servers live as long as this job's run, at most.
+void arm_managed_servers(clients::runner_options& o, const audit::audit_spec& spec,
+                         std::shared_ptr<clients::managed_servers> servers) {
+  for (const auto& b : spec.backends)
     if (b.managed) o.managed.insert(b.name);
-  if (!o.managed.empty()) {
-    auto settings = std::make_shared<std::map<std::string, audit::server_settings>>();
-    for (const auto& b : spec->backends)
-      if (b.managed) (*settings)[b.name] = *b.managed;
-    o.start_server = [servers, settings](const std::string& name) { return servers->start(name, settings->at(name)); };
-    o.stop_server = [servers](const std::string& name) { servers->stop(name); };
+  if (o.managed.empty()) return;
+  auto settings = std::make_shared<std::map<std::string, audit::server_settings>>();
+  for (const auto& b : spec.backends)
+    if (b.managed) (*settings)[b.name] = *b.managed;
+  o.start_server = [servers, settings](const std::string& name) { return servers->start(name, settings->at(name)); };
+  o.stop_server = [servers](const std::string& name) { servers->stop(name); };
+}
+
+// A threshold search skips the trials of widths it has decided: it judges what has run so far
+// (`state`: the stored runs first, when resumed) before each of its groups.
+void arm_search(clients::runner_options& o, std::shared_ptr<search_state> state, const audit::audit_spec& spec,
+                std::shared_ptr<audit::audit_plan> plan) {
+  auto spec_ptr = std::make_shared<audit::audit_spec>(spec);
+  o.wanted = [state, spec_ptr, plan](const audit::request_group& g) {
+    if (g.kind != audit::condition_kind::threshold_search || g.mode != audit::group_mode::burst) return true;
+    return audit::search_needs(*spec_ptr, *plan, audit::evaluate(*spec_ptr, *plan, state->runs, state->evidence), g);
+  };
+  o.on_group = [state, inner = std::move(o.on_group)](const clients::group_outcome& g) {
+    state->runs.insert(state->runs.end(), g.runs.begin(), g.runs.end());
+    if (g.burst) state->evidence.bursts[g.group] = *g.burst;
+    inner(g);
+  };
+}
+
+net::awaitable<std::shared_ptr<search_state>> load_search_state(storage::db_worker* db, std::int64_t id, bool resumed,
+                                                                audit::evidence_thresholds thresholds) {
+  auto state = std::make_shared<search_state>();
+  state->evidence.thresholds = thresholds;
+  if (!resumed) co_return state;
+  auto load = [id](storage::store& s) {
+    search_state ev;
+    ev.runs = s.evidence().observations(id);
+    for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
+    return ev;
+  };
+  auto loaded = co_await on_db(*db, std::move(load));
+  state->runs = std::move(loaded.runs);
+  state->evidence.bursts = std::move(loaded.evidence.bursts);
+  co_return state;
+}
+
+}  // namespace
+
+net::awaitable<void> job_lifecycle::fail_before_running(std::int64_t id, std::string why) {
+  spdlog::error("audit {} failed: {}", id, why);
+  auto mark = [id, why](storage::store& s) {
+    s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), why);
+    return 0;
+  };
+  co_await on_db(db_, std::move(mark));
+}
+
+net::awaitable<std::string> job_lifecycle::store_end(std::int64_t id, job_end end, audit::findings f, std::int64_t skipped,
+                                                     std::int64_t planned) {
+  const std::string findings_json = storage::encode_findings(f);
+  auto finish = [id, status = end.status, error = end.error, f, findings_json, skipped, planned](storage::store& s) {
+    if (skipped > 0) s.jobs().set_total_requests(id, planned);
+    s.jobs().finish(id, status, error, f, findings_json, storage::now_utc());
+    return 0;
+  };
+  std::string failure;
+  try {
+    co_await on_db_patient(db_, std::move(finish));
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (failure.empty()) co_return failure;
+  // The findings did not fit (a full disk): the status row is updated in place, which needs no
+  // new page, so the job still ends failed with the reason.
+  spdlog::error("audit {}: storing its findings failed: {}", id, failure);
+  auto mark_failed = [id, why = "storing the findings failed: " + failure](storage::store& s) {
+    s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), why);
+    return 0;
+  };
+  try {
+    co_await on_db(db_, std::move(mark_failed));
+  } catch (const std::exception& e) {
+    spdlog::error("audit {}: cannot even mark it failed: {}", id, e.what());
+  }
+  co_return failure;
+}
+
+net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls controls) {
+  job_end end;
+  end.id = id;
+  auto begin = [id](storage::store& s) -> std::optional<std::pair<storage::job_record, std::set<std::size_t>>> {
+    auto row = s.jobs().get(id);
+    if (!row) return std::nullopt;
+    s.jobs().set_status(id, audit::job_status::running, storage::now_utc());
+    return std::pair{*row, s.evidence().stored_groups(id)};
+  };
+  auto started = co_await on_db(db_, std::move(begin));
+  if (!started) {
+    end.status = audit::job_status::failed;
+    end.error = "no audit " + std::to_string(id) + " is stored";
+    co_return end;
+  }
+  auto& [row, stored] = *started;
+  auto spec = storage::decode_spec(row.spec_json);
+  expected<std::map<std::string, clients::backend_config>, std::string> configs =
+      unexpected{std::string("the stored spec does not parse")};
+  if (spec) configs = client_configs(*spec);
+  if (!configs) {
+    co_await fail_before_running(id, configs.error());
+    end.status = audit::job_status::failed;
+    end.error = configs.error();
+    co_return end;
   }
 
-  // A threshold search skips the trials of widths it has decided: it judges what has run so
-  // far (stored runs first, when resumed) before each of its groups.
+  auto plan = std::make_shared<audit::audit_plan>(audit::make_plan(*spec));
+  spdlog::info("audit {}: running {} requests in {} groups ({} already stored)", id, plan->total_requests(),
+               plan->groups.size(), stored.size());
+  auto o = runner_of(id, plan, stored, controls);
+  auto servers = std::make_shared<clients::managed_servers>(co_await net::this_coro::executor, config_.managed,
+                                                            "audit-" + std::to_string(id));
+  arm_managed_servers(o, *spec, servers);
   const bool searches = std::any_of(spec->conditions.begin(), spec->conditions.end(), [](const audit::condition& c) {
     return c.kind == audit::condition_kind::threshold_search;
   });
-  if (searches) {
-    struct so_far {
-      std::vector<audit::observed_run> runs;
-      audit::evaluation_evidence evidence;
-    };
-    auto state = std::make_shared<so_far>();
-    state->evidence.thresholds = config_.evidence;
-    if (!stored.empty()) {
-      auto load = [id](storage::store& s) {
-        so_far ev;
-        ev.runs = s.evidence().observations(id);
-        for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
-        return ev;
-      };
-      auto loaded = co_await on_db(db_, std::move(load));
-      state->runs = std::move(loaded.runs);
-      state->evidence.bursts = std::move(loaded.evidence.bursts);
-    }
-    auto spec_ptr = std::make_shared<audit::audit_spec>(*spec);
-    o.wanted = [state, spec_ptr, plan](const audit::request_group& g) {
-      if (g.kind != audit::condition_kind::threshold_search || g.mode != audit::group_mode::burst) return true;
-      return audit::search_needs(*spec_ptr, *plan, audit::evaluate(*spec_ptr, *plan, state->runs, state->evidence), g);
-    };
-    o.on_group = [state, inner = std::move(o.on_group)](const clients::group_outcome& g) {
-      state->runs.insert(state->runs.end(), g.runs.begin(), g.runs.end());
-      if (g.burst) state->evidence.bursts[g.group] = *g.burst;
-      inner(g);
-    };
-  }
-  auto outcome = co_await clients::run_audit(*spec, *plan, configs, o);
+  if (searches) arm_search(o, co_await load_search_state(&db_, id, !stored.empty(), config_.evidence), *spec, plan);
+  auto outcome = co_await clients::run_audit(*spec, *plan, *configs, o);
   servers->stop_all();
-
   if (outcome.cancelled && !controls.stop->by_user) {
     spdlog::info("audit {}: stopped by a shutdown; stays running, to be resumed", id);
     co_return end;  // status running
@@ -271,6 +387,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
 
   // Everything queued is written before this task runs (the db thread writes first); the
   // findings are judged from what was stored, exactly as `verify` will see it.
+  auto* db = &db_;
   auto load = [db, id](storage::store& s) {
     stored_evidence ev;
     ev.runs = s.evidence().observations(id);
@@ -283,84 +400,13 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   auto [ev, write_error] = co_await on_db_patient(db_, std::move(load));
   ev.evidence.thresholds = config_.evidence;
   auto f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
-
-  // A run that failed after its retries is a measurement missing from the evidence: the
-  // audit ends failed (its findings over the runs that did succeed are still stored).
-  std::size_t failed_runs = 0;
-  std::string first_failure;
-  for (const auto& r : ev.runs)
-    if (!r.stream) {
-      if (first_failure.empty()) first_failure = r.error;
-      ++failed_runs;
-    }
-  std::string errors;
-  for (const auto& e : outcome.errors) errors += (errors.empty() ? "" : "; ") + e;
-  if (!write_error.empty()) {
-    end.status = audit::job_status::failed;
-    end.error = write_error;
-    end.storage_failed = true;
-  } else if (outcome.cancelled) {
-    end.status = audit::job_status::cancelled;
-    end.error = errors;
-  } else if (failed_runs > 0) {
-    end.status = audit::job_status::failed;
-    end.error = std::to_string(failed_runs) + " of " + std::to_string(ev.runs.size()) + " requests failed (first: " +
-                first_failure + ")" + (errors.empty() ? "" : "; " + errors);
-  } else {
-    end.status = audit::job_status::done;
-    end.error = errors;
-    // Done means every planned group is in the database (a threshold search's skipped trials
-    // aside): a database that lost committed groups (a crash without durable commits) must
-    // not yield findings over fewer streams than the plan.
-    std::set<std::size_t> stored;
-    for (const auto& r : ev.runs) stored.insert(r.group);
-    std::size_t missing = 0;
-    for (const auto& g : plan->groups)
-      missing += g.kind != audit::condition_kind::threshold_search && !stored.count(g.index);
-    if (missing > 0) {
-      end.status = audit::job_status::failed;
-      end.error = std::to_string(missing) + " of the plan's " + std::to_string(plan->groups.size()) +
-                  " groups are not in the database though they were measured (lost after they were stored?)";
-    }
-  }
-  const std::string findings_json = storage::encode_findings(f);
-  // The trials a search did not need leave the plan's count: a finished search is 100% done.
-  std::int64_t skipped = 0;
-  if (searches) {
-    std::set<std::size_t> ran;
-    for (const auto& r : ev.runs) ran.insert(r.group);
-    for (const auto& g : plan->groups)
-      if (g.kind == audit::condition_kind::threshold_search && !ran.count(g.index))
-        skipped += static_cast<std::int64_t>(g.requests.size());
-  }
+  judge_end(outcome, ev.runs, write_error, *plan, end);
+  const std::int64_t skipped = searches ? skipped_trials(*plan, ev.runs) : 0;
   const auto planned = static_cast<std::int64_t>(plan->total_requests()) - skipped;
-  auto finish = [id, status = end.status, error = end.error, f, findings_json, skipped, planned](storage::store& s) {
-    if (skipped > 0) s.jobs().set_total_requests(id, planned);
-    s.jobs().finish(id, status, error, f, findings_json, storage::now_utc());
-    return 0;
-  };
-  std::string finish_failure;
-  try {
-    co_await on_db_patient(db_, std::move(finish));
-  } catch (const std::exception& e) {
-    finish_failure = e.what();
-  }
-  if (!finish_failure.empty()) {
-    // The findings did not fit (a full disk): the status row is updated in place, which
-    // needs no new page, so the job still ends failed with the reason.
-    spdlog::error("audit {}: storing its findings failed: {}", id, finish_failure);
+  if (const auto failure = co_await store_end(id, end, f, skipped, planned); !failure.empty()) {
     end.status = audit::job_status::failed;
-    end.error = "storing the findings failed: " + finish_failure;
+    end.error = "storing the findings failed: " + failure;
     end.storage_failed = true;
-    auto mark_failed = [id, why = end.error](storage::store& s) {
-      s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), why);
-      return 0;
-    };
-    try {
-      co_await on_db(db_, std::move(mark_failed));
-    } catch (const std::exception& e) {
-      spdlog::error("audit {}: cannot even mark it failed: {}", id, e.what());
-    }
   }
   end.findings = std::move(f);
   if (end.error.empty()) spdlog::info("audit {}: {}", id, audit::to_string(end.status));

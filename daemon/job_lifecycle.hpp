@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "audit/evidence.hpp"
 #include "audit/expected.hpp"
 #include "audit/findings.hpp"
+#include "audit/plan.hpp"
 #include "audit/spec.hpp"
 #include "clients/backend.hpp"
 #include "clients/job_runner.hpp"
@@ -98,6 +100,19 @@ class job_lifecycle {
   net::awaitable<job_end> run(std::int64_t id, run_controls controls);
 
  private:
+  // The steps of run(), each named for what it does.
+  // The client configuration of each of the spec's backends, or why the job cannot run.
+  expected<std::map<std::string, clients::backend_config>, std::string> client_configs(const audit::audit_spec& spec) const;
+  // The runner's options: retries, what is stored already, cancellation, and each group and
+  // fingerprint written to the db thread the moment it is measured.
+  clients::runner_options runner_of(std::int64_t id, std::shared_ptr<audit::audit_plan> plan, std::set<std::size_t> stored,
+                                    const run_controls& controls);
+  net::awaitable<void> fail_before_running(std::int64_t id, std::string why);
+  // Stores the end and the findings; returns why that failed (the job is then marked failed),
+  // or an empty string.
+  net::awaitable<std::string> store_end(std::int64_t id, job_end end, audit::findings f, std::int64_t skipped,
+                                        std::int64_t planned);
+
   storage::db_worker& db_;
   lifecycle_config config_;
 };

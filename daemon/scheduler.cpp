@@ -1,5 +1,4 @@
 // Schedule CRUD and the firing loop. Every db lambda is a named local (GCC 12, see db_call.hpp).
-#include "storage/documents.hpp"
 #include "scheduler.hpp"
 
 #include <spdlog/spdlog.h>
@@ -11,6 +10,7 @@
 #include "api/spec_json.hpp"
 #include "cron.hpp"
 #include "db_call.hpp"
+#include "storage/documents.hpp"
 
 namespace logitaudit::daemon {
 namespace {

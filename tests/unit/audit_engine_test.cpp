@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "storage/documents.hpp"
 #include "audit/baselines.hpp"
 #include "audit/compare.hpp"
 #include "audit/evidence.hpp"
@@ -14,6 +13,7 @@
 #include "audit/report.hpp"
 #include "audit/stream_encoding.hpp"
 #include "api/spec_json.hpp"
+#include "storage/documents.hpp"
 #include "support/synthetic.hpp"
 
 using namespace logitaudit::audit;

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "storage/documents.hpp"
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -17,6 +16,7 @@
 #include "cli/verify.hpp"
 #include "clients/managed_servers.hpp"
 #include "config/daemon_config.hpp"
+#include "storage/documents.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/fake_backend.hpp"
 

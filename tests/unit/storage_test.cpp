@@ -18,13 +18,13 @@
 #include <future>
 #include <utility>
 
-#include "storage/documents.hpp"
 #include "api/spec_json.hpp"
 #include "audit/stream_encoding.hpp"
 #include "cli/verify.hpp"
 #include "storage/database_lock.hpp"
 #include "storage/copy.hpp"
 #include "storage/db_worker.hpp"
+#include "storage/documents.hpp"
 #include "storage/postgres_store.hpp"
 #include "storage/sqlite_store.hpp"
 #include "support/postgres.hpp"
