@@ -30,16 +30,32 @@ std::string name_of(std::int64_t job, const storage::run_record& r) {
          " request " + std::to_string(r.request) + ", " + r.backend + "/" + r.condition + ")";
 }
 
-void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
-  ++rep.jobs;
-  const auto runs = store.evidence().runs(job);
+// A stream's digests as recomputed from its stored encoding.
+struct recomputed {
+  std::vector<std::uint8_t> token, logit;
+  bool valid = false;
+};
+
+// A judged stream: its identity with its baseline, from the recomputed digests.
+struct identity {
+  std::string condition;
+  bool logit = false, token = false;
+  bool counted = true;  // its stored verdict carries no evidence flag
+  std::size_t group = 0;
+};
+
+// What one job's checks share.
+struct job_evidence {
+  std::int64_t job = 0;
+  std::vector<storage::run_record> runs;
+  std::map<std::size_t, bool> burst_batched;  // a burst's stored verdict: batched or not
+};
+
+// 1. Digests, recomputed from the stored encoding.
+std::map<std::int64_t, recomputed> recompute_digests(storage::store& store, const job_evidence& e, verify_report& rep) {
+  const auto job = e.job;
   std::map<std::int64_t, const storage::run_record*> by_id;
-  for (const auto& r : runs) by_id[r.id] = &r;
-  // 1. Digests, recomputed from the stored encoding.
-  struct recomputed {
-    std::vector<std::uint8_t> token, logit;
-    bool valid = false;
-  };
+  for (const auto& r : e.runs) by_id[r.id] = &r;
   std::map<std::int64_t, recomputed> digests;  // by run id
   for (const auto& st : store.evidence().stored_streams(job)) {
     ++rep.streams;
@@ -56,31 +72,29 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
       rep.problems.push_back(name_of(job, r) + ": token digest stored " + hex(st.token_digest) + ", recomputed " + hex(c.token));
     digests[st.run] = std::move(c);
   }
-  std::map<std::pair<std::size_t, std::size_t>, const storage::run_record*> by_position;
-  for (const auto& r : runs) by_position[{r.group, r.request}] = &r;
+  return digests;
+}
 
-  // 2. Identity verdicts, from the recomputed digests against the baseline's.
-  const auto job_row = store.jobs().get(job);
-  // A job whose end could not be stored (a full disk) has no findings to verify: its verdicts
-  // and predictions were written in the one transaction that failed.
-  const bool finished = job_row && audit::has_findings(job_row->status) && !job_row->findings_json.empty();
-  struct identity {
-    std::string condition;
-    bool logit = false, token = false;
-    bool counted = true;  // its stored verdict carries no evidence flag
-    std::size_t group = 0;
+// 2. Identity verdicts, from the recomputed digests against the baseline's; `finished`: the
+// job's stored verdicts are compared too.
+std::vector<identity> judge_identities(const job_evidence& e, const std::map<std::int64_t, recomputed>& known, bool finished,
+                                       verify_report& rep) {
+  const auto job = e.job;
+  const auto& burst_batched = e.burst_batched;
+  static const recomputed none;  // a stream whose encoding did not decode is not judged
+  auto digest_of = [&](std::int64_t run) -> const recomputed& {
+    auto it = known.find(run);
+    return it == known.end() ? none : it->second;
   };
-  // A stream of a burst is flagged not_batched exactly when its burst's stored verdict says so.
-  std::map<std::size_t, bool> burst_batched;
-  for (const auto& b : store.evidence().bursts(job))
-    if (b.verdict) burst_batched[b.group] = b.verdict->batched;
+  std::map<std::pair<std::size_t, std::size_t>, const storage::run_record*> by_position;
+  for (const auto& r : e.runs) by_position[{r.group, r.request}] = &r;
   std::vector<identity> judged;
-  for (const auto& r : runs) {
+  for (const auto& r : e.runs) {
     if (!r.compared || !r.ok || !r.baseline_group) continue;
     auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
     if (base == by_position.end() || !base->second->ok) continue;  // not judged: its baseline failed
-    const auto& mine = digests[r.id];
-    const auto& theirs = digests[base->second->id];
+    const auto& mine = digest_of(r.id);
+    const auto& theirs = digest_of(base->second->id);
     if (!mine.valid || !theirs.valid) continue;
     identity id{r.condition, mine.logit == theirs.logit, mine.token == theirs.token, true, r.group};
     if (!finished) {
@@ -104,16 +118,15 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
                              (id.logit ? "identical" : "differs") + "/token " + (id.token ? "identical" : "differs"));
   }
 
-  // 3. Predictions, from the recomputed identities.
-  if (!finished || !job_row) return;
-  auto spec = storage::decode_spec(job_row->spec_json);
-  if (!spec) {
-    rep.problems.push_back("job " + std::to_string(job) + ": the stored spec does not parse");
-    return;
-  }
+  return judged;
+}
+
+// 3. Predictions, from the recomputed identities.
+void verify_predictions(storage::store& store, std::int64_t job, const audit::audit_spec& spec,
+                        const std::vector<identity>& judged, verify_report& rep) {
   std::map<std::string, storage::prediction_record> stored_p;
   for (const auto& p : store.jobs().predictions(job)) stored_p[p.id] = p;
-  for (const auto& p : spec->predictions) {
+  for (const auto& p : spec.predictions) {
     ++rep.predictions;
     const std::set<std::string> names(p.conditions.begin(), p.conditions.end());
     int k = 0, n = 0;
@@ -136,17 +149,20 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
                              " " + std::to_string(k) + "/" + std::to_string(n));
   }
 
-  // 4. Threshold searches, recounted from the recomputed identities and the stored burst
-  // verdicts, and decided again; throughput probes from the stored token counts and bursts.
-  const auto stored_findings = storage::decode_findings(job_row->findings_json);
-  if (!stored_findings) return;
-  const auto plan = audit::make_plan(*spec);
+}
+
+// 4. Threshold searches, recounted from the recomputed identities and the stored burst
+// verdicts, and decided again.
+void verify_searches(const job_evidence& e, const audit::audit_spec& spec, const audit::audit_plan& plan,
+                     const audit::findings& stored_findings, const std::vector<identity>& judged, verify_report& rep) {
+  const auto job = e.job;
+  const auto& burst_batched = e.burst_batched;
   std::map<std::size_t, std::vector<const identity*>> by_group;
   for (const auto& id : judged) by_group[id.group].push_back(&id);
   const std::string at = "job " + std::to_string(job) + " ";
-  for (const auto& stored : stored_findings->searches) {
+  for (const auto& stored : stored_findings.searches) {
     const audit::condition* c = nullptr;
-    for (const auto& x : spec->conditions)
+    for (const auto& x : spec.conditions)
       if (x.name == stored.condition) c = &x;
     if (!c) {
       rep.problems.push_back(at + "search " + stored.condition + ": no such condition in the spec");
@@ -197,10 +213,18 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
                                std::string(audit::to_string(token)));
     }
   }
-  if (!stored_findings->throughput.empty()) {
+}
+
+// 5. Throughput probes, from the stored token counts and bursts.
+void verify_throughput(storage::store& store, const job_evidence& e, const audit::audit_plan& plan,
+                       const audit::findings& stored_findings, verify_report& rep) {
+  const auto job = e.job;
+  const auto& runs = e.runs;
+  const std::string at = "job " + std::to_string(job) + " ";
+  if (!stored_findings.throughput.empty()) {
     std::map<std::size_t, std::int64_t> wall;
     for (const auto& b : store.evidence().bursts(job)) wall[b.group] = b.measurement.wall_ns;
-    for (const auto& t : stored_findings->throughput) {
+    for (const auto& t : stored_findings.throughput) {
       long long tokens = 0;
       std::int64_t ns = 0;
       std::map<std::size_t, std::pair<int, long long>> groups;  // ok runs, tokens
@@ -224,6 +248,33 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
                                std::to_string(tps) + "/s");
     }
   }
+}
+
+void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
+  ++rep.jobs;
+  job_evidence e;
+  e.job = job;
+  e.runs = store.evidence().runs(job);
+  for (const auto& b : store.evidence().bursts(job))
+    if (b.verdict) e.burst_batched[b.group] = b.verdict->batched;
+  const auto digests = recompute_digests(store, e, rep);
+  const auto job_row = store.jobs().get(job);
+  // A job whose end could not be stored (a full disk) has no findings to verify: its verdicts
+  // and predictions were written in the one transaction that failed.
+  const bool finished = job_row && audit::has_findings(job_row->status) && !job_row->findings_json.empty();
+  const auto judged = judge_identities(e, digests, finished, rep);
+  if (!finished) return;
+  auto spec = storage::decode_spec(job_row->spec_json);
+  if (!spec) {
+    rep.problems.push_back("job " + std::to_string(job) + ": the stored spec does not parse");
+    return;
+  }
+  verify_predictions(store, job, *spec, judged, rep);
+  const auto stored_findings = storage::decode_findings(job_row->findings_json);
+  if (!stored_findings) return;
+  const auto plan = audit::make_plan(*spec);
+  verify_searches(e, *spec, plan, *stored_findings, judged, rep);
+  if (!stored_findings->throughput.empty()) verify_throughput(store, e, plan, *stored_findings, rep);
 }
 
 }  // namespace

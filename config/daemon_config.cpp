@@ -76,29 +76,8 @@ void check_pem_file(const backend_entry& be, const std::string& file, const std:
   if (head.find(marker) == std::string::npos) p.push_back({at, "'" + file + "' holds no PEM " + what});
 }
 
-}  // namespace
-
-expected<daemon_config, std::vector<config_problem>> parse_config(const std::string& text) {
-  std::vector<config_problem> p;
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) return unexpected{std::vector<config_problem>{{"", "the config file is not valid JSON"}}};
-  if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
-  daemon_config c;
-  unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
-                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed", "fleet"},
-               p);
-  read(j, "log_file", "", c.log_file, p);
-  std::string interrupted = "resume";
-  read(j, "interrupted_jobs", "", interrupted, p);
-  if (interrupted == "resume") c.interrupted_jobs = interrupted_policy::resume;
-  else if (interrupted == "mark_interrupted") c.interrupted_jobs = interrupted_policy::mark_interrupted;
-  else p.push_back({"interrupted_jobs", "must be \"resume\" or \"mark_interrupted\""});
-  read(j, "listen", "", c.listen, p);
-  read(j, "database", "", c.database, p);
-  read(j, "allow_adhoc_backends", "", c.allow_adhoc_backends, p);
-  read(j, "max_running_jobs", "", c.max_running_jobs, p);
-  read(j, "read_cache_bytes", "", c.read_cache_bytes, p);
-  read(j, "protect_reads", "", c.protect_reads, p);
+// The API's bearer tokens.
+void read_tokens(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto t = j.find("tokens"); t != j.end()) {
     if (!t->is_array()) p.push_back({"tokens", "must be an array of strings"});
     else
@@ -108,6 +87,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         else c.tokens.push_back((*t)[i].get<std::string>());
       }
   }
+}
+
+// The configured backends: each key checked, TLS files read, names unique.
+void read_backends(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto b = j.find("backends"); b != j.end()) {
     if (!b->is_array()) p.push_back({"backends", "must be an array"});
     else {
@@ -151,6 +134,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       }
     }
   }
+}
+
+// limits.*: what a spec may ask for, the queue and the database.
+void read_limits(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto l = j.find("limits"); l != j.end()) {
     if (!l->is_object()) p.push_back({"limits", "must be an object"});
     else {
@@ -180,6 +167,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         if (v < 1 || v > 4096) p.push_back({std::string("limits.") + key, "must be between 1 and 4096"});
     }
   }
+}
+
+// managed.*: the llama-server binary and the models managed backends may start.
+void read_managed(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto m = j.find("managed"); m != j.end()) {
     if (!m->is_object()) p.push_back({"managed", "must be an object {llama_server, models, ctx_per_slot, startup_timeout_s, log_dir}"});
     else {
@@ -220,6 +211,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       }
     }
   }
+}
+
+// fleet.*: lease and heartbeat times.
+void read_fleet(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto f = j.find("fleet"); f != j.end()) {
     if (!f->is_object()) p.push_back({"fleet", "must be an object {lease_ttl_s, heartbeat_s}"});
     else {
@@ -231,6 +226,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
         p.push_back({"fleet.heartbeat_s", "must be at least 1 and at most half of fleet.lease_ttl_s"});
     }
   }
+}
+
+// evidence.*: when a condition counts as what its name says.
+void read_evidence(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto e = j.find("evidence"); e != j.end()) {
     if (!e->is_object()) p.push_back({"evidence", "must be an object"});
     else {
@@ -241,6 +240,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       read(*e, "min_reused_tokens", "evidence", c.evidence.min_reused_tokens, p);
     }
   }
+}
+
+// alerts.*: the webhooks, their kinds, and delivery retries.
+void read_alerts(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto a = j.find("alerts"); a != j.end()) {
     if (!a->is_object()) p.push_back({"alerts", "must be an object"});
     else {
@@ -286,6 +289,10 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       }
     }
   }
+}
+
+// history.*: the thresholds of the series classification.
+void read_history(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto h = j.find("history"); h != j.end()) {
     if (!h->is_object()) p.push_back({"history", "must be an object"});
     else {
@@ -304,6 +311,39 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
       count("confirm_after", t.confirm_after, 100);
     }
   }
+}
+
+}  // namespace
+
+expected<daemon_config, std::vector<config_problem>> parse_config(const std::string& text) {
+  std::vector<config_problem> p;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return unexpected{std::vector<config_problem>{{"", "the config file is not valid JSON"}}};
+  if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
+  daemon_config c;
+  unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
+                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed", "fleet"},
+               p);
+  read(j, "log_file", "", c.log_file, p);
+  std::string interrupted = "resume";
+  read(j, "interrupted_jobs", "", interrupted, p);
+  if (interrupted == "resume") c.interrupted_jobs = interrupted_policy::resume;
+  else if (interrupted == "mark_interrupted") c.interrupted_jobs = interrupted_policy::mark_interrupted;
+  else p.push_back({"interrupted_jobs", "must be \"resume\" or \"mark_interrupted\""});
+  read(j, "listen", "", c.listen, p);
+  read(j, "database", "", c.database, p);
+  read(j, "allow_adhoc_backends", "", c.allow_adhoc_backends, p);
+  read(j, "max_running_jobs", "", c.max_running_jobs, p);
+  read(j, "read_cache_bytes", "", c.read_cache_bytes, p);
+  read(j, "protect_reads", "", c.protect_reads, p);
+  read_tokens(j, c, p);
+  read_backends(j, c, p);
+  read_limits(j, c, p);
+  read_managed(j, c, p);
+  read_fleet(j, c, p);
+  read_evidence(j, c, p);
+  read_alerts(j, c, p);
+  read_history(j, c, p);
   if (!p.empty()) return unexpected{std::move(p)};
   return c;
 }
