@@ -289,22 +289,18 @@ prediction_outcome decide(const prediction& p, int k, int n) {
   return static_cast<double>(k) >= p.at_least * n - 1e-9 ? prediction_outcome::held : prediction_outcome::failed;
 }
 
-findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
-                  const evaluation_evidence& ev) {
-  findings f;
-  f.thresholds = ev.thresholds;
-  for (const auto& b : spec.backends) f.backends.push_back(b.name);
+namespace {
 
-  // Index the observations by (group, request).
-  std::map<std::pair<std::size_t, std::size_t>, const observed_run*> seen;
-  for (const auto& r : runs) seen[{r.group, r.request}] = &r;
+using run_index = std::map<std::pair<std::size_t, std::size_t>, const observed_run*>;  // by (group, request)
 
-  // Baseline streams and their digests.
-  struct base {
-    const logit_stream* stream = nullptr;
-    stream_digests digests;
-    std::string error;
-  };
+// A solo baseline's stream and digests, or why there is none.
+struct base {
+  const logit_stream* stream = nullptr;
+  stream_digests digests;
+  std::string error;
+};
+
+std::vector<base> baselines_of(const audit_plan& plan, const run_index& seen) {
   std::vector<base> bases(plan.baselines.size());
   for (std::size_t i = 0; i < plan.baselines.size(); ++i) {
     auto it = seen.find({plan.baselines[i].group, 0});
@@ -315,8 +311,11 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
       bases[i].digests = digest(*bases[i].stream);
     }
   }
+  return bases;
+}
 
-  // Every burst that ran is judged: did the server batch it?
+// Every burst that ran is judged: did the server batch it?
+void judge_bursts(const audit_plan& plan, const run_index& seen, const evaluation_evidence& ev, findings& f) {
   for (const auto& g : plan.groups) {
     if (g.mode != group_mode::burst) continue;
     bool ran = false;
@@ -328,6 +327,11 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
                                            "no measurement of this burst was stored"};
   }
 
+}
+
+// Every compared stream against its baseline, flagged when its condition did not happen.
+void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector<base>& bases,
+                const evaluation_evidence& ev, findings& f) {
   for (const auto& g : plan.groups) {
     if (g.is_baseline) continue;
     // A search's trials run only while their width is undecided: one that did not run was
@@ -376,6 +380,10 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     }
   }
 
+}
+
+// Each condition's tally per backend and pooled, with its bursts' batching evidence.
+void tally_conditions(const audit_spec& spec, const audit_plan& plan, const evaluation_evidence& ev, findings& f) {
   for (const auto& c : spec.conditions) {
     if (c.kind == condition_kind::throughput) continue;  // timed, never compared: see f.throughput
     condition_tally pooled = empty_tally(c);
@@ -392,7 +400,10 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     f.pooled.push_back(pooled);
   }
 
-  // The seed's falsifier: a positive control that comes out identical voids the findings.
+}
+
+// The seed's falsifier: a positive control that comes out identical voids the findings.
+void judge_controls(findings& f) {
   std::vector<std::string> vacuous;
   for (const auto& t : f.pooled)
     if (t.control() && (t.logit_identical > 0 || t.token_identical > 0))
@@ -410,6 +421,9 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     f.invalid_reason = "invalid: no positive control was judged, so identity cannot be told from a broken comparator";
   }
 
+}
+
+void judge_predictions(const audit_spec& spec, findings& f) {
   for (const auto& p : spec.predictions) {
     prediction_result pr;
     pr.claim = p;
@@ -426,8 +440,11 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     f.predictions.push_back(pr);
   }
 
-  // Both ends taken (a fingerprint that failed is not a change): a server that changed during
-  // the audit, by a declared field or by its canary's numbers, voids the findings.
+}
+
+// Both ends taken (a fingerprint that failed is not a change): a server that changed during
+// the audit, by a declared field or by its canary's numbers, voids the findings.
+void judge_server_changes(const evaluation_evidence& ev, findings& f) {
   for (const auto& [name, fp] : ev.fingerprints)
     if (!fp.before.api.empty() && !fp.after.api.empty())
       for (const auto& field : fingerprint_differences(fp.before, fp.after))
@@ -439,6 +456,24 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
       f.invalid_reason += (i ? ", " : "") + f.fingerprint_changes[i];
   }
 
+}
+
+}  // namespace
+
+findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
+                  const evaluation_evidence& ev) {
+  findings f;
+  f.thresholds = ev.thresholds;
+  for (const auto& b : spec.backends) f.backends.push_back(b.name);
+  run_index seen;
+  for (const auto& r : runs) seen[{r.group, r.request}] = &r;
+  const auto bases = baselines_of(plan, seen);
+  judge_bursts(plan, seen, ev, f);
+  judge_runs(plan, seen, bases, ev, f);
+  tally_conditions(spec, plan, ev, f);
+  judge_controls(f);
+  judge_predictions(spec, f);
+  judge_server_changes(ev, f);
   f.searches = threshold_searches(spec, plan, f);
   f.throughput = throughput_results(spec, plan, runs, ev.bursts);
   f.frontier = frontier_rows(spec, plan, f);

@@ -264,6 +264,40 @@ std::string_view to_string(alert_kind k) {
 
 std::optional<alert_kind> parse_alert_kind(std::string_view s) { return parse_by_name(kAlertKinds, s); }
 
+namespace {
+
+// The series' state from its latest audits; `comp`: the indices of the comparable ones.
+series_state state_of(const std::vector<series_audit>& audits, const std::vector<std::size_t>& comp,
+                      const std::vector<transition>& transitions) {
+  const series_audit* latest = nullptr;
+  for (const auto& a : audits)
+    if (a.ended || a.status == job_status::failed || a.status == job_status::interrupted) latest = &a;
+  if (!latest) return series_state::no_history;
+  if (latest->server_changed) return series_state::server_changed;
+  if (!latest->ended) return series_state::failed;
+  if (comp.size() < 2) return series_state::no_history;
+  // The transition into the latest comparable audit, and the one before it (which the latest
+  // may have confirmed).
+  std::vector<const transition*> recent;
+  for (auto it = transitions.rbegin(); it != transitions.rend() && recent.size() < 2; ++it)
+    if (it->kind != transition_kind::not_comparable || it->to_job == audits[comp.back()].job) recent.push_back(&*it);
+  auto has_shift = [](const transition* x, change_state s) {
+    return x && std::any_of(x->rate_shifts.begin(), x->rate_shifts.end(), [&](const rate_shift& r) { return r.state == s; });
+  };
+  const transition* last = recent.empty() ? nullptr : recent[0];
+  const transition* before = recent.size() > 1 ? recent[1] : nullptr;
+  if (before && before->kind == transition_kind::unexplained_step && before->state == change_state::confirmed)
+    return series_state::step_confirmed;
+  if (last && last->kind == transition_kind::unexplained_step) return series_state::step_suspected;
+  if (last && last->kind == transition_kind::intermittent) return series_state::intermittent;
+  if (has_shift(before, change_state::confirmed)) return series_state::rate_shift_confirmed;
+  if (has_shift(last, change_state::suspected)) return series_state::rate_shift_suspected;
+  if (last && last->kind == transition_kind::explained) return series_state::explained_change;
+  return series_state::stable;
+}
+
+}  // namespace
+
 series_history analyse_series(const std::vector<series_audit>& audits, const history_thresholds& t) {
   series_history h;
   // The comparable audits, and the segment each belongs to.
@@ -351,34 +385,7 @@ series_history analyse_series(const std::vector<series_audit>& audits, const his
     h.transitions.push_back(std::move(tr));
   }
 
-  // The series' state from its latest audits.
-  const series_audit* latest = nullptr;
-  for (const auto& a : audits)
-    if (a.ended || a.status == job_status::failed || a.status == job_status::interrupted) latest = &a;
-  if (!latest) h.state = series_state::no_history;
-  else if (latest->server_changed) h.state = series_state::server_changed;
-  else if (!latest->ended) h.state = series_state::failed;
-  else if (comp.size() < 2) h.state = series_state::no_history;
-  else {
-    // The transition into the latest comparable audit, and the one before it (which the
-    // latest may have confirmed).
-    std::vector<const transition*> recent;
-    for (auto it = h.transitions.rbegin(); it != h.transitions.rend() && recent.size() < 2; ++it)
-      if (it->kind != transition_kind::not_comparable || it->to_job == audits[comp.back()].job) recent.push_back(&*it);
-    auto has_shift = [](const transition* x, change_state s) {
-      return x && std::any_of(x->rate_shifts.begin(), x->rate_shifts.end(), [&](const rate_shift& r) { return r.state == s; });
-    };
-    const transition* last = recent.empty() ? nullptr : recent[0];
-    const transition* before = recent.size() > 1 ? recent[1] : nullptr;
-    if (before && before->kind == transition_kind::unexplained_step && before->state == change_state::confirmed)
-      h.state = series_state::step_confirmed;
-    else if (last && last->kind == transition_kind::unexplained_step) h.state = series_state::step_suspected;
-    else if (last && last->kind == transition_kind::intermittent) h.state = series_state::intermittent;
-    else if (has_shift(before, change_state::confirmed)) h.state = series_state::rate_shift_confirmed;
-    else if (has_shift(last, change_state::suspected)) h.state = series_state::rate_shift_suspected;
-    else if (last && last->kind == transition_kind::explained) h.state = series_state::explained_change;
-    else h.state = series_state::stable;
-  }
+  h.state = state_of(audits, comp, h.transitions);
   return h;
 }
 

@@ -206,21 +206,13 @@ void validate_settings(const server_settings& m, const spec_limits& lim, const s
 
 }  // namespace
 
-std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& lim, std::span<const std::string> api_kinds) {
-  std::vector<spec_problem> p;
-  // A sweep not yet expanded is judged as the spec it expands to, once its matrix is sound.
-  const bool unexpanded = spec.sweep && spec.backends.empty();
-  const audit_spec expanded = unexpanded && sweep_size(*spec.sweep) <= static_cast<std::size_t>(lim.max_sweep_configurations) &&
-                                      !spec.sweep->models.empty() &&
-                                      std::none_of(spec.sweep->models.begin(), spec.sweep->models.end(),
-                                                   [](const std::string& m) { return m.empty(); })
-                                  ? expand_sweep(spec)
-                                  : audit_spec{};
-  const audit_spec& s = expanded.backends.empty() ? spec : expanded;
-  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+namespace {
 
-  const std::size_t problems_before_sweep = p.size();
-  if (s.sweep) {
+// The sweep's matrix: its models, each axis's values in range, the probe, and no backends of
+// its own besides those it expands to.
+void validate_sweep(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  {
     const auto& w = *s.sweep;
     const std::size_t size = sweep_size(w);
     if (w.models.empty()) add("sweep.models", "at least one model is required");
@@ -252,10 +244,17 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
         s.backends != expanded_backends(*s.sweep))
       add("backends", "a sweep starts its own servers, one per configuration: leave backends out");
   }
+}
+
+// The backends: how many, named once each, a registered API kind, an http(s) URL, managed
+// settings in range. `sweep_problems`: the sweep had problems of its own (it expands to none).
+void validate_backends(const audit_spec& s, const spec_limits& lim, std::span<const std::string> api_kinds,
+                       bool sweep_problems, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
   std::size_t unmanaged = 0;
   for (const auto& b : s.backends) unmanaged += !b.managed;
   // A sweep with problems of its own expands to nothing: say those, not the consequence.
-  if (s.backends.empty() && !(s.sweep && p.size() > problems_before_sweep))
+  if (s.backends.empty() && !(s.sweep && sweep_problems))
     add("backends", s.sweep ? "the sweep has no configuration" : "at least one backend is required");
   if (static_cast<int>(unmanaged) > lim.max_backends)
     add("backends", "at most " + std::to_string(lim.max_backends) + " backends");
@@ -285,6 +284,11 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
     }
   }
 
+}
+
+// The prompts (each different, in size) and the sampling settings.
+void validate_prompts(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
   if (s.prompts.empty()) add("prompts", "at least one prompt is required");
   if (static_cast<int>(s.prompts.size()) > lim.max_prompts)
     add("prompts", "at most " + std::to_string(lim.max_prompts) + " prompts");
@@ -306,6 +310,12 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
   if (!(s.control_temperature > 0 && s.control_temperature <= 10) || s.control_temperature == s.temperature)
     add("control_temperature", "must be in (0, 10] and differ from temperature");
 
+}
+
+// The conditions: each kind's settings, at least one positive control, and the requests the
+// job would send within the limit. Returns the conditions' names.
+std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
   if (s.conditions.empty()) add("conditions", "at least one condition is required");
   std::set<std::string> cond_names;
   std::size_t requests = 0;
@@ -371,6 +381,12 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
     add("conditions", "the job would send " + std::to_string(requests) + " requests; the limit is " +
                           std::to_string(lim.max_requests));
 
+  return cond_names;
+}
+
+// The predictions name known conditions; the tags are short.
+void validate_predictions(const audit_spec& s, const std::set<std::string>& cond_names, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
   for (std::size_t i = 0; i < s.predictions.size(); ++i) {
     const auto& pr = s.predictions[i];
     const std::string f = "predictions[" + std::to_string(i) + "]";
@@ -383,6 +399,27 @@ std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& li
   }
   for (std::size_t i = 0; i < s.tags.size(); ++i)
     if (s.tags[i].empty() || s.tags[i].size() > 64) add("tags[" + std::to_string(i) + "]", "must be 1 to 64 characters");
+}
+
+}  // namespace
+
+std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& lim, std::span<const std::string> api_kinds) {
+  std::vector<spec_problem> p;
+  // A sweep not yet expanded is judged as the spec it expands to, once its matrix is sound.
+  const bool unexpanded = spec.sweep && spec.backends.empty();
+  const audit_spec expanded = unexpanded && sweep_size(*spec.sweep) <= static_cast<std::size_t>(lim.max_sweep_configurations) &&
+                                      !spec.sweep->models.empty() &&
+                                      std::none_of(spec.sweep->models.begin(), spec.sweep->models.end(),
+                                                   [](const std::string& m) { return m.empty(); })
+                                  ? expand_sweep(spec)
+                                  : audit_spec{};
+  const audit_spec& s = expanded.backends.empty() ? spec : expanded;
+  if (s.sweep) validate_sweep(s, lim, p);
+  const bool sweep_problems = !p.empty();
+  validate_backends(s, lim, api_kinds, sweep_problems, p);
+  validate_prompts(s, lim, p);
+  const auto cond_names = validate_conditions(s, lim, p);
+  validate_predictions(s, cond_names, p);
   return p;
 }
 
