@@ -17,11 +17,7 @@
 namespace logitaudit::audit {
 namespace {
 
-std::string pct(int k, int n) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%d/%d (%.0f%%)", k, n, n ? 100.0 * k / n : 0.0);
-  return b;
-}
+std::string pct(int k, int n) { return share(k, n); }
 
 std::string plural(int n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
@@ -255,21 +251,6 @@ void write_frontier_sentences(findings& f) {
 }
 
 }  // namespace
-
-evidence_flag flag_of(condition_kind k) {
-  switch (k) {
-    case condition_kind::concurrent:
-    case condition_kind::cross_batch:
-    case condition_kind::threshold_search: return evidence_flag::not_batched;
-    case condition_kind::throughput: return evidence_flag::none;
-    case condition_kind::cache_reuse: return evidence_flag::not_reused;
-    case condition_kind::repeat:
-    case condition_kind::control_prompt:
-    case condition_kind::control_seed:
-    case condition_kind::control_temperature: return evidence_flag::none;
-  }
-  return evidence_flag::none;
-}
 
 std::string_view to_string(prediction_outcome o) {
   switch (o) {

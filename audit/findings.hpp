@@ -69,8 +69,6 @@ struct condition_tally {
   bool control() const { return is_control(kind); }
 };
 
-// The flag a condition's streams get when their condition did not happen.
-evidence_flag flag_of(condition_kind k);
 
 enum class prediction_outcome {
   held,

@@ -13,4 +13,12 @@ inline std::string fixed(double v, int digits) {
   return b;
 }
 
+// "k/n (p%)": a count of identical streams with its share, the percent right-aligned in
+// `width` characters (a table's column) or unpadded.
+inline std::string share(int k, int n, int width = 0) {
+  char b[48];
+  std::snprintf(b, sizeof b, "%d/%d (%*.0f%%)", k, n, width, n ? 100.0 * k / n : 0.0);
+  return b;
+}
+
 }  // namespace logitaudit::audit

@@ -9,11 +9,7 @@
 namespace logitaudit::audit {
 namespace {
 
-std::string cell(int k, int n) {
-  char b[40];
-  std::snprintf(b, sizeof b, "%d/%d (%3.0f%%)", k, n, n ? 100.0 * k / n : 0.0);
-  return b;
-}
+std::string cell(int k, int n) { return share(k, n, 3); }
 
 std::string pad(std::string s, std::size_t w) {
   if (s.size() < w) s.append(w - s.size(), ' ');

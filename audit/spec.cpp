@@ -29,6 +29,21 @@ std::optional<condition_kind> parse_condition_kind(std::string_view s) {
   return parse_by_name(kConditionKinds, s);
 }
 
+evidence_flag flag_of(condition_kind k) {
+  switch (k) {
+    case condition_kind::concurrent:
+    case condition_kind::cross_batch:
+    case condition_kind::threshold_search: return evidence_flag::not_batched;
+    case condition_kind::throughput: return evidence_flag::none;
+    case condition_kind::cache_reuse: return evidence_flag::not_reused;
+    case condition_kind::repeat:
+    case condition_kind::control_prompt:
+    case condition_kind::control_seed:
+    case condition_kind::control_temperature: return evidence_flag::none;
+  }
+  return evidence_flag::none;
+}
+
 bool is_control(condition_kind k) {
   return k == condition_kind::control_prompt || k == condition_kind::control_seed ||
          k == condition_kind::control_temperature;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "evidence.hpp"
+
 namespace logitaudit::audit {
 
 // What a condition changes relative to the solo baseline.
@@ -33,6 +35,9 @@ inline constexpr std::array kConditionKinds = {
 std::string_view to_string(condition_kind k);
 std::optional<condition_kind> parse_condition_kind(std::string_view s);
 bool is_control(condition_kind k);
+// The flag a condition's streams get when their condition did not happen (a burst that did
+// not batch, a cache that was not reused); none for a kind with nothing to happen.
+evidence_flag flag_of(condition_kind k);
 
 // A concurrency-threshold search (docs/frontier.md): a serial reference of the target prompt,
 // then for each width, bursts of that many identical requests ("trials"), more while the

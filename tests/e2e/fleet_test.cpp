@@ -21,12 +21,8 @@
 #include "support/llama_server.hpp"
 #include "support/postgres.hpp"
 #include "support/process.hpp"
+#include "support/preamble.hpp"
 
-using namespace logitaudit;
-using namespace std::chrono_literals;
-namespace fs = std::filesystem;
-namespace http = boost::beast::http;
-using json = nlohmann::json;
 
 namespace {
 

@@ -19,12 +19,8 @@
 #include "support/http_call.hpp"
 #include "support/llama_server.hpp"
 #include "support/process.hpp"
+#include "support/preamble.hpp"
 
-using namespace logitaudit;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
-namespace http = boost::beast::http;
-using namespace std::chrono_literals;
 
 namespace {
 

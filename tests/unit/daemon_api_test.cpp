@@ -20,12 +20,8 @@
 #include "storage/postgres_store.hpp"
 #include "support/fake_backend.hpp"
 #include "support/postgres.hpp"
+#include "support/preamble.hpp"
 
-using namespace logitaudit;
-using json = nlohmann::json;
-namespace net = boost::asio;
-namespace http = boost::beast::http;
-using namespace std::chrono_literals;
 
 namespace {
 

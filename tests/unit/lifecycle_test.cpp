@@ -19,12 +19,8 @@
 #include "storage/database_lock.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/fake_backend.hpp"
+#include "support/preamble.hpp"
 
-using namespace logitaudit;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
-namespace http = boost::beast::http;
-using namespace std::chrono_literals;
 
 namespace {
 
