@@ -27,9 +27,8 @@ const condition* find_condition(const audit_spec& spec, const std::string& name)
   return nullptr;
 }
 
-bool is_burst_kind(condition_kind k) {
-  return k == condition_kind::concurrent || k == condition_kind::cross_batch || k == condition_kind::threshold_search;
-}
+// The kinds whose requests go in bursts are those whose streams can be flagged not_batched.
+bool is_burst_kind(condition_kind k) { return flag_of(k) == evidence_flag::not_batched; }
 
 condition_tally empty_tally(const condition& c) {
   condition_tally t;

@@ -342,8 +342,7 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
     else if (!cond_names.insert(c.name).second) add(f + ".name", "duplicate condition name '" + c.name + "'");
     if (c.replicates < 1 || c.replicates > lim.max_replicates)
       add(f + ".replicates", "must be between 1 and " + std::to_string(lim.max_replicates));
-    const bool burst = c.kind == condition_kind::concurrent || c.kind == condition_kind::cross_batch ||
-                       c.kind == condition_kind::threshold_search;
+    const bool burst = flag_of(c.kind) == evidence_flag::not_batched;  // its requests go in bursts
     if (c.kind == condition_kind::throughput && (c.concurrency < 1 || c.concurrency > lim.max_concurrency))
       add(f + ".concurrency", "must be between 1 and " + std::to_string(lim.max_concurrency) + " for throughput");
     if (c.kind == condition_kind::threshold_search) {
