@@ -168,7 +168,7 @@ json series_json(const series_view& v) {
     series["timeline"].push_back(
         {{"audit", a.job},
          {"time", a.time},
-         {"status", a.status},
+         {"status", std::string(audit::to_string(a.status))},
          {"valid", a.valid},
          {"invalid_reason", a.invalid_reason},
          {"server_changed", a.server_changed},

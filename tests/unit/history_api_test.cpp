@@ -116,6 +116,9 @@ TEST(history_api, a_swapped_checkpoint_is_an_unexplained_step_and_a_new_model_fi
   s = d.call(http::verb::get, "/v1/series?backend=f").json()["series"][0];
   const auto& t = s["timeline"];
   ASSERT_EQ(t.size(), 6u) << s.dump();
+  for (const auto& a : t) EXPECT_EQ(a["status"], "done") << "each audit's status by name: " << a.dump();
+  ASSERT_TRUE(s["state"].is_string()) << s.dump();
+  EXPECT_TRUE(audit::parse_series_state(s["state"].get<std::string>())) << "the series' state by name";
   EXPECT_TRUE(t[0]["transition"].is_null());
   EXPECT_EQ(t[1]["transition"]["classification"], "unchanged");
   EXPECT_EQ(t[2]["audit"], swapped);
