@@ -13,14 +13,8 @@
 
 #include "support/fake_backend.hpp"
 #include "support/http_call.hpp"
+#include "support/preamble.hpp"
 #include "support/process.hpp"
-
-using namespace logitaudit;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
-namespace http = boost::beast::http;
-namespace net = boost::asio;
-using namespace std::chrono_literals;
 
 namespace {
 

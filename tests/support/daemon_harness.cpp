@@ -58,19 +58,19 @@ daemon_harness::daemon_harness(harness_options o) {
   daemon::assembly_hooks hooks;
   hooks.clock = [this] { return clock.load(); };
   hooks.on_fire = [this](std::int64_t, std::int64_t audit) {
-    std::lock_guard lock(fire_mutex_);
+    std::lock_guard lock(events_mutex_);
     fires_.push_back(audit);
-    fire_cv_.notify_all();
+    events_cv_.notify_all();
   };
   hooks.on_alert_attempt = [this](std::int64_t, audit::delivery_status status) {
-    std::lock_guard lock(fire_mutex_);
+    std::lock_guard lock(events_mutex_);
     deliveries_ended_ += status != audit::delivery_status::pending;
-    fire_cv_.notify_all();
+    events_cv_.notify_all();
   };
   hooks.on_gauges_refreshed = [this] {
-    std::lock_guard lock(fire_mutex_);
+    std::lock_guard lock(events_mutex_);
     ++refreshes_;
-    fire_cv_.notify_all();
+    events_cv_.notify_all();
   };
   hooks.self = storage::fleet_member{"harness", "localhost", 0, "127.0.0.1:0", "test", "", "", true};
   hooks.version = "test";
@@ -128,8 +128,8 @@ void daemon_harness::poke_scheduler() {
 }
 
 std::int64_t daemon_harness::await_fire() {
-  std::unique_lock lock(fire_mutex_);
-  if (!fire_cv_.wait_for(lock, std::chrono::seconds(60), [this] { return !fires_.empty(); }))
+  std::unique_lock lock(events_mutex_);
+  if (!events_cv_.wait_for(lock, std::chrono::seconds(60), [this] { return !fires_.empty(); }))
     throw std::runtime_error("no schedule fired within 60 s");
   const auto audit = fires_.front();
   fires_.erase(fires_.begin());
@@ -137,20 +137,20 @@ std::int64_t daemon_harness::await_fire() {
 }
 
 void daemon_harness::await_deliveries_ended(std::size_t n) {
-  std::unique_lock lock(fire_mutex_);
-  if (!fire_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return deliveries_ended_ >= n; }))
+  std::unique_lock lock(events_mutex_);
+  if (!events_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return deliveries_ended_ >= n; }))
     throw std::runtime_error(std::to_string(deliveries_ended_) + " of " + std::to_string(n) +
                              " alert deliveries ended within 60 s");
 }
 
 std::size_t daemon_harness::gauges_refreshes() {
-  std::lock_guard lock(fire_mutex_);
+  std::lock_guard lock(events_mutex_);
   return refreshes_;
 }
 
 void daemon_harness::await_gauges_refreshes_above(std::size_t seen) {
-  std::unique_lock lock(fire_mutex_);
-  if (!fire_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return refreshes_ > seen; }))
+  std::unique_lock lock(events_mutex_);
+  if (!events_cv_.wait_for(lock, std::chrono::seconds(60), [&] { return refreshes_ > seen; }))
     throw std::runtime_error("the series gauges were not refreshed within 60 s");
 }
 

@@ -85,8 +85,8 @@ class daemon_harness {
   std::unique_ptr<storage::db_worker> db_;
   std::unique_ptr<daemon::assembly> parts_;
   std::thread io_thread_, audit_thread_;
-  std::mutex fire_mutex_;
-  std::condition_variable fire_cv_;
+  std::mutex events_mutex_;
+  std::condition_variable events_cv_;
   std::vector<std::int64_t> fires_;
   std::size_t deliveries_ended_ = 0, refreshes_ = 0;
 };
