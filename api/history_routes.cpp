@@ -41,8 +41,13 @@ json transition_json(const audit::transition& t) {
           {"changed_baselines", t.changed_baselines},
           {"shared_baselines", t.shared_baselines},
           {"canary_changed", t.canary_changed},
+          {"machine_changes", t.machine_changes},
           {"rate_shifts", shifts},
           {"reason", t.reason},
+          {"revised_at", t.revised_at ? json(t.revised_at) : json(nullptr)},
+          {"first_classified", t.first_classified},
+          {"reverts", t.reverts ? json(t.reverts) : json(nullptr)},
+          {"returned_to", t.returned_to ? json(t.returned_to) : json(nullptr)},
           {"sentence", t.sentence()}};
 }
 

@@ -156,6 +156,8 @@ json fingerprint_fields_json(const audit::backend_fingerprint& p) {
   for (const auto& [prompt, hash] : p.prompt_token_hashes) prompts[prompt] = hash;
   json meta = json::object();
   for (const auto& [key, value] : p.model_meta) meta[key] = value;
+  json machine = json::object();
+  for (const auto& [key, value] : p.machine) machine[key] = value;
   return {{"api", p.api},
           {"build_info", p.build_info},
           {"model", p.model},
@@ -167,6 +169,7 @@ json fingerprint_fields_json(const audit::backend_fingerprint& p) {
           {"chat_template_hash", p.chat_template_hash},
           {"generation_settings_hash", p.generation_settings_hash},
           {"prompt_token_hashes", prompts},
+          {"machine", machine},
           {"canary", {{"logit_digest", p.canary_logit_digest}, {"token_digest", p.canary_token_digest}}}};
 }
 

@@ -423,19 +423,43 @@ void judge_predictions(const audit_spec& spec, findings& f) {
 }
 
 // Both ends taken (a fingerprint that failed is not a change): a server that changed during
-// the audit, by a declared field or by its canary's numbers, voids the findings.
-void judge_server_changes(const evaluation_evidence& ev, findings& f) {
+// the audit, by a declared field or by its canary's numbers, voids the findings. A backend
+// with measured streams and a fingerprint missing could have changed unseen: that voids them
+// too, and says which fingerprint is missing.
+void judge_server_changes(const audit_plan& plan, const std::vector<observed_run>& runs,
+                          const evaluation_evidence& ev, findings& f) {
   for (const auto& [name, fp] : ev.fingerprints)
     if (!fp.before.api.empty() && !fp.after.api.empty())
       for (const auto& field : fingerprint_differences(fp.before, fp.after))
         f.fingerprint_changes.push_back(name + ": " + field);
+  std::set<std::string> measured;
+  for (const auto& r : runs)
+    if (r.stream && r.group < plan.groups.size()) measured.insert(plan.groups[r.group].backend);
+  for (const auto& name : f.backends) {
+    if (!measured.count(name)) continue;
+    auto it = ev.fingerprints.find(name);
+    const bool before = it != ev.fingerprints.end() && !it->second.before.api.empty();
+    const bool after = it != ev.fingerprints.end() && !it->second.after.api.empty();
+    if (!before) f.missing_fingerprints.push_back("the before fingerprint of " + name);
+    if (!after) f.missing_fingerprints.push_back("the after fingerprint of " + name);
+  }
   if (!f.fingerprint_changes.empty() && f.valid) {
     f.valid = false;
     f.invalid_reason = "invalid: server changed during the audit: ";
     for (std::size_t i = 0; i < f.fingerprint_changes.size(); ++i)
       f.invalid_reason += (i ? ", " : "") + f.fingerprint_changes[i];
   }
-
+  for (const auto& [name, fp] : ev.fingerprints) {
+    const auto& m = fp.before.machine.empty() ? fp.after.machine : fp.before.machine;
+    if (!m.empty()) f.machines[name] = m;
+  }
+  if (!f.missing_fingerprints.empty() && f.valid) {
+    f.valid = false;
+    f.invalid_reason = "invalid: could not check that the server stayed the same: ";
+    for (std::size_t i = 0; i < f.missing_fingerprints.size(); ++i)
+      f.invalid_reason += (i ? ", " : "") + f.missing_fingerprints[i];
+    f.invalid_reason += f.missing_fingerprints.size() == 1 ? " is not stored" : " are not stored";
+  }
 }
 
 }  // namespace
@@ -453,7 +477,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   tally_conditions(spec, plan, ev, f);
   judge_controls(f);
   judge_predictions(spec, f);
-  judge_server_changes(ev, f);
+  judge_server_changes(plan, runs, ev, f);
   f.searches = threshold_searches(spec, plan, f);
   f.throughput = throughput_results(spec, plan, runs, ev.bursts);
   f.frontier = frontier_rows(spec, plan, f);
@@ -465,6 +489,10 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     f.sentences.push_back("Server changed during the audit: " + std::to_string(f.fingerprint_changes.size()) +
                           " fingerprint field(s) differ between start and end (the canary's digests among them when the "
                           "numbers moved); the findings are not trusted.");
+  if (!f.missing_fingerprints.empty())
+    f.sentences.push_back("Server not checked: " + std::to_string(f.missing_fingerprints.size()) +
+                          " fingerprint(s) are not stored, so nothing shows that the server stayed the same "
+                          "during the audit; the findings are not trusted.");
   if (f.failed_runs > 0)
     f.sentences.push_back("Failures: " + std::to_string(f.failed_runs) +
                           " compared request(s) failed and are kept out of every tally above.");

@@ -115,6 +115,13 @@ struct findings {
   int failed_runs = 0;
   int flagged_runs = 0;
   std::vector<std::string> fingerprint_changes;  // "backend: field" changed during the job
+  // "the before fingerprint of small": a fingerprint of a backend with measured streams that
+  // is not in the evidence (not taken, or not stored), so that nothing shows its server
+  // stayed the same.
+  std::vector<std::string> missing_fingerprints;
+  // Per backend, the machine its fingerprint names (the before one's, else the after one's):
+  // a finding is a property of the machine it was measured on.
+  std::map<std::string, std::map<std::string, std::string>> machines;
   evidence_thresholds thresholds;
   std::vector<search_result> searches;        // threshold_search conditions, per backend
   std::vector<throughput_result> throughput;  // throughput probes, per backend

@@ -1,6 +1,8 @@
 // Field-by-field comparison of backend fingerprints.
 #include "fingerprint.hpp"
 
+#include <set>
+
 namespace logitaudit::audit {
 
 std::vector<std::string> fingerprint_differences(const backend_fingerprint& a,
@@ -24,10 +26,37 @@ std::vector<std::string> fingerprint_differences(const backend_fingerprint& a,
     auto it = b.model_meta.find(key);
     if (it != b.model_meta.end() && it->second != value) d.push_back("model_meta:" + key);
   }
+  for (const auto& [key, value] : a.machine) {
+    auto it = b.machine.find(key);
+    if (it != b.machine.end() && it->second != value) d.push_back("machine:" + key);
+  }
   if (!a.canary_logit_digest.empty() && !b.canary_logit_digest.empty() &&
       (a.canary_logit_digest != b.canary_logit_digest || a.canary_token_digest != b.canary_token_digest))
     d.push_back("canary");
   return d;
+}
+
+std::string machine_summary(const std::map<std::string, std::string>& m) {
+  std::string out;
+  auto add = [&out](const std::string& piece) {
+    if (!piece.empty()) out += (out.empty() ? "" : ", ") + piece;
+  };
+  auto at = [&m](const char* key) {
+    auto it = m.find(key);
+    return it == m.end() ? std::string() : it->second;
+  };
+  add(at("cpu_model"));
+  if (!at("logical_cores").empty()) add(at("logical_cores") + " cores");
+  add(at("cpu_features"));
+  if (!at("ggml_cpu_variant").empty()) add("ggml " + at("ggml_cpu_variant"));
+  if (!at("devices").empty() && at("devices") != "none") add("devices " + at("devices"));
+  if (!at("kernel").empty()) add("kernel " + at("kernel"));
+  static const std::set<std::string> shown = {"cpu_model", "logical_cores", "cpu_features", "ggml_cpu_variant",
+                                              "devices",   "kernel",        "cpu_vendor",   "arch",
+                                              "ggml_cpu_features"};
+  for (const auto& [key, value] : m)
+    if (!shown.count(key)) add(key + " " + value);
+  return out;
 }
 
 std::string_view declared_category(std::string_view field) {
@@ -39,13 +68,14 @@ std::string_view declared_category(std::string_view field) {
   if (field.starts_with("prompt_tokens:")) return "tokenisation";
   if (field == "total_slots" || field == "n_ctx") return "server settings";
   if (field == "api") return "api";
+  if (field.starts_with("machine:")) return "machine";
   return "";
 }
 
 std::vector<std::string> declared_categories(const std::vector<std::string>& fields) {
   static constexpr std::string_view order[] = {"api",                 "build",        "model identity",
                                                "quantisation",        "chat template", "generation settings",
-                                               "tokenisation",        "server settings"};
+                                               "tokenisation",        "server settings", "machine"};
   std::vector<std::string> out;
   for (auto category : order)
     for (const auto& f : fields)

@@ -29,19 +29,30 @@ struct backend_fingerprint {
   // cache off. The numbers identify weights and build even behind the same path and name.
   // Empty when the canary request failed.
   std::string canary_logit_digest, canary_token_digest;
+  // The machine: for a server on this host what the daemon reads of it (cpu_vendor, cpu_model,
+  // logical_cores, cpu_features, kernel, arch; for a server it started, devices and the ggml
+  // CPU variant it loaded), for a remote one the labels its configuration declares (gpu,
+  // driver, cuda, ...), and what the server says of itself (server_version). One line each.
+  std::map<std::string, std::string> machine;
 
   bool operator==(const backend_fingerprint&) const = default;
 };
 
 // The fields that differ between two fingerprints, by name ("model", "build_info", ...;
 // "prompt_tokens:<prompt>" for a changed rendering, "model_meta:<key>", "canary" for the
-// canary's digests). A field one side lacks (empty) is not a difference. Empty when they agree.
+// canary's digests, "machine:<key>" for a machine fact). A field one side lacks (empty) is not a
+// difference. Empty when they agree.
 std::vector<std::string> fingerprint_differences(const backend_fingerprint& a,
                                                  const backend_fingerprint& b);
 
+// A machine in one line, for reports and tables: "Intel(R) Xeon(R) Platinum 8488C, 2 cores,
+// avx2 avx512f ... amx_int8, ggml sapphirerapids, kernel 6.1.0-27-amd64" or the declared labels
+// ("gpu H100 SXM, driver 550.54"); "" for none.
+std::string machine_summary(const std::map<std::string, std::string>& machine);
+
 // What a changed field declares, in the words of the history: "build", "model identity",
 // "quantisation", "chat template", "generation settings", "tokenisation", "server settings"
-// (slots, context), "api"; "" for the canary, which is evidence that the numbers moved and
+// (slots, context), "api", "machine"; "" for the canary, which is evidence that the numbers moved and
 // not a declared field.
 std::string_view declared_category(std::string_view field);
 

@@ -30,6 +30,39 @@ std::vector<std::string> fields_between(const series_audit& a, const series_audi
   return fingerprint_differences(*x, *y);
 }
 
+// "cpu_features: avx2 fma -> avx2 fma avx512f" for each machine fact that differs from the
+// end of `a` to the start of `b`.
+std::vector<std::string> machine_changes_between(const series_audit& a, const series_audit& b) {
+  const auto* x = end_of(a);
+  const auto* y = start_of(b);
+  std::vector<std::string> out;
+  if (!x || !y) return out;
+  for (const auto& [key, value] : x->machine)
+    if (auto it = y->machine.find(key); it != y->machine.end() && it->second != value)
+      out.push_back(key + ": " + value + " -> " + it->second);
+  return out;
+}
+
+// Stable within itself: its serial repeats all logit-identical to their baseline, and its
+// server (canary included) the same at its end as at its start. An audit without repeats
+// gives no such evidence.
+bool self_consistent(const series_audit& a) {
+  if (a.server_changed) return false;
+  bool repeats = false;
+  for (const auto& c : a.conditions) {
+    if (!c.repeat || c.n == 0) continue;
+    repeats = true;
+    if (c.logit_identical != c.n) return false;
+  }
+  return repeats;
+}
+
+bool all_self_consistent(const std::vector<const series_audit*>& seg, std::size_t from, std::size_t to) {
+  for (std::size_t k = from; k <= to && k < seg.size(); ++k)
+    if (!self_consistent(*seg[k])) return false;
+  return true;
+}
+
 std::vector<std::string> declared_only(const std::vector<std::string>& fields) {
   std::vector<std::string> out;
   for (const auto& f : fields)
@@ -172,6 +205,7 @@ std::string_view to_string(transition_kind k) {
     case transition_kind::explained: return "explained";
     case transition_kind::unexplained_step: return "unexplained_step";
     case transition_kind::intermittent: return "intermittent";
+    case transition_kind::reversion: return "reversion";
     case transition_kind::not_comparable: return "not_comparable";
   }
   return "unchanged";
@@ -209,9 +243,12 @@ std::string transition::sentence() const {
         s += " although the fingerprint changed (" + details_text(field_details) + ")";
       break;
     case transition_kind::explained: {
-      s = "explained: " + of + " changed together with the fingerprint:";
+      s = changed_baselines.empty() ? "explained: the fingerprint changed and every one of " +
+                                          std::to_string(shared_baselines) + " shared baseline(s) kept its digests:"
+                                    : "explained: " + of + " changed together with the fingerprint:";
       for (std::size_t i = 0; i < changed_fields.size(); ++i) s += (i ? ", " : " ") + changed_fields[i];
       s += " (" + details_text(field_details) + ")";
+      for (std::size_t i = 0; i < machine_changes.size(); ++i) s += (i ? "; " : "; machine: ") + machine_changes[i];
       break;
     }
     case transition_kind::unexplained_step:
@@ -220,10 +257,18 @@ std::string transition::sentence() const {
       if (canary_changed) s += "; the canary's numbers moved too";
       break;
     case transition_kind::intermittent:
-      s = "intermittent: " + of + " moved between values the same fingerprint gave before: solo non-determinism";
+      s = "intermittent: " + of + " moved between values the same fingerprint gave before, and an audit of them was "
+          "not stable within itself: solo non-determinism";
+      break;
+    case transition_kind::reversion:
+      s = "reversion: the numbers changed at audit " + std::to_string(reverts) + " and returned at audit " +
+          std::to_string(to_job) + " to those of audit " + std::to_string(returned_to) + " (" + of +
+          "); every audit was stable within itself: a change and its reversal, not noise";
       break;
     case transition_kind::not_comparable: s = "not comparable: " + reason; break;
   }
+  if (revised_at)
+    s += "; first classified " + first_classified + ", revised at audit " + std::to_string(revised_at);
   for (const auto& r : rate_shifts)
     s += "; rate shift (" + std::string(to_string(r.state)) + "): " + r.condition + " " + r.level + "-identical " +
          fraction(r.before_k, r.before_n) + " -> " + fraction(r.after_k, r.after_n) + " (p=" + fixed(r.p, 4) +
@@ -243,6 +288,7 @@ std::string_view to_string(series_state s) {
     case series_state::step_confirmed: return "step_confirmed";
     case series_state::server_changed: return "server_changed";
     case series_state::failed: return "failed";
+    case series_state::reverted: return "reverted";
   }
   return "?";
 }
@@ -258,6 +304,8 @@ std::string_view to_string(alert_kind k) {
     case alert_kind::explained: return "explained";
     case alert_kind::server_changed: return "server_changed";
     case alert_kind::failed: return "failed";
+    case alert_kind::reversion: return "reversion";
+    case alert_kind::revised: return "revised";
   }
   return "?";
 }
@@ -290,10 +338,52 @@ series_state state_of(const std::vector<series_audit>& audits, const std::vector
     return series_state::step_confirmed;
   if (last && last->kind == transition_kind::unexplained_step) return series_state::step_suspected;
   if (last && last->kind == transition_kind::intermittent) return series_state::intermittent;
+  if (last && last->kind == transition_kind::reversion) return series_state::reverted;
   if (has_shift(before, change_state::confirmed)) return series_state::rate_shift_confirmed;
   if (has_shift(last, change_state::suspected)) return series_state::rate_shift_suspected;
   if (last && last->kind == transition_kind::explained) return series_state::explained_change;
   return series_state::stable;
+}
+
+// The same fingerprint gave other numbers. Noise goes back and forth, a step stays, and a
+// change that is undone comes back. Back and forth is noise only with evidence of noise: an
+// audit that was not stable within itself (repeats that differed, a canary that moved).
+void classify_undeclared(const std::vector<const series_audit*>& seg, const series_audit& cur, std::size_t confirm,
+                         transition& tr) {
+  const auto at = static_cast<std::size_t>(std::find(seg.begin(), seg.end(), &cur) - seg.begin());
+  std::optional<std::size_t> seen;  // the latest earlier audit (not the previous) with these numbers
+  for (std::size_t k = 0; k + 1 < at; ++k)
+    if (same_numbers(seg[k]->baselines, cur.baselines)) seen = k;
+  if (seen) {
+    if (all_self_consistent(seg, *seen, at)) {
+      tr.kind = transition_kind::reversion;
+      tr.returned_to = seg[*seen]->job;
+    } else {
+      tr.kind = transition_kind::intermittent;
+    }
+    return;
+  }
+  tr.kind = transition_kind::unexplained_step;
+  tr.state = change_state::suspected;
+  std::size_t kept = 0;
+  std::optional<std::size_t> moved_at;
+  for (std::size_t f = at + 1; f < seg.size() && f <= at + confirm; ++f) {
+    if (same_numbers(seg[f]->baselines, cur.baselines)) ++kept;
+    else if (!moved_at) moved_at = f;
+  }
+  if (moved_at) {
+    // The next audits did not keep it: first a suspected step, revised by the audit that moved.
+    tr.revised_at = seg[*moved_at]->job;
+    tr.first_classified = "unexplained_step (suspected)";
+    if (at > 0 && all_self_consistent(seg, at - 1, *moved_at)) {
+      tr.state = change_state::not_persistent;  // a change that did not last (reverted, or changed again)
+    } else {
+      tr.kind = transition_kind::intermittent;
+      tr.state.reset();
+    }
+  } else if (kept == confirm) {
+    tr.state = change_state::confirmed;
+  }
 }
 
 }  // namespace
@@ -351,6 +441,7 @@ series_history analyse_series(const std::vector<series_audit>& audits, const his
     tr.field_details = declared_only(fields);
     tr.changed_fields = declared_categories(tr.field_details);
     tr.canary_changed = std::find(fields.begin(), fields.end(), "canary") != fields.end();
+    tr.machine_changes = machine_changes_between(prev, cur);
     tr.changed_baselines = differing(prev.baselines, cur.baselines, tr.shared_baselines);
     if (auto it = shifts.find(&cur); it != shifts.end()) tr.rate_shifts = it->second;
     last_comparable = i;
@@ -358,31 +449,25 @@ series_history analyse_series(const std::vector<series_audit>& audits, const his
       tr.kind = transition_kind::not_comparable;
       tr.reason = "no solo baseline in common (did the spec's prompts change?)";
     } else if (tr.changed_baselines.empty()) {
-      tr.kind = transition_kind::unchanged;
+      // Another machine that gives the same numbers is worth saying: the findings travel.
+      const bool machine = std::find(tr.changed_fields.begin(), tr.changed_fields.end(), "machine") != tr.changed_fields.end();
+      tr.kind = machine ? transition_kind::explained : transition_kind::unchanged;
     } else if (!tr.changed_fields.empty()) {
       tr.kind = transition_kind::explained;
     } else {
-      // The same fingerprint gave other numbers. Noise goes back and forth; a step stays.
-      const auto& seg = segments[segment_of[i]];
-      const auto at = std::find(seg.begin(), seg.end(), &cur) - seg.begin();
-      bool seen_before = false;
-      for (std::ptrdiff_t k = 0; k + 1 < at; ++k) seen_before = seen_before || same_numbers(seg[k]->baselines, cur.baselines);
-      if (seen_before) {
-        tr.kind = transition_kind::intermittent;
-      } else {
-        tr.kind = transition_kind::unexplained_step;
-        tr.state = change_state::suspected;
-        std::size_t kept = 0;
-        bool moved_on = false;
-        for (std::size_t f = static_cast<std::size_t>(at) + 1; f < seg.size() && f <= static_cast<std::size_t>(at) + confirm; ++f) {
-          if (same_numbers(seg[f]->baselines, cur.baselines)) ++kept;
-          else moved_on = true;
-        }
-        if (moved_on) tr.kind = transition_kind::intermittent, tr.state.reset();
-        else if (kept == confirm) tr.state = change_state::confirmed;
-      }
+      classify_undeclared(segments[segment_of[i]], cur, confirm, tr);
     }
     h.transitions.push_back(std::move(tr));
+  }
+  for (std::size_t i = 1; i < h.transitions.size(); ++i) {
+    // A reversion names the step it reverts: the last step into the numbers it left.
+    auto& r = h.transitions[i];
+    if (r.kind != transition_kind::reversion) continue;
+    for (std::size_t k = i; k-- > 0;)
+      if (h.transitions[k].kind == transition_kind::unexplained_step && h.transitions[k].to_job > r.returned_to) {
+        r.reverts = h.transitions[k].to_job;
+        break;
+      }
   }
 
   h.state = state_of(audits, comp, h.transitions);

@@ -29,6 +29,7 @@ struct baseline_digests {
 struct condition_counts {
   std::string condition;
   bool control = false;
+  bool repeat = false;  // serial repeats: the audit's evidence of being stable within itself
   int n = 0, logit_identical = 0, token_identical = 0, flagged = 0, failed = 0;
   int bursts = 0, batched = 0;  // concurrent and cross-batch conditions: the batching evidence
 };
@@ -60,7 +61,8 @@ enum class transition_kind {
   unchanged,          // every shared baseline digest is equal
   explained,          // the baselines changed with a declared fingerprint field
   unexplained_step,   // the baselines changed, no declared field did
-  intermittent,       // the baselines went back to, or on from, values of the same fingerprint
+  intermittent,       // the baselines went back to, or on from, values of the same fingerprint, with evidence of noise
+  reversion,          // the baselines returned to earlier values after a step, every audit stable within itself
   not_comparable,     // one side has no baselines to compare (failed, server changed, none shared)
 };
 std::string_view to_string(transition_kind k);
@@ -91,8 +93,16 @@ struct transition {
   std::vector<std::string> changed_baselines;  // labels whose digests differ
   int shared_baselines = 0;
   bool canary_changed = false;
+  // "cpu_features: avx2 fma -> avx2 fma avx512f": each machine fact that changed, with its values.
+  std::vector<std::string> machine_changes;
   std::vector<rate_shift> rate_shifts;
   std::string reason;  // not_comparable: why
+  // A classification that a later audit revised: the audit that did (0: none) and what the
+  // transition was first classified as ("unexplained_step (suspected)").
+  std::int64_t revised_at = 0;
+  std::string first_classified;
+  // reversion: the audit whose numbers came back, and the audit of the step it reverts.
+  std::int64_t returned_to = 0, reverts = 0;
   // The one word for the transition: its kind, or "rate_shift" when only a rate moved.
   std::string classification() const;
   std::string sentence() const;
@@ -117,13 +127,14 @@ enum class series_state {
   step_confirmed,        // and the following audits kept it
   server_changed,        // the latest audit's server changed mid-audit
   failed,                // the latest audit did not end
+  reverted,              // the latest audit brought back the numbers of before a step
 };
 // In the order of their gauge values.
 inline constexpr std::array kSeriesStates = {
     series_state::no_history,    series_state::stable,         series_state::explained_change,
     series_state::rate_shift_suspected, series_state::rate_shift_confirmed, series_state::intermittent,
     series_state::step_suspected, series_state::step_confirmed, series_state::server_changed,
-    series_state::failed};
+    series_state::failed,        series_state::reverted};
 std::string_view to_string(series_state s);
 std::optional<series_state> parse_series_state(std::string_view s);
 
@@ -145,10 +156,12 @@ enum class alert_kind {
   explained,         // the baselines changed with a declared field
   server_changed,    // the server changed mid-audit
   failed,            // the audit did not end (a cancelled one is no alert)
+  reversion,         // the baselines returned to the numbers of before a step
+  revised,           // this audit revised an earlier transition's classification (its alert is out of date)
 };
 inline constexpr std::array kAlertKinds = {alert_kind::unexplained_step, alert_kind::confirmed, alert_kind::intermittent,
                                            alert_kind::rate_shift,       alert_kind::explained, alert_kind::server_changed,
-                                           alert_kind::failed};
+                                           alert_kind::failed,           alert_kind::reversion, alert_kind::revised};
 std::string_view to_string(alert_kind k);
 std::optional<alert_kind> parse_alert_kind(std::string_view s);
 

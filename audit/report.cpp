@@ -196,11 +196,20 @@ void extra_sections(std::string& out, const findings& f, bool markdown) {
   }
 }
 
+// The backends' machines, one line each; "" when no fingerprint named one.
+std::string machines_text(const findings& f, const std::string& prefix) {
+  std::string out;
+  for (const auto& b : f.backends)
+    if (auto it = f.machines.find(b); it != f.machines.end()) out += prefix + b + ": " + machine_summary(it->second) + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string render_text(const findings& f) {
   std::string out;
   if (!f.valid) out += "!! " + f.invalid_reason + "\n\n";
+  if (const auto m = machines_text(f, " "); !m.empty()) out += "Measured on:\n" + m + "\n";
   out += "Pooled over " + std::to_string(f.backends.size()) + " backend(s):\n";
   table_text(out, f.pooled);
   if (f.backends.size() > 1)
@@ -232,6 +241,7 @@ std::string render_markdown(const findings& f) {
       out += "| " + t.condition + " | " + cell(t.logit_identical, t.n) + " | " + cell(t.token_identical, t.n) + " | " +
              note(t) + " |\n";
   };
+  if (const auto m = machines_text(f, "- "); !m.empty()) out += "Measured on:\n\n" + m + "\n";
   out += "### Pooled over " + std::to_string(f.backends.size()) + " backend(s)\n\n";
   table(f.pooled);
   if (f.backends.size() > 1)
@@ -266,10 +276,21 @@ std::string render_markdown(const findings& f) {
 }
 
 std::string render_csv(const findings& f) {
+  // The machine column comes with audits whose fingerprints name their machine (since schema 6), so
+  // that the report of an older audit stays what it was.
+  const bool machines = !f.machines.empty();
   std::string out =
       "scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed,flagged,bursts,bursts_batched,"
-      "median_server_concurrency,measured_by,expected_concurrency,median_overlap\n";
+      "median_server_concurrency,measured_by,expected_concurrency,median_overlap" +
+      std::string(machines ? ",machine" : "") + "\n";
   auto rows = [&](const std::string& scope, const std::vector<condition_tally>& ts) {
+    std::string machine;
+    if (auto it = f.machines.find(scope); machines && it != f.machines.end()) machine = machine_summary(it->second);
+    if (machines) {
+      std::string quoted;
+      for (char c : machine) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+      machine = ",\"" + quoted + "\"";
+    }
     for (const auto& t : ts) {
       out += scope + "," + t.condition + "," + std::string(to_string(t.kind)) + "," + std::to_string(t.concurrency) + "," +
              (t.seeded ? "true" : "false") + "," + std::to_string(t.n) + "," + std::to_string(t.logit_identical) + "," +
@@ -278,9 +299,9 @@ std::string render_csv(const findings& f) {
         out += std::to_string(t.bursts->bursts) + "," + std::to_string(t.bursts->batched) + "," +
                (t.bursts->median_measured ? fixed(*t.bursts->median_measured, 4) : "") + "," +
                std::string(to_string(t.bursts->measured_by)) + "," + fixed(t.bursts->expected, 0) + "," +
-               fixed(t.bursts->median_overlap, 4) + "\n";
+               fixed(t.bursts->median_overlap, 4) + machine + "\n";
       else
-        out += ",,,,,\n";
+        out += ",,,,," + machine + "\n";
     }
   };
   rows("pooled", f.pooled);

@@ -2,6 +2,7 @@
 #include "backend.hpp"
 
 #include "audit/stream_encoding.hpp"
+#include "machine.hpp"
 #include "model_file.hpp"
 
 #include <cctype>
@@ -23,16 +24,30 @@ void stamp(audit::logit_stream& s, const http_exchange& x) {
   s.client.last_byte_ns = x.last_byte_ns;
 }
 
+std::string lowercase(std::string h) {
+  for (auto& ch : h) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return h;
+}
+
+// Every name of this machine is one host.
+bool loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
+}
+
 }  // namespace
+
+bool on_this_host(const backend_config& c) {
+  if (c.local) return true;
+  auto ep = parse_endpoint(c.url);
+  return ep && loopback(lowercase(ep->host));
+}
 
 std::string host_turn(const backend_config& c) {
   if (!c.host.empty()) return "group:" + c.host;
   auto ep = parse_endpoint(c.url);
   if (!ep) return "url:" + c.url;
-  std::string h = ep->host;
-  for (auto& ch : h) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  // Every name of this machine is one host: its servers share these cores.
-  if (h == "localhost" || h == "::1" || h == "[::1]" || h.starts_with("127.")) return "host:loopback";
+  const std::string h = lowercase(ep->host);
+  if (loopback(h)) return "host:loopback";  // its servers share these cores
   return "host:" + h;
 }
 
@@ -92,6 +107,13 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
   auto f = co_await config_.api->fingerprint(http_, std::move(prompts), config_.options);
   if (!f) co_return f;
   if (!config_.model_path.empty()) f->model_sha256 = co_await model_file_sha256(config_.model_path);
+  // The machine, read now: the server's own words (its kind's fingerprint) first, this host
+  // where it runs here, what the daemon knows of a server it started, then the declared labels.
+  if (on_this_host(config_))
+    for (auto& [k, v] : host_machine()) f->machine.emplace(k, v);
+  if (config_.server_machine)
+    for (auto& [k, v] : config_.server_machine()) f->machine[k] = v;
+  for (const auto& [k, v] : config_.machine) f->machine[k] = one_line(v);
   if (auto c = co_await canary()) std::tie(f->canary_logit_digest, f->canary_token_digest) = *c;
   co_return f;
 }

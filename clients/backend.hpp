@@ -4,6 +4,8 @@
 // thread-safe: one backend lives on one executor.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,7 +29,17 @@ struct backend_config {
   // at once they slow each other several-fold. Empty: the URL's host (every loopback name is
   // one host); backends with different values run at the same time.
   std::string host;
+  // The machine in its fingerprint. `local`: the server runs on this host (a loopback URL, or
+  // declared so), so the daemon reads this host's CPU and kernel each time; `machine`: labels
+  // the configuration declares (a remote GPU, its driver); `server_machine`: what the daemon
+  // knows of a server it started (its log's CPU variant, its devices), read each time.
+  bool local = false;
+  std::map<std::string, std::string> machine;
+  std::function<std::map<std::string, std::string>()> server_machine;
 };
+
+// Whether `c`'s server runs on this host: declared local, or its URL is a loopback address.
+bool on_this_host(const backend_config& c);
 
 // The turn an audit gives `c`: its configured host group, else its URL's host.
 std::string host_turn(const backend_config& c);

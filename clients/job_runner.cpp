@@ -206,6 +206,8 @@ net::awaitable<bool> run_lane(shared_state* st, std::vector<backend_config> back
         continue;
       }
       c.url = *url;
+      c.local = true;
+      if (o.server_machine) c.server_machine = [f = o.server_machine, name] { return f(name); };
       co_await run_backend(st, name, std::move(c));
       if (o.stop_server) o.stop_server(name);
       continue;

@@ -55,6 +55,8 @@ struct runner_options {
   std::set<std::string> managed;
   std::function<net::awaitable<expected<std::string, std::string>>(const std::string& backend)> start_server;
   std::function<void(const std::string& backend)> stop_server;
+  // What is known of a started server's machine (read at each of its fingerprints).
+  std::function<std::map<std::string, std::string>(const std::string& backend)> server_machine;
 };
 
 struct job_outcome {

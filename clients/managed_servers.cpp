@@ -26,6 +26,14 @@ std::optional<std::string> managed_servers::path_of(const managed_options& o, co
   return std::nullopt;
 }
 
+machine_facts managed_servers::machine_of(const std::string& backend) const {
+  auto it = running_.find(backend);
+  if (it == running_.end()) return {};
+  auto m = server_log_machine(it->second->log_file());
+  if (auto d = devices_.find(backend); d != devices_.end() && !d->second.empty()) m["devices"] = d->second;
+  return m;
+}
+
 std::vector<pid_t> managed_servers::pids() const {
   std::vector<pid_t> out;
   for (const auto& [name, p] : running_)
@@ -55,6 +63,9 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
     o.ctx = options_.ctx_per_slot * s.parallel;
     o.metrics = true;  // the batching evidence reads its decode counters
     o.extra_args = server_arguments(s);
+    // Its log names the CPU variant ggml loaded and the features it uses (the machine in the
+    // fingerprint); about 4 KB a request.
+    o.extra_args.insert(o.extra_args.end(), {"-lv", "4"});
     o.log_file = dir / (label_ + "-" + safe + ".log");
     auto spawned = llama_server_process::spawn(o);
     if (!spawned) co_return unexpected{spawned.error()};
@@ -77,6 +88,7 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
       if (r && r->status == 200) {
         const std::string url = proc->url();
         running_[backend] = std::move(proc);
+        devices_[backend] = listed_devices(options_.executable.empty() ? find_llama_tool("llama-server") : options_.executable);
         co_return url;
       }
       net::steady_timer pause(ex_, std::chrono::milliseconds(100));
@@ -102,6 +114,7 @@ void managed_servers::stop(const std::string& backend) {
   spdlog::info("{}: stopping llama-server for {} (pid {})", label_, backend, it->second->pid());
   it->second->stop();
   running_.erase(it);
+  devices_.erase(backend);
 }
 
 void managed_servers::stop_all() {

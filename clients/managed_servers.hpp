@@ -17,6 +17,7 @@
 #include "audit/spec.hpp"
 #include "http_client.hpp"
 #include "llama_process.hpp"
+#include "machine.hpp"
 
 namespace logitaudit::clients {
 
@@ -56,12 +57,17 @@ class managed_servers {
   static std::optional<std::string> path_of(const managed_options& o, const std::string& model);
   static bool has_model(const managed_options& o, const std::string& model) { return path_of(o, model).has_value(); }
   std::vector<pid_t> pids() const;  // of the servers running now
+  // What is known of the machine of `backend`'s running server, read now: the ggml CPU
+  // variant and features its log names (it runs with -lv 4), and the devices its binary
+  // listed when it started. Empty when it does not run.
+  machine_facts machine_of(const std::string& backend) const;
 
  private:
   net::any_io_executor ex_;
   managed_options options_;
   std::string label_;
   std::map<std::string, std::unique_ptr<llama_server_process>> running_;
+  std::map<std::string, std::string> devices_;  // by backend: its binary's --list-devices
 };
 
 }  // namespace logitaudit::clients

@@ -3,6 +3,9 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -89,6 +92,24 @@ void read_tokens(const json& j, daemon_config& c, std::vector<config_problem>& p
   }
 }
 
+// backends[i].machine: declared labels, each a short one-line string.
+void read_machine(const json& e, const std::string& at, backend_entry& be, std::vector<config_problem>& p) {
+  auto m = e.find("machine");
+  if (m == e.end()) return;
+  if (!m->is_object()) return p.push_back({at + ".machine", "must be an object of labels, e.g. {\"gpu\": \"H100 SXM\"}"});
+  for (const auto& [key, v] : m->items()) {
+    const std::string name = at + ".machine." + key;
+    const bool plain = !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+    if (!plain) p.push_back({name, "a label's name is 1 to 64 letters, digits, '_', '-' or '.'"});
+    else if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 256 ||
+             v.get<std::string>().find_first_of("\t\r\n") != std::string::npos)
+      p.push_back({name, "must be a string of 1 to 256 characters on one line"});
+    else be.machine[key] = v.get<std::string>();
+  }
+}
+
 // The configured backends: each key checked, TLS files read, names unique.
 void read_backends(const json& j, daemon_config& c, std::vector<config_problem>& p) {
   if (auto b = j.find("backends"); b != j.end()) {
@@ -100,11 +121,11 @@ void read_backends(const json& j, daemon_config& c, std::vector<config_problem>&
         const auto& e = (*b)[i];
         if (!e.is_object()) {
           p.push_back({at, "must be an object {name, url, api, token, timeout_s, model, model_path, host, ca_file, "
-                           "client_cert, client_key}"});
+                           "client_cert, client_key, local, machine}"});
           continue;
         }
         unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model", "model_path", "host", "ca_file",
-                             "client_cert", "client_key"}, p);
+                             "client_cert", "client_key", "local", "machine"}, p);
         backend_entry be;
         read(e, "name", at, be.name, p);
         read(e, "url", at, be.url, p);
@@ -117,6 +138,8 @@ void read_backends(const json& j, daemon_config& c, std::vector<config_problem>&
         read(e, "ca_file", at, be.ca_file, p);
         read(e, "client_cert", at, be.client_cert, p);
         read(e, "client_key", at, be.client_key, p);
+        read(e, "local", at, be.local, p);
+        read_machine(e, at, be, p);
         if (e.contains("ca_file")) check_pem_file(be, be.ca_file, at + ".ca_file", "-----BEGIN CERTIFICATE-----", "certificate", p);
         // Mutual TLS: the certificate this daemon presents, and its key; both or neither.
         if (e.contains("client_cert") != e.contains("client_key"))

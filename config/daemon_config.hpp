@@ -28,6 +28,10 @@ struct backend_entry {
   std::string ca_file;        // https: the PEM file of the CAs to trust (default: the system's CA store)
   std::string client_cert;    // https, mutual TLS: the PEM certificate this daemon presents
   std::string client_key;     // https, mutual TLS: its PEM private key
+  bool local = false;         // the server runs on this host, which the daemon reads (a loopback URL is local anyway)
+  // Declared labels of the server's machine, e.g. {"gpu": "H100 SXM", "driver": "550.54", "cuda": "12.4"}:
+  // part of its fingerprint, so that a move to other hardware is an explained change.
+  std::map<std::string, std::string> machine;
 };
 
 // A webhook alerts go to.

@@ -34,9 +34,12 @@ std::vector<alert> alerts_of(const api::series_view& v, std::int64_t job) {
     // The classifications that are alerts of the same name (unchanged and not_comparable are not).
     const auto c = audit::parse_alert_kind(into->classification());
     if (c == audit::alert_kind::unexplained_step || c == audit::alert_kind::intermittent ||
-        c == audit::alert_kind::explained || c == audit::alert_kind::rate_shift)
+        c == audit::alert_kind::explained || c == audit::alert_kind::rate_shift || c == audit::alert_kind::reversion)
       out.push_back({*c, into});
   }
+  // An earlier transition this audit revised: its alert, sent then, is out of date.
+  for (const auto& t : v.history.transitions)
+    if (t.revised_at == job) out.push_back({audit::alert_kind::revised, &t});
   // The audit before this one held a step or a shift that this one kept.
   if (into && before && into->kind == audit::transition_kind::unchanged) {
     const bool step = before->kind == audit::transition_kind::unexplained_step && before->state == audit::change_state::confirmed;

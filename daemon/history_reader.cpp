@@ -42,7 +42,7 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
   if (auto spec = storage::decode_spec(job.spec_json)) {
     for (const auto& c : spec->conditions) {
       index[c.name] = a.conditions.size();
-      a.conditions.push_back({c.name, audit::is_control(c.kind)});
+      a.conditions.push_back({c.name, audit::is_control(c.kind), c.kind == audit::condition_kind::repeat});
     }
   }
   auto counts_of = [&](const std::string& condition) -> audit::condition_counts& {

@@ -239,14 +239,7 @@ clients::runner_options job_lifecycle::runner_of(std::int64_t id, std::shared_pt
     if (on_group) on_group(g);
   };
   o.on_fingerprint = [db, id](const std::string& backend, audit::fingerprint_phase phase, const audit::backend_fingerprint& f) {
-    const std::string taken_at = storage::now_utc();
-    db->post([id, backend, phase, f, taken_at](storage::store& s) {
-      try {
-        s.evidence().record_fingerprint(id, backend, phase, f, taken_at);
-      } catch (const std::exception& e) {
-        spdlog::error("audit {}: storing the {} fingerprint of {} failed: {}", id, audit::to_string(phase), backend, e.what());
-      }
-    });
+    db->enqueue_fingerprint(id, storage::fingerprint_write{backend, phase, f, storage::now_utc()});
   };
   return o;
 }
@@ -264,6 +257,7 @@ void arm_managed_servers(clients::runner_options& o, const audit::audit_spec& sp
     if (b.managed) (*settings)[b.name] = *b.managed;
   o.start_server = [servers, settings](const std::string& name) { return servers->start(name, settings->at(name)); };
   o.stop_server = [servers](const std::string& name) { servers->stop(name); };
+  o.server_machine = [servers](const std::string& name) { return servers->machine_of(name); };
 }
 
 // A threshold search skips the trials of widths it has decided: it judges what has run so far

@@ -25,6 +25,8 @@ std::map<std::string, clients::backend_config> backend_configs(const config::dae
     c.options.model = b.model;
     c.model_path = b.model_path;
     c.host = b.host;
+    c.local = b.local;
+    c.machine = b.machine;
     out[c.name] = c;
   }
   return out;

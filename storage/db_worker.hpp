@@ -1,7 +1,7 @@
 // The one thread that touches the database. Callers hand it work and never block on disk:
-// group writes are queued and committed in batches (each group still whole), other work
-// runs in order, against the storage interfaces. Writes that find the database server
-// unreachable are held and tried again (for up to two minutes before their jobs fail); while
+// group and fingerprint writes are queued and committed in batches (each group still whole),
+// other work runs in order, against the storage interfaces. Writes that find the database
+// server unreachable are held and tried again (for up to two minutes before their jobs fail); while
 // any are held, other work fails at once as unavailable, so nothing reads around them and
 // the API keeps answering (503). Thread-safe.
 #pragma once
@@ -37,6 +37,9 @@ class db_worker {
   // Queues one finished group of `job`; returns at once. The plan it points into must
   // outlive the write (flush() waits for it).
   void enqueue_group(std::int64_t job, group_write g);
+  // Queues one fingerprint of `job`; returns at once. Held and retried like a group; one
+  // that still cannot be written is logged and missing, which the audit's validity names.
+  void enqueue_fingerprint(std::int64_t job, fingerprint_write f);
 
   // Runs `fn` on the worker thread after everything queued before it; the future carries
   // its result or its exception.
@@ -64,10 +67,16 @@ class db_worker {
   void loop(opener open, std::promise<void> opened);
   // Writes `batch` (held writes first), one transaction per job; the jobs whose server was
   // unreachable stay in held_, unless the outage outlasted max_outage_.
-  void write(store& db, std::vector<std::pair<std::int64_t, group_write>> batch);
+  void write(store& db, std::vector<std::pair<std::int64_t, group_write>> batch,
+             std::vector<std::pair<std::int64_t, fingerprint_write>> fingerprints);
+  // Whether a failed write is held for another try (the server is unreachable, and has not
+  // been for longer than max_outage_); starts the outage's clock.
+  bool hold_after(const storage_error& e, std::string& outage);
+  bool holding() const { return !held_.empty() || !held_fingerprints_.empty(); }
 
   std::chrono::milliseconds max_outage_{120000};
   std::vector<std::pair<std::int64_t, group_write>> held_;  // db thread only
+  std::vector<std::pair<std::int64_t, fingerprint_write>> held_fingerprints_;  // db thread only
   // (job, group index) of held writes whose COMMIT was sent but not answered: they may be
   // stored already, and meeting them again as a unique-key conflict is no error.
   std::set<std::pair<std::int64_t, std::size_t>> unacknowledged_;  // db thread only
@@ -78,6 +87,7 @@ class db_worker {
   std::condition_variable wake_;
   std::deque<std::function<void(store&)>> tasks_;
   std::vector<std::pair<std::int64_t, group_write>> pending_;
+  std::vector<std::pair<std::int64_t, fingerprint_write>> pending_fingerprints_;
   bool stopping_ = false;
   std::map<std::int64_t, std::string> write_errors_;
   std::size_t batches_ = 0;

@@ -395,6 +395,8 @@ std::string encode_findings_format1(const audit::findings& f) {
   j["failed_runs"] = f.failed_runs;
   j["flagged_runs"] = f.flagged_runs;
   j["fingerprint_changes"] = f.fingerprint_changes;
+  if (!f.missing_fingerprints.empty()) j["missing_fingerprints"] = f.missing_fingerprints;  // since schema 6
+  if (!f.machines.empty()) j["machines"] = f.machines;                                         // since schema 6
   j["searches"] = json::array();
   for (const auto& r : f.searches) {
     json widths = json::array();
@@ -508,6 +510,9 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
     f.failed_runs = j.at("failed_runs").get<int>();
     f.flagged_runs = j.value("flagged_runs", 0);
     f.fingerprint_changes = j.at("fingerprint_changes").get<std::vector<std::string>>();
+    if (j.contains("missing_fingerprints"))
+      f.missing_fingerprints = j.at("missing_fingerprints").get<std::vector<std::string>>();
+    if (j.contains("machines")) f.machines = j.at("machines").get<std::map<std::string, std::map<std::string, std::string>>>();
     for (const auto& r : j.value("searches", json::array())) {
       audit::search_result out;
       out.backend = r.at("backend").get<std::string>();

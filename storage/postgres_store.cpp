@@ -220,6 +220,10 @@ CREATE TABLE backend_leases (
   expires_at TIMESTAMPTZ NOT NULL
 );
 )sql",
+    // 2: SQLite's version 6: the machine in every fingerprint.
+    R"sql(
+ALTER TABLE fingerprints ADD COLUMN machine TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kPostgresMigrationCount = sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]);

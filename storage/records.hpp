@@ -113,6 +113,16 @@ struct group_write {
   std::shared_ptr<const audit::audit_plan> owner;
 };
 
+// One fingerprint of a job's backend, as taken; written like a group (held while the
+// database server is away), since an audit without both of a backend's fingerprints cannot
+// say that the server stayed the same.
+struct fingerprint_write {
+  std::string backend;
+  audit::fingerprint_phase phase = audit::fingerprint_phase::before;
+  audit::backend_fingerprint fingerprint;
+  std::string taken_at;
+};
+
 // A compared run's verdict, stored when its job ends.
 struct verdict_record {
   bool logit_identical = false, token_identical = false;

@@ -454,6 +454,7 @@ audit::backend_fingerprint read_fingerprint(sql_statement& s, int at) {
   f.model_sha256 = s.text(at + 10);
   f.canary_logit_digest = s.text(at + 11);
   f.canary_token_digest = s.text(at + 12);
+  f.machine = hashes_of(s.text(at + 13));
   return f;
 }
 
@@ -556,8 +557,8 @@ class sql_evidence final : public evidence_repository {
     auto& s = db_.prepare(std::string(
                               "INSERT INTO fingerprints (job_id, backend, phase, api, build_info, model, model_ftype, total_slots, "
                               "n_ctx, chat_template_hash, generation_settings_hash, prompt_token_hashes, model_meta, "
-                              "model_sha256, canary_logit_digest, canary_token_digest, taken_at) "
-                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ") +
+                              "model_sha256, canary_logit_digest, canary_token_digest, taken_at, machine) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ") +
                           (phase == audit::fingerprint_phase::before
                                ? "DO NOTHING"
                                : "(job_id, backend, phase) DO UPDATE SET api = excluded.api, build_info = excluded.build_info, "
@@ -566,11 +567,13 @@ class sql_evidence final : public evidence_repository {
                                  "generation_settings_hash = excluded.generation_settings_hash, "
                                  "prompt_token_hashes = excluded.prompt_token_hashes, model_meta = excluded.model_meta, "
                                  "model_sha256 = excluded.model_sha256, canary_logit_digest = excluded.canary_logit_digest, "
-                                 "canary_token_digest = excluded.canary_token_digest, taken_at = excluded.taken_at"));
+                                 "canary_token_digest = excluded.canary_token_digest, taken_at = excluded.taken_at, "
+                                 "machine = excluded.machine"));
     s.bind(1, job).bind(2, backend).bind(3, audit::to_string(phase)).bind(4, f.api).bind(5, f.build_info).bind(6, f.model);
     s.bind(7, f.model_ftype).bind(8, f.total_slots).bind(9, f.n_ctx).bind(10, f.chat_template_hash);
     s.bind(11, f.generation_settings_hash).bind(12, hashes_text(f.prompt_token_hashes)).bind(13, hashes_text(f.model_meta));
     s.bind(14, f.model_sha256).bind(15, f.canary_logit_digest).bind(16, f.canary_token_digest).bind(17, taken_at);
+    s.bind(18, hashes_text(f.machine));
     s.run();
     t.commit();
   }
@@ -681,12 +684,12 @@ class sql_evidence final : public evidence_repository {
     auto& s = db_.prepare(
         "SELECT backend, phase, api, build_info, model, model_ftype, total_slots, n_ctx, chat_template_hash, "
         "generation_settings_hash, prompt_token_hashes, model_meta, model_sha256, canary_logit_digest, "
-        "canary_token_digest, taken_at FROM fingerprints WHERE job_id = ? ORDER BY backend, phase DESC");
+        "canary_token_digest, machine, taken_at FROM fingerprints WHERE job_id = ? ORDER BY backend, phase DESC");
     s.bind(1, job);
     std::vector<fingerprint_record> out;
     while (s.step())
       out.push_back({s.text(0), audit::parse_fingerprint_phase(s.text(1)).value_or(audit::fingerprint_phase::before),
-                     read_fingerprint(s, 2), s.text(15)});
+                     read_fingerprint(s, 2), s.text(16)});
     s.reset();
     return out;
   }

@@ -214,6 +214,10 @@ CREATE TABLE schedule_fires (
   PRIMARY KEY (schedule_id, fire_unix)
 );
 )sql",
+    // 6: the machine in every fingerprint (tab-separated facts, one per line).
+    R"sql(
+ALTER TABLE fingerprints ADD COLUMN machine TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -139,3 +139,56 @@ TEST(history_e2e, a_swapped_checkpoint_is_an_unexplained_step_and_new_flags_are_
   server.reset();
   fs::remove_all(dir);
 }
+
+// The same model started twice, on a host whose declared machine changed in between (the
+// daemon's configuration says so, as it would for a remote GPU): the transition is explained
+// by the machine, whether or not the numbers moved, and it names what changed. This host's
+// own CPU is in every fingerprint, read when the fingerprint is taken.
+TEST(history_e2e, the_same_model_on_a_machine_declared_otherwise_is_an_explained_machine_change) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-machine-e2e-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string database = (dir / "audits.db").string();
+  const std::string spec = R"({"preset":"seed-protocol","backends":["llama"],"n_predict":8,"predictions":[],
+    "conditions":[{"name":"repeat_greedy","kind":"repeat","replicates":2},{"name":"control_prompt","kind":"control_prompt"}]})";
+  test_support::server_args args{.parallel = 2};
+  args.port = test_support::start_llama_server(args)->port();  // each start where the spec's URL points
+  auto audit_on = [&](const std::string& site) {
+    auto server = test_support::start_llama_server(args);
+    test_support::harness_options o;
+    o.backends = {{"llama", server->url()}};
+    o.machines = {{"llama", {{"site", site}, {"gpu", "none"}}}};
+    o.database = database;
+    test_support::daemon_harness d(o);
+    const auto end = d.run(spec);
+    EXPECT_EQ(end["status"], "done") << end.dump();
+    return end["id"].get<std::int64_t>();
+  };
+  audit_on("laptop");
+  audit_on("laptop");
+  const auto moved = audit_on("ci-runner");
+
+  test_support::harness_options o;
+  o.database = database;
+  test_support::daemon_harness d(o);
+  const auto s = d.call(http::verb::get, "/v1/series?backend=llama").json()["series"][0];
+  const auto& t = s["timeline"];
+  ASSERT_EQ(t.size(), 3u) << s.dump();
+  EXPECT_EQ(t[1]["transition"]["classification"], "unchanged") << t[1].dump();
+  EXPECT_EQ(t[2]["audit"], moved);
+  const auto& tr = t[2]["transition"];
+  EXPECT_EQ(tr["classification"], "explained") << tr.dump();
+  EXPECT_EQ(tr["changed_fields"], json::array({"machine"})) << tr.dump();
+  EXPECT_EQ(tr["field_details"], json::array({"machine:site"})) << tr.dump();
+  EXPECT_EQ(tr["machine_changes"], json::array({"site: laptop -> ci-runner"})) << tr.dump();
+  EXPECT_EQ(s["segments"].size(), 2u);
+  const auto& machine = t[2]["fingerprint"]["before"]["machine"];
+  EXPECT_EQ(machine["site"], "ci-runner");
+  EXPECT_FALSE(machine.value("cpu_model", "").empty()) << "a loopback server runs on this host: " << machine.dump();
+  EXPECT_FALSE(machine.value("kernel", "").empty()) << machine.dump();
+  EXPECT_TRUE(machine.contains("cpu_features")) << machine.dump();
+  // The report names the machine the finding came from.
+  const auto report = d.call(http::verb::get, "/v1/audits/" + std::to_string(moved) + "/report?format=text").body;
+  EXPECT_NE(report.find("Measured on:\n llama: " + machine["cpu_model"].get<std::string>()), std::string::npos) << report;
+  EXPECT_NE(report.find("site ci-runner"), std::string::npos) << report;
+  fs::remove_all(dir);
+}

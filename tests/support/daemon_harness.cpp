@@ -26,6 +26,7 @@ config::daemon_config config_of(const harness_options& o, const std::string& dat
     b.url = url;
     b.api = o.api;
     if (auto m = o.model_paths.find(name); m != o.model_paths.end()) b.model_path = m->second;
+    if (auto m = o.machines.find(name); m != o.machines.end()) b.machine = m->second;
     c.backends.push_back(b);
   }
   c.allow_adhoc_backends = o.allow_adhoc;

@@ -27,6 +27,7 @@ namespace logitaudit::test_support {
 struct harness_options {
   std::map<std::string, std::string> backends;  // configured: name -> URL
   std::map<std::string, std::string> model_paths;  // configured: name -> the model file the daemon hashes
+  std::map<std::string, std::map<std::string, std::string>> machines;  // configured: name -> declared machine labels
   std::string api = "llama";                    // their API kind
   bool allow_adhoc = false;
   std::vector<std::string> tokens;

@@ -260,7 +260,13 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     const double temperature = in.contains("temperature") && in["temperature"].is_number() ? in["temperature"].get<double>() : 0.0;
     const std::uint64_t seed = in.contains("seed") && in["seed"].is_number_unsigned() ? in["seed"].get<std::uint64_t>() : 0;
     const bool stream = native && in.contains("stream") && in["stream"].is_boolean() && in["stream"].get<bool>();
-    const auto tokens = fake_tokens(prompt, seed, temperature, n, topk, k.jitter_when_overlapping && overlapped, k.weights);
+    bool noise = false;
+    if (k.noisy && prompt != audit::canary_prompt) {
+      std::lock_guard lock(st->mutex);
+      noise = ((st->served * 0x9E3779B97F4A7C15ull) >> 63) == 1;  // about every other answer, in no fixed rhythm
+    }
+    const auto tokens = fake_tokens(prompt, seed, temperature, n, topk,
+                                    (k.jitter_when_overlapping && overlapped) || noise, k.weights);
     {
       std::lock_guard lock(st->mutex);
       ++st->served;

@@ -85,9 +85,21 @@ inline std::map<std::size_t, audit::burst_measurement> simulate_bursts(const aud
   return out;
 }
 
+// Both fingerprints of every backend, the same before and after: a server that stayed put.
+inline std::map<std::string, audit::backend_fingerprints> steady_fingerprints(const audit::audit_plan& plan) {
+  std::map<std::string, audit::backend_fingerprints> out;
+  for (const auto& g : plan.groups) {
+    auto& fp = out[g.backend];
+    fp.before.api = fp.after.api = "llama";
+    fp.before.build_info = fp.after.build_info = "b1-synthetic";
+  }
+  return out;
+}
+
 inline audit::evaluation_evidence batched_evidence(const audit::audit_plan& plan) {
   audit::evaluation_evidence ev;
   ev.bursts = simulate_bursts(plan);
+  ev.fingerprints = steady_fingerprints(plan);
   return ev;
 }
 

@@ -21,6 +21,7 @@ using logitaudit::test_support::batched_evidence;
 using logitaudit::test_support::next_float_down;
 using logitaudit::test_support::row;
 using logitaudit::test_support::simulate_bursts;
+using logitaudit::test_support::steady_fingerprints;
 using logitaudit::test_support::simulate;
 using logitaudit::test_support::stream_of;
 
@@ -307,7 +308,7 @@ TEST(findings, a_fingerprint_change_is_reported) {
   EXPECT_EQ(f.invalid_reason, "invalid: server changed during the audit: a: model");
 }
 
-TEST(findings, a_canary_that_moved_during_the_audit_voids_the_findings_and_a_missing_end_does_not) {
+TEST(findings, a_canary_that_moved_during_the_audit_voids_the_findings_and_so_does_a_missing_end) {
   auto spec = seed_protocol({{"a", "", "llama"}});
   auto plan = make_plan(spec);
   backend_fingerprints fp;
@@ -319,12 +320,22 @@ TEST(findings, a_canary_that_moved_during_the_audit_voids_the_findings_and_a_mis
   auto f = evaluate(spec, plan, simulate(plan), ev);
   EXPECT_EQ(f.fingerprint_changes, std::vector<std::string>{"a: canary"});
   EXPECT_FALSE(f.valid);
-  // The fingerprint after the audit could not be taken: nothing is known to have changed.
+  // The fingerprint after the audit is not stored: nothing is known to have changed, and
+  // nothing shows that the server stayed the same.
   fp.after = {};
   ev.fingerprints = {{"a", fp}};
   f = evaluate(spec, plan, simulate(plan), ev);
   EXPECT_TRUE(f.fingerprint_changes.empty());
-  EXPECT_TRUE(f.valid) << f.invalid_reason;
+  EXPECT_FALSE(f.valid);
+  EXPECT_EQ(f.invalid_reason,
+            "invalid: could not check that the server stayed the same: the after fingerprint of a is not stored");
+  EXPECT_EQ(f.missing_fingerprints, std::vector<std::string>{"the after fingerprint of a"});
+  // A backend none of whose streams arrived needs no fingerprint: no finding rests on it.
+  ev.fingerprints.clear();
+  auto failed = simulate(plan);
+  for (auto& r : failed) r.stream.reset(), r.error = "connection_refused";
+  f = evaluate(spec, plan, failed, ev);
+  EXPECT_TRUE(f.missing_fingerprints.empty());
 }
 
 TEST(predictions, registration_hash_is_stable_and_sensitive) {
@@ -443,6 +454,7 @@ TEST(findings, streams_of_bursts_that_did_not_batch_are_counted_apart_never_as_s
     if (g.mode == group_mode::burst) every_burst.insert(g.index);
   evaluation_evidence ev;
   ev.bursts = simulate_bursts(plan, every_burst);
+  ev.fingerprints = steady_fingerprints(plan);
   // In that world the streams come back identical: the server took them one at a time.
   auto runs = simulate(plan);
   for (auto& r : runs)

@@ -102,6 +102,21 @@ TEST(config, history_thresholds_webhooks_and_model_paths_are_read_and_checked) {
     EXPECT_TRUE(names(bad.error(), k)) << k;
 }
 
+TEST(config, a_backend_declares_its_machine_and_whether_it_runs_on_this_host) {
+  auto c = parse_config(R"({"backends":[{"name":"gpu","url":"https://gpu.example:8000","api":"openai",
+    "machine":{"gpu":"H100 SXM","driver":"550.54","cuda":"12.4"}},{"name":"box","url":"http://10.0.0.5:8080","local":true}]})");
+  ASSERT_TRUE(c) << c.error().front().key << ": " << c.error().front().message;
+  EXPECT_EQ(c->backends[0].machine, (std::map<std::string, std::string>{{"cuda", "12.4"}, {"driver", "550.54"}, {"gpu", "H100 SXM"}}));
+  EXPECT_FALSE(c->backends[0].local);
+  EXPECT_TRUE(c->backends[1].local);
+  auto bad = parse_config(R"({"backends":[{"name":"a","url":"http://h:1","machine":"H100","local":"yes"},
+    {"name":"b","url":"http://h:2","machine":{"gpu":7,"bad key":"x","driver":"two\nlines","cuda":""}}]})");
+  ASSERT_FALSE(bad);
+  for (const char* k : {"backends[0].machine", "backends[0].local", "backends[1].machine.gpu", "backends[1].machine.bad key",
+                        "backends[1].machine.driver", "backends[1].machine.cuda"})
+    EXPECT_TRUE(names(bad.error(), k)) << k;
+}
+
 TEST(config, https_backends_take_a_ca_file_that_must_hold_a_certificate) {
   const std::string dir = ::testing::TempDir();
   const std::string pem = dir + "/logitaudit-ca.pem", junk = dir + "/logitaudit-junk.pem";

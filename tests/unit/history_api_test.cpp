@@ -179,22 +179,51 @@ TEST(history_api, a_swapped_checkpoint_is_an_unexplained_step_and_a_new_model_fi
   std::filesystem::remove(model);
 }
 
-TEST(history_api, numbers_that_come_and_go_under_one_fingerprint_are_intermittent) {
+TEST(history_api, numbers_that_change_and_come_back_under_one_fingerprint_in_stable_audits_are_a_step_and_its_reversion) {
   test_support::fake_backend fake;
   test_support::harness_options o;
   o.backends = {{"f", fake.url()}};
   test_support::daemon_harness d(o);
   auto knobs = fake.knobs();
-  for (std::uint64_t weights : {0, 5, 0}) {  // noise: a night with other numbers, then the old ones again
+  std::vector<std::int64_t> audits;
+  for (std::uint64_t weights : {0, 5, 0}) {  // other weights behind the same path for one night, then the old ones
     knobs.weights = weights;
     fake.set_knobs(knobs);
-    d.run(kSpec);
+    audits.push_back(d.run(kSpec)["id"].get<std::int64_t>());
   }
   const auto s = d.call(http::verb::get, "/v1/series?backend=f").json()["series"][0];
-  EXPECT_EQ(s["timeline"][1]["transition"]["classification"], "intermittent") << s.dump();
-  EXPECT_EQ(s["timeline"][2]["transition"]["classification"], "intermittent");
-  EXPECT_EQ(s["state"], "intermittent");
+  const auto& step = s["timeline"][1]["transition"];
+  EXPECT_EQ(step["classification"], "unexplained_step") << s.dump();
+  EXPECT_EQ(step["state"], "not_persistent");
+  EXPECT_EQ(step["revised_at"], audits[2]) << "the step's first classification was revised, and says so";
+  const auto& back = s["timeline"][2]["transition"];
+  EXPECT_EQ(back["classification"], "reversion");
+  EXPECT_NE(back["sentence"].get<std::string>().find("a change and its reversal, not noise"), std::string::npos) << back.dump();
+  EXPECT_EQ(s["state"], "reverted");
   EXPECT_EQ(s["segments"].size(), 1u) << "the fingerprint never changed";
+}
+
+TEST(history_api, numbers_that_come_and_go_in_audits_whose_repeats_differ_are_intermittent) {
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"f", fake.url()}};
+  test_support::daemon_harness d(o);
+  auto knobs = fake.knobs();
+  knobs.noisy = true;  // solo non-determinism: the serial repeats differ within each audit
+  fake.set_knobs(knobs);
+  // Night after night until the baselines have gone back and forth (the noise has no rhythm).
+  json s;
+  bool intermittent = false;
+  for (int night = 0; night < 12 && !intermittent; ++night) {
+    d.run(kSpec);
+    s = d.call(http::verb::get, "/v1/series?backend=f").json()["series"][0];
+    for (const auto& a : s["timeline"]) {
+      if (a["transition"].is_null()) continue;
+      EXPECT_NE(a["transition"]["classification"], "reversion") << "noise is never a change and its reversal: " << a.dump();
+      intermittent = intermittent || a["transition"]["classification"] == "intermittent";
+    }
+  }
+  EXPECT_TRUE(intermittent) << s.dump();
 }
 
 TEST(history_api, unknown_series_and_schedules_are_404_and_bad_queries_400) {

@@ -54,7 +54,7 @@ TEST(statistics, benjamini_hochberg_q_values_keep_their_order) {
 // A series audit with baselines whose digests are `numbers` (one letter per baseline) and a
 // fingerprint of `build`, `sha` and canary `canary`.
 series_audit night(std::int64_t job, std::string numbers, std::string build = "b1", std::string sha = "s1",
-                   int c8_identical = 16) {
+                   int c8_identical = 16, int repeats_identical = 16) {
   series_audit a;
   a.job = job;
   a.time = "2026-11-" + std::to_string(job) + "T03:00:00Z";
@@ -71,8 +71,9 @@ series_audit night(std::int64_t job, std::string numbers, std::string build = "b
   a.before = a.after = f;
   for (std::size_t i = 0; i < numbers.size(); ++i)
     a.baselines["prompt " + std::to_string(i)] = {std::string(1, numbers[i]) + "-logit", "tok"};
-  a.conditions = {{"repeat_greedy", false, 16, 16, 16}, {"concurrent_greedy_c8", false, 16, c8_identical, 16},
-                  {"control_prompt", true, 2, 0, 0}};
+  a.conditions = {{"repeat_greedy", false, true, 16, repeats_identical, 16},
+                  {"concurrent_greedy_c8", false, false, 16, c8_identical, 16},
+                  {"control_prompt", true, false, 2, 0, 0}};
   return a;
 }
 
@@ -128,15 +129,76 @@ TEST(history, a_step_without_a_declared_field_is_suspected_then_confirmed) {
   EXPECT_EQ(analyse_series(series).state, series_state::stable) << "a confirmed step is news once";
 }
 
-TEST(history, digests_that_go_back_and_forth_are_intermittent) {
-  const auto h = analyse_series({night(1, "AA"), night(2, "BA"), night(3, "AA")});
+TEST(history, digests_that_go_back_and_forth_in_audits_that_are_not_stable_within_themselves_are_intermittent) {
+  // Night 2's serial repeats differed from its baseline: evidence of noise.
+  const auto h = analyse_series({night(1, "AA"), night(2, "BA", "b1", "s1", 16, 15), night(3, "AA")});
   ASSERT_EQ(h.transitions.size(), 2u);
   EXPECT_EQ(h.transitions[0].kind, transition_kind::intermittent) << "the step did not stay";
+  EXPECT_EQ(h.transitions[0].revised_at, 3) << "first a suspected step: the revision is said";
+  EXPECT_NE(h.transitions[0].sentence().find("first classified unexplained_step (suspected), revised at audit 3"),
+            std::string::npos)
+      << h.transitions[0].sentence();
   EXPECT_EQ(h.transitions[1].kind, transition_kind::intermittent) << "back to numbers this fingerprint gave before";
   EXPECT_EQ(h.state, series_state::intermittent);
-  // Moving on to a third value is no step either.
-  const auto h3 = analyse_series({night(1, "AA"), night(2, "BA"), night(3, "CA")});
+  // Moving on to a third value, with noise, is no step either.
+  const auto h3 = analyse_series({night(1, "AA"), night(2, "BA", "b1", "s1", 16, 15), night(3, "CA")});
   EXPECT_EQ(h3.transitions[0].kind, transition_kind::intermittent);
+  // Without that evidence, the same back and forth is a change and its reversal.
+  EXPECT_EQ(analyse_series({night(1, "AA"), night(2, "AA"), night(3, "BA"), night(4, "AA")}).transitions[2].kind,
+            transition_kind::reversion);
+}
+
+TEST(history, a_change_and_its_reversal_in_audits_each_stable_within_itself_is_a_step_and_a_reversion_never_noise) {
+  // The hidden scenario: audits on the original checkpoint, one on another behind the same path,
+  // the original put back. Every audit's repeats are identical and its canary did not move.
+  std::vector<series_audit> s = {night(5, "AA"), night(6, "AA"), night(7, "AA"), night(18, "BB")};
+  auto h = analyse_series(s);
+  EXPECT_EQ(h.transitions.back().kind, transition_kind::unexplained_step);
+  EXPECT_EQ(h.transitions.back().state, change_state::suspected);
+  EXPECT_EQ(h.state, series_state::step_suspected);
+  s.push_back(night(57, "AA"));
+  h = analyse_series(s);
+  ASSERT_EQ(h.transitions.size(), 4u);
+  const auto& step = h.transitions[2];
+  EXPECT_EQ(step.kind, transition_kind::unexplained_step);
+  EXPECT_EQ(step.state, change_state::not_persistent);
+  EXPECT_EQ(step.revised_at, 57) << "the alert sent for the step is not left standing alone";
+  const auto& back = h.transitions[3];
+  EXPECT_EQ(back.kind, transition_kind::reversion);
+  EXPECT_EQ(back.reverts, 18);
+  EXPECT_EQ(back.returned_to, 7);
+  EXPECT_EQ(back.sentence(),
+            "reversion: the numbers changed at audit 18 and returned at audit 57 to those of audit 7 (2 of 2 baseline(s)); "
+            "every audit was stable within itself: a change and its reversal, not noise");
+  EXPECT_EQ(h.state, series_state::reverted);
+  EXPECT_EQ(back.classification(), "reversion");
+}
+
+TEST(history, another_machine_is_an_explained_change_that_names_the_features_whether_or_not_the_numbers_moved) {
+  auto a = night(1, "AA"), b = night(2, "AA"), c = night(3, "BB");
+  a.before->machine = a.after->machine = {{"cpu_model", "AMD EPYC 7B13"}, {"cpu_features", "avx avx2 fma f16c"}};
+  b.before->machine = b.after->machine = {{"cpu_model", "Intel(R) Xeon(R) Platinum 8488C"},
+                                          {"cpu_features", "avx avx2 fma f16c avx512f amx_int8"}};
+  c.before->machine = c.after->machine = {{"cpu_model", "Intel(R) Xeon(R) Platinum 8488C"}, {"gpu", "H100 SXM"},
+                                          {"cpu_features", "avx avx2 fma f16c"}};
+  const auto h = analyse_series({a, b, c});
+  ASSERT_EQ(h.transitions.size(), 2u);
+  const auto& same = h.transitions[0];
+  EXPECT_EQ(same.kind, transition_kind::explained) << "the same numbers on another machine: the findings travel";
+  EXPECT_EQ(same.changed_fields, std::vector<std::string>{"machine"});
+  EXPECT_EQ(same.machine_changes,
+            (std::vector<std::string>{"cpu_features: avx avx2 fma f16c -> avx avx2 fma f16c avx512f amx_int8",
+                                      "cpu_model: AMD EPYC 7B13 -> Intel(R) Xeon(R) Platinum 8488C"}));
+  EXPECT_NE(same.sentence().find("explained: the fingerprint changed and every one of 2 shared baseline(s) kept its digests: machine"),
+            std::string::npos)
+      << same.sentence();
+  const auto& moved = h.transitions[1];
+  EXPECT_EQ(moved.kind, transition_kind::explained);
+  EXPECT_EQ(moved.changed_fields, std::vector<std::string>{"machine"});
+  EXPECT_NE(moved.sentence().find("explained: 2 of 2 baseline(s) changed together with the fingerprint: machine"),
+            std::string::npos)
+      << moved.sentence();
+  EXPECT_EQ(h.segments.size(), 3u) << "each machine opens a segment";
 }
 
 TEST(history, a_rate_that_moves_inside_a_segment_is_a_shift_once_it_persists) {

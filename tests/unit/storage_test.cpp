@@ -431,11 +431,13 @@ TEST_P(storage_suite, the_db_thread_batches_writes_and_reports_a_failed_write) {
 }
 
 // Fault injection: a store whose first group write commits and then fails as if the
-// connection broke before the COMMIT's answer came back (after calling `meanwhile`).
+// connection broke before the COMMIT's answer came back (after calling `meanwhile`); its
+// first `unreachable_fingerprints` fingerprint writes fail as if the server were away.
 class lost_answer_evidence : public storage::evidence_repository {
  public:
-  lost_answer_evidence(storage::evidence_repository& real, std::function<void()> meanwhile)
-      : real_(real), meanwhile_(std::move(meanwhile)) {}
+  lost_answer_evidence(storage::evidence_repository& real, std::function<void()> meanwhile, int unreachable_fingerprints = 0)
+      : real_(real), meanwhile_(std::move(meanwhile)), unreachable_fingerprints_(unreachable_fingerprints) {}
+  int fingerprint_attempts = 0;
   void record_groups(std::int64_t job, const std::vector<storage::group_write>& groups) override {
     real_.record_groups(job, groups);
     if (std::exchange(lost_, true)) return;
@@ -444,6 +446,9 @@ class lost_answer_evidence : public storage::evidence_repository {
   }
   void record_fingerprint(std::int64_t job, const std::string& backend, audit::fingerprint_phase phase,
                           const audit::backend_fingerprint& f, const std::string& taken_at) override {
+    ++fingerprint_attempts;
+    if (unreachable_fingerprints_-- > 0)
+      throw storage::storage_error(storage::storage_error::kind::unavailable, "could not connect to server");
     real_.record_fingerprint(job, backend, phase, f, taken_at);
   }
   std::set<std::size_t> stored_groups(std::int64_t job) override { return real_.stored_groups(job); }
@@ -460,13 +465,15 @@ class lost_answer_evidence : public storage::evidence_repository {
  private:
   storage::evidence_repository& real_;
   std::function<void()> meanwhile_;
+  int unreachable_fingerprints_ = 0;
   bool lost_ = false;
 };
 
 class lost_answer_store : public storage::store {
  public:
-  lost_answer_store(std::unique_ptr<storage::store> real, std::function<void()> meanwhile)
-      : real_(std::move(real)), evidence_(real_->evidence(), std::move(meanwhile)) {}
+  lost_answer_store(std::unique_ptr<storage::store> real, std::function<void()> meanwhile, int unreachable_fingerprints = 0)
+      : real_(std::move(real)), evidence_(real_->evidence(), std::move(meanwhile), unreachable_fingerprints) {}
+  lost_answer_evidence& faulty() { return evidence_; }
   storage::job_repository& jobs() override { return real_->jobs(); }
   storage::evidence_repository& evidence() override { return evidence_; }
   storage::schedule_repository& schedules() override { return real_->schedules(); }
@@ -531,6 +538,43 @@ TEST_P(storage_suite, a_commit_whose_answer_was_lost_is_not_written_twice_nor_an
   w.enqueue_group(job, storage::group_write{&plan, &plan.groups[1], {runs[1]}, std::nullopt, 1});
   w.flush();
   EXPECT_NE(w.write_error(job).find("storing results failed"), std::string::npos);
+}
+
+TEST_P(storage_suite, a_fingerprint_written_while_the_database_server_is_away_is_held_and_stored_when_it_answers) {
+  const auto open = GetParam().open;
+  const auto location = location_;
+  s_.reset();
+  lost_answer_store* faulty = nullptr;
+  storage::db_worker w([&faulty, open, location] {
+    auto s = std::make_unique<lost_answer_store>(open(location), [] {}, 3);
+    faulty = s.get();
+    return s;
+  });
+  storage::new_job j;
+  j.spec_json = "{}";
+  const auto job = w.submit([&](storage::store& s) { return s.jobs().create(j); }).get();
+  audit::backend_fingerprint f;
+  f.api = "llama";
+  f.build_info = "b11669";
+  f.machine = {{"cpu_model", "a CPU"}};
+  w.enqueue_fingerprint(job, {"small", audit::fingerprint_phase::before, f, storage::now_utc()});
+  w.enqueue_fingerprint(job, {"tiny", audit::fingerprint_phase::after, f, storage::now_utc()});
+  // Three attempts fail as unreachable; the worker tries again on its own clock.
+  std::map<std::string, audit::backend_fingerprints> stored;
+  for (int i = 0; i < 600 && stored.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stored = w.submit([&](storage::store& s) -> std::map<std::string, audit::backend_fingerprints> {
+                try {
+                  return s.evidence().fingerprints(job);
+                } catch (const storage::storage_error&) {
+                  return {};
+                }
+              }).get();
+  }
+  ASSERT_EQ(stored.size(), 2u);
+  EXPECT_EQ(stored["small"].before, f) << "the machine travels with the fingerprint";
+  EXPECT_EQ(stored["tiny"].after, f);
+  EXPECT_GE(w.submit([&](storage::store&) { return faulty->faulty().fingerprint_attempts; }).get(), 5);
 }
 
 TEST_P(storage_suite, verify_recomputes_a_clean_job_without_a_mismatch) {

@@ -1,0 +1,175 @@
+// Reading the machine: /proc/cpuinfo, uname, a llama-server's log and its --list-devices.
+#include "machine.hpp"
+
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace logitaudit::clients {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// "key : value" of the first processor block that has `key`.
+std::string cpuinfo_value(std::string_view cpuinfo, std::string_view key) {
+  std::size_t at = 0;
+  while (at < cpuinfo.size()) {
+    auto nl = cpuinfo.find('\n', at);
+    if (nl == std::string_view::npos) nl = cpuinfo.size();
+    const auto line = cpuinfo.substr(at, nl - at);
+    at = nl + 1;
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    if (trim(line.substr(0, colon)) == key) return std::string(trim(line.substr(colon + 1)));
+  }
+  return "";
+}
+
+int processors(std::string_view cpuinfo) {
+  int n = 0;
+  std::size_t at = 0;
+  while (at < cpuinfo.size()) {
+    auto nl = cpuinfo.find('\n', at);
+    if (nl == std::string_view::npos) nl = cpuinfo.size();
+    const auto line = cpuinfo.substr(at, nl - at);
+    at = nl + 1;
+    const auto colon = line.find(':');
+    if (colon != std::string_view::npos && trim(line.substr(0, colon)) == "processor") ++n;
+  }
+  return n;
+}
+
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& reported_cpu_features() {
+  static const std::vector<std::string_view> features = {
+      // x86: the features ggml's CPU variants are chosen by.
+      "sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx_vnni", "avx512f", "avx512vbmi", "avx512_vnni", "avx512_bf16",
+      "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16",
+      // aarch64 (its /proc/cpuinfo names: asimd is NEON, asimddp dot product).
+      "asimd", "asimddp", "i8mm", "sve", "sve2"};
+  return features;
+}
+
+std::string one_line(std::string_view s) {
+  std::string out;
+  for (char c : s) out += c == '\n' || c == '\t' || c == '\r' ? ' ' : c;
+  return std::string(trim(out));
+}
+
+machine_facts machine_from(std::string_view cpuinfo, std::string_view kernel, std::string_view arch) {
+  machine_facts m;
+  auto vendor = cpuinfo_value(cpuinfo, "vendor_id");
+  if (vendor.empty()) vendor = cpuinfo_value(cpuinfo, "CPU implementer");  // aarch64: an id such as 0x41
+  auto model = cpuinfo_value(cpuinfo, "model name");
+  if (model.empty()) model = cpuinfo_value(cpuinfo, "Model");  // some aarch64 boards
+  if (!vendor.empty()) m["cpu_vendor"] = one_line(vendor);
+  if (!model.empty()) m["cpu_model"] = one_line(model);
+  if (const int n = processors(cpuinfo); n > 0) m["logical_cores"] = std::to_string(n);
+  auto flags = cpuinfo_value(cpuinfo, "flags");
+  if (flags.empty()) flags = cpuinfo_value(cpuinfo, "Features");  // aarch64
+  std::set<std::string> have;
+  std::istringstream words(flags);
+  for (std::string w; words >> w;) have.insert(w);
+  std::string features;
+  for (auto f : reported_cpu_features())
+    if (have.count(std::string(f))) features += (features.empty() ? "" : " ") + std::string(f);
+  if (!flags.empty()) m["cpu_features"] = features.empty() ? "none" : features;
+  if (!kernel.empty()) m["kernel"] = one_line(kernel);
+  if (!arch.empty()) m["arch"] = one_line(arch);
+  return m;
+}
+
+machine_facts host_machine() {
+  utsname u{};
+  const bool named = ::uname(&u) == 0;
+  auto m = machine_from(read_file("/proc/cpuinfo"), named ? u.release : "", named ? u.machine : "");
+  if (!m.count("logical_cores"))
+    if (const auto n = std::thread::hardware_concurrency(); n > 0) m["logical_cores"] = std::to_string(n);
+  return m;
+}
+
+machine_facts machine_from_log(std::string_view log) {
+  machine_facts m;
+  constexpr std::string_view loaded = "loaded CPU backend from ";
+  if (auto at = log.find(loaded); at != std::string_view::npos) {
+    auto end = log.find('\n', at);
+    const auto path = trim(log.substr(at + loaded.size(), end == std::string_view::npos ? end : end - at - loaded.size()));
+    auto name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
+    if (name.starts_with("libggml-cpu-")) name.remove_prefix(12);
+    if (auto dot = name.find(".so"); dot != std::string_view::npos) name = name.substr(0, dot);
+    m["ggml_cpu_variant"] = one_line(name);
+  }
+  // "system_info: n_threads = 2 (...) / 2 | CPU : SSE3 = 1 | AVX2 = 1 | ... |"
+  if (auto at = log.find("system_info:"); at != std::string_view::npos) {
+    auto end = log.find('\n', at);
+    auto line = log.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    std::string on;
+    std::size_t i = 0;
+    while ((i = line.find('|', i)) != std::string_view::npos) {
+      ++i;
+      auto next = line.find('|', i);
+      auto item = trim(line.substr(i, next == std::string_view::npos ? std::string_view::npos : next - i));
+      if (item.starts_with("CPU :")) item = trim(item.substr(5));
+      if (auto eq = item.find(" = 1"); eq != std::string_view::npos && eq + 4 == item.size())
+        on += (on.empty() ? "" : " ") + std::string(item.substr(0, eq));
+    }
+    if (!on.empty()) m["ggml_cpu_features"] = on;
+  }
+  return m;
+}
+
+machine_facts server_log_machine(const std::filesystem::path& log) { return machine_from_log(read_file(log)); }
+
+std::string listed_devices(const std::string& executable, const std::vector<std::string>& env) {
+  if (executable.empty()) return "";
+  std::string command = "env";
+  for (const auto& e : env) command += " " + shell_quoted(e);
+  command += " timeout 20 " + shell_quoted(executable) + " --list-devices 2>/dev/null";
+  FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  std::array<char, 4096> buf{};
+  for (std::size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return "";
+  // "Available devices:\n  CUDA0: NVIDIA H100 (81000 MiB, 80000 MiB free)\n" or "  (none)".
+  std::string devices;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto t = trim(line);
+    if (t.empty() || t.starts_with("Available devices") || t == "(none)") continue;
+    // The memory in parentheses (free memory changes from one reading to the next) is not
+    // the machine.
+    auto name = t;
+    if (auto paren = name.rfind(" ("); paren != std::string_view::npos && name.back() == ')') name = name.substr(0, paren);
+    devices += (devices.empty() ? "" : "; ") + one_line(name);
+  }
+  return devices.empty() ? "none" : devices;
+}
+
+}  // namespace logitaudit::clients
