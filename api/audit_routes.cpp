@@ -212,6 +212,34 @@ net::awaitable<api_response> route_get_fingerprints(state_ptr st, request_contex
   co_return keep(*st, j->status, *id, "fingerprints", json_response(200, dump(out)));
 }
 
+// GET /v1/audits/{id}/bundle
+net::awaitable<api_response> route_get_bundle(state_ptr st, request_context ctx) {
+  auto id = parse_positive_id(ctx.params[0]);
+  if (!id) co_return no_audit(ctx.params[0]);
+  std::vector<std::int64_t> ids(1, *id);  // (a braced list in a coroutine's co_await trips GCC 12)
+  auto text = co_await st->svc->export_bundle(std::move(ids));
+  if (!text) co_return error_response(text.error());
+  api_response r;
+  r.body = std::move(*text);
+  r.content_type = "application/x-ndjson";
+  r.headers.emplace_back(http::field::content_disposition, "attachment; filename=\"audit-" + std::to_string(*id) + ".bundle\"");
+  co_return r;
+}
+
+// POST /v1/imports
+net::awaitable<api_response> route_post_imports(state_ptr st, request_context ctx) {
+  auto imported = co_await st->svc->import_bundle(std::move(ctx.body));
+  if (!imported) co_return error_response(imported.error());
+  json audits = json::array();
+  bool fresh = false;
+  for (std::size_t i = 0; i < imported->jobs.size(); ++i) {
+    audits.push_back({{"id", imported->jobs[i]}, {"already_imported", static_cast<bool>(imported->already[i])},
+                      {"links", {{"self", "/v1/audits/" + std::to_string(imported->jobs[i])}}}});
+    fresh = fresh || !imported->already[i];
+  }
+  co_return json_response(fresh ? 201 : 200, dump(json{{"audits", audits}}));
+}
+
 // POST /v1/audits/{id}/cancel
 net::awaitable<api_response> route_post_cancel(state_ptr st, request_context ctx) {
   auto id = parse_positive_id(ctx.params[0]);
@@ -345,6 +373,19 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
         {.operation_id = "listFingerprints", .summary = "Each backend's fingerprint before and after the audit",
          .response_schema = "FingerprintList", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_fingerprints(st, ctx); });
+  r.add(verb::get, "/v1/audits/{id}/bundle",
+        {.operation_id = "exportBundle",
+         .summary = "The ended audit as an evidence bundle: spec, predictions, fingerprints, every run with its stream bytes, "
+                    "verdicts and findings, under one content digest (docs/protocol.md)",
+         .media = "application/x-ndjson", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_bundle(st, ctx); });
+  r.add(verb::post, "/v1/imports",
+        {.operation_id = "importBundle",
+         .summary = "Add a bundle's audits to this database, read-only, with their provenance; 201, or 200 when every one "
+                    "was imported before",
+         .needs = access::write, .request_schema = "Bundle", .request_media = "application/x-ndjson", .status = 201,
+         .response_schema = "ImportResult", .tag = "audits"},
+        [st](const request_context& ctx) { return route_post_imports(st, ctx); });
   r.add(verb::post, "/v1/audits/{id}/cancel",
         {.operation_id = "cancelAudit", .summary = "Cancel at the next request-group boundary", .needs = access::write,
          .status = 202, .response_schema = "Job", .tag = "audits"},

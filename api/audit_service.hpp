@@ -17,6 +17,7 @@
 #include "audit/expected.hpp"
 #include "audit/spec.hpp"
 #include "service_error.hpp"
+#include "storage/bundle.hpp"
 #include "storage/records.hpp"
 
 namespace logitaudit::api {
@@ -58,6 +59,13 @@ class audit_service {
                                                                                             std::int64_t b) = 0;
   // A running job is cancelled first. Errors: not_found.
   virtual boost::asio::awaitable<expected<std::int64_t, service_error>> remove(std::int64_t id) = 0;
+  // Ended audits as one evidence bundle's text (storage/bundle.hpp). Errors: not_found (the
+  // field says which id), conflict (one has not ended).
+  virtual boost::asio::awaitable<expected<std::string, service_error>> export_bundle(std::vector<std::int64_t> ids) = 0;
+  // Adds a bundle's audits, read-only, with their provenance; one imported before is not
+  // stored again. Errors: invalid (malformed, truncated, oversized, a content digest that does
+  // not match, rows that do not fit: nothing is stored), storage_full, unavailable.
+  virtual boost::asio::awaitable<expected<storage::import_result, service_error>> import_bundle(std::string text) = 0;
   virtual boost::asio::awaitable<backend_list> backends() = 0;
   virtual boost::asio::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() = 0;
   virtual bool ready() const = 0;

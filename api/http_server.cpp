@@ -199,7 +199,17 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     parser.body_limit(st->limits.max_body);
     parser.header_limit(static_cast<std::uint32_t>(st->limits.max_header));
     stream.expires_after(st->limits.read_timeout);
-    auto [ec, n] = co_await http::async_read(stream, buffer, parser);
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser);
+    std::size_t body_limit = st->limits.max_body;
+    if (!ec && !st->limits.larger_bodies.empty()) {
+      const std::string_view target = parser.get().target();
+      if (auto it = st->limits.larger_bodies.find(std::string(target.substr(0, target.find('?'))));
+          it != st->limits.larger_bodies.end()) {
+        body_limit = it->second;
+        parser.body_limit(body_limit);
+      }
+    }
+    if (!ec && !parser.is_done()) std::tie(ec, n) = co_await http::async_read(stream, buffer, parser);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof) co_return;
     const auto started = std::chrono::steady_clock::now();
     api_response res;
@@ -208,7 +218,7 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     std::string method = "-", target = "-";
     if (ec == http::error::body_limit) {
       res = error_response(service_errc::payload_too_large, "payload_too_large",
-                           "the body exceeds " + std::to_string(st->limits.max_body) + " bytes");
+                           "the body exceeds " + std::to_string(body_limit) + " bytes");
     } else if (ec == http::error::header_limit) {
       res = error_response(service_errc::header_too_large, "header_too_large", "the request header is too large");
     } else if (ec) {
@@ -247,8 +257,10 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
       const bool has_body = !ctx.body.empty();
       if (!query_ok) {
         res = error_response(service_errc::invalid, "bad_request", "malformed percent-escape in the query string");
-      } else if (has_body && ctx.content_type.find("application/json") == std::string::npos) {
-        res = error_response(service_errc::unsupported_media_type, "unsupported_media_type", "bodies must be application/json");
+      } else if (has_body && ctx.content_type.find("application/json") == std::string::npos &&
+                 ctx.content_type.find("application/x-ndjson") == std::string::npos) {
+        res = error_response(service_errc::unsupported_media_type, "unsupported_media_type",
+                             "bodies must be application/json (an evidence bundle: application/x-ndjson)");
       } else {
         res = co_await dispatch(st->routes, std::move(ctx));
       }

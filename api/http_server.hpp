@@ -77,6 +77,7 @@ struct route_doc {
   access needs = access::read;
   std::vector<query_param> query;
   std::string request_schema;   // a components schema name; empty: no body
+  std::string request_media = "application/json";
   unsigned status = 200;        // the success status
   std::string response_schema;  // a components schema name; empty: no JSON schema
   std::string media = "application/json";
@@ -135,6 +136,8 @@ api_response unauthorized();
 
 struct server_limits {
   std::size_t max_body = 1 << 20;  // 413 above
+  // Targets whose bodies may be larger (POST /v1/imports takes evidence bundles): exact path.
+  std::map<std::string, std::size_t> larger_bodies;
   std::size_t max_header = 16 * 1024;
   std::chrono::seconds read_timeout{30};  // a slow client is dropped
   std::size_t max_connections = 4096;

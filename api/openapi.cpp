@@ -77,7 +77,7 @@ json operation(const std::string& method, const std::string& pattern, const rout
   for (const auto& q : d.query) params.push_back(query_parameter(q));
   if (!params.empty()) op["parameters"] = params;
   if (!d.request_schema.empty())
-    op["requestBody"] = {{"required", true}, {"content", {{"application/json", {{"schema", schema_ref(d.request_schema)}}}}}};
+    op["requestBody"] = {{"required", true}, {"content", {{d.request_media, {{"schema", schema_ref(d.request_schema)}}}}}};
 
   json ok = {{"description", "success"}};
   if (!d.response_schema.empty()) ok["content"][d.media] = {{"schema", schema_ref(d.response_schema)}};

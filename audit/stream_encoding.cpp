@@ -159,6 +159,8 @@ std::optional<stream_digests> digest_canonical(std::span<const std::uint8_t> byt
                         to_digest(XXH3_128bits(bytes.data(), bytes.size()))};
 }
 
+digest128 xxh128(std::string_view bytes) { return to_digest(XXH3_128bits(bytes.data(), bytes.size())); }
+
 std::int64_t text_key(const std::string& token_text) {
   return static_cast<std::int64_t>(XXH3_64bits(token_text.data(), token_text.size()));
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "logit_stream.hpp"
@@ -28,6 +29,9 @@ stream_digests digest(const logit_stream& s);
 // The same, from an already encoded stream (what `verify` recomputes from disk);
 // nullopt when the bytes do not decode.
 std::optional<stream_digests> digest_canonical(std::span<const std::uint8_t> bytes);
+
+// XXH3-128 of any bytes, in the digests' canonical order (an evidence bundle's content digest).
+digest128 xxh128(std::string_view bytes);
 
 // XXH3-64 of a token's bytes: the key of a text-keyed token.
 std::int64_t text_key(const std::string& token_text);

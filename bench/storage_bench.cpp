@@ -1,6 +1,8 @@
 // bench/storage: streams of 64 tokens with top-5 written per second through the real write
 // path (the db thread, batched group transactions, WAL), the file size per 1000 streams, and
-// the time to load one job's findings with 100,000 stored streams. Prints figures only.
+// the time to load one job's findings with 100,000 stored streams, and an evidence bundle of a
+// 130-run audit: its bytes against its rows' bytes in SQLite, export and import times.
+// Prints figures only.
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +13,7 @@
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/stream_encoding.hpp"
+#include "storage/bundle.hpp"
 #include "storage/db_worker.hpp"
 
 using namespace logitaudit;
@@ -64,6 +67,64 @@ double write_streams(storage::db_worker& w, std::int64_t job, const audit::audit
   }
   w.flush();
   return duration<double>(steady_clock::now() - t0).count();
+}
+
+// 4. The seed protocol on two backends (130 runs, 64 tokens with top-5 each) as one bundle.
+void bundle_figures(const fs::path& dir) {
+  const fs::path a = dir / ("logitaudit-bench-bundle-" + std::to_string(::getpid()) + ".db");
+  const fs::path b = dir / ("logitaudit-bench-import-" + std::to_string(::getpid()) + ".db");
+  auto remove = [&] {
+    for (const auto& p : {a, b})
+      for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s);
+  };
+  remove();
+  std::uintmax_t empty = 0, full = 0;
+  std::string text;
+  double export_ms = 0, import_ms = 0;
+  {
+    storage::db_worker w(a.string());
+    w.submit([](storage::store& s) { s.maintenance()->vacuum(); s.maintenance()->checkpoint(); return 0; }).get();
+    empty = fs::file_size(a);
+    const auto spec = audit::seed_protocol({{"tiny", "http://127.0.0.1:1", "llama"}, {"small", "http://127.0.0.1:2", "llama"}});
+    const auto plan = audit::make_plan(spec);
+    storage::new_job j;
+    j.spec_json = "{}";
+    j.total_requests = plan.total_requests();
+    const auto job = w.submit([&](storage::store& s) { return s.jobs().create(j); }).get();
+    for (const auto& g : plan.groups) {
+      storage::group_write gw{&plan, &g, {}, std::nullopt, 1};
+      if (g.mode == audit::group_mode::burst)
+        gw.burst = audit::burst_measurement{static_cast<int>(g.requests.size()), 8, 120'000, 90'000'000, 0.9, 3.8, 3.6, {}};
+      for (std::size_t r = 0; r < g.requests.size(); ++r)
+        gw.runs.push_back({g.index, r, stream64(static_cast<std::int64_t>(g.index * 8 + r)), {}});
+      w.enqueue_group(job, std::move(gw));
+    }
+    w.submit([&](storage::store& s) {
+       s.jobs().finish(job, audit::job_status::done, "", audit::findings{}, std::string(6000, ' '), storage::now_utc());
+       s.maintenance()->vacuum();
+       s.maintenance()->checkpoint();
+       return 0;
+     }).get();
+    full = fs::file_size(a);
+    const auto t0 = steady_clock::now();
+    text = *w.submit([&](storage::store& s) {
+              return storage::export_bundle(s, {job}, {"bench", a.string(), "bench", storage::now_utc()});
+            }).get();
+    export_ms = duration<double, std::milli>(steady_clock::now() - t0).count();
+    std::printf("bundle of a %zu-run audit (64 tokens x top-5 each): %zu bytes; its rows and indexes in SQLite "
+                "(file after VACUUM, less the empty schema's): %ju bytes; ratio %.2f\n",
+                plan.total_requests(), text.size(), full - empty, static_cast<double>(text.size()) / static_cast<double>(full - empty));
+  }
+  {
+    storage::db_worker w(b.string());
+    const auto t0 = steady_clock::now();
+    auto parsed = storage::read_bundle(text);
+    const auto r = w.submit([&](storage::store& s) { return storage::import_bundle(s, *parsed, storage::now_utc()); }).get();
+    import_ms = duration<double, std::milli>(steady_clock::now() - t0).count();
+    std::printf("export %.1f ms; import (parse, digest, one transaction) %.1f ms into audit %lld\n", export_ms, import_ms,
+                static_cast<long long>(r.jobs.at(0)));
+  }
+  remove();
 }
 
 }  // namespace
@@ -129,5 +190,6 @@ int main(int argc, char** argv) {
     (void)row;
   }
   cleanup();
+  bundle_figures(fs::temp_directory_path());
   return 0;
 }

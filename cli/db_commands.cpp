@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "bundle_commands.hpp"
 #include "exit_codes.hpp"
 #include "storage/copy.hpp"
 #include "storage/repositories.hpp"
@@ -64,10 +65,12 @@ void add_db_commands(CLI::App& app) {
   };
   auto a = std::make_shared<args_t>();
 
-  auto* verify = app.add_subcommand("verify", "recompute every digest, verdict and prediction of a database and compare");
-  verify->add_option("db", a->db, "database file, or postgresql:// URL")->required();
+  auto* verify = app.add_subcommand("verify", "recompute every digest, verdict and prediction of a database, or of an "
+                                              "evidence bundle (and its content digest), and compare");
+  verify->add_option("db", a->db, "database file, postgresql:// URL, or bundle file")->required();
   auto* job_opt = verify->add_option("--job", a->job, "only this job");
   verify->callback([a, job_opt] {
+    if (!storage::is_postgres_url(a->db) && is_bundle_file(a->db)) return verify_bundle_file(a->db);
     auto store = open_existing(a->db);
     std::optional<std::int64_t> job;
     if (job_opt->count()) job = a->job;

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "bundle_commands.hpp"
 #include "db_commands.hpp"
 #include "storage/records.hpp"
 #include "exit_codes.hpp"
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   add_run_command(app);
   add_db_commands(app);
+  add_bundle_commands(app);
   add_remote_commands(app);
   try {
     app.parse(argc, argv);

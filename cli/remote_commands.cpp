@@ -51,11 +51,7 @@ void add_common(CLI::App* sub, common_args& c) {
   sub->add_flag("--json", c.json, "print the daemon's JSON instead of a table");
 }
 
-daemon_client connect(const common_args& c) {
-  const std::string& given = c.server.empty() ? global_server : c.server;
-  return daemon_client(given.empty() ? env_or("LOGITAUDIT_SERVER", "http://127.0.0.1:8700") : given,
-                       env_or("LOGITAUDIT_TOKEN", ""));
-}
+daemon_client connect(const common_args& c) { return connect_daemon(c.server); }
 
 void print_json(const json& j) { std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n"; }
 
@@ -832,6 +828,12 @@ void add_history(CLI::App& app) {
 }
 
 }  // namespace
+
+daemon_client connect_daemon(const std::string& server) {
+  const std::string& given = server.empty() ? global_server : server;
+  return daemon_client(given.empty() ? env_or("LOGITAUDIT_SERVER", "http://127.0.0.1:8700") : given,
+                       env_or("LOGITAUDIT_TOKEN", ""));
+}
 
 void add_remote_commands(CLI::App& app) {
   app.add_option("--server", global_server, "logitauditd URL for daemon commands (also accepted after the command)");

@@ -28,8 +28,9 @@ std::string read_file(const std::filesystem::path& p) {
   return out.str();
 }
 
-// "key : value" of the first processor block that has `key`.
-std::string cpuinfo_value(std::string_view cpuinfo, std::string_view key) {
+// Each "key : value" line of /proc/cpuinfo, trimmed, until `fn` returns false.
+template <class F>
+void for_each_entry(std::string_view cpuinfo, F fn) {
   std::size_t at = 0;
   while (at < cpuinfo.size()) {
     auto nl = cpuinfo.find('\n', at);
@@ -37,23 +38,27 @@ std::string cpuinfo_value(std::string_view cpuinfo, std::string_view key) {
     const auto line = cpuinfo.substr(at, nl - at);
     at = nl + 1;
     const auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    if (trim(line.substr(0, colon)) == key) return std::string(trim(line.substr(colon + 1)));
+    if (colon != std::string_view::npos && !fn(trim(line.substr(0, colon)), trim(line.substr(colon + 1)))) return;
   }
-  return "";
+}
+
+// The value of `key` in the first processor block that has it.
+std::string cpuinfo_value(std::string_view cpuinfo, std::string_view key) {
+  std::string value;
+  for_each_entry(cpuinfo, [&](std::string_view k, std::string_view v) {
+    if (k != key) return true;
+    value = v;
+    return false;
+  });
+  return value;
 }
 
 int processors(std::string_view cpuinfo) {
   int n = 0;
-  std::size_t at = 0;
-  while (at < cpuinfo.size()) {
-    auto nl = cpuinfo.find('\n', at);
-    if (nl == std::string_view::npos) nl = cpuinfo.size();
-    const auto line = cpuinfo.substr(at, nl - at);
-    at = nl + 1;
-    const auto colon = line.find(':');
-    if (colon != std::string_view::npos && trim(line.substr(0, colon)) == "processor") ++n;
-  }
+  for_each_entry(cpuinfo, [&n](std::string_view k, std::string_view) {
+    n += k == "processor";
+    return true;
+  });
   return n;
 }
 

@@ -166,12 +166,13 @@ void read_limits(const json& j, daemon_config& c, std::vector<config_problem>& p
     else {
       unknown_keys(*l, "limits",
                    {"max_body_bytes", "max_prompts", "max_n_predict", "max_top_k", "max_concurrency", "max_replicates",
-                    "max_backends", "max_prompt_bytes", "max_requests", "max_queued_jobs", "max_database_bytes",
+                    "max_backends", "max_prompt_bytes", "max_requests", "max_queued_jobs", "max_database_bytes", "max_bundle_bytes",
                     "max_sweep_configurations", "max_server_threads", "max_server_parallel"},
                    p);
       auto& s = c.spec_limits;
       read(*l, "max_queued_jobs", "limits", c.max_queued_jobs, p);
       read(*l, "max_database_bytes", "limits", c.max_database_bytes, p);
+      read(*l, "max_bundle_bytes", "limits", c.max_bundle_bytes, p);
       read(*l, "max_body_bytes", "limits", c.max_body_bytes, p);
       read(*l, "max_prompts", "limits", s.max_prompts, p);
       read(*l, "max_n_predict", "limits", s.max_n_predict, p);

@@ -86,6 +86,7 @@ struct daemon_config {
   audit::spec_limits spec_limits;   // limits.max_prompts ... limits.max_requests
   int max_queued_jobs = 100;
   std::int64_t max_database_bytes = 0;  // 0: no cap; else writes beyond it fail like a full disk
+  std::size_t max_bundle_bytes = 256u << 20;  // the largest evidence bundle POST /v1/imports takes
   std::size_t read_cache_bytes = 64u << 20;  // bodies of final audits the API keeps in memory
   audit::evidence_thresholds evidence;
   audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)

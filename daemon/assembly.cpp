@@ -77,7 +77,8 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
     : reads_(conf.read_cache_bytes),
       lifecycle_(db, lifecycle_of(conf, hooks)),
       queue_(api, audits, db, lifecycle_, queue_of(conf, fleet)),
-      service_(db, lifecycle_, queue_),
+      service_(db, lifecycle_, queue_, {hooks.version, storage::redact_url(conf.database), host_name(), ""},
+               conf.max_bundle_bytes),
       scheduler_(api, db, service_, lifecycle_),
       history_(db, conf.history),
       alerts_(api, db, history_, alert_settings_of(conf)) {
@@ -93,6 +94,7 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
   add_routes(conf, hooks);
   api::server_limits limits;
   limits.max_body = conf.max_body_bytes;
+  limits.larger_bodies["/v1/imports"] = std::max(conf.max_body_bytes, conf.max_bundle_bytes);
   if (hooks.read_timeout) limits.read_timeout = *hooks.read_timeout;
   server_ = std::make_unique<api::http_server>(api, routes_, limits);
   server_->on_response([this](unsigned status, double seconds) { metrics_.observe_response(status, seconds); });

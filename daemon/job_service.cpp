@@ -7,8 +7,9 @@
 
 namespace logitaudit::daemon {
 
-job_service::job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue)
-    : db_(db), lifecycle_(lifecycle), queue_(queue) {}
+job_service::job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue, storage::bundle_origin origin,
+                         std::size_t max_bundle_bytes)
+    : db_(db), lifecycle_(lifecycle), queue_(queue), origin_(std::move(origin)), max_bundle_bytes_(max_bundle_bytes) {}
 
 net::awaitable<expected<storage::job_record, api::service_error>> job_service::submit(audit::audit_spec spec) {
   auto job = co_await lifecycle_.create(std::move(spec));
@@ -142,6 +143,30 @@ net::awaitable<expected<std::int64_t, api::service_error>> job_service::remove(s
   queue_.notify(id);
   if (!removed) co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no audit with id '" + std::to_string(id) + "'", "id")};
   co_return id;
+}
+
+net::awaitable<expected<std::string, api::service_error>> job_service::export_bundle(std::vector<std::int64_t> ids) {
+  auto origin = origin_;
+  origin.exported_at = storage::now_utc();
+  auto write = [ids, origin](storage::store& s) { return storage::export_bundle(s, ids, origin); };
+  auto text = co_await on_db(db_, std::move(write));
+  if (!text)
+    co_return unexpected{text.error().not_found
+                             ? api::make_error(api::service_errc::not_found, "not_found", text.error().message, "id")
+                             : api::make_error(api::service_errc::conflict, "not_finished", text.error().message, "id")};
+  co_return std::move(*text);
+}
+
+net::awaitable<expected<storage::import_result, api::service_error>> job_service::import_bundle(std::string text) {
+  auto b = storage::read_bundle(text, max_bundle_bytes_);
+  if (!b) co_return unexpected{api::make_error(api::service_errc::invalid, "invalid_bundle", b.error(), "bundle")};
+  auto add = [b = std::move(*b)](storage::store& s) { return storage::import_bundle(s, b, storage::now_utc()); };
+  try {
+    co_return co_await on_db(db_, std::move(add));
+  } catch (const storage::storage_error& e) {
+    if (e.why != storage::storage_error::kind::invalid) throw;
+    co_return unexpected{api::make_error(api::service_errc::invalid, "invalid_bundle", e.what(), "bundle")};
+  }
 }
 
 net::awaitable<api::backend_list> job_service::backends() {

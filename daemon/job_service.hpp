@@ -14,7 +14,10 @@ namespace logitaudit::daemon {
 
 class job_service final : public api::audit_service {
  public:
-  job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue);
+  // `origin`: what bundles this daemon exports say of it (its exported_at is set per export);
+  // `max_bundle_bytes`: the largest bundle it imports.
+  job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue, storage::bundle_origin origin = {},
+              std::size_t max_bundle_bytes = 256u << 20);
 
   net::awaitable<expected<storage::job_record, api::service_error>> submit(audit::audit_spec spec) override;
   // The same for a schedule's fire at `fire_unix`: the job is linked to the schedule, and no
@@ -33,6 +36,8 @@ class job_service final : public api::audit_service {
   net::awaitable<expected<storage::job_record, api::service_error>> cancel(std::int64_t id) override;
   net::awaitable<expected<audit::baseline_comparison, api::service_error>> compare(std::int64_t a, std::int64_t b) override;
   net::awaitable<expected<std::int64_t, api::service_error>> remove(std::int64_t id) override;
+  net::awaitable<expected<std::string, api::service_error>> export_bundle(std::vector<std::int64_t> ids) override;
+  net::awaitable<expected<storage::import_result, api::service_error>> import_bundle(std::string text) override;
   net::awaitable<api::backend_list> backends() override;
   net::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() override;
   bool ready() const override { return queue_.started() && !queue_.stopping(); }
@@ -41,6 +46,8 @@ class job_service final : public api::audit_service {
   storage::db_worker& db_;
   job_lifecycle& lifecycle_;
   job_queue& queue_;
+  storage::bundle_origin origin_;
+  std::size_t max_bundle_bytes_;
 };
 
 }  // namespace logitaudit::daemon

@@ -7,6 +7,7 @@ api::service_error storage_failure(const storage::storage_error& e, const std::s
   using k = storage::storage_error::kind;
   switch (e.why) {
     case k::full: return api::make_error(api::service_errc::storage_full, "storage_full", what + ": " + e.what());
+    case k::invalid: return api::make_error(api::service_errc::invalid, "invalid", what + ": " + e.what());
     case k::busy:
     case k::newer_schema:
     case k::unavailable:

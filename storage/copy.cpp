@@ -32,14 +32,14 @@ std::int64_t count(sql_connection& c, const std::string& t) {
   return n;
 }
 
+}  // namespace
+
 // The SQL connection of an engine of sql_repositories (every engine open_store() opens).
 sql_connection& connection_of(store& s) {
   auto* sql = dynamic_cast<sql_backed*>(&s);
   if (!sql) throw storage_error(storage_error::kind::broken, s.location() + " is not an SQL database: it cannot be copied");
   return sql->connection();
 }
-
-}  // namespace
 
 copy_report copy_database(store& from, store& to) {
   auto& src = connection_of(from);

@@ -220,9 +220,14 @@ CREATE TABLE backend_leases (
   expires_at TIMESTAMPTZ NOT NULL
 );
 )sql",
-    // 2: SQLite's version 6: the machine in every fingerprint.
+    // 2: SQLite's version 6: the machine in every fingerprint; imported audits' provenance.
     R"sql(
 ALTER TABLE fingerprints ADD COLUMN machine TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN origin_audit BIGINT;
+ALTER TABLE jobs ADD COLUMN origin_version TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN imported_at TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX jobs_by_origin ON jobs(origin, origin_audit) WHERE origin <> '';
 )sql",
 };
 

@@ -31,6 +31,7 @@ struct storage_error : std::runtime_error {
     unavailable,   // the database server cannot be reached (PostgreSQL)
     conflict,      // a row that must be unique exists already (a schedule's fire, a stored group)
     lease_lost,    // another daemon of the fleet holds the job now
+    invalid,       // rows from outside (an evidence bundle) that do not fit this database, named
     broken,        // anything else: corruption, I/O errors, a bug
   };
   storage_error(kind k, const std::string& what) : std::runtime_error(what), why(k) {}
@@ -90,6 +91,14 @@ struct job_record {
   std::optional<std::int64_t> schedule_id;
   std::string created_at, started_at, finished_at;
   std::string findings_json;  // empty until the job ends with findings
+  // An audit imported from an evidence bundle: where it was measured (origin empty: here).
+  struct import_provenance {
+    std::string origin;    // "host:database" of the exporting daemon
+    std::int64_t audit = 0;  // its id there
+    std::string version;   // the exporting logitaudit's version
+    std::string imported_at;
+    bool imported() const { return !origin.empty(); }
+  } provenance;
 };
 
 // Newest first; every member narrows ("" / nullopt / 0: no bound).

@@ -101,7 +101,8 @@ std::optional<audit::digest128> digest_of(const std::vector<std::uint8_t>& b) {
 
 constexpr const char* kJobColumns =
     "id, status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, total_groups, "
-    "done_requests, failed_requests, error, tags_json, schedule_id, created_at, started_at, finished_at, findings_json";
+    "done_requests, failed_requests, error, tags_json, schedule_id, created_at, started_at, finished_at, findings_json, "
+    "origin, origin_audit, origin_version, imported_at";
 
 job_record read_job(sql_statement& s) {
   job_record j;
@@ -122,6 +123,10 @@ job_record read_job(sql_statement& s) {
   j.started_at = s.text(14);
   j.finished_at = s.text(15);
   j.findings_json = s.text(16);
+  j.provenance.origin = s.text(17);
+  if (!s.is_null(18)) j.provenance.audit = s.integer(18);
+  j.provenance.version = s.text(19);
+  j.provenance.imported_at = s.text(20);
   return j;
 }
 

@@ -214,9 +214,15 @@ CREATE TABLE schedule_fires (
   PRIMARY KEY (schedule_id, fire_unix)
 );
 )sql",
-    // 6: the machine in every fingerprint (tab-separated facts, one per line).
+    // 6: the machine in every fingerprint (tab-separated facts, one per line); the provenance
+    // of an audit imported from an evidence bundle.
     R"sql(
 ALTER TABLE fingerprints ADD COLUMN machine TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN origin_audit INTEGER;
+ALTER TABLE jobs ADD COLUMN origin_version TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN imported_at TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX jobs_by_origin ON jobs(origin, origin_audit) WHERE origin <> '';
 )sql",
 };
 

@@ -9,6 +9,8 @@ JSON (or reads a stored encoding) and hashes it with libxxhash's XXH3-128 throug
   stream_digest.py --encoded FILE...  stored canonical encodings (binary)
   stream_digest.py --db FILE.db       every stream of a logitaudit database: recompute both
                                       digests from the stored encoding, report mismatches
+  stream_digest.py --bundle FILE      an evidence bundle: its content digest (XXH3-128 of the
+                                      body line's bytes), then both digests of every stream in it
 
 Prints one line per file: token digest, logit digest, token count, keying, file.
 """
@@ -172,9 +174,50 @@ def check_database(path):
     return 1 if bad else 0
 
 
+def check_bundle(path):
+    import base64
+    data = open(path, "rb").read()
+    nl = data.find(b"\n")
+    if nl < 0:
+        print(f"{path}: no header line")
+        return 1
+    head = json.loads(data[:nl])
+    if head.get("format") != "logitaudit-bundle":
+        print(f"{path}: not a logitaudit bundle")
+        return 1
+    body = data[nl + 1:]
+    if body.endswith(b"\n"):
+        body = body[:-1]
+    bad = 0
+    digest = xxh128_hex(body)
+    if digest != head.get("content_digest"):
+        bad += 1
+        print(f"MISMATCH content digest: the body hashes to {digest}, the header says {head.get('content_digest')}")
+    checked = 0
+    for audit in json.loads(body)["audits"]:
+        for row in audit["tables"].get("streams", []):
+            checked += 1
+            enc = base64.b64decode(row["encoding"]["blob"])
+            tok = base64.b64decode(row["token_digest"]["blob"]).hex()
+            logit = base64.b64decode(row["logit_digest"]["blob"]).hex()
+            try:
+                tokens, keying = decode(enc)
+                t, l = xxh128_hex(token_section(tokens, keying)), xxh128_hex(enc)
+            except (ValueError, struct.error) as e:
+                t = l = f"undecodable ({e})"
+            if t != tok or l != logit:
+                bad += 1
+                print(f"MISMATCH audit {audit['id']} run {row['run_id']}: stored {tok}/{logit}, recomputed {t}/{l}")
+    print(f"bundle version {head.get('version')}: content digest {'ok' if digest == head.get('content_digest') else 'MISMATCH'}; "
+          f"{checked} streams checked, {bad} mismatches")
+    return 1 if bad else 0
+
+
 def main(argv):
     if argv[:1] == ["--db"] and len(argv) == 2:
         return check_database(argv[1])
+    if argv[:1] == ["--bundle"] and len(argv) == 2:
+        return check_bundle(argv[1])
     encoded = "--encoded" in argv
     files = [a for a in argv if a != "--encoded"]
     if not files:
