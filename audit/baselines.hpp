@@ -9,25 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "baseline_stream.hpp"
 #include "compare.hpp"
 #include "findings.hpp"
 
 namespace logitaudit::audit {
-
-struct baseline_key {
-  std::string backend;
-  std::string prompt;
-  double temperature = 0;
-  std::optional<std::int64_t> seed;
-
-  auto operator<=>(const baseline_key&) const = default;
-  bool operator==(const baseline_key&) const = default;
-};
-
-struct baseline_stream {
-  baseline_key key;
-  logit_stream stream;
-};
 
 struct baseline_pair {
   baseline_key key;

@@ -482,6 +482,8 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   f.throughput = throughput_results(spec, plan, runs, ev.bursts);
   f.frontier = frontier_rows(spec, plan, f);
 
+  if (ev.reference) f.reference = judge_against_reference(spec, plan, runs, *ev.reference, ev.fingerprints);
+
   write_sentences(spec, plan, f);
   write_search_sentences(f);
   write_frontier_sentences(f);
@@ -489,6 +491,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     f.sentences.push_back("Server changed during the audit: " + std::to_string(f.fingerprint_changes.size()) +
                           " fingerprint field(s) differ between start and end (the canary's digests among them when the "
                           "numbers moved); the findings are not trusted.");
+  if (f.reference) f.sentences.push_back(f.reference->sentence);
   if (!f.missing_fingerprints.empty())
     f.sentences.push_back("Server not checked: " + std::to_string(f.missing_fingerprints.size()) +
                           " fingerprint(s) are not stored, so nothing shows that the server stayed the same "

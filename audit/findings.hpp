@@ -14,6 +14,7 @@
 #include "compare.hpp"
 #include "evidence.hpp"
 #include "fingerprint.hpp"
+#include "reference.hpp"
 #include "frontier.hpp"
 #include "logit_stream.hpp"
 #include "plan.hpp"
@@ -90,16 +91,12 @@ struct prediction_result {
 // The outcome of a prediction from its counts (shared with the independent verifier).
 prediction_outcome decide(const prediction& p, int k, int n);
 
-struct backend_fingerprints {
-  backend_fingerprint before;
-  backend_fingerprint after;
-};
-
 // Everything besides the streams that the judgement reads.
 struct evaluation_evidence {
   std::map<std::size_t, burst_measurement> bursts;  // by group index; a burst without one is not batched
   std::map<std::string, backend_fingerprints> fingerprints;
   evidence_thresholds thresholds;
+  std::optional<reference_evidence> reference;  // when the spec names a reference audit
 };
 
 struct findings {
@@ -122,6 +119,7 @@ struct findings {
   // Per backend, the machine its fingerprint names (the before one's, else the after one's):
   // a finding is a property of the machine it was measured on.
   std::map<std::string, std::map<std::string, std::string>> machines;
+  std::optional<reference_findings> reference;  // the second verdict, when the spec names a reference
   evidence_thresholds thresholds;
   std::vector<search_result> searches;        // threshold_search conditions, per backend
   std::vector<throughput_result> throughput;  // throughput probes, per backend

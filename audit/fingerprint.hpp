@@ -38,6 +38,12 @@ struct backend_fingerprint {
   bool operator==(const backend_fingerprint&) const = default;
 };
 
+// A backend's fingerprints at an audit's start and end (empty api: not taken).
+struct backend_fingerprints {
+  backend_fingerprint before;
+  backend_fingerprint after;
+};
+
 // The fields that differ between two fingerprints, by name ("model", "build_info", ...;
 // "prompt_tokens:<prompt>" for a changed rendering, "model_meta:<key>", "canary" for the
 // canary's digests, "machine:<key>" for a machine fact). A field one side lacks (empty) is not a

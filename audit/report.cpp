@@ -28,11 +28,28 @@ std::string note(const condition_tally& t) {
   return apart.empty() ? "" : "(" + apart + ", not counted)";
 }
 
-void table_text(std::string& out, const std::vector<condition_tally>& rows) {
-  out += " " + pad("condition", 26) + pad("logit-ident", 17) + pad("token-ident", 17) + "\n";
+const reference_tally* against(const reference_findings* ref, const std::string& condition) {
+  if (!ref) return nullptr;
+  for (const auto& t : ref->pooled)
+    if (t.condition == condition) return &t;
+  return nullptr;
+}
+
+// "10/16 ( 62%)" of the streams matching the reference bit for bit, "–" for none compared.
+std::string reference_cell(const reference_findings* ref, const std::string& condition) {
+  const auto* t = against(ref, condition);
+  if (!t || t->n == 0) return t && t->not_comparable ? "not comparable" : "-";
+  return cell(t->logit_matches, t->n);
+}
+
+// The pooled table carries an "against the reference" column when the spec named one.
+void table_text(std::string& out, const std::vector<condition_tally>& rows, const reference_findings* ref = nullptr) {
+  out += " " + pad("condition", 26) + pad("logit-ident", 17) + pad("token-ident", 17) +
+         (ref ? pad("vs reference", 17) : "") + "\n";
   for (const auto& t : rows)
     out += " " + pad(t.condition, 26) + pad(cell(t.logit_identical, t.n), 17) + pad(cell(t.token_identical, t.n), 17) +
-           note(t) + "\n";
+           (ref ? pad(t.control() ? "" : reference_cell(ref, t.condition), 17) : "") + note(t) + "\n";
+  if (ref) out += " " + pad("solo baselines", 60) + pad(reference_cell(ref, "baseline"), 17) + "\n";
 }
 
 const char* level_name(identity_level l) { return l == identity_level::logit ? "logit" : "token"; }
@@ -210,8 +227,11 @@ std::string render_text(const findings& f) {
   std::string out;
   if (!f.valid) out += "!! " + f.invalid_reason + "\n\n";
   if (const auto m = machines_text(f, " "); !m.empty()) out += "Measured on:\n" + m + "\n";
-  out += "Pooled over " + std::to_string(f.backends.size()) + " backend(s):\n";
-  table_text(out, f.pooled);
+  out += "Pooled over " + std::to_string(f.backends.size()) + " backend(s)" +
+         (f.reference ? "; vs reference: logit-identical to audit " + std::to_string(f.reference->audit) + "'s solo streams"
+                      : std::string()) +
+         ":\n";
+  table_text(out, f.pooled, f.reference ? &*f.reference : nullptr);
   if (f.backends.size() > 1)
     for (const auto& b : f.backends) {
       out += "\n" + b + ":\n";
@@ -235,19 +255,21 @@ std::string render_text(const findings& f) {
 std::string render_markdown(const findings& f) {
   std::string out;
   if (!f.valid) out += "> **" + f.invalid_reason + "**\n\n";
-  auto table = [&](const std::vector<condition_tally>& rows) {
-    out += "| condition | logit-ident | token-ident | note |\n| --- | --- | --- | --- |\n";
+  auto table = [&](const std::vector<condition_tally>& rows, const reference_findings* ref) {
+    out += std::string("| condition | logit-ident | token-ident |") + (ref ? " against the reference |" : "") +
+           " note |\n| --- | --- | --- |" + (ref ? " --- |" : "") + " --- |\n";
     for (const auto& t : rows)
       out += "| " + t.condition + " | " + cell(t.logit_identical, t.n) + " | " + cell(t.token_identical, t.n) + " | " +
-             note(t) + " |\n";
+             (ref ? (t.control() ? std::string() : reference_cell(ref, t.condition)) + " | " : "") + note(t) + " |\n";
+    if (ref) out += "| solo baselines | | | " + reference_cell(ref, "baseline") + " | |\n";
   };
   if (const auto m = machines_text(f, "- "); !m.empty()) out += "Measured on:\n\n" + m + "\n";
   out += "### Pooled over " + std::to_string(f.backends.size()) + " backend(s)\n\n";
-  table(f.pooled);
+  table(f.pooled, f.reference ? &*f.reference : nullptr);
   if (f.backends.size() > 1)
     for (const auto& b : f.backends) {
       out += "\n### " + b + "\n\n";
-      table(f.per_backend.at(b));
+      table(f.per_backend.at(b), nullptr);
     }
   if (any_bursts(f.pooled)) {
     out += "\n### Batching evidence\n\nMedians per burst; " + thresholds_line(f.thresholds) +
@@ -282,7 +304,8 @@ std::string render_csv(const findings& f) {
   std::string out =
       "scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed,flagged,bursts,bursts_batched,"
       "median_server_concurrency,measured_by,expected_concurrency,median_overlap" +
-      std::string(machines ? ",machine" : "") + "\n";
+      std::string(machines ? ",machine" : "") +
+      std::string(f.reference ? ",reference_n,reference_logit_matches,reference_token_matches" : "") + "\n";
   auto rows = [&](const std::string& scope, const std::vector<condition_tally>& ts) {
     std::string machine;
     if (auto it = f.machines.find(scope); machines && it != f.machines.end()) machine = machine_summary(it->second);
@@ -291,6 +314,13 @@ std::string render_csv(const findings& f) {
       for (char c : machine) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
       machine = ",\"" + quoted + "\"";
     }
+    // Against the reference: pooled rows only (the reference's tallies are pooled).
+    auto reference_columns = [&](const condition_tally& t) -> std::string {
+      if (!f.reference) return "";
+      const auto* r = scope == "pooled" ? against(&*f.reference, t.condition) : nullptr;
+      if (!r) return ",,,";
+      return "," + std::to_string(r->n) + "," + std::to_string(r->logit_matches) + "," + std::to_string(r->token_matches);
+    };
     for (const auto& t : ts) {
       out += scope + "," + t.condition + "," + std::string(to_string(t.kind)) + "," + std::to_string(t.concurrency) + "," +
              (t.seeded ? "true" : "false") + "," + std::to_string(t.n) + "," + std::to_string(t.logit_identical) + "," +
@@ -299,9 +329,9 @@ std::string render_csv(const findings& f) {
         out += std::to_string(t.bursts->bursts) + "," + std::to_string(t.bursts->batched) + "," +
                (t.bursts->median_measured ? fixed(*t.bursts->median_measured, 4) : "") + "," +
                std::string(to_string(t.bursts->measured_by)) + "," + fixed(t.bursts->expected, 0) + "," +
-               fixed(t.bursts->median_overlap, 4) + machine + "\n";
+               fixed(t.bursts->median_overlap, 4) + machine + reference_columns(t) + "\n";
       else
-        out += ",,,,," + machine + "\n";
+        out += ",,,,," + machine + reference_columns(t) + "\n";
     }
   };
   rows("pooled", f.pooled);

@@ -135,6 +135,9 @@ struct audit_spec {
   std::vector<prediction> predictions;
   std::vector<std::string> tags;
   std::optional<sweep_spec> sweep;  // expanded into managed backends when the job is created
+  // A reference audit (any audit of this database, imported or local): every stream is also
+  // judged against its solo stream for the same request (audit/reference.hpp).
+  std::optional<std::int64_t> reference_audit;
 
   bool operator==(const audit_spec&) const = default;
 };

@@ -12,6 +12,7 @@
 #include "db_call.hpp"
 #include "service_errors.hpp"
 #include "storage/documents.hpp"
+#include "storage/references.hpp"
 
 namespace logitaudit::daemon {
 namespace {
@@ -99,7 +100,11 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
   const int max_queued = config_.max_queued_jobs;
   // Counting the queue and inserting happen in one task on the db thread: nothing queues in
   // between.
-  auto store_job = [nj, max_queued](storage::store& s) -> expected<storage::job_record, api::service_error> {
+  auto store_job = [nj, max_queued, reference = spec.reference_audit](storage::store& s)
+      -> expected<storage::job_record, api::service_error> {
+    if (reference)
+      if (auto why = storage::reference_problem(s, *reference); !why.empty())
+        return unexpected{api::invalid({{"reference.audit", why}}, "invalid_spec")};
     if (max_queued > 0) {
       const auto counts = s.jobs().counts();
       const auto it = counts.find(audit::job_status::queued);
@@ -382,11 +387,12 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   // Everything queued is written before this task runs (the db thread writes first); the
   // findings are judged from what was stored, exactly as `verify` will see it.
   auto* db = &db_;
-  auto load = [db, id](storage::store& s) {
+  auto load = [db, id, reference = spec->reference_audit](storage::store& s) {
     stored_evidence ev;
     ev.runs = s.evidence().observations(id);
     for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
     ev.evidence.fingerprints = s.evidence().fingerprints(id);
+    if (reference) ev.evidence.reference = storage::reference_evidence_of(s, *reference);
     return std::pair{std::move(ev), db->write_error(id)};
   };
   // A database server that went away is waited for: the groups it did not take yet are

@@ -276,7 +276,7 @@ expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::st
   if (!j.is_object()) return unexpected{std::vector<spec_problem>{{"", "the spec must be a JSON object"}}};
   reader r(problems);
   r.only(j, "", {"preset", "backends", "prompts", "n_predict", "top_k", "temperature", "seed", "control_temperature",
-                 "conditions", "predictions", "tags", "sweep"});
+                 "conditions", "predictions", "tags", "sweep", "reference"});
 
   audit::audit_spec s;
   std::string preset;
@@ -306,6 +306,17 @@ expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::st
   if (auto it = j.find("sweep"); it != j.end()) {
     if (it->is_null()) s.sweep.reset();
     else read_sweep(r, *it, s);
+  }
+  if (auto it = j.find("reference"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      r.problem("reference", "must be an object {\"audit\": ID}: the audit whose streams this one is held against");
+    } else {
+      r.only(*it, "reference", {"audit"});
+      const auto a = it->find("audit");
+      if (a == it->end() || !a->is_number_unsigned() || a->get<std::uint64_t>() < 1 || a->get<std::uint64_t>() > (1ull << 53))
+        r.problem("reference.audit", "must be the id of an audit (a positive integer)");
+      else s.reference_audit = static_cast<std::int64_t>(a->get<std::uint64_t>());
+    }
   }
   if (!problems.empty()) return unexpected{std::move(problems)};
   return s;
@@ -351,8 +362,72 @@ std::string encode_spec_format1(const audit::audit_spec& s) {
                   {"ubatch", w.ubatch},         {"cache_reuse", w.cache_reuse}, {"prompt_cache", w.prompt_cache},
                   {"probe_width", w.probe_width}, {"probe_bursts", w.probe_bursts}};
   }
+  if (s.reference_audit) j["reference"] = {{"audit", *s.reference_audit}};  // absent otherwise: older specs keep their bytes
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
+
+namespace {
+
+// The second verdict: per condition against the reference, each stream's verdict, and the
+// fingerprint fields that differ from the reference's.
+json reference_json(const audit::reference_findings& r) {
+  json pooled = json::array();
+  for (const auto& t : r.pooled)
+    pooled.push_back({{"condition", t.condition}, {"n", t.n}, {"logit_matches", t.logit_matches},
+                      {"token_matches", t.token_matches}, {"not_comparable", t.not_comparable}});
+  json verdicts = json::array();
+  for (const auto& v : r.verdicts) {
+    json jv = {{"group", v.group}, {"request", v.request}, {"outcome", std::string(audit::to_string(v.outcome))}};
+    if (v.result)
+      jv.update({{"logit_identical", v.result->logit_identical},
+                 {"token_identical", v.result->token_identical},
+                 {"first_logit_difference", v.result->first_logit_difference},
+                 {"first_token_difference", v.result->first_token_difference},
+                 {"max_abs_delta", v.result->max_abs_delta},
+                 {"max_ulp", v.result->max_ulp}});
+    else
+      jv["reason"] = v.reason;
+    verdicts.push_back(std::move(jv));
+  }
+  return {{"audit", r.audit}, {"origin", r.origin}, {"all_match", r.all_match()}, {"pooled", pooled},
+          {"fingerprint_differences", r.fingerprint_differences}, {"sentence", r.sentence}, {"verdicts", verdicts}};
+}
+
+audit::reference_findings reference_of(const json& j) {
+  audit::reference_findings r;
+  r.audit = j.at("audit").get<std::int64_t>();
+  r.origin = j.value("origin", "");
+  r.sentence = j.value("sentence", "");
+  for (const auto& t : j.at("pooled"))
+    r.pooled.push_back({t.at("condition").get<std::string>(), t.at("n").get<int>(), t.at("logit_matches").get<int>(),
+                        t.at("token_matches").get<int>(), t.at("not_comparable").get<int>()});
+  r.fingerprint_differences = j.at("fingerprint_differences").get<std::map<std::string, std::vector<std::string>>>();
+  for (const auto& v : j.at("verdicts")) {
+    audit::reference_verdict rv;
+    rv.group = v.at("group").get<std::size_t>();
+    rv.request = v.at("request").get<std::size_t>();
+    const auto o = v.at("outcome").get<std::string>();
+    rv.outcome = o == "matches_reference" ? audit::reference_outcome::matches_reference
+                 : o == "differs"         ? audit::reference_outcome::differs
+                                          : audit::reference_outcome::not_comparable;
+    if (v.contains("logit_identical")) {
+      audit::comparison c;
+      c.logit_identical = v.at("logit_identical").get<bool>();
+      c.token_identical = v.at("token_identical").get<bool>();
+      c.first_logit_difference = v.at("first_logit_difference").get<int>();
+      c.first_token_difference = v.at("first_token_difference").get<int>();
+      c.max_abs_delta = v.at("max_abs_delta").get<double>();
+      c.max_ulp = v.at("max_ulp").get<std::uint64_t>();
+      rv.result = c;
+    } else {
+      rv.reason = v.value("reason", "");
+    }
+    r.verdicts.push_back(std::move(rv));
+  }
+  return r;
+}
+
+}  // namespace
 
 std::string encode_findings_format1(const audit::findings& f) {
   auto tally = [](const audit::condition_tally& t) {
@@ -397,6 +472,7 @@ std::string encode_findings_format1(const audit::findings& f) {
   j["fingerprint_changes"] = f.fingerprint_changes;
   if (!f.missing_fingerprints.empty()) j["missing_fingerprints"] = f.missing_fingerprints;  // since schema 6
   if (!f.machines.empty()) j["machines"] = f.machines;                                         // since schema 6
+  if (f.reference) j["reference"] = reference_json(*f.reference);                             // since schema 6
   j["searches"] = json::array();
   for (const auto& r : f.searches) {
     json widths = json::array();
@@ -513,6 +589,7 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
     if (j.contains("missing_fingerprints"))
       f.missing_fingerprints = j.at("missing_fingerprints").get<std::vector<std::string>>();
     if (j.contains("machines")) f.machines = j.at("machines").get<std::map<std::string, std::map<std::string, std::string>>>();
+    if (j.contains("reference")) f.reference = reference_of(j.at("reference"));
     for (const auto& r : j.value("searches", json::array())) {
       audit::search_result out;
       out.backend = r.at("backend").get<std::string>();
