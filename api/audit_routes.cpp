@@ -122,6 +122,15 @@ net::awaitable<api_response> route_get_audit(state_ptr st, request_context ctx) 
   co_return keep(*st, j->status, *id, "summary", json_response(200, dump(job_json(*j))));
 }
 
+// GET /v1/audits/{id}/spec
+net::awaitable<api_response> route_get_spec(state_ptr st, request_context ctx) {
+  auto id = parse_positive_id(ctx.params[0]);
+  if (!id) co_return no_audit(ctx.params[0]);
+  auto j = co_await st->svc->job(*id);
+  if (!j) co_return no_audit(ctx.params[0]);
+  co_return json_response(200, j->spec_json);
+}
+
 // GET /v1/audits/{id}/report
 net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx) {
   auto id = parse_positive_id(ctx.params[0]);
@@ -350,6 +359,11 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
                    {"done", "integer", "with wait: answer as soon as more than this many requests are done", {}, 0, 0}},
          .response_schema = "Job", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_audit(st, ctx); });
+  r.add(verb::get, "/v1/audits/{id}/spec",
+        {.operation_id = "getAuditSpec",
+         .summary = "The audit's spec as stored (presets and sweeps expanded): what a replay submits again",
+         .response_schema = "ExpandedSpec", .tag = "audits"},
+        [st](const request_context& ctx) { return route_get_spec(st, ctx); });
   r.add(verb::get, "/v1/audits/{id}/report",
         {.operation_id = "getReport", .summary = "The findings table of an ended audit (json, text, markdown or csv)",
          .query = {{"format", "string", "the rendering (default json)", {"json", "text", "markdown", "csv"}}},

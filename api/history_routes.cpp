@@ -140,7 +140,29 @@ json series_json(const series_view& v) {
         {{"first_audit", s.first_job}, {"last_audit", s.last_job}, {"audits", s.audits}, {"opened_by", s.opened_by}});
   std::map<std::int64_t, const audit::transition*> into;
   for (const auto& tr : v.history.transitions) into[tr.to_job] = &tr;
+  const audit::series_audit* previous = nullptr;  // the last audit with baselines
   for (const auto& a : v.audits) {
+    // What moves across audits: the share of this audit's baselines equal to the previous
+    // audit's, and (a nightly gate) to the reference's. A step looks like a step.
+    json equal_previous = nullptr;
+    if (previous && !a.baselines.empty()) {
+      int k = 0, n = 0;
+      for (const auto& [label, d] : a.baselines)
+        if (auto it = previous->baselines.find(label); it != previous->baselines.end()) {
+          ++n;
+          k += it->second == d;
+        }
+      equal_previous = {{"equal", k}, {"n", n}, {"audit", previous->job}};
+    }
+    if (!a.baselines.empty()) previous = &a;
+    json reference = nullptr;
+    if (a.reference)
+      reference = {{"audit", a.reference->audit},
+                   {"baselines", {{"equal", a.reference->baselines_matching}, {"n", a.reference->baselines}}},
+                   {"streams", {{"equal", a.reference->streams_matching}, {"n", a.reference->streams}}},
+                   {"not_comparable", a.reference->not_comparable},
+                   {"all_match", a.reference->all_match()},
+                   {"differing_fields", a.reference->differing_fields}};
     json baselines = json::array();
     for (const auto& [label, d] : a.baselines)
       baselines.push_back({{"label", label}, {"logit_digest", d.logit}, {"token_digest", d.token}});
@@ -181,12 +203,26 @@ json series_json(const series_view& v) {
           {{"before", a.before ? fingerprint_fields_json(*a.before) : json(nullptr)},
            {"after", a.after ? fingerprint_fields_json(*a.after) : json(nullptr)}}},
          {"baselines", baselines},
+         {"baselines_equal_previous", equal_previous},
+         {"reference", reference},
          {"conditions", conditions},
          {"predictions", predictions},
          {"transition", tr != into.end() ? transition_json(*tr->second) : json(nullptr)},
          {"links", {{"audit", self}, {"report", self + "/report"}, {"runs", self + "/runs"}}}});
   }
   return series;
+}
+
+// The audit's standing against its reference (null without one): the gate's alert names the
+// fingerprint fields that differ.
+json reference_payload(const series_view& v, std::int64_t audit) {
+  for (const auto& a : v.audits)
+    if (a.job == audit && a.reference)
+      return {{"audit", a.reference->audit},
+              {"streams", {{"equal", a.reference->streams_matching}, {"n", a.reference->streams}}},
+              {"not_comparable", a.reference->not_comparable},
+              {"differing_fields", a.reference->differing_fields}};
+  return nullptr;
 }
 
 json alert_payload_json(const series_view& v, std::int64_t audit, const std::string& kind,
@@ -203,6 +239,7 @@ json alert_payload_json(const series_view& v, std::int64_t audit, const std::str
             {"state", std::string(audit::to_string(v.history.state))}}},
           {"audit", audit},
           {"transition", transition ? transition_json(*transition) : json(nullptr)},
+          {"reference", reference_payload(v, audit)},
           {"links",
            {{"audit", self},
             {"report", self + "/report"},

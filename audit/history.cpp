@@ -306,6 +306,7 @@ std::string_view to_string(alert_kind k) {
     case alert_kind::failed: return "failed";
     case alert_kind::reversion: return "reversion";
     case alert_kind::revised: return "revised";
+    case alert_kind::reference_mismatch: return "reference_mismatch";
   }
   return "?";
 }

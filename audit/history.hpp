@@ -34,6 +34,16 @@ struct condition_counts {
   int bursts = 0, batched = 0;  // concurrent and cross-batch conditions: the batching evidence
 };
 
+// An audit's streams against its reference audit (a nightly gate), from its findings.
+struct reference_summary {
+  std::int64_t audit = 0;
+  int baselines = 0, baselines_matching = 0;  // the solo baselines
+  int streams = 0, streams_matching = 0;      // every stream compared, baselines included
+  int not_comparable = 0;
+  std::vector<std::string> differing_fields;  // this backend's fingerprint against the reference's
+  bool all_match() const { return streams_matching == streams && not_comparable == 0; }
+};
+
 // One audit of a series, as stored.
 struct series_audit {
   std::int64_t job = 0;
@@ -46,6 +56,7 @@ struct series_audit {
   std::optional<backend_fingerprint> before, after;
   std::map<std::string, baseline_digests> baselines;  // by baseline label (prompt, sampling)
   std::vector<condition_counts> conditions;            // in spec order
+  std::optional<reference_summary> reference;          // the spec named a reference audit
 };
 
 // Every threshold of the classification; the daemon's configuration keys `history.*`.
@@ -158,10 +169,12 @@ enum class alert_kind {
   failed,            // the audit did not end (a cancelled one is no alert)
   reversion,         // the baselines returned to the numbers of before a step
   revised,           // this audit revised an earlier transition's classification (its alert is out of date)
+  reference_mismatch,  // a nightly gate: this audit stopped matching its reference audit
 };
 inline constexpr std::array kAlertKinds = {alert_kind::unexplained_step, alert_kind::confirmed, alert_kind::intermittent,
                                            alert_kind::rate_shift,       alert_kind::explained, alert_kind::server_changed,
-                                           alert_kind::failed,           alert_kind::reversion, alert_kind::revised};
+                                           alert_kind::failed,           alert_kind::reversion, alert_kind::revised,
+                                           alert_kind::reference_mismatch};
 std::string_view to_string(alert_kind k);
 std::optional<alert_kind> parse_alert_kind(std::string_view s);
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -365,6 +366,128 @@ void add_submit(CLI::App& app) {
       code = print_report(c, id, a->format, a->strict);
     }
     if (code != exit_ok) throw cli_failure(code, "");
+  });
+}
+
+// --- replay: the reference's own spec against other backends -------------------------------
+
+struct replay_args {
+  common_args common;
+  std::string reference;  // an audit id, or a bundle file
+  std::vector<std::string> backends;
+  bool quiet = false;
+};
+
+// Two backends' streams of the same requests: solo (the baselines, by prompt and sampling) and
+// under load (every compared stream, by condition, replicate and position in its group).
+struct pair_cell {
+  int solo_k = 0, solo_n = 0, load_k = 0, load_n = 0;
+};
+
+std::string run_key(const json& r, bool solo) {
+  const auto& p = r["params"];
+  std::string k = text(r, "prompt") + "\x1f" + p["temperature"].dump() + "\x1f" + p["seed"].dump();
+  if (!solo) k = text(r, "condition") + "\x1f" + r["replicate"].dump() + "\x1f" + r["request"].dump() + "\x1f" + k;
+  return k;
+}
+
+// Per backend: key -> logit digest, solo and under load. The reference audit is one more
+// column, "reference".
+using digest_table = std::map<std::string, std::pair<std::map<std::string, std::string>, std::map<std::string, std::string>>>;
+
+void add_runs(digest_table& t, const json& runs, const std::string& as) {
+  for (const auto& r : runs["runs"]) {
+    if (text(r, "status") != "ok") continue;
+    const std::string backend = as.empty() ? text(r, "backend") : as;
+    const bool solo = text(r, "condition") == "baseline";
+    if (!solo && !r.value("compared", false)) continue;
+    auto& side = solo ? t[backend].first : t[backend].second;
+    side[run_key(r, solo)] = r["digests"].value("logit", "");
+  }
+}
+
+pair_cell compare_pair(const digest_table::mapped_type& a, const digest_table::mapped_type& b) {
+  pair_cell c;
+  for (const auto& [k, d] : a.first)
+    if (auto it = b.first.find(k); it != b.first.end()) ++c.solo_n, c.solo_k += it->second == d;
+  for (const auto& [k, d] : a.second)
+    if (auto it = b.second.find(k); it != b.second.end()) ++c.load_n, c.load_k += it->second == d;
+  return c;
+}
+
+void add_replay(CLI::App& app) {
+  auto a = std::make_shared<replay_args>();
+  auto* sub = app.add_subcommand("replay", "submit a reference audit's own spec against other backends with the "
+                                           "reference set, and print which pairs agree bit for bit, solo and under load");
+  add_common(sub, a->common);
+  sub->add_option("reference", a->reference, "the reference: an audit id, or a bundle file (imported first)")->required();
+  sub->add_option("--backend", a->backends, "a backend the daemon is configured with (repeat for several)")->required();
+  sub->add_flag("--quiet", a->quiet, "no progress display");
+  sub->callback([a] {
+    const auto c = connect(a->common);
+    std::int64_t ref = 0;
+    if (std::filesystem::exists(a->reference) && !std::all_of(a->reference.begin(), a->reference.end(), ::isdigit)) {
+      std::ifstream in(a->reference, std::ios::binary);
+      std::ostringstream text_of;
+      text_of << in.rdbuf();
+      const auto imported = json::parse(c.call(verb::post, "/v1/imports", text_of.str()).body);
+      ref = imported["audits"][0].value("id", std::int64_t{0});
+      std::cerr << "reference: " << a->reference << " is audit " << ref << " here\n";
+    } else {
+      try {
+        ref = std::stoll(a->reference);
+      } catch (const std::exception&) {
+        throw cli_failure(exit_usage, "the reference is an audit id or a bundle file: " + a->reference);
+      }
+    }
+    json spec = c.get_json(id_path("/v1/audits", ref) + "/spec");
+    spec.erase("sweep");  // its backends are the ones given now
+    spec.erase("preset");
+    spec["backends"] = a->backends;
+    spec["reference"] = {{"audit", ref}};
+    spec["tags"].push_back("replay");
+    const json job = c.send_json(verb::post, "/v1/audits", spec);
+    const std::int64_t id = job.value("id", std::int64_t{0});
+    std::cerr << "replay: audit " << id << " on " << join(job["backends"]) << " against audit " << ref << "\n";
+    const json last = wait_for(c, id, !a->quiet && !a->common.json);
+    if (text(last, "status") != "done")
+      throw cli_failure(exit_findings, "audit " + std::to_string(id) + " ended " + text(last, "status"));
+    digest_table t;
+    add_runs(t, c.get_json(id_path("/v1/audits", ref) + "/runs"), "reference");
+    add_runs(t, c.get_json(id_path("/v1/audits", id) + "/runs"), "");
+    const json findings = c.get_json(id_path("/v1/audits", id) + "/report");
+    if (a->common.json) {
+      json pairs = json::array();
+      for (auto x = t.begin(); x != t.end(); ++x)
+        for (auto y = std::next(x); y != t.end(); ++y) {
+          const auto p = compare_pair(x->second, y->second);
+          pairs.push_back({{"a", x->first}, {"b", y->first}, {"solo", {{"equal", p.solo_k}, {"n", p.solo_n}}},
+                           {"load", {{"equal", p.load_k}, {"n", p.load_n}}}});
+        }
+      return print_json({{"reference", ref}, {"audit", id}, {"pairs", pairs}, {"findings", findings}});
+    }
+    std::vector<std::string> names;
+    for (const auto& [n, _] : t) names.push_back(n);
+    std::vector<std::string> head = {"SOLO | LOAD"};
+    head.insert(head.end(), names.begin(), names.end());
+    table m(head);
+    for (const auto& row : names) {
+      std::vector<std::string> cells = {row};
+      for (const auto& col : names) {
+        if (row == col) {
+          cells.push_back("-");
+          continue;
+        }
+        const auto p = compare_pair(t[row], t[col]);
+        cells.push_back(std::to_string(p.solo_k) + "/" + std::to_string(p.solo_n) + " | " + std::to_string(p.load_k) + "/" +
+                        std::to_string(p.load_n));
+      }
+      m.add(cells);
+    }
+    std::cout << "audit " << id << " against reference audit " << ref
+              << ": logit-identical streams of the same requests, solo (baselines) | under load (every compared stream)\n";
+    m.print(std::cout);
+    if (findings.contains("reference")) std::cout << findings["reference"].value("sentence", "") << "\n";
   });
 }
 
@@ -741,7 +864,10 @@ void print_series(const json& s) {
       if (!c.value("control", false) &&
           std::find(conditions.begin(), conditions.end(), c.value("condition", "")) == conditions.end())
         conditions.push_back(c.value("condition", ""));
-  std::vector<std::string> head = {"AUDIT", "TIME", "STATUS", "VALID", "BASELINE"};
+  bool gated = false;  // a nightly gate: a reference column
+  for (const auto& a : s["timeline"]) gated = gated || a["reference"].is_object();
+  std::vector<std::string> head = {"AUDIT", "TIME", "STATUS", "VALID", "BASELINE", "=PREV"};
+  if (gated) head.push_back("=REF");
   for (const auto& c : conditions) head.push_back(c);
   head.push_back("TRANSITION");
   table t(head);
@@ -761,9 +887,15 @@ void print_series(const json& s) {
       baseline = a["baselines"][0].value("logit_digest", "").substr(0, 8);
       if (a["baselines"].size() > 1) baseline += " +" + std::to_string(a["baselines"].size() - 1);
     }
+    // The share of baselines with the previous audit's digests (and the reference's): a step
+    // shows as 0/n once, noise comes and goes.
+    auto share = [](const json& x) {
+      return x.is_object() ? std::to_string(x.value("equal", 0)) + "/" + std::to_string(x.value("n", 0)) : std::string("-");
+    };
     std::vector<std::string> row = {std::to_string(id), text(a, "time").substr(0, 16), text(a, "status"),
                                     a.value("server_changed", false) ? "CHANGED" : a.value("valid", false) ? "yes" : "no",
-                                    baseline};
+                                    baseline, share(a["baselines_equal_previous"])};
+    if (gated) row.push_back(a["reference"].is_object() ? share(a["reference"]["baselines"]) : "-");
     for (const auto& name : conditions) {
       std::string cell = "-";
       for (const auto& c : a["conditions"])
@@ -793,7 +925,8 @@ void print_series(const json& s) {
 void add_history(CLI::App& app) {
   auto a = std::make_shared<history_args>();
   auto* sub = app.add_subcommand(
-      "history", "a series' timeline: fingerprint segments, each transition classified (step, drift, explained change)");
+      "history", "a series' timeline: fingerprint segments, each transition classified (step, drift, explained change), "
+                 "the share of baselines equal to the previous audit's (=PREV) and to the reference's (=REF)");
   add_common(sub, a->common);
   sub->add_option("schedule", a->schedule, "a schedule id (its series, one per backend)")->check(positive_id);
   sub->add_option("--backend", a->backend, "the backend (alone: every series on it)");
@@ -838,6 +971,7 @@ daemon_client connect_daemon(const std::string& server) {
 void add_remote_commands(CLI::App& app) {
   app.add_option("--server", global_server, "logitauditd URL for daemon commands (also accepted after the command)");
   add_submit(app);
+  add_replay(app);
   add_list(app);
   add_status(app);
   add_report(app);

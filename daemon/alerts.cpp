@@ -37,6 +37,14 @@ std::vector<alert> alerts_of(const api::series_view& v, std::int64_t job) {
         c == audit::alert_kind::explained || c == audit::alert_kind::rate_shift || c == audit::alert_kind::reversion)
       out.push_back({*c, into});
   }
+  // A nightly gate: this audit stopped matching its reference (the audit before it did, or it
+  // is the first).
+  if (at->ended && at->reference && !at->reference->all_match()) {
+    const audit::series_audit* prior = nullptr;
+    for (auto it = v.audits.begin(); it != at; ++it)
+      if (it->ended && it->reference) prior = &*it;
+    if (!prior || prior->reference->all_match()) out.push_back({audit::alert_kind::reference_mismatch, into});
+  }
   // An earlier transition this audit revised: its alert, sent then, is out of date.
   for (const auto& t : v.history.transitions)
     if (t.revised_at == job) out.push_back({audit::alert_kind::revised, &t});

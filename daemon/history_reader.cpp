@@ -5,6 +5,7 @@
 
 #include "api/spec_json.hpp"
 #include "audit/numbers.hpp"
+#include "audit/plan.hpp"
 #include "db_call.hpp"
 #include "storage/documents.hpp"
 
@@ -15,6 +16,32 @@ std::string baseline_label(const storage::run_record& r) {
   if (r.temperature != 0) label += " [temperature " + audit::fixed(r.temperature, 2) + "]";
   if (r.seed) label += " [seed " + std::to_string(*r.seed) + "]";
   return label;
+}
+
+// This backend's streams against the spec's reference, from the stored findings.
+std::optional<audit::reference_summary> reference_of(const audit::audit_spec& spec, const storage::job_record& job,
+                                                     const std::string& backend) {
+  const auto f = storage::decode_findings(job.findings_json);
+  if (!f || !f->reference) return std::nullopt;
+  const auto plan = audit::make_plan(spec);
+  audit::reference_summary r;
+  r.audit = f->reference->audit;
+  for (const auto& v : f->reference->verdicts) {
+    if (v.group >= plan.groups.size() || plan.groups[v.group].backend != backend) continue;
+    const bool baseline = plan.groups[v.group].is_baseline;
+    if (v.outcome == audit::reference_outcome::not_comparable) {
+      ++r.not_comparable;
+      continue;
+    }
+    const bool match = v.outcome == audit::reference_outcome::matches_reference;
+    ++r.streams;
+    r.streams_matching += match;
+    r.baselines += baseline;
+    r.baselines_matching += baseline && match;
+  }
+  if (auto it = f->reference->fingerprint_differences.find(backend); it != f->reference->fingerprint_differences.end())
+    r.differing_fields = it->second;
+  return r;
 }
 
 audit::series_audit load_series_audit(storage::store& s, const storage::job_record& job, const std::string& backend) {
@@ -39,12 +66,14 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
 
   // The spec names each condition and says which are controls, in its order.
   std::map<std::string, std::size_t> index;
-  if (auto spec = storage::decode_spec(job.spec_json)) {
+  const auto spec = storage::decode_spec(job.spec_json);
+  if (spec) {
     for (const auto& c : spec->conditions) {
       index[c.name] = a.conditions.size();
       a.conditions.push_back({c.name, audit::is_control(c.kind), c.kind == audit::condition_kind::repeat});
     }
   }
+  if (spec && spec->reference_audit && !job.findings_json.empty()) a.reference = reference_of(*spec, job, backend);
   auto counts_of = [&](const std::string& condition) -> audit::condition_counts& {
     auto [it, fresh] = index.try_emplace(condition, a.conditions.size());
     if (fresh) a.conditions.push_back({condition});

@@ -303,6 +303,56 @@ TEST(history_api, alerts_are_signed_retried_logged_and_never_hold_up_an_audit) {
   EXPECT_EQ(d.call(http::verb::get, "/v1/alerts/deliveries?limit=0").status, 400u);
 }
 
+// A nightly gate: audits of a spec that names a reference audit. The timeline shows each
+// audit's baselines against the previous audit's and the reference's; the audit that stops
+// matching the reference alerts, naming the fingerprint fields that differ.
+TEST(history_api, a_gate_that_stops_matching_its_reference_alerts_and_the_timeline_shows_the_step) {
+  const std::string secret = "a-secret-for-the-nightly-gate-test";
+  webhook_receiver receiver(secret, 0);
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"f", fake.url()}};
+  o.alerts.webhooks = {{receiver.url(), secret, {audit::alert_kind::reference_mismatch}}};
+  o.alerts.backoff_ms = 20;
+  test_support::daemon_harness d(o);
+  const auto certified = d.run(kSpec)["id"].get<std::int64_t>();
+  std::string gate = kSpec;
+  gate.insert(gate.size() - 1, ",\"reference\":{\"audit\":" + std::to_string(certified) + "}");
+  EXPECT_EQ(d.run(gate)["status"], "done");
+  EXPECT_EQ(d.run(gate)["status"], "done");
+  auto knobs = fake.knobs();
+  knobs.weights = 5;  // the checkpoint behind the same path changes
+  fake.set_knobs(knobs);
+  const auto broken = d.run(gate)["id"].get<std::int64_t>();
+  d.run(gate);  // still not matching: no second alert
+
+  const auto series = d.call(http::verb::get, "/v1/series?backend=f").json()["series"];
+  json s;
+  for (const auto& x : series)
+    if (x["timeline"].size() == 4) s = x;  // the gate's series (the reference's own spec is another)
+  ASSERT_FALSE(s.is_null()) << series.dump();
+  const auto& t = s["timeline"];
+  EXPECT_EQ(t[1]["baselines_equal_previous"]["equal"], 1) << t[1].dump();
+  EXPECT_EQ(t[1]["reference"]["all_match"], true) << t[1].dump();
+  EXPECT_EQ(t[2]["audit"], broken);
+  EXPECT_EQ(t[2]["baselines_equal_previous"]["equal"], 0) << "a step looks like a step: " << t[2].dump();
+  EXPECT_EQ(t[2]["reference"]["all_match"], false);
+  EXPECT_EQ(t[2]["reference"]["baselines"]["equal"], 0);
+  EXPECT_EQ(t[3]["baselines_equal_previous"]["equal"], 1) << "the new numbers stayed";
+
+  d.await_deliveries_ended(1);
+  const json log = d.call(http::verb::get, "/v1/alerts/deliveries").json();
+  ASSERT_EQ(log["deliveries"].size(), 1u) << "the gate alerts once, when it stops matching: " << log.dump();
+  const auto& p = log["deliveries"][0]["payload"];
+  EXPECT_EQ(p["kind"], "reference_mismatch");
+  EXPECT_EQ(p["audit"], broken);
+  EXPECT_EQ(p["reference"]["audit"], certified);
+  bool canary = false;
+  for (const auto& f : p["reference"]["differing_fields"]) canary = canary || f == "canary";
+  EXPECT_TRUE(canary) << "the payload names the fingerprint fields that differ: " << p.dump();
+  EXPECT_EQ(receiver.requests().size(), 1u);
+}
+
 // Nothing is lost: a delivery an earlier process left pending (one attempt made) is resumed
 // when the daemon starts, and counts its attempts on.
 TEST(history_api, a_delivery_left_pending_by_a_stopped_daemon_is_resumed_at_start) {
