@@ -151,7 +151,8 @@ std::string settings_words(const std::optional<server_settings>& m) {
   if (!m) return "-";
   return m->model + " -np " + std::to_string(m->parallel) + " -t " + std::to_string(m->threads) + " -fa " + m->flash_attn +
          (m->kv_unified ? " -kvu" : "") + " -b " + std::to_string(m->batch) + " -ub " + std::to_string(m->ubatch) +
-         (m->cache_reuse ? " --cache-reuse " + std::to_string(m->cache_reuse) : "") + (m->prompt_cache ? "" : " --no-cache-prompt");
+         (m->cache_reuse ? " --cache-reuse " + std::to_string(m->cache_reuse) : "") + (m->prompt_cache ? "" : " --no-cache-prompt") +
+         (m->cpu_variant.empty() ? "" : ", ggml CPU variant " + m->cpu_variant + " alone");
 }
 
 grid frontier_grid(const findings& f) {

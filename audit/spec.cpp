@@ -146,7 +146,8 @@ std::string flag_text(bool b) { return b ? "1" : "0"; }
 std::size_t sweep_size(const sweep_spec& s) {
   std::size_t n = 1;
   for (std::size_t k : {s.models.size(), s.parallel.size(), s.threads.size(), s.batch.size(), s.ubatch.size(),
-                        s.cache_reuse.size(), s.flash_attn.size(), s.kv_unified.size(), s.prompt_cache.size()}) {
+                        s.cache_reuse.size(), s.flash_attn.size(), s.kv_unified.size(), s.prompt_cache.size(),
+                        s.cpu_variant.size()}) {
     k = std::max<std::size_t>(1, k);
     if (n > SIZE_MAX / k) return SIZE_MAX;
     n *= k;
@@ -165,8 +166,9 @@ std::vector<std::pair<std::string, server_settings>> sweep_configurations(const 
             for (int b : axis(s.batch, d.batch))
               for (int ub : axis(s.ubatch, d.ubatch))
                 for (int cr : axis(s.cache_reuse, d.cache_reuse))
-                  for (bool pc : axis(s.prompt_cache, d.prompt_cache)) {
-                    server_settings c{model, np, t, fa, kvu, b, ub, cr, pc};
+                  for (bool pc : axis(s.prompt_cache, d.prompt_cache))
+                   for (const auto& cpu : axis(s.cpu_variant, d.cpu_variant)) {
+                    server_settings c{model, np, t, fa, kvu, b, ub, cr, pc, cpu};
                     std::string name = model;
                     auto part = [&](std::size_t values, const std::string& text) {
                       if (values > 1) name += "," + text;
@@ -179,6 +181,7 @@ std::vector<std::pair<std::string, server_settings>> sweep_configurations(const 
                     part(s.ubatch.size(), "ub=" + std::to_string(ub));
                     part(s.cache_reuse.size(), "cr=" + std::to_string(cr));
                     part(s.prompt_cache.size(), "pc=" + flag_text(pc));
+                    part(s.cpu_variant.size(), "cpu=" + cpu);
                     out.emplace_back(std::move(name), std::move(c));
                   }
   return out;
@@ -204,6 +207,13 @@ std::vector<backend_ref> expanded_backends(const sweep_spec& w) {
   return expand_sweep(std::move(bare)).backends;
 }
 
+std::string cpu_variant_problem(const std::string& v) {
+  if (std::find(kGgmlCpuVariants.begin(), kGgmlCpuVariants.end(), v) != kGgmlCpuVariants.end()) return "";
+  std::string known;
+  for (auto k : kGgmlCpuVariants) known += (known.empty() ? "" : ", ") + std::string(k);
+  return "is not a ggml CPU variant (known: " + known + ")";
+}
+
 void validate_settings(const server_settings& m, const spec_limits& lim, const std::string& f,
                        std::vector<spec_problem>& p) {
   auto add = [&](const std::string& key, std::string msg) { p.push_back({f + key, std::move(msg)}); };
@@ -217,6 +227,8 @@ void validate_settings(const server_settings& m, const spec_limits& lim, const s
   if (m.batch < 1 || m.batch > 65536) add("batch", "must be between 1 and 65536");
   if (m.ubatch < 1 || m.ubatch > m.batch) add("ubatch", "must be between 1 and batch");
   if (m.cache_reuse < 0 || m.cache_reuse > 65536) add("cache_reuse", "must be between 0 and 65536");
+  if (!m.cpu_variant.empty())
+    if (auto e = cpu_variant_problem(m.cpu_variant); !e.empty()) add("cpu_variant", e);
 }
 
 }  // namespace
@@ -247,6 +259,7 @@ void validate_sweep(const audit_spec& s, const spec_limits& lim, std::vector<spe
     each("batch", w.batch.size(), [&](std::size_t i) { return range(w.batch[i], 1, 65536); });
     each("ubatch", w.ubatch.size(), [&](std::size_t i) { return range(w.ubatch[i], 1, 65536); });
     each("cache_reuse", w.cache_reuse.size(), [&](std::size_t i) { return range(w.cache_reuse[i], 0, 65536); });
+    each("cpu_variant", w.cpu_variant.size(), [&](std::size_t i) { return cpu_variant_problem(w.cpu_variant[i]); });
     each("flash_attn", w.flash_attn.size(), [&](std::size_t i) {
       const auto& v = w.flash_attn[i];
       return v == "on" || v == "off" || v == "auto" ? std::string() : "must be \"on\", \"off\" or \"auto\"";

@@ -96,9 +96,18 @@ struct server_settings {
   int ubatch = 512;         // -ub
   int cache_reuse = 0;      // --cache-reuse
   bool prompt_cache = true; // --cache-prompt / --no-cache-prompt
+  // ggml's CPU backend: "" lets ggml pick the best for this CPU; else that variant alone
+  // (kGgmlCpuVariants), which the host's CPU must be able to run: another CPU generation,
+  // measured on this machine.
+  std::string cpu_variant;
 
   bool operator==(const server_settings&) const = default;
 };
+
+// The CPU backends Debian's ggml ships (libggml-cpu-NAME.so), oldest instruction sets first.
+inline constexpr std::array<std::string_view, 14> kGgmlCpuVariants = {
+    "x64",      "sse42",      "sandybridge", "ivybridge",   "piledriver", "haswell", "alderlake",
+    "skylakex", "cannonlake", "cascadelake", "icelake",     "cooperlake", "zen4",    "sapphirerapids"};
 
 // The sweep's matrix: every combination of the listed values is one managed backend; an
 // absent axis keeps server_settings' default. A throughput probe is added to the conditions.
@@ -107,6 +116,7 @@ struct sweep_spec {
   std::vector<int> parallel, threads, batch, ubatch, cache_reuse;
   std::vector<std::string> flash_attn;
   std::vector<bool> kv_unified, prompt_cache;
+  std::vector<std::string> cpu_variant;
   int probe_width = 4;     // the probe's burst width
   int probe_bursts = 4;    // the probe's bursts (of different prompts, n_predict tokens each)
 

@@ -118,7 +118,7 @@ void add_spec_options(CLI::App* sub, spec_args& a) {
       ->check(CLI::IsMember(audit::preset_names()));
   sub->add_option("--sweep", a.sweep,
                   "a sweep axis and its values, AXIS=V1,V2 (models, parallel, threads, flash_attn, kv_unified, batch, ubatch, "
-                  "cache_reuse, prompt_cache, probe_width, probe_bursts); repeatable; implies --preset sweep");
+                  "cache_reuse, prompt_cache, cpu_variant, probe_width, probe_bursts); repeatable; implies --preset sweep");
   sub->add_option("--backend", a.backends,
                   "a backend: NAME configured in the daemon, NAME=URL or URL (ad hoc); repeatable");
   sub->add_option("--api", a.api, "API kind of ad-hoc backends")->check(CLI::IsMember(clients::api_kinds().names()));
@@ -165,7 +165,7 @@ json build_spec(const spec_args& a) {
     json values = json::array();
     std::stringstream in(arg.substr(eq + 1));
     for (std::string v; std::getline(in, v, ',');) {
-      if (axis == "models" || axis == "flash_attn") values.push_back(v);
+      if (axis == "models" || axis == "flash_attn" || axis == "cpu_variant") values.push_back(v);
       else if (v == "true" || v == "on") values.push_back(true);
       else if (v == "false" || v == "off") values.push_back(false);
       else {

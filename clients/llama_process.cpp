@@ -2,6 +2,8 @@
 // for /health; the child dies with us (PR_SET_PDEATHSIG) so a crashed test leaks nothing.
 #include "llama_process.hpp"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -82,6 +84,19 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The child's environment, built here: between fork and exec only async-signal-safe calls.
+  std::vector<std::string> env_text;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced = std::any_of(o.env.begin(), o.env.end(), [&](const auto& kv) {
+      return entry.size() > kv.first.size() && entry.starts_with(kv.first) && entry[kv.first.size()] == '=';
+    });
+    if (!replaced) env_text.emplace_back(entry);
+  }
+  for (const auto& [name, value] : o.env) env_text.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
 
   const int log_fd = ::open(p->log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return unexpected{"cannot open log file " + p->log_file_.string()};
@@ -99,7 +114,7 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
     ::dup2(log_fd, STDERR_FILENO);
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   ::close(log_fd);

@@ -31,6 +31,7 @@ struct llama_server_options {
   int ctx = 4096;          // -c (the whole KV cache, shared by the slots)
   bool metrics = false;    // --metrics
   std::vector<std::string> extra_args;
+  std::vector<std::pair<std::string, std::string>> env;  // set in the child's environment
   int port = 0;                    // 0: a free loopback port; set: restart a server where its clients expect it
   std::filesystem::path log_file;  // empty: a file under /tmp
   std::chrono::milliseconds startup_timeout{60'000};

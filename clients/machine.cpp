@@ -1,11 +1,14 @@
 // Reading the machine: /proc/cpuinfo, uname, a llama-server's log and its --list-devices.
 #include "machine.hpp"
 
+#include "audit/spec.hpp"
+
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <map>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -78,6 +81,54 @@ const std::vector<std::string_view>& reported_cpu_features() {
       // aarch64 (its /proc/cpuinfo names: asimd is NEON, asimddp dot product).
       "asimd", "asimddp", "i8mm", "sve", "sve2"};
   return features;
+}
+
+std::vector<std::string_view> cpu_variant_needs(std::string_view name) {
+  // ggml's GGML_CPU_ALL_VARIANTS, in /proc/cpuinfo's names.
+  static const std::map<std::string_view, std::vector<std::string_view>> needs = [] {
+    const std::vector<std::string_view> avx2 = {"sse4_2", "avx", "f16c", "avx2", "bmi2", "fma"};
+    auto with = [](std::vector<std::string_view> base, std::initializer_list<std::string_view> more) {
+      base.insert(base.end(), more);
+      return base;
+    };
+    const auto avx512 = with(avx2, {"avx512f"});
+    return std::map<std::string_view, std::vector<std::string_view>>{
+        {"x64", {}},
+        {"sse42", {"sse4_2"}},
+        {"sandybridge", {"sse4_2", "avx"}},
+        {"ivybridge", {"sse4_2", "avx", "f16c"}},
+        {"piledriver", {"sse4_2", "avx", "f16c", "fma"}},
+        {"haswell", avx2},
+        {"alderlake", with(avx2, {"avx_vnni"})},
+        {"skylakex", avx512},
+        {"cannonlake", with(avx512, {"avx512vbmi"})},
+        {"cascadelake", with(avx512, {"avx512_vnni"})},
+        {"icelake", with(avx512, {"avx512vbmi", "avx512_vnni"})},
+        {"cooperlake", with(avx512, {"avx512_vnni", "avx512_bf16"})},
+        {"zen4", with(avx512, {"avx512vbmi", "avx512_vnni", "avx512_bf16"})},
+        {"sapphirerapids", with(avx512, {"avx512vbmi", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8"})}};
+  }();
+  auto it = needs.find(name);
+  return it == needs.end() ? std::vector<std::string_view>{} : it->second;
+}
+
+std::string cpu_variant_lacks(std::string_view name, const machine_facts& host) {
+  std::set<std::string> have;
+  if (auto it = host.find("cpu_features"); it != host.end()) {
+    std::istringstream words(it->second);
+    for (std::string w; words >> w;) have.insert(w);
+  }
+  std::string lacks;
+  for (auto f : cpu_variant_needs(name))
+    if (!have.count(std::string(f))) lacks += (lacks.empty() ? "" : " ") + std::string(f);
+  return lacks;
+}
+
+std::vector<std::string> runnable_cpu_variants(const machine_facts& host) {
+  std::vector<std::string> out;
+  for (auto v : audit::kGgmlCpuVariants)
+    if (cpu_variant_lacks(v, host).empty()) out.emplace_back(v);
+  return out;
 }
 
 std::string one_line(std::string_view s) {

@@ -37,6 +37,15 @@ machine_facts server_log_machine(const std::filesystem::path& log);
 // `env` is prepended to its environment (NAME=VALUE). "" when it cannot be run.
 std::string listed_devices(const std::string& executable, const std::vector<std::string>& env = {});
 
+// The /proc/cpuinfo features ggml's CPU variant `name` needs (x86; "" for an unknown name), as
+// its build selects them: haswell needs "sse4_2 avx f16c avx2 bmi2 fma", and so on.
+std::vector<std::string_view> cpu_variant_needs(std::string_view name);
+
+// Of kGgmlCpuVariants, the ones a CPU with `host`'s cpu_features can run; for a variant it
+// cannot, the features it lacks ("" when it can run it).
+std::string cpu_variant_lacks(std::string_view name, const machine_facts& host);
+std::vector<std::string> runnable_cpu_variants(const machine_facts& host);
+
 // A fact as the fingerprint stores it: one line, no tab.
 std::string one_line(std::string_view s);
 

@@ -66,6 +66,8 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
     // Its log names the CPU variant ggml loaded and the features it uses (the machine in the
     // fingerprint); about 4 KB a request.
     o.extra_args.insert(o.extra_args.end(), {"-lv", "4"});
+    // One ggml CPU variant alone (the provisioned wrapper keeps a folder per variant).
+    if (!s.cpu_variant.empty()) o.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
     o.log_file = dir / (label_ + "-" + safe + ".log");
     auto spawned = llama_server_process::spawn(o);
     if (!spawned) co_return unexpected{spawned.error()};

@@ -9,6 +9,7 @@
 #include "audit/plan.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/llama_api.hpp"
+#include "clients/machine.hpp"
 #include "db_call.hpp"
 #include "service_errors.hpp"
 #include "storage/documents.hpp"
@@ -36,10 +37,23 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
                ? std::string("this daemon has no managed models (managed.models in its configuration)")
                : "no managed model named '" + model.substr(0, 64) + "' (configured: " + known + ")";
   };
+  // A ggml CPU variant this host's CPU cannot run would not start: say which features it lacks.
+  const auto host = clients::host_machine();
+  auto unrunnable = [&](const std::string& variant) -> std::string {
+    if (variant.empty()) return "";
+    const auto lacks = clients::cpu_variant_lacks(variant, host);
+    if (lacks.empty()) return "";
+    std::string can;
+    for (const auto& v : clients::runnable_cpu_variants(host)) can += (can.empty() ? "" : ", ") + v;
+    return "this host's CPU cannot run the " + variant + " variant (it lacks " + lacks + "); it can run: " + can;
+  };
   if (spec.sweep && spec.backends.empty()) {
     for (std::size_t j = 0; j < spec.sweep->models.size(); ++j)
       if (!clients::managed_servers::has_model(config_.managed, spec.sweep->models[j]))
         p.push_back({"sweep.models[" + std::to_string(j) + "]", unknown_model(spec.sweep->models[j])});
+    for (std::size_t j = 0; j < spec.sweep->cpu_variant.size(); ++j)
+      if (auto why = unrunnable(spec.sweep->cpu_variant[j]); !why.empty())
+        p.push_back({"sweep.cpu_variant[" + std::to_string(j) + "]", why});
     if (!p.empty()) return p;
     spec = audit::expand_sweep(std::move(spec));
   }
@@ -49,6 +63,7 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
     if (b.managed) {
       if (!clients::managed_servers::has_model(config_.managed, b.managed->model))
         p.push_back({f + ".managed.model", unknown_model(b.managed->model)});
+      if (auto why = unrunnable(b.managed->cpu_variant); !why.empty()) p.push_back({f + ".managed.cpu_variant", why});
       if (config_.backends.count(b.name))
         p.push_back({f + ".name", "'" + b.name + "' is a configured backend; a managed backend needs a name of its own"});
       continue;

@@ -17,7 +17,38 @@ packages=(llama.cpp-tools libllama0 libggml0 libc6 libstdc++6 libgcc-s1 libssl3t
 
 die() { echo "get-llama-server: $*" >&2; exit 1; }
 
+# The wrappers: sid's tool under sid's loader. LOGITAUDIT_CPU_VARIANT=NAME runs it with ggml's
+# CPU backend NAME alone (libggml-cpu-NAME.so): ggml loads the backends beside its executable,
+# which under the loader is the loader's folder, so a folder per variant holds a copy of the
+# loader and that one library (docs/frontier-cpu.md: other CPU generations on one host).
+write_wrappers() {
+  local L=$root/usr/lib/x86_64-linux-gnu
+  mkdir -p "$bin"
+  for tool in llama-server llama-quantize; do
+    [[ -x $root/usr/bin/$tool ]] || die "$tool not found in llama.cpp-tools"
+    cat > "$bin/$tool" <<WRAP
+#!/bin/sh
+# Runs Debian sid's $tool with sid's own loader and libraries (see scripts/get-llama-server.sh).
+L='$L'
+loader="\$L/ld-linux-x86-64.so.2"
+if [ -n "\${LOGITAUDIT_CPU_VARIANT:-}" ]; then
+  lib="\$L/ggml/backends0/libggml-cpu-\$LOGITAUDIT_CPU_VARIANT.so"
+  [ -f "\$lib" ] || { echo "$tool: no ggml CPU variant '\$LOGITAUDIT_CPU_VARIANT' in \$L/ggml/backends0" >&2; exit 2; }
+  V='$root/variants'/"\$LOGITAUDIT_CPU_VARIANT"
+  if [ ! -x "\$V/ld-linux-x86-64.so.2" ]; then
+    mkdir -p "\$V" && cp "\$loader" "\$V/.ld.\$\$" && mv -f "\$V/.ld.\$\$" "\$V/ld-linux-x86-64.so.2" || exit 2
+  fi
+  [ -e "\$V/libggml-cpu-\$LOGITAUDIT_CPU_VARIANT.so" ] || ln -sf "\$lib" "\$V/libggml-cpu-\$LOGITAUDIT_CPU_VARIANT.so"
+  loader="\$V/ld-linux-x86-64.so.2"
+fi
+exec "\$loader" --library-path "\$L:\$L/ggml:\$L/llama" '$root/usr/bin/$tool' "\$@"
+WRAP
+    chmod +x "$bin/$tool"
+  done
+}
+
 if [[ ${1:-} != --force && -f $stamp && -x $bin/llama-server && -x $bin/llama-quantize ]]; then
+  write_wrappers  # cheap, and an older wrapper learns what this one knows
   exit 0   # already provisioned: no network, no work
 fi
 [[ ${1:-} == --force ]] && rm -rf "$cache/llama.cpp" "$bin/llama-server" "$bin/llama-quantize"
@@ -66,17 +97,7 @@ for so in "$L"/ggml/backends0/libggml-cpu-*.so; do
   [[ -e $so ]] && ln -sf "ggml/backends0/$(basename "$so")" "$L/$(basename "$so")"
 done
 
-mkdir -p "$bin"
-for tool in llama-server llama-quantize; do
-  [[ -x $root/usr/bin/$tool ]] || die "$tool not found in llama.cpp-tools"
-  cat > "$bin/$tool" <<WRAP
-#!/bin/sh
-# Runs Debian sid's $tool with sid's own loader and libraries (see scripts/get-llama-server.sh).
-L='$L'
-exec "\$L/ld-linux-x86-64.so.2" --library-path "\$L:\$L/ggml:\$L/llama" '$root/usr/bin/$tool' "\$@"
-WRAP
-  chmod +x "$bin/$tool"
-done
+write_wrappers
 
 "$bin/llama-server" --version >"$work/version.txt" 2>&1 || { cat "$work/version.txt" >&2; die "the provisioned llama-server does not run"; }
 rm -rf "$work/lists" "$work/archives"

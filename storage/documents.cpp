@@ -123,16 +123,17 @@ class reader {
 
 // The flags an API user may choose for a managed server: exactly server_settings' members.
 constexpr std::initializer_list<const char*> settings_keys = {"model", "parallel", "threads", "flash_attn", "kv_unified",
-                                                              "batch", "ubatch", "cache_reuse", "prompt_cache"};
+                                                              "batch", "ubatch", "cache_reuse", "prompt_cache", "cpu_variant"};
 
 void read_settings(reader& r, const json& m, const std::string& at, audit::server_settings& out) {
   if (!m.is_object()) return r.problem(at, "must be an object {" + std::string("model, parallel, threads, flash_attn, "
-                                                                              "kv_unified, batch, ubatch, cache_reuse, prompt_cache}"));
+                                                                              "kv_unified, batch, ubatch, cache_reuse, prompt_cache, "
+                                                                              "cpu_variant}"));
   for (const auto& item : m.items())
     if (const std::string key = item.key();
         std::find_if(settings_keys.begin(), settings_keys.end(), [&](const char* k) { return key == k; }) == settings_keys.end())
       r.problem(at + "." + key, "is not a flag a managed server may be given (allowed: model, parallel, threads, "
-                                "flash_attn, kv_unified, batch, ubatch, cache_reuse, prompt_cache)");
+                                "flash_attn, kv_unified, batch, ubatch, cache_reuse, prompt_cache, cpu_variant)");
   if (!r.text(m, "model", at, out.model)) r.problem(at + ".model", "is required");
   r.integer(m, "parallel", at, out.parallel);
   r.integer(m, "threads", at, out.threads);
@@ -142,6 +143,7 @@ void read_settings(reader& r, const json& m, const std::string& at, audit::serve
   r.integer(m, "ubatch", at, out.ubatch);
   r.integer(m, "cache_reuse", at, out.cache_reuse);
   r.boolean(m, "prompt_cache", at, out.prompt_cache);
+  r.text(m, "cpu_variant", at, out.cpu_variant);
 }
 
 void read_sweep(reader& r, const json& m, audit::audit_spec& s) {
@@ -151,7 +153,8 @@ void read_sweep(reader& r, const json& m, audit::audit_spec& s) {
         std::find_if(settings_keys.begin(), settings_keys.end(), [&](const char* k) { return key == k; }) == settings_keys.end() &&
         key != "models")
       r.problem("sweep." + key, "is not an axis a sweep may vary (allowed: models, parallel, threads, flash_attn, "
-                                "kv_unified, batch, ubatch, cache_reuse, prompt_cache; and probe_width, probe_bursts)");
+                                "kv_unified, batch, ubatch, cache_reuse, prompt_cache, cpu_variant; and probe_width, "
+                                "probe_bursts)");
   if (m.contains("model")) r.problem("sweep.model", "a sweep lists its models under \"models\"");
   audit::sweep_spec w = s.sweep.value_or(audit::sweep_spec{});
   r.strings(m, "models", "sweep", w.models);
@@ -163,15 +166,18 @@ void read_sweep(reader& r, const json& m, audit::audit_spec& s) {
   r.integers(m, "ubatch", "sweep", w.ubatch);
   r.integers(m, "cache_reuse", "sweep", w.cache_reuse);
   r.booleans(m, "prompt_cache", "sweep", w.prompt_cache);
+  r.strings(m, "cpu_variant", "sweep", w.cpu_variant);
   r.integer(m, "probe_width", "sweep", w.probe_width);
   r.integer(m, "probe_bursts", "sweep", w.probe_bursts);
   s.sweep = std::move(w);
 }
 
 json settings_json(const audit::server_settings& m) {
-  return {{"model", m.model},           {"parallel", m.parallel}, {"threads", m.threads},
-          {"flash_attn", m.flash_attn}, {"kv_unified", m.kv_unified}, {"batch", m.batch},
-          {"ubatch", m.ubatch},         {"cache_reuse", m.cache_reuse}, {"prompt_cache", m.prompt_cache}};
+  json j = {{"model", m.model},           {"parallel", m.parallel}, {"threads", m.threads},
+            {"flash_attn", m.flash_attn}, {"kv_unified", m.kv_unified}, {"batch", m.batch},
+            {"ubatch", m.ubatch},         {"cache_reuse", m.cache_reuse}, {"prompt_cache", m.prompt_cache}};
+  if (!m.cpu_variant.empty()) j["cpu_variant"] = m.cpu_variant;  // absent: older specs keep their bytes
+  return j;
 }
 
 void read_backends(reader& r, const json& arr, audit::audit_spec& s) {
@@ -361,6 +367,7 @@ std::string encode_spec_format1(const audit::audit_spec& s) {
                   {"flash_attn", w.flash_attn}, {"kv_unified", w.kv_unified},   {"batch", w.batch},
                   {"ubatch", w.ubatch},         {"cache_reuse", w.cache_reuse}, {"prompt_cache", w.prompt_cache},
                   {"probe_width", w.probe_width}, {"probe_bursts", w.probe_bursts}};
+    if (!w.cpu_variant.empty()) j["sweep"]["cpu_variant"] = w.cpu_variant;
   }
   if (s.reference_audit) j["reference"] = {{"audit", *s.reference_audit}};  // absent otherwise: older specs keep their bytes
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -15,6 +15,7 @@
 
 #include "audit/search.hpp"
 #include "clients/llama_process.hpp"
+#include "clients/machine.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/http_call.hpp"
 #include "support/llama_server.hpp"
@@ -259,5 +260,39 @@ TEST(frontier_e2e, no_llama_server_outlives_the_daemon_killed_or_stopped_mid_swe
   ASSERT_TRUE(server_appears(model, 60s)) << "the resumed sweep started no server";
   EXPECT_EQ(d->stop(), 0);
   EXPECT_TRUE(none_left(model, kGone)) << "a llama-server survived the daemon's SIGTERM";
+  fs::remove_all(dir);
+}
+
+// Another CPU generation on this machine: a sweep over ggml CPU variants this host can run
+// starts each server with that variant alone, and each fingerprint names the variant the
+// server loaded (from its own log), this host's CPU, and its binary's devices.
+TEST(frontier_e2e, a_cpu_variant_sweep_runs_each_server_on_the_variant_it_names_and_the_fingerprint_says_so) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-variants-" + std::to_string(::getpid()));
+  const auto model = private_model("tiny", dir);
+  test_support::harness_options o;
+  o.managed.models = {{"tiny", model.string()}};
+  o.managed.log_dir = dir / "logs";
+  test_support::daemon_harness d(o);
+  const auto runnable = clients::runnable_cpu_variants(clients::host_machine());
+  ASSERT_FALSE(runnable.empty());
+  // The two oldest this host runs (x64 runs on every x86-64 CPU): no hardware assumed.
+  const std::string a = runnable[0], b = runnable.size() > 1 ? runnable[1] : runnable[0];
+  const auto end = d.run(R"({"preset":"sweep","n_predict":8,"sweep":{"models":["tiny"],"cpu_variant":[")" + a + R"(",")" + b +
+                         R"("],"probe_width":2,"probe_bursts":1}})");
+  ASSERT_EQ(end["status"], "done") << end.dump();
+  const auto fps = d.call(http::verb::get, "/v1/audits/" + end["id"].dump() + "/fingerprints").json()["fingerprints"];
+  ASSERT_EQ(fps.size(), a == b ? 2u : 4u) << fps.dump();
+  for (const auto& f : fps) {
+    const std::string backend = f["backend"];
+    const std::string want = backend.substr(backend.find("cpu=") + 4);
+    EXPECT_EQ(f["machine"]["ggml_cpu_variant"], want) << "the server's own log names the variant: " << f.dump();
+    EXPECT_FALSE(f["machine"].value("ggml_cpu_features", "").empty()) << f.dump();
+    EXPECT_FALSE(f["machine"].value("cpu_model", "").empty()) << f.dump();
+    EXPECT_FALSE(f["machine"].value("devices", "").empty()) << "--list-devices answered: " << f.dump();
+  }
+  // A name ggml does not ship is a 400 naming the field.
+  const auto bad = d.call(http::verb::post, "/v1/audits", R"({"preset":"sweep","sweep":{"models":["tiny"],"cpu_variant":["m1"]}})");
+  EXPECT_EQ(bad.status, 400u) << bad.body;
+  EXPECT_NE(bad.body.find("sweep.cpu_variant[0]"), std::string::npos) << bad.body;
   fs::remove_all(dir);
 }

@@ -70,3 +70,16 @@ TEST(machine, this_host_and_the_provisioned_llama_server_are_read_for_real) {
   EXPECT_EQ(devices.find("MiB free"), std::string::npos) << devices;
   EXPECT_EQ(clients::listed_devices("/nonexistent/llama-server"), "") << "a binary that cannot run lists nothing";
 }
+
+TEST(machine, a_cpu_variant_runs_where_the_cpu_has_every_feature_it_was_built_for) {
+  const auto avx2_only = clients::machine_from(
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t\t: sse4_2 avx f16c avx2 bmi2 fma\n", "6.1", "x86_64");
+  EXPECT_EQ(clients::cpu_variant_lacks("haswell", avx2_only), "");
+  EXPECT_EQ(clients::cpu_variant_lacks("sapphirerapids", avx2_only),
+            "avx512f avx512vbmi avx512_vnni avx512_bf16 amx_tile amx_int8");
+  EXPECT_EQ(clients::runnable_cpu_variants(avx2_only),
+            (std::vector<std::string>{"x64", "sse42", "sandybridge", "ivybridge", "piledriver", "haswell"}));
+  const auto xeon = clients::machine_from(kXeon, "6.1", "x86_64");
+  EXPECT_EQ(clients::runnable_cpu_variants(xeon).back(), "sapphirerapids");
+  EXPECT_EQ(clients::cpu_variant_lacks("alderlake", xeon), "avx_vnni") << "the Xeon above lists no avx_vnni";
+}
