@@ -23,12 +23,12 @@ while [[ $# -gt 0 ]]; do
     --seconds) seconds=$2; shift ;;
     --merge) merge=1 ;;
     --build-only) build_only=1 ;;
-    spec|completion|openai|cron|http) targets+=("$1") ;;
-    *) echo "usage: scripts/fuzz.sh [--seconds N] [--merge] [--build-only] [spec|completion|openai|cron|http ...]" >&2; exit 2 ;;
+    spec|completion|openai|cron|http|bundle) targets+=("$1") ;;
+    *) echo "usage: scripts/fuzz.sh [--seconds N] [--merge] [--build-only] [spec|completion|openai|cron|http|bundle ...]" >&2; exit 2 ;;
   esac
   shift
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(spec completion openai cron http)
+[[ ${#targets[@]} -gt 0 ]] || targets=(spec completion openai cron http bundle)
 build=${LOGITAUDIT_FUZZ_BUILD_DIR:-build-fuzz}
 out=${LOGITAUDIT_FUZZ_OUT:-$build/fuzz-out}
 

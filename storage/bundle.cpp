@@ -239,8 +239,11 @@ expected<bundle, std::string> parse(const std::string& text, std::string* digest
     const auto& jobs = a["tables"].value("jobs", json::array());
     if (!jobs.is_array() || jobs.size() != 1 || !jobs[0].is_object() || !jobs[0].contains("id"))
       return unexpected{at + ".tables.jobs must hold exactly the audit's row"};
-    for (const auto& [name, rows] : a["tables"].items()) {
-      const bool known = std::any_of(std::begin(kBundleTables), std::end(kBundleTables), [&](const bundle_table& t) { return t.name == name; });
+    for (const auto& item : a["tables"].items()) {
+      const std::string name = item.key();
+      const auto& rows = item.value();
+      const bool known = std::any_of(std::begin(kBundleTables), std::end(kBundleTables),
+                                     [&name](const bundle_table& t) { return t.name == name; });
       if (!known) return unexpected{at + ".tables." + name + " is not a table of an audit"};
       if (!rows.is_array()) return unexpected{at + ".tables." + name + " must be an array of rows"};
       for (const auto& r : rows)
