@@ -132,6 +132,12 @@ json rows_of(sql_connection& db, const bundle_table& t, std::int64_t job) {
   return rows;
 }
 
+// A member's text, "" when it is absent or not a string (a bundle is untrusted input).
+std::string text_of(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string origin_label(const bundle_origin& o) { return o.host.empty() ? o.database : o.host + ":" + o.database; }
 
 // Binds a bundle value; a value of a shape no export writes is refused.
@@ -189,21 +195,29 @@ std::int64_t insert_row(sql_connection& db, const std::string& table, const json
   auto& s = db.prepare("INSERT INTO " + table + " (" + names + ") VALUES (" + params + ")" + (returning ? " RETURNING id" : ""));
   for (std::size_t i = 0; i < cols.size(); ++i)
     bind_value(s, static_cast<int>(i) + 1, *cols[i].second, where + ", " + table + "." + cols[i].first);
-  if (!returning) {
-    s.run();
-    return 0;
+  try {
+    if (!returning) {
+      s.run();
+      return 0;
+    }
+    if (!s.step()) throw storage_error(storage_error::kind::broken, "an INSERT returned no id");
+    const auto id = s.integer(0);
+    s.reset();
+    return id;
+  } catch (const storage_error& e) {
+    // A row the schema refuses (a missing column, a value out of its CHECK, a duplicate key) is
+    // the bundle's fault; an unreachable or full database is not.
+    if (e.why == storage_error::kind::unavailable || e.why == storage_error::kind::full) throw;
+    s.reset();
+    throw storage_error(storage_error::kind::invalid, where + ": a " + table + " row this database refuses: " + e.what());
   }
-  if (!s.step()) throw storage_error(storage_error::kind::broken, "an INSERT returned no id");
-  const auto id = s.integer(0);
-  s.reset();
-  return id;
 }
 
 expected<bundle, std::string> parse(const std::string& text, std::string* digest_problem) {
   const auto nl = text.find('\n');
   if (nl == std::string::npos) return unexpected{std::string("not a logitaudit bundle: no header line (truncated?)")};
   const json head = json::parse(std::string_view(text).substr(0, nl), nullptr, false);
-  if (!head.is_object() || head.value("format", "") != kFormat)
+  if (!head.is_object() || text_of(head, "format") != kFormat)
     return unexpected{std::string("not a logitaudit bundle: the first line is not its header")};
   if (!head.contains("version") || !head["version"].is_number_integer())
     return unexpected{std::string("the bundle's header has no version")};
@@ -218,7 +232,7 @@ expected<bundle, std::string> parse(const std::string& text, std::string* digest
     return unexpected{std::string("the bundle's header lacks its content_digest or origin")};
   b.content_digest = head["content_digest"].get<std::string>();
   const auto& o = head["origin"];
-  b.origin = {o.value("version", ""), o.value("database", ""), o.value("host", ""), o.value("exported_at", "")};
+  b.origin = {text_of(o, "version"), text_of(o, "database"), text_of(o, "host"), text_of(o, "exported_at")};
   b.body = text.substr(nl + 1);
   if (!b.body.empty() && b.body.back() == '\n') b.body.pop_back();
   const auto actual = audit::xxh128(b.body).hex();
@@ -236,7 +250,7 @@ expected<bundle, std::string> parse(const std::string& text, std::string* digest
     const std::string at = "audits[" + std::to_string(i) + "]";
     if (!a.is_object() || !a.contains("tables") || !a["tables"].is_object())
       return unexpected{at + " has no tables"};
-    const auto& jobs = a["tables"].value("jobs", json::array());
+    const json jobs = a["tables"].contains("jobs") ? a["tables"]["jobs"] : json::array();
     if (!jobs.is_array() || jobs.size() != 1 || !jobs[0].is_object() || !jobs[0].contains("id"))
       return unexpected{at + ".tables.jobs must hold exactly the audit's row"};
     for (const auto& item : a["tables"].items()) {
@@ -252,10 +266,10 @@ expected<bundle, std::string> parse(const std::string& text, std::string* digest
     bundle_audit_summary sum;
     const auto& job = jobs[0];
     sum.id = job["id"].is_number_integer() ? job["id"].get<std::int64_t>() : 0;
-    sum.status = job.value("status", "");
-    sum.spec_hash = job.value("spec_hash", "");
-    sum.runs = static_cast<std::int64_t>(a["tables"].value("runs", json::array()).size());
-    sum.streams = static_cast<std::int64_t>(a["tables"].value("streams", json::array()).size());
+    sum.status = text_of(job, "status");
+    sum.spec_hash = text_of(job, "spec_hash");
+    sum.runs = a["tables"].contains("runs") ? static_cast<std::int64_t>(a["tables"]["runs"].size()) : 0;
+    sum.streams = a["tables"].contains("streams") ? static_cast<std::int64_t>(a["tables"]["streams"].size()) : 0;
     b.audits.push_back(sum);
   }
   return b;

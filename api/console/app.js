@@ -36,7 +36,17 @@
   const badge = (text, kind) => h('span', { class: 'badge ' + (kind || text) }, text);
   const pct = (k, n) => (n ? Math.round((100 * k) / n) + '%' : '–');
   const cell = (k, n) => `${k}/${n} (${pct(k, n).padStart(4)})`;
-  const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '');
+  // The machine a fingerprint names, in one line: CPU, cores, the ggml variant, devices, labels.
+function machineText(m) {
+  if (!m || !Object.keys(m).length) return '–';
+  const parts = [m.cpu_model, m.logical_cores && `${m.logical_cores} cores`, m.ggml_cpu_variant && `ggml ${m.ggml_cpu_variant}`,
+    m.devices && m.devices !== 'none' && `devices ${m.devices}`];
+  const shown = new Set(['cpu_model', 'logical_cores', 'ggml_cpu_variant', 'devices', 'cpu_vendor', 'arch', 'cpu_features', 'ggml_cpu_features', 'kernel']);
+  for (const [k, v] of Object.entries(m)) if (!shown.has(k)) parts.push(`${k} ${v}`);
+  return parts.filter(Boolean).join(', ');
+}
+
+const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '');
   const when = (s) => (s ? s.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC') : '–');
   const num = (x, d = 3) => (x === null || x === undefined ? '–' : Number(x).toPrecision(d));
   const auditLink = (id) => h('a', { href: '#/audits/' + Number(id) }, '#' + Number(id));
@@ -475,10 +485,11 @@
     const hist = h('section', { 'data-testid': 'divergence' }, h('h2', null, 'Where streams first diverge'));
 
     const fp = h('section', null, h('h2', null, 'Fingerprints'),
-      table(['backend', 'phase', 'taken', 'build', 'model', 'model sha256', 'slots', 'n_ctx', 'canary'], fps.fingerprints.map((f) => h('tr', null,
+      table(['backend', 'phase', 'taken', 'build', 'model', 'model sha256', 'slots', 'n_ctx', 'canary', 'machine'], fps.fingerprints.map((f) => h('tr', null,
         h('td', null, f.backend), h('td', null, f.phase), h('td', null, when(f.taken_at)), h('td', null, f.build_info), h('td', null, f.model),
         h('td', { class: 'mono' }, short(f.model_sha256, 16) || '–'), h('td', { class: 'num' }, f.total_slots ?? '–'), h('td', { class: 'num' }, f.n_ctx ?? '–'),
-        h('td', { class: 'mono' }, short(f.canary && f.canary.logit_digest, 16) || '–')))));
+        h('td', { class: 'mono' }, short(f.canary && f.canary.logit_digest, 16) || '–'),
+        h('td', { 'data-testid': 'machine' }, machineText(f.machine))))));
 
     const conditions = [...new Set(runs.runs.map((r) => r.condition))];
     const filter = h('select', { 'aria-label': 'condition' }, h('option', { value: '' }, 'every condition'), conditions.map((c) => h('option', { value: c }, c)));
@@ -654,6 +665,7 @@
                 h('div', null, 'build: ', f.build_info || '–'), h('div', null, 'model: ', f.model || '–', ' ', short(f.model_sha256, 12)),
                 h('div', null, 'quantisation: ', f.model_ftype || '–', ', slots ', f.total_slots ?? '–'),
                 h('div', { class: 'mono' }, 'settings ', short(f.generation_settings_hash, 12), ' canary ', short(f.canary && f.canary.logit_digest, 12)),
+                h('div', null, 'machine: ', machineText(f.machine)),
                 a.transition ? h('div', null, a.transition.sentence) : null, a.valid ? null : h('div', { class: 'error' }, a.invalid_reason));
               tip.classList.add('on');
               // Beside the cursor, on the side with room.

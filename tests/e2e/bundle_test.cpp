@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "audit/stream_encoding.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/llama_server.hpp"
 #include "support/postgres.hpp"
@@ -73,6 +74,21 @@ TEST(bundle_e2e, an_audit_exported_from_sqlite_is_imported_into_postgresql_with_
   const auto truncated = ci.call(http::verb::post, "/v1/imports", bundle.body.substr(0, bundle.body.size() / 2),
                                  "application/x-ndjson", token);
   EXPECT_EQ(truncated.status, 400u) << truncated.body;
+  // Well formed and digested, but rows this schema refuses (a status no audit has): a 400 naming
+  // the row, not a server error.
+  {
+    const auto nl = bundle.body.find('\n');
+    std::string body = bundle.body.substr(nl + 1);
+    body.pop_back();
+    const auto status = body.find("\"status\":\"done\"");
+    ASSERT_NE(status, std::string::npos);
+    body.replace(status, 15, "\"status\":\"gone\"");
+    auto head = json::parse(bundle.body.substr(0, nl));
+    head["content_digest"] = audit::xxh128(body).hex();
+    const auto odd = ci.call(http::verb::post, "/v1/imports", head.dump() + "\n" + body + "\n", "application/x-ndjson", token);
+    EXPECT_EQ(odd.status, 400u) << odd.body;
+    EXPECT_NE(odd.body.find("jobs row this database refuses"), std::string::npos) << odd.body;
+  }
   EXPECT_EQ(ci.call(http::verb::get, "/v1/audits").json()["audits"].size(), 0u) << "a refused bundle stores nothing";
 
   const auto imported = ci.call(http::verb::post, "/v1/imports", bundle.body, "application/x-ndjson", token);

@@ -192,3 +192,72 @@ TEST(history_e2e, the_same_model_on_a_machine_declared_otherwise_is_an_explained
   EXPECT_NE(report.find("site ci-runner"), std::string::npos) << report;
   fs::remove_all(dir);
 }
+
+// The hidden scenario of a change and its reversal, on a real llama-server: audits on the
+// original checkpoint, one on a different checkpoint behind the same path (the file replaced,
+// the server restarted), the original put back. Every audit is stable within itself (its
+// repeats identical, its canary unmoved), so the history says a step and its reversal, never
+// noise, and the step's first classification says it was revised.
+TEST(history_e2e, a_checkpoint_swapped_and_restored_is_a_step_and_its_reversion_never_noise) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-reversion-e2e-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path model = dir / "model.gguf";
+  make_model(7, model);
+  test_support::server_args args{.parallel = 4, .metrics = true, .model_file = model.string()};
+  auto server = test_support::start_llama_server(args);
+  args.port = server->port();
+  test_support::harness_options o;
+  o.backends = {{"llama", server->url()}};
+  test_support::daemon_harness d(o);
+  const std::string spec = R"({"preset":"seed-protocol","backends":["llama"],"n_predict":8,"predictions":[],
+    "conditions":[{"name":"repeat_greedy","kind":"repeat","replicates":3},{"name":"control_prompt","kind":"control_prompt"}]})";
+  std::vector<json> ends;
+  auto audit = [&] {
+    ends.push_back(d.run(spec));
+    EXPECT_EQ(ends.back()["status"], "done") << ends.back().dump();
+  };
+  audit();
+  audit();
+  server.reset();
+  make_model(8, model);  // another checkpoint behind the same path
+  server = test_support::start_llama_server(args);
+  audit();
+  server.reset();
+  make_model(7, model);  // the original put back
+  server = test_support::start_llama_server(args);
+  audit();
+
+  const auto s = d.call(http::verb::get, "/v1/series?backend=llama").json()["series"][0];
+  const auto& t = s["timeline"];
+  ASSERT_EQ(t.size(), 4u) << s.dump();
+  bool stable = true;  // every audit stable within itself: its repeats identical to its baseline
+  for (const auto& a : t)
+    for (const auto& c : a["conditions"])
+      if (c["condition"] == "repeat_greedy") stable = stable && c["logit_identical"] == c["n"];
+  if (!stable) {
+    // A machine whose solo repeats move: that is evidence of noise, and the history must say
+    // intermittent, never a reversion.
+    for (const auto& a : t)
+      if (a["transition"].is_object()) {
+        EXPECT_NE(a["transition"]["classification"], "reversion") << a.dump();
+      }
+    fs::remove_all(dir);
+    return;
+  }
+  EXPECT_EQ(t[1]["transition"]["classification"], "unchanged");
+  const auto& step = t[2]["transition"];
+  EXPECT_EQ(step["classification"], "unexplained_step") << step.dump();
+  EXPECT_EQ(step["state"], "not_persistent") << step.dump();
+  EXPECT_EQ(step["revised_at"], ends[3]["id"]) << step.dump();
+  const auto& back = t[3]["transition"];
+  EXPECT_EQ(back["classification"], "reversion") << back.dump();
+  EXPECT_EQ(back["reverts"], ends[2]["id"]);
+  EXPECT_EQ(back["returned_to"], ends[1]["id"]);
+  EXPECT_NE(back["sentence"].get<std::string>().find("a change and its reversal, not noise"), std::string::npos);
+  EXPECT_EQ(s["state"], "reverted");
+  for (const auto& a : t)
+    if (a["transition"].is_object()) {
+      EXPECT_NE(a["transition"]["classification"], "intermittent") << a.dump();
+    }
+  fs::remove_all(dir);
+}
