@@ -7,6 +7,7 @@
 #include "bundle_commands.hpp"
 #include "exit_codes.hpp"
 #include "storage/copy.hpp"
+#include "storage/retention.hpp"
 #include "storage/repositories.hpp"
 #include "verify.hpp"
 
@@ -75,7 +76,9 @@ void add_db_commands(CLI::App& app) {
     std::optional<std::int64_t> job;
     if (job_opt->count()) job = a->job;
     const auto r = verify_database(*store, job);
-    std::cout << "verified " << r.jobs << " job(s): " << r.streams << " streams, " << r.verdicts << " verdicts, "
+    std::cout << "verified " << r.jobs << " job(s): " << r.streams << " streams"
+              << (r.pruned ? " (" + std::to_string(r.pruned) + " pruned by retention: checked from their stored digests)" : "")
+              << ", " << r.verdicts << " verdicts, "
               << r.predictions << " predictions; " << r.problems.size() << " mismatch(es)\n";
     for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
     std::cout.flush();
@@ -134,6 +137,22 @@ void add_db_commands(CLI::App& app) {
     for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
     std::cout.flush();
     if (!r.ok()) throw cli_failure(exit_findings, "");
+  });
+  auto days = std::make_shared<int>(0);
+  auto* prune = db->add_subcommand("prune", "remove the bytes of compared streams of audits that ended more than N days "
+                                            "ago (their digests, verdicts and findings stay; baselines and reference "
+                                            "audits are kept whole): what retention.stream_bytes_days does in the daemon");
+  prune->add_option("db", a->db, "database file, or postgresql:// URL")->required();
+  prune->add_option("--older-than-days", *days, "audits that ended more than this many days ago (0: every ended audit)")
+      ->required()
+      ->check(CLI::Range(0, 100000));
+  prune->callback([a, days] {
+    auto store = open_existing(a->db);
+    const auto cutoff = storage::utc_days_ago(*days);
+    const auto r = storage::prune_stream_bytes(*store, cutoff, storage::now_utc());
+    std::cout << "pruned " << r.streams << " stream(s), " << r.bytes << " bytes, of audits that ended before " << cutoff;
+    if (!r.kept_as_reference.empty()) std::cout << "; kept whole as references: " << r.kept_as_reference.size() << " audit(s)";
+    std::cout << "\n";
   });
   auto* check = db->add_subcommand("check", "PRAGMA integrity_check and the schema version");
   check->add_option("db", a->db, "database file")->required();

@@ -60,9 +60,17 @@ std::map<std::int64_t, recomputed> recompute_digests(storage::store& store, cons
   for (const auto& st : store.evidence().stored_streams(job)) {
     ++rep.streams;
     const auto& r = *by_id.at(st.run);
+    if (!st.pruned_at.empty() && st.encoding.empty()) {
+      // Pruned by the retention policy: the digests and verdicts stay, and are what is checked.
+      ++rep.pruned;
+      digests[st.run] = recomputed{st.token_digest, st.logit_digest, true};
+      continue;
+    }
     auto d = audit::digest_canonical(st.encoding);
     if (!d) {
-      rep.problems.push_back(name_of(job, r) + ": the stored encoding does not decode");
+      rep.problems.push_back(name_of(job, r) + (st.encoding.empty() ? ": the stored encoding is empty, and no retention "
+                                                                        "pruned it: its bytes are lost"
+                                                                      : ": the stored encoding does not decode"));
       continue;
     }
     recomputed c{bytes_of(d->token), bytes_of(d->logit), true};

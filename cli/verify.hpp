@@ -17,6 +17,7 @@ namespace logitaudit::cli {
 struct verify_report {
   std::size_t jobs = 0;
   std::size_t streams = 0;
+  std::size_t pruned = 0;  // streams whose bytes the retention policy removed (checked from their stored digests)
   std::size_t verdicts = 0;
   std::size_t predictions = 0;
   std::vector<std::string> problems;  // each names the job and the stream or prediction

@@ -346,7 +346,8 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
-                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed", "fleet"},
+                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed", "fleet",
+                       "retention"},
                p);
   read(j, "log_file", "", c.log_file, p);
   std::string interrupted = "resume";
@@ -368,6 +369,15 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   read_evidence(j, c, p);
   read_alerts(j, c, p);
   read_history(j, c, p);
+  if (auto r = j.find("retention"); r != j.end()) {
+    if (!r->is_object()) {
+      p.push_back({"retention", "must be an object {stream_bytes_days, interval_s}"});
+    } else {
+      unknown_keys(*r, "retention", {"stream_bytes_days", "interval_s"}, p);
+      read(*r, "stream_bytes_days", "retention", c.retention.stream_bytes_days, p);
+      read(*r, "interval_s", "retention", c.retention.interval_s, p);
+    }
+  }
   if (!p.empty()) return unexpected{std::move(p)};
   return c;
 }

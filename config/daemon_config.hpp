@@ -90,6 +90,12 @@ struct daemon_config {
   std::size_t read_cache_bytes = 64u << 20;  // bodies of final audits the API keeps in memory
   audit::evidence_thresholds evidence;
   audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)
+  // retention.*: how long the bytes of compared streams are kept (0: for good); how often the
+  // daemon prunes older ones. Summaries, digests, verdicts and findings are kept for good.
+  struct retention_config {
+    int stream_bytes_days = 0;
+    int interval_s = 3600;
+  } retention;
   alerts_config alerts;
   managed_config managed;
   fleet_config fleet;  // used when `database` is a PostgreSQL URL

@@ -81,7 +81,8 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
                conf.max_bundle_bytes),
       scheduler_(api, db, service_, lifecycle_),
       history_(db, conf.history),
-      alerts_(api, db, history_, alert_settings_of(conf)) {
+      alerts_(api, db, history_, alert_settings_of(conf)),
+      retention_(api, db, conf.retention.stream_bytes_days, std::chrono::seconds(conf.retention.interval_s)) {
   if (hooks.clock) scheduler_.now = hooks.clock;
   scheduler_.max_sleep = hooks.clock_max_sleep;
   if (hooks.on_fire) scheduler_.on_fire = hooks.on_fire;
@@ -128,11 +129,13 @@ void assembly::start() {
   queue_.start();
   scheduler_.start();
   alerts_.start();
+  retention_.start();
 }
 
 net::awaitable<void> assembly::stop() {
   server_->stop();
   scheduler_.stop();
+  retention_.stop();
   queue_.stop();
   return queue_.until_idle();
 }

@@ -22,6 +22,7 @@
 #include "config/daemon_config.hpp"
 #include "fleet_reader.hpp"
 #include "history_reader.hpp"
+#include "retention.hpp"
 #include "job_lifecycle.hpp"
 #include "job_queue.hpp"
 #include "job_service.hpp"
@@ -104,6 +105,7 @@ class assembly {
   daemon::scheduler scheduler_;
   history_reader history_;
   alerter alerts_;
+  retention_keeper retention_;
   std::unique_ptr<fleet_reader> fleet_;
   api::router routes_;
   std::unique_ptr<api::http_server> server_;

@@ -228,6 +228,7 @@ ALTER TABLE jobs ADD COLUMN origin_audit BIGINT;
 ALTER TABLE jobs ADD COLUMN origin_version TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN imported_at TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_origin ON jobs(origin, origin_audit) WHERE origin <> '';
+ALTER TABLE streams ADD COLUMN pruned_at TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

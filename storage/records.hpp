@@ -184,6 +184,7 @@ struct stream_record {
 struct stored_stream {
   std::int64_t run = 0;
   std::vector<std::uint8_t> token_digest, logit_digest, encoding;
+  std::string pruned_at;  // its bytes were removed by the retention policy then ("" : kept)
 };
 
 struct burst_record {
@@ -256,5 +257,7 @@ struct alert_delivery {
 
 // The current time as RFC 3339 UTC with milliseconds.
 std::string now_utc();
+// The time `days` days ago, in the same form (timestamps of that form compare as text).
+std::string utc_days_ago(int days);
 
 }  // namespace logitaudit::storage

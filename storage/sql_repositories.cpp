@@ -732,11 +732,11 @@ class sql_evidence final : public evidence_repository {
 
   std::vector<stored_stream> stored_streams(std::int64_t job) override {
     auto& s = db_.prepare(
-        "SELECT r.id, s.token_digest, s.logit_digest, s.encoding FROM runs r JOIN streams s ON s.run_id = r.id "
+        "SELECT r.id, s.token_digest, s.logit_digest, s.encoding, s.pruned_at FROM runs r JOIN streams s ON s.run_id = r.id "
         "WHERE r.job_id = ? ORDER BY r.group_index, r.request_index");
     s.bind(1, job);
     std::vector<stored_stream> out;
-    while (s.step()) out.push_back({s.integer(0), s.blob(1), s.blob(2), s.blob(3)});
+    while (s.step()) out.push_back({s.integer(0), s.blob(1), s.blob(2), s.blob(3), s.text(4)});
     s.reset();
     return out;
   }
@@ -877,9 +877,10 @@ sql_repositories make_sql_repositories(sql_connection& c, write_fence fence) {
           std::make_unique<sql_alerts>(c)};
 }
 
-std::string now_utc() {
+namespace {
+
+std::string utc_text(std::chrono::system_clock::time_point now) {
   using namespace std::chrono;
-  const auto now = system_clock::now();
   const auto t = system_clock::to_time_t(now);
   const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
@@ -889,5 +890,11 @@ std::string now_utc() {
                 tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(ms));
   return b;
 }
+
+}  // namespace
+
+std::string now_utc() { return utc_text(std::chrono::system_clock::now()); }
+
+std::string utc_days_ago(int days) { return utc_text(std::chrono::system_clock::now() - std::chrono::hours(24) * days); }
 
 }  // namespace logitaudit::storage

@@ -215,7 +215,7 @@ CREATE TABLE schedule_fires (
 );
 )sql",
     // 6: the machine in every fingerprint (tab-separated facts, one per line); the provenance
-    // of an audit imported from an evidence bundle.
+    // of an audit imported from an evidence bundle; when a stream's bytes were pruned (retention).
     R"sql(
 ALTER TABLE fingerprints ADD COLUMN machine TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN origin TEXT NOT NULL DEFAULT '';
@@ -223,6 +223,7 @@ ALTER TABLE jobs ADD COLUMN origin_audit INTEGER;
 ALTER TABLE jobs ADD COLUMN origin_version TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN imported_at TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_origin ON jobs(origin, origin_audit) WHERE origin <> '';
+ALTER TABLE streams ADD COLUMN pruned_at TEXT NOT NULL DEFAULT '';
 )sql",
 };
 

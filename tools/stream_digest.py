@@ -156,10 +156,15 @@ def digests_of_file(path, encoded):
 def check_database(path):
     import sqlite3
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    columns = [c[1] for c in con.execute("PRAGMA table_info(streams)")]
+    pruned_col = "s.pruned_at" if "pruned_at" in columns else "''"
     rows = con.execute("SELECT r.job_id, r.id, r.group_index, r.request_index, s.token_digest, s.logit_digest, "
-                       "s.encoding FROM streams s JOIN runs r ON r.id = s.run_id ORDER BY r.id")
-    checked = bad = 0
-    for job, run, group, request, tok, logit, enc in rows:
+                       f"s.encoding, {pruned_col} FROM streams s JOIN runs r ON r.id = s.run_id ORDER BY r.id")
+    checked = bad = pruned = 0
+    for job, run, group, request, tok, logit, enc, pruned_at in rows:
+        if pruned_at and not enc:
+            pruned += 1  # the retention policy removed its bytes; its digests stay
+            continue
         checked += 1
         try:
             tokens, keying = decode(bytes(enc))
@@ -170,7 +175,7 @@ def check_database(path):
             bad += 1
             print(f"MISMATCH job {job} run {run} (group {group} request {request}): stored "
                   f"{bytes(tok).hex()}/{bytes(logit).hex()}, recomputed {t}/{l}")
-    print(f"{checked} streams checked, {bad} mismatches")
+    print(f"{checked} streams checked, {bad} mismatches" + (f", {pruned} pruned" if pruned else ""))
     return 1 if bad else 0
 
 
@@ -193,9 +198,12 @@ def check_bundle(path):
     if digest != head.get("content_digest"):
         bad += 1
         print(f"MISMATCH content digest: the body hashes to {digest}, the header says {head.get('content_digest')}")
-    checked = 0
+    checked = pruned = 0
     for audit in json.loads(body)["audits"]:
         for row in audit["tables"].get("streams", []):
+            if row.get("pruned_at") and not row["encoding"]["blob"]:
+                pruned += 1  # the retention policy removed its bytes; its digests stay
+                continue
             checked += 1
             enc = base64.b64decode(row["encoding"]["blob"])
             tok = base64.b64decode(row["token_digest"]["blob"]).hex()
@@ -209,7 +217,7 @@ def check_bundle(path):
                 bad += 1
                 print(f"MISMATCH audit {audit['id']} run {row['run_id']}: stored {tok}/{logit}, recomputed {t}/{l}")
     print(f"bundle version {head.get('version')}: content digest {'ok' if digest == head.get('content_digest') else 'MISMATCH'}; "
-          f"{checked} streams checked, {bad} mismatches")
+          f"{checked} streams checked, {bad} mismatches" + (f", {pruned} pruned" if pruned else ""))
     return 1 if bad else 0
 
 

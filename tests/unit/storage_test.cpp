@@ -25,6 +25,8 @@
 #include "storage/copy.hpp"
 #include "storage/db_worker.hpp"
 #include "storage/documents.hpp"
+#include "storage/references.hpp"
+#include "storage/retention.hpp"
 #include "storage/postgres_store.hpp"
 #include "storage/sqlite_store.hpp"
 #include "support/postgres.hpp"
@@ -575,6 +577,47 @@ TEST_P(storage_suite, a_fingerprint_written_while_the_database_server_is_away_is
   EXPECT_EQ(stored["small"].before, f) << "the machine travels with the fingerprint";
   EXPECT_EQ(stored["tiny"].after, f);
   EXPECT_GE(w.submit([&](storage::store&) { return faulty->faulty().fingerprint_attempts; }).get(), 5);
+}
+
+// Retention: the bytes of compared streams go, everything a later judgement reads stays, and
+// verify tells pruned bytes from lost ones.
+TEST_P(storage_suite, retention_prunes_compared_stream_bytes_but_keeps_baselines_references_digests_and_verdicts) {
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  const auto old = store_job(s(), spec, plan);
+  const auto reference = store_job(s(), spec, plan);
+  // A later audit names `reference` as its reference: that audit is kept whole.
+  storage::new_job gate;
+  auto gated = spec;
+  gated.reference_audit = reference;
+  gate.spec_json = storage::encode_spec(gated);
+  gate.spec_hash = "y";
+  gate.created_at = storage::now_utc();
+  s().jobs().create(gate);
+  const auto before = s().evidence().stored_streams(old);
+  const auto r = storage::prune_stream_bytes(s(), storage::utc_days_ago(-1), storage::now_utc());  // every ended audit
+  std::size_t compared = 0;
+  for (const auto& run : s().evidence().runs(old)) compared += run.compared;
+  EXPECT_EQ(r.streams, static_cast<std::int64_t>(compared)) << "the compared streams of the old audit, none of the reference";
+  EXPECT_GT(r.bytes, 0);
+  EXPECT_EQ(r.kept_as_reference, std::set<std::int64_t>{reference});
+  const auto after = s().evidence().stored_streams(old);
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].logit_digest, before[i].logit_digest) << "digests are kept for good";
+    EXPECT_EQ(after[i].encoding.empty(), !after[i].pruned_at.empty());
+  }
+  EXPECT_FALSE(s().evidence().baselines(old).empty()) << "a series baseline's bytes stay: comparisons and references read them";
+  const auto as_reference = storage::reference_evidence_of(s(), old);
+  ASSERT_FALSE(as_reference.baselines.empty()) << "a pruned audit can still be a reference";
+  EXPECT_FALSE(as_reference.baselines[0].stream.tokens.empty());
+  for (const auto& st : s().evidence().stored_streams(reference)) EXPECT_TRUE(st.pruned_at.empty());
+  EXPECT_EQ(s().jobs().get(old)->findings_json.empty(), false) << "the findings stay";
+  // verify: the pruned streams are checked from their stored digests, and nothing is a mismatch.
+  const auto v = cli::verify_database(s(), old);
+  EXPECT_TRUE(v.ok()) << v.problems.front();
+  EXPECT_EQ(v.pruned, compared);
+  EXPECT_EQ(storage::prune_stream_bytes(s(), storage::utc_days_ago(-1), storage::now_utc()).streams, 0) << "once";
 }
 
 TEST_P(storage_suite, verify_recomputes_a_clean_job_without_a_mismatch) {

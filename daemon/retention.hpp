@@ -1,0 +1,33 @@
+// The retention policy at work: every retention.interval_s, the bytes of compared streams of
+// audits that ended more than retention.stream_bytes_days ago are pruned (storage/retention.hpp
+// says what is never pruned). Off when stream_bytes_days is 0. Runs on the given executor;
+// stop() ends it at its next wake.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <chrono>
+
+#include "storage/db_worker.hpp"
+
+namespace logitaudit::daemon {
+
+namespace net = boost::asio;
+
+class retention_keeper {
+ public:
+  retention_keeper(net::any_io_executor ex, storage::db_worker& db, int stream_bytes_days, std::chrono::seconds interval);
+  void start();
+  void stop();
+
+ private:
+  net::awaitable<void> loop();
+  net::any_io_executor ex_;
+  storage::db_worker& db_;
+  int days_;
+  std::chrono::seconds interval_;
+  net::steady_timer wake_;
+  bool stopping_ = false;
+};
+
+}  // namespace logitaudit::daemon
