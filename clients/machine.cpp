@@ -199,7 +199,14 @@ machine_facts machine_from_log(std::string_view log) {
   return m;
 }
 
-machine_facts server_log_machine(const std::filesystem::path& log) { return machine_from_log(read_file(log)); }
+machine_facts server_log_machine(const std::filesystem::path& log) {
+  // Both lines come at start-up: the log's head, not the megabytes a long sweep writes after it.
+  std::ifstream in(log, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return machine_from_log(head);
+}
 
 std::string listed_devices(const std::string& executable, const std::vector<std::string>& env) {
   if (executable.empty()) return "";

@@ -38,13 +38,14 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
                : "no managed model named '" + model.substr(0, 64) + "' (configured: " + known + ")";
   };
   // A ggml CPU variant this host's CPU cannot run would not start: say which features it lacks.
-  const auto host = clients::host_machine();
+  std::optional<clients::machine_facts> host;  // read only for a spec that names a variant
   auto unrunnable = [&](const std::string& variant) -> std::string {
     if (variant.empty()) return "";
-    const auto lacks = clients::cpu_variant_lacks(variant, host);
+    if (!host) host = clients::host_machine();
+    const auto lacks = clients::cpu_variant_lacks(variant, *host);
     if (lacks.empty()) return "";
     std::string can;
-    for (const auto& v : clients::runnable_cpu_variants(host)) can += (can.empty() ? "" : ", ") + v;
+    for (const auto& v : clients::runnable_cpu_variants(*host)) can += (can.empty() ? "" : ", ") + v;
     return "this host's CPU cannot run the " + variant + " variant (it lacks " + lacks + "); it can run: " + can;
   };
   if (spec.sweep && spec.backends.empty()) {
