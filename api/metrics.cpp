@@ -65,6 +65,10 @@ std::string daemon_metrics::render(const std::map<audit::job_status, std::int64_
          "# TYPE logitaudit_backend_requests_total counter\n";
   for (const auto& [backend, n] : requests_sent)
     out += "logitaudit_backend_requests_total{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP logitaudit_backend_group_retries_total Request groups sent again after a failure (each logged as a warning).\n"
+         "# TYPE logitaudit_backend_group_retries_total counter\n";
+  for (const auto& [backend, n] : group_retries)
+    out += "logitaudit_backend_group_retries_total{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
   out += "# HELP logitaudit_backend_request_failures_total Completion requests that failed after their retries.\n"
          "# TYPE logitaudit_backend_request_failures_total counter\n";
   for (const auto& [backend, n] : request_failures)

@@ -44,6 +44,7 @@ struct series_gauge {
 struct daemon_metrics {
   std::map<std::string, std::uint64_t> requests_sent;     // completion requests, by backend
   std::map<std::string, std::uint64_t> request_failures;  // of those, failed after retries
+  std::map<std::string, std::uint64_t> group_retries;     // request groups sent again (each logged as a warning)
   std::vector<series_gauge> series;  // refreshed when an audit ends
   std::uint64_t bursts_not_batched = 0;  // bursts the server did not batch (judged at each audit's end)
   std::uint64_t api_requests = 0;

@@ -112,7 +112,9 @@ json run_json(const storage::run_record& r) {
                     {"counted", v.flag == audit::evidence_flag::none},
                     {"flag", std::string(audit::to_string(v.flag))}};
     if (v.flag != audit::evidence_flag::none) j["verdict"]["flag_reason"] = v.flag_reason;
+    j["verdict"]["first_text_difference"] = v.first_text_difference;
   }
+  if (r.company) j["company"] = *r.company;
   return j;
 }
 
@@ -153,6 +155,7 @@ json burst_json(const storage::burst_record& b) {
                     {"measured_by", std::string(audit::to_string(v.measured_by))},
                     {"needed_overlap", v.needed_overlap},
                     {"reason", v.reason}};
+    if (!v.foreign_load.empty()) j["verdict"]["foreign_load"] = v.foreign_load;
   }
   return j;
 }
@@ -164,6 +167,8 @@ json fingerprint_fields_json(const audit::backend_fingerprint& p) {
   for (const auto& [key, value] : p.model_meta) meta[key] = value;
   json machine = json::object();
   for (const auto& [key, value] : p.machine) machine[key] = value;
+  json observed = json::object();
+  for (const auto& [key, value] : p.observed) observed[key] = value;
   return {{"api", p.api},
           {"build_info", p.build_info},
           {"model", p.model},
@@ -176,6 +181,7 @@ json fingerprint_fields_json(const audit::backend_fingerprint& p) {
           {"generation_settings_hash", p.generation_settings_hash},
           {"prompt_token_hashes", prompts},
           {"machine", machine},
+          {"observed", observed},
           {"canary", {{"logit_digest", p.canary_logit_digest}, {"token_digest", p.canary_token_digest}}}};
 }
 

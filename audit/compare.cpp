@@ -29,6 +29,30 @@ bool same_position(const token_step& a, const token_step& b) {
   return true;
 }
 
+bool has_texts(const logit_stream& s) {
+  for (const auto& t : s.tokens)
+    if (!t.text.empty()) return true;
+  return false;
+}
+
+// The first of the `aligned` positions whose token text differs, else the token whose span of
+// the content holds the first differing byte (the content is the tokens' texts in order).
+// Streams without texts (stored before schema 7) have nothing to compare.
+int first_text_difference(const logit_stream& a, const logit_stream& b, std::size_t aligned) {
+  if (!has_texts(a) || !has_texts(b)) return -1;
+  for (std::size_t i = 0; i < aligned; ++i)
+    if (a.tokens[i].text != b.tokens[i].text) return static_cast<int>(i);
+  if (a.content == b.content || a.tokens.size() != b.tokens.size() || aligned < a.tokens.size()) return -1;
+  std::size_t byte = 0;
+  while (byte < a.content.size() && byte < b.content.size() && a.content[byte] == b.content[byte]) ++byte;
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < a.tokens.size(); ++i) {
+    end += a.tokens[i].text.size();
+    if (byte < end) return static_cast<int>(i);
+  }
+  return a.tokens.empty() ? 0 : static_cast<int>(a.tokens.size() - 1);
+}
+
 }  // namespace
 
 std::uint64_t ulp_distance(double a, double b) {
@@ -76,6 +100,7 @@ comparison compare_streams(const logit_stream& base, const stream_digests& bd, c
         if (e.key == f.key) c.max_ulp = std::max(c.max_ulp, ulp_distance(e.logprob, f.logprob));
   }
   c.mean_abs_delta = c.aligned ? sum / static_cast<double>(c.aligned) : 0.0;
+  c.first_text_difference = first_text_difference(base, s, c.aligned);
   if (c.first_token_difference >= 0 && static_cast<std::size_t>(c.first_token_difference) < base.tokens.size()) {
     const auto& t = base.tokens[static_cast<std::size_t>(c.first_token_difference)];
     if (t.top.size() >= 2) c.baseline_margin_at_flip = t.top[0].logprob - t.top[1].logprob;

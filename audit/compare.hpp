@@ -19,6 +19,9 @@ struct comparison {
   double mean_abs_delta = 0;
   std::uint64_t max_ulp = 0;        // largest float32 ULP distance, chosen and same-key top-k entries
   std::optional<double> baseline_margin_at_flip;  // baseline top1 - top2 logprob at the first token difference
+  // The first aligned position whose text differs (a token's text, or the content it spans)
+  // while identity, which is ids and logprob bits only, may hold; -1: none, or no text kept.
+  int first_text_difference = -1;
 
   bool operator==(const comparison&) const = default;
 };

@@ -27,12 +27,15 @@ std::string_view to_string(evidence_flag f) {
     case evidence_flag::none: return "none";
     case evidence_flag::not_batched: return "not_batched";
     case evidence_flag::not_reused: return "not_reused";
+    case evidence_flag::not_solo: return "not_solo";
+    case evidence_flag::control_ineffective: return "control_ineffective";
   }
   return "?";
 }
 
 std::optional<evidence_flag> parse_evidence_flag(std::string_view s) {
-  return parse_by_name(std::array{evidence_flag::none, evidence_flag::not_batched, evidence_flag::not_reused}, s);
+  return parse_by_name(std::array{evidence_flag::none, evidence_flag::not_batched, evidence_flag::not_reused,
+                                  evidence_flag::not_solo, evidence_flag::control_ineffective}, s);
 }
 
 std::string_view to_string(concurrency_measure m) {
@@ -90,6 +93,10 @@ burst_verdict judge_burst(const burst_measurement& m, const evidence_thresholds&
                   percent(v.needed_overlap));
   for (std::size_t i = 0; i < why.size(); ++i) v.reason += (i ? "; " : "") + why[i];
   v.batched = why.empty();
+  if (m.busy_slots_per_decode && *m.busy_slots_per_decode > v.expected + t.foreign_load_slots)
+    v.foreign_load = "busy slots per decode " + fixed(*m.busy_slots_per_decode, 2) + " exceed the " +
+                     fixed(v.expected, 0) + " this burst can fill: up to " +
+                     fixed(*m.busy_slots_per_decode - v.expected, 1) + " slots served requests the audit did not send";
   return v;
 }
 

@@ -28,6 +28,12 @@ struct evidence_thresholds {
   bool require_server_measure = true;
   // A cache_reuse stream must show at least this many prompt tokens served from the cache.
   std::int64_t min_reused_tokens = 1;
+  // A solo request was alone when the server's busy slots per decode while it ran stayed at or
+  // below this (exactly 1 when nothing else ran); above it, its stream is flagged not_solo.
+  double max_solo_busy_slots = 1.05;
+  // A burst had foreign load when the server's busy slots per decode exceeded the most the
+  // burst itself could fill (min(width, slots)) by more than this many slots.
+  double foreign_load_slots = 0.5;
 
   bool operator==(const evidence_thresholds&) const = default;
 };
@@ -36,6 +42,8 @@ enum class evidence_flag {
   none,
   not_batched,  // a concurrent or cross-batch stream whose burst the server did not batch
   not_reused,   // a cache_reuse stream whose request reused no prompt tokens
+  not_solo,     // a request that claims to be alone (a baseline, a repeat, a control) had company
+  control_ineffective,  // a positive control that could not have diverged (its reason says why)
 };
 std::string_view to_string(evidence_flag f);
 std::optional<evidence_flag> parse_evidence_flag(std::string_view s);
@@ -57,6 +65,9 @@ struct burst_verdict {
   concurrency_measure measured_by = concurrency_measure::none;
   double needed_overlap = 0;
   std::string reason;  // why it did not batch, in words; empty when it did
+  // The server was busier than the burst itself: its batch had neighbours the audit did not
+  // send (another client). The streams still count; the findings name it. Empty: none seen.
+  std::string foreign_load;
 
   bool operator==(const burst_verdict&) const = default;
 };

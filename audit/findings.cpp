@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "numbers.hpp"
 #include <set>
 
+#include "controls.hpp"
 #include "enum_names.hpp"
 #include "stream_encoding.hpp"
 
@@ -41,7 +43,11 @@ condition_tally empty_tally(const condition& c) {
 
 void count(condition_tally& t, const run_verdict& v) {
   if (v.failed) ++t.failed;
-  else if (v.flag != evidence_flag::none) ++t.flagged;
+  else if (v.flag != evidence_flag::none) {
+    ++t.flagged;
+    t.not_solo += v.flag == evidence_flag::not_solo;
+    t.ineffective += v.flag == evidence_flag::control_ineffective;
+  }
   else if (v.result) {
     ++t.n;
     t.logit_identical += v.result->logit_identical;
@@ -104,10 +110,11 @@ std::string kinds_phrase(const std::vector<condition_kind>& kinds) {
 
 void write_evidence_sentences(const audit_plan& plan, findings& f) {
   for (const auto& t : f.pooled) {
-    if (t.flagged == 0) continue;
+    const int own = t.flagged - t.not_solo - t.ineffective;  // flagged for the condition's own evidence
+    if (own == 0 || flag_of(t.kind) == evidence_flag::none) continue;
     std::string reason;
     for (const auto& v : f.verdicts)
-      if (v.condition == t.condition && v.flag != evidence_flag::none) {
+      if (v.condition == t.condition && v.flag == flag_of(t.kind)) {
         reason = v.flag_reason;
         break;
       }
@@ -124,12 +131,75 @@ void write_evidence_sentences(const audit_plan& plan, findings& f) {
                             (t.flagged == 1 ? " is" : " are") + " counted apart, never as having survived " +
                             (t.kind == condition_kind::cross_batch ? "cross-batching." : "concurrency."));
     } else {
-      f.sentences.push_back("Cache reuse: " + std::to_string(t.flagged) + " of " +
+      f.sentences.push_back("Cache reuse: " + std::to_string(own) + " of " +
                             plural(t.flagged + t.n + t.failed, "stream") + " of " + t.condition +
-                            " reused no cached prompt (" + reason + "); " + (t.flagged == 1 ? "it is" : "they are") +
+                            " reused no cached prompt (" + reason + "); " + (own == 1 ? "it is" : "they are") +
                             " counted apart, never as having survived cache reuse.");
     }
   }
+}
+
+// " (to 4 decimals: the logprobs as written)" when a backend's server does not write its
+// logprobs bit-exactly: "logit-identical" then means equal to what it writes.
+std::string identity_qualifier(const findings& f) {
+  std::string q;
+  for (const auto& [b, r] : f.resolution)
+    if (!r.qualifier().empty()) q += (q.empty() ? "" : ", ") + (f.resolution.size() > 1 ? b + " " : "") + r.qualifier();
+  return q.empty() ? "" : " (" + q + ": the logprobs as written)";
+}
+
+void write_harness_sentences(findings& f) {
+  auto& s = f.sentences;
+  for (const auto& b : f.backends) {
+    if (auto r = f.resolution.find(b); r != f.resolution.end() && r->second.values > 0)
+      s.push_back("Resolution (" + b + "): this server " + r->second.describe() + ".");
+    if (auto t = f.selftests.find(b); t != f.selftests.end())
+      s.push_back("Harness power (" + b + "): " + t->second.summary + " (selftest " + std::to_string(t->second.id) + " of " +
+                  t->second.taken_at + ", paths " + t->second.paths + ")" +
+                  (t->second.passed ? "." : "; the selftest missed, so an \"identical\" here is not proven against seeded faults."));
+    else
+      s.push_back("Harness power (" + b + "): no selftest of this backend's path is stored; \"identical\" here is not proven "
+                  "against seeded faults (logitaudit selftest --backend " + b + ").");
+  }
+  int not_solo = 0, solo_claims = 0, ineffective = 0, text_only = 0, first_text = -1;
+  for (const auto& v : f.verdicts) {
+    not_solo += v.flag == evidence_flag::not_solo;
+    if (v.flag == evidence_flag::control_ineffective) {
+      ++ineffective;
+      s.push_back("Control ineffective: " + v.condition + " (" + v.backend + ") had too little room to diverge: " + v.flag_reason +
+                  "; it is counted apart, not as a blind comparator.");
+    }
+    if (v.result && v.result->logit_identical && v.result->first_text_difference >= 0) {
+      ++text_only;
+      if (first_text < 0) first_text = v.result->first_text_difference;
+    }
+    solo_claims += !v.failed;
+  }
+  if (not_solo > 0) {
+    double most = 0;
+    for (const auto& v : f.verdicts)
+      if (v.flag == evidence_flag::not_solo) {
+        auto at = v.flag_reason.find("were ");
+        if (at != std::string::npos) most = std::max(most, std::strtod(v.flag_reason.c_str() + at + 5, nullptr));
+      }
+    s.push_back("Solo runs: the server served other requests during this audit (up to " + fixed(most - 1, 1) +
+                " busy slots beyond the audit's own); " + std::to_string(not_solo) + " of " + std::to_string(solo_claims) +
+                " compared streams rest on a request that claimed to be alone and was not: they are counted apart "
+                "(not_solo), and a prediction that rests on them alone is undecided.");
+  }
+  if (f.foreign_load_bursts > 0)
+    s.push_back("Foreign load: " + plural(f.foreign_load_bursts, "burst") +
+                " had neighbours the audit did not send (the server's busy slots exceeded what the burst can fill); "
+                "their streams count, but their batches were not the audit's alone.");
+  if (text_only > 0)
+    s.push_back("Text: " + plural(text_only, "stream") + " kept every id and logprob bit but not the text (first at position " +
+                std::to_string(first_text) + "): the server's detokenisation moved, not its numbers.");
+  for (const auto& r : f.restarts)
+    s.push_back("Restart: " + r + (f.fingerprint_changes.empty()
+                                       ? "; the canary and the fingerprint agree before and after, so the findings stand."
+                                       : "; the fingerprint changed with it."));
+  for (const auto& c : f.canary_undecided)
+    s.push_back("Canary undecided: " + c + "; whether the numbers stayed the same rests on the declared fingerprint alone.");
 }
 
 void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f) {
@@ -157,12 +227,12 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
   auto& s = f.sentences;
   if (serial.n > 0)
     s.push_back("Serial reproducibility: " + pct(serial.logit, serial.n) +
-                " of serial repeats were logit-identical to their solo baseline" +
+                " of serial repeats were logit-identical to their solo baseline" + identity_qualifier(f) +
                 (serial.logit == serial.n ? "; run solo with a fixed prompt, parameters and seed, the numbers repeat exactly."
                                           : "; even solo repeats moved, so nothing else in this table can be pinned on load."));
   if (context.n > 0) {
     s.push_back("Execution context: under " + kinds_phrase(context_kinds) + ", " + pct(context.logit, context.n) +
-                " of greedy streams were logit-identical and " + pct(context.token, context.n) + " token-identical" +
+                " of greedy streams were logit-identical" + identity_qualifier(f) + " and " + pct(context.token, context.n) + " token-identical" +
                 (context.logit < context.n && context.token > context.logit ? "; same text is not same logprobs." : "."));
     if (context.token == context.n)
       s.push_back("Greedy survival: the greedy token stream survived every perturbation (" + pct(context.token, context.n) + ").");
@@ -203,8 +273,12 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
     s.push_back("Positive controls: " + std::to_string(controls.n - controls.token) + "/" + std::to_string(controls.n) +
                 " diverged at the token level and " + std::to_string(controls.n - controls.logit) + "/" +
                 std::to_string(controls.n) + " at the logit level" +
-                (controls.logit == 0 && controls.token == 0 ? "; the comparator detects real differences."
-                                                            : "; a control that came out identical makes the comparison vacuous."));
+                (controls.logit == 0 && controls.token == 0
+                     ? "; the comparator detects real differences."
+                     : controls.logit < controls.n
+                           ? "; one that came out identical although it could have diverged is named, but the others "
+                             "show that the comparator sees differences."
+                           : "; none diverged, so nothing shows that the comparator sees differences."));
 }
 
 void write_search_sentences(findings& f) {
@@ -278,6 +352,7 @@ struct base {
   const logit_stream* stream = nullptr;
   stream_digests digests;
   std::string error;
+  std::optional<double> company;  // the server's busy slots per decode while it ran
 };
 
 std::vector<base> baselines_of(const audit_plan& plan, const run_index& seen) {
@@ -289,6 +364,7 @@ std::vector<base> baselines_of(const audit_plan& plan, const run_index& seen) {
     else {
       bases[i].stream = &*it->second->stream;
       bases[i].digests = digest(*bases[i].stream);
+      bases[i].company = it->second->company;
     }
   }
   return bases;
@@ -340,7 +416,33 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
       } else {
         const auto& stream = *it->second->stream;
         v.result = compare_streams(*b.stream, b.digests, stream, digest(stream));
-        if (is_burst_kind(g.kind) && g.mode == group_mode::burst) {
+        const double solo = ev.thresholds.max_solo_busy_slots;
+        const auto& company = it->second->company;
+        if (b.company && *b.company > solo) {
+          v.flag = evidence_flag::not_solo;
+          v.flag_reason = "its solo baseline was not alone: the server's busy slots per decode were " +
+                          fixed(*b.company, 2) + " while it ran";
+        } else if (g.mode == group_mode::serial && company && *company > solo) {
+          v.flag = evidence_flag::not_solo;
+          v.flag_reason = "the server's busy slots per decode were " + fixed(*company, 2) +
+                          " while it ran: other requests shared its batch";
+        } else if (is_control(g.kind) && (v.result->logit_identical || v.result->token_identical)) {
+          control_context cc;
+          cc.kind = g.kind;
+          cc.baseline = b.stream;
+          const auto& bref = plan.baselines[static_cast<std::size_t>(req.baseline)];
+          cc.baseline_temperature = bref.params.temperature;
+          cc.control_temperature = req.params.temperature;
+          if (auto fp = ev.fingerprints.find(g.backend); fp != ev.fingerprints.end()) {
+            const auto& h = fp->second.before.prompt_token_hashes;
+            auto x = h.find(req.prompt), y = h.find(bref.prompt);
+            if (x != h.end() && y != h.end()) cc.same_prompt_tokens = x->second == y->second;
+          }
+          if (auto why = control_ineffective(cc)) {
+            v.flag = evidence_flag::control_ineffective;
+            v.flag_reason = *why;
+          }
+        } else if (is_burst_kind(g.kind) && g.mode == group_mode::burst) {
           const auto& bv = f.bursts.at(g.index);
           if (!bv.batched) {
             v.flag = evidence_flag::not_batched;
@@ -382,25 +484,48 @@ void tally_conditions(const audit_spec& spec, const audit_plan& plan, const eval
 
 }
 
-// The seed's falsifier: a positive control that comes out identical voids the findings.
+bool is_control_condition(const findings& f, const std::string& condition) {
+  for (const auto& t : f.pooled)
+    if (t.condition == condition) return t.control();
+  return false;
+}
+
+// The seed's falsifier, kept for what it means: the comparator is vacuous when nothing that
+// must diverge did. A control that diverged, or a passing selftest of every audited backend's
+// path, shows that it sees differences; a control that could not diverge (ineffective) or
+// came out identical beside others that diverged is named, and does not void the findings.
 void judge_controls(findings& f) {
-  std::vector<std::string> vacuous;
-  for (const auto& t : f.pooled)
-    if (t.control() && (t.logit_identical > 0 || t.token_identical > 0))
-      vacuous.push_back(t.condition + " (" + std::to_string(std::max(t.logit_identical, t.token_identical)) + "/" +
-                        std::to_string(t.n) + " identical)");
-  int judged_controls = 0;
-  for (const auto& t : f.pooled)
-    if (t.control()) judged_controls += t.n;
-  if (!vacuous.empty()) {
-    f.valid = false;
-    f.invalid_reason = "invalid: comparator vacuous: positive controls came out identical: ";
-    for (std::size_t i = 0; i < vacuous.size(); ++i) f.invalid_reason += (i ? ", " : "") + vacuous[i];
-  } else if (judged_controls == 0) {
-    f.valid = false;
+  int diverged = 0, judged = 0, ineffective = 0;
+  std::vector<std::string> identical;
+  for (const auto& t : f.pooled) {
+    if (!t.control()) continue;
+    judged += t.n;
+    diverged += t.n - std::max(t.logit_identical, t.token_identical);
+    if (t.logit_identical > 0 || t.token_identical > 0)
+      identical.push_back(t.condition + " (" + std::to_string(std::max(t.logit_identical, t.token_identical)) + "/" +
+                          std::to_string(t.n) + " identical)");
+  }
+  for (const auto& v : f.verdicts) {
+    ineffective += v.flag == evidence_flag::control_ineffective;
+    // A control that had company and still diverged shows the comparator sees differences,
+    // though it counts apart: whatever moved it, the comparator saw it move.
+    if (v.flag == evidence_flag::not_solo && v.result && !v.result->logit_identical && is_control_condition(f, v.condition))
+      ++diverged;
+  }
+  bool selftested = !f.backends.empty();
+  for (const auto& b : f.backends)
+    if (auto s = f.selftests.find(b); s == f.selftests.end() || !s->second.passed) selftested = false;
+  if (diverged > 0 || selftested) return;
+  f.valid = false;
+  if (!identical.empty()) {
+    f.invalid_reason = "invalid: comparator vacuous: no positive control diverged: ";
+    for (std::size_t i = 0; i < identical.size(); ++i) f.invalid_reason += (i ? ", " : "") + identical[i];
+  } else if (ineffective > 0) {
+    f.invalid_reason = "invalid: no positive control could diverge (" + plural(ineffective, "control") +
+                       " ineffective) and no passing selftest shows that the comparator sees differences";
+  } else if (judged == 0) {
     f.invalid_reason = "invalid: no positive control was judged, so identity cannot be told from a broken comparator";
   }
-
 }
 
 void judge_predictions(const audit_spec& spec, findings& f) {
@@ -428,10 +553,19 @@ void judge_predictions(const audit_spec& spec, findings& f) {
 // too, and says which fingerprint is missing.
 void judge_server_changes(const audit_plan& plan, const std::vector<observed_run>& runs,
                           const evaluation_evidence& ev, findings& f) {
-  for (const auto& [name, fp] : ev.fingerprints)
+  for (const auto& [name, fp] : ev.fingerprints) {
+    // A canary that could not be read alone is no evidence either way: named, not a change.
+    const auto undecided = fp.after.observed.find("canary_undecided");
+    if (undecided != fp.after.observed.end()) f.canary_undecided.push_back(name + ": " + undecided->second);
+    if (auto r = fp.after.observed.find("restart_at"); r != fp.after.observed.end())
+      f.restarts.push_back(name + " restarted during the audit (" + r->second + ")");
     if (!fp.before.api.empty() && !fp.after.api.empty())
       for (const auto& field : fingerprint_differences(fp.before, fp.after))
-        f.fingerprint_changes.push_back(name + ": " + field);
+        if (field != "canary" || undecided == fp.after.observed.end()) f.fingerprint_changes.push_back(name + ": " + field);
+    const auto& seen = fp.after.api.empty() ? fp.before.observed : fp.after.observed;
+    auto format = number_format::from_facts(seen);
+    if (format.values > 0) f.resolution[name] = format;
+  }
   std::set<std::string> measured;
   for (const auto& r : runs)
     if (r.stream && r.group < plan.groups.size()) measured.insert(plan.groups[r.group].backend);
@@ -468,6 +602,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
                   const evaluation_evidence& ev) {
   findings f;
   f.thresholds = ev.thresholds;
+  f.selftests = ev.selftests;
   for (const auto& b : spec.backends) f.backends.push_back(b.name);
   run_index seen;
   for (const auto& r : runs) seen[{r.group, r.request}] = &r;
@@ -478,6 +613,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   judge_controls(f);
   judge_predictions(spec, f);
   judge_server_changes(plan, runs, ev, f);
+  for (const auto& [g, b] : f.bursts) f.foreign_load_bursts += !b.foreign_load.empty();
   f.searches = threshold_searches(spec, plan, f);
   f.throughput = throughput_results(spec, plan, runs, ev.bursts);
   f.frontier = frontier_rows(spec, plan, f);
@@ -485,6 +621,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   if (ev.reference) f.reference = judge_against_reference(spec, plan, runs, *ev.reference, ev.fingerprints);
 
   write_sentences(spec, plan, f);
+  write_harness_sentences(f);
   write_search_sentences(f);
   write_frontier_sentences(f);
   if (!f.fingerprint_changes.empty())

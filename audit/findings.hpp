@@ -14,6 +14,8 @@
 #include "compare.hpp"
 #include "evidence.hpp"
 #include "fingerprint.hpp"
+#include "harness_power.hpp"
+#include "number_format.hpp"
 #include "reference.hpp"
 #include "frontier.hpp"
 #include "logit_stream.hpp"
@@ -29,6 +31,9 @@ struct observed_run {
   std::size_t request = 0;
   std::optional<logit_stream> stream;  // nullopt: the request failed
   std::string error;                   // why it failed
+  // A request that claims to be alone (serial): the server's busy slots per decode while it
+  // ran (1 when it was alone); nullopt when the server exposes no counters.
+  std::optional<double> company;
 };
 
 struct run_verdict {
@@ -65,7 +70,9 @@ struct condition_tally {
   int logit_identical = 0;
   int token_identical = 0;
   int failed = 0;   // kept out of n
-  int flagged = 0;  // not_batched / not_reused: kept out of n
+  int flagged = 0;  // not_batched / not_reused / not_solo / control_ineffective: kept out of n
+  int not_solo = 0;     // of flagged: solo requests (or their baselines) that had company
+  int ineffective = 0;  // of flagged: controls that could not have diverged
   std::optional<burst_summary> bursts;  // concurrent and cross-batch conditions
   bool control() const { return is_control(kind); }
 };
@@ -97,6 +104,8 @@ struct evaluation_evidence {
   std::map<std::string, backend_fingerprints> fingerprints;
   evidence_thresholds thresholds;
   std::optional<reference_evidence> reference;  // when the spec names a reference audit
+  // Per backend, its most recent selftest against seeded faults (absent: none was run).
+  std::map<std::string, selftest_summary> selftests;
 };
 
 struct findings {
@@ -120,6 +129,15 @@ struct findings {
   // a finding is a property of the machine it was measured on.
   std::map<std::string, std::map<std::string, std::string>> machines;
   std::optional<reference_findings> reference;  // the second verdict, when the spec names a reference
+  // Harness power: per backend, how its server writes logprobs (the oracle's resolution), and
+  // its path's most recent selftest (absent: none).
+  std::map<std::string, number_format> resolution;
+  std::map<std::string, selftest_summary> selftests;
+  // What the audit saw of its servers: restarts ("a: before group 12: ..."), canaries that
+  // could not be judged ("a: the server was never idle ..."), bursts that had foreign load.
+  std::vector<std::string> restarts;
+  std::vector<std::string> canary_undecided;
+  int foreign_load_bursts = 0;
   evidence_thresholds thresholds;
   std::vector<search_result> searches;        // threshold_search conditions, per backend
   std::vector<throughput_result> throughput;  // throughput probes, per backend

@@ -34,6 +34,12 @@ struct backend_fingerprint {
   // CPU variant it loaded), for a remote one the labels its configuration declares (gpu,
   // driver, cuda, ...), and what the server says of itself (server_version). One line each.
   std::map<std::string, std::string> machine;
+  // What the audit observed of the server, never part of its identity (not a difference):
+  // how it writes its logprobs (number_format's facts: every response of the audit up to this
+  // fingerprint), whether the canary had company ("canary_company": the server's busy slots
+  // per decode while it ran; "canary_undecided": why a moved canary could not be judged),
+  // and restarts seen through its counters going backwards ("restarts", "restart_at").
+  std::map<std::string, std::string> observed;
 
   bool operator==(const backend_fingerprint&) const = default;
 };

@@ -17,10 +17,16 @@ std::string pad(std::string s, std::size_t w) {
 }
 
 std::string flag_words(const condition_tally& t) {
-  return std::to_string(t.flagged) + " " + (flag_of(t.kind) == evidence_flag::not_reused ? "not reused" : "not batched");
+  std::string s;
+  if (const int own = t.flagged - t.not_solo - t.ineffective; own > 0)
+    s = std::to_string(own) + " " + (flag_of(t.kind) == evidence_flag::not_reused ? "not reused" : "not batched");
+  if (t.not_solo) s += (s.empty() ? "" : ", ") + std::to_string(t.not_solo) + " not solo";
+  if (t.ineffective) s += (s.empty() ? "" : ", ") + std::to_string(t.ineffective) + " ineffective";
+  return s;
 }
 
 std::string note(const condition_tally& t) {
+  if (t.control() && t.n == 0 && t.flagged > 0) return "<- control: " + flag_words(t) + ", not counted";
   if (t.control()) return t.logit_identical == 0 && t.token_identical == 0 ? "<- control: diverged" : "<- CONTROL IDENTICAL";
   std::string apart;
   if (t.failed) apart = std::to_string(t.failed) + " failed";
@@ -222,12 +228,52 @@ std::string machines_text(const findings& f, const std::string& prefix) {
   return out;
 }
 
+// Per backend, how its server writes logprobs and its path's selftest; "" for audits before
+// schema 7 (no resolution was recorded), so that their reports stay what they were.
+std::string harness_text(const findings& f, const std::string& prefix) {
+  if (f.resolution.empty() && f.selftests.empty()) return "";
+  std::string out;
+  for (const auto& b : f.backends) {
+    std::string line = prefix + b + ": ";
+    if (auto r = f.resolution.find(b); r != f.resolution.end()) {
+      line += r->second.describe();
+      if (!r->second.qualifier().empty()) line += "; \"logit-identical\" here means equal " + r->second.qualifier();
+    } else {
+      line += "no logprob was read as text";
+    }
+    if (auto t = f.selftests.find(b); t != f.selftests.end())
+      line += "; harness power " + t->second.summary + (t->second.passed ? "" : " (MISSED)") + " (selftest " +
+              std::to_string(t->second.id) + ", " + t->second.taken_at + ")";
+    else
+      line += "; harness power: no selftest of this path";
+    out += line + "\n";
+  }
+  return out;
+}
+
+// The CSV cell of a backend's resolution: "float32", "float64", "4 decimals", "6 significant digits".
+std::string resolution_cell(const findings& f, const std::string& scope) {
+  auto r = f.resolution.find(scope);
+  if (r == f.resolution.end()) return "";
+  if (r->second.round_trips_float32()) return "float32";
+  if (r->second.full_float64()) return "float64";
+  return r->second.qualifier().substr(3);
+}
+
+std::string power_cell(const findings& f, const std::string& scope) {
+  auto t = f.selftests.find(scope);
+  if (t == f.selftests.end()) return "none";
+  return std::to_string(t->second.caught) + "/" + std::to_string(t->second.faults) + " caught " +
+         std::to_string(t->second.equivalents_flagged) + "/" + std::to_string(t->second.equivalents) + " flagged";
+}
+
 }  // namespace
 
 std::string render_text(const findings& f) {
   std::string out;
   if (!f.valid) out += "!! " + f.invalid_reason + "\n\n";
   if (const auto m = machines_text(f, " "); !m.empty()) out += "Measured on:\n" + m + "\n";
+  if (const auto h = harness_text(f, " "); !h.empty()) out += "Oracle resolution and harness power:\n" + h + "\n";
   out += "Pooled over " + std::to_string(f.backends.size()) + " backend(s)" +
          (f.reference ? "; vs reference: logit-identical to audit " + std::to_string(f.reference->audit) + "'s solo streams"
                       : std::string()) +
@@ -265,6 +311,7 @@ std::string render_markdown(const findings& f) {
     if (ref) out += "| solo baselines | | | " + reference_cell(ref, "baseline") + " | |\n";
   };
   if (const auto m = machines_text(f, "- "); !m.empty()) out += "Measured on:\n\n" + m + "\n";
+  if (const auto h = harness_text(f, "- "); !h.empty()) out += "Oracle resolution and harness power:\n\n" + h + "\n";
   out += "### Pooled over " + std::to_string(f.backends.size()) + " backend(s)\n\n";
   table(f.pooled, f.reference ? &*f.reference : nullptr);
   if (f.backends.size() > 1)
@@ -302,10 +349,11 @@ std::string render_csv(const findings& f) {
   // The machine column comes with audits whose fingerprints name their machine (since schema 6), so
   // that the report of an older audit stays what it was.
   const bool machines = !f.machines.empty();
+  const bool harness = !f.resolution.empty() || !f.selftests.empty();  // since schema 7
   std::string out =
       "scope,condition,kind,concurrency,seeded,n,logit_identical,token_identical,failed,flagged,bursts,bursts_batched,"
       "median_server_concurrency,measured_by,expected_concurrency,median_overlap" +
-      std::string(machines ? ",machine" : "") +
+      std::string(machines ? ",machine" : "") + std::string(harness ? ",logprob_resolution,harness_power" : "") +
       std::string(f.reference ? ",reference_n,reference_logit_matches,reference_token_matches" : "") + "\n";
   auto rows = [&](const std::string& scope, const std::vector<condition_tally>& ts) {
     std::string machine;
@@ -314,6 +362,15 @@ std::string render_csv(const findings& f) {
       std::string quoted;
       for (char c : machine) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
       machine = ",\"" + quoted + "\"";
+    }
+    if (harness) {
+      // Pooled rows: every backend's, joined.
+      std::string res, power;
+      for (const auto& b : scope == "pooled" ? f.backends : std::vector<std::string>{scope}) {
+        res += (res.empty() ? "" : "; ") + resolution_cell(f, b);
+        power += (power.empty() ? "" : "; ") + power_cell(f, b);
+      }
+      machine += "," + res + "," + power;
     }
     // Against the reference: pooled rows only (the reference's tallies are pooled).
     auto reference_columns = [&](const condition_tally& t) -> std::string {

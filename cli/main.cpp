@@ -10,6 +10,7 @@
 #include "exit_codes.hpp"
 #include "remote_commands.hpp"
 #include "run_command.hpp"
+#include "selftest_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace logitaudit::cli;
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("logitaudit ") + LOGITAUDIT_VERSION);
   app.require_subcommand(0, 1);
   add_run_command(app);
+  add_selftest_command(app);
   add_db_commands(app);
   add_bundle_commands(app);
   add_remote_commands(app);

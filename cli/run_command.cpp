@@ -57,38 +57,6 @@ audit::audit_spec build_spec(const run_args& a) {
   return spec;
 }
 
-// How to reach the --backend servers: the CA file of https ones, and the bearer token from
-// LOGITAUDIT_BACKEND_TOKEN (the environment, so that it never shows in `ps` or a shell history).
-// The backends of the command line as a config file's entries would name them.
-std::vector<config::backend_entry> backend_entries(const run_args& a) {
-  const char* token = std::getenv("LOGITAUDIT_BACKEND_TOKEN");
-  bool https = false;
-  std::vector<config::backend_entry> out;
-  for (const auto& arg : a.backends) {
-    auto b = clients::parse_named_backend(arg);
-    if (!b || b->url.empty()) continue;  // build_spec says what is wrong with it
-    auto ep = clients::parse_endpoint(b->url);
-    https = https || (ep && ep->tls);
-    config::backend_entry c;
-    c.name = b->name;
-    c.url = b->url;
-    if (clients::parse_api_kind(a.api)) c.api = a.api;
-    if (token && *token) c.token = token;
-    if (ep && ep->tls) c.ca_file = a.ca_file;
-    out.push_back(std::move(c));
-  }
-  if (!a.ca_file.empty()) {
-    if (!https) throw cli_failure(exit_usage, "run: --ca-file is for https:// backends, and no --backend is one");
-    std::ifstream in(a.ca_file, std::ios::binary);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in) throw cli_failure(exit_usage, "run: --ca-file '" + a.ca_file + "' cannot be read");
-    if (pem.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-      throw cli_failure(exit_usage, "run: --ca-file '" + a.ca_file + "' holds no PEM certificate");
-  }
-  return out;
-}
-
 // Progress on stderr: one redrawn bar on a terminal, a line per tenth of the work otherwise.
 class progress_lines {
  public:
@@ -129,6 +97,38 @@ T run_on(clients::net::io_context& io, clients::net::awaitable<T> task) {
 }
 
 }  // namespace
+
+// How to reach the --backend servers: the CA file of https ones, and the bearer token from
+// LOGITAUDIT_BACKEND_TOKEN (the environment, so that it never shows in `ps` or a shell history).
+// The backends of the command line as a config file's entries would name them.
+std::vector<config::backend_entry> backend_entries(const run_args& a) {
+  const char* token = std::getenv("LOGITAUDIT_BACKEND_TOKEN");
+  bool https = false;
+  std::vector<config::backend_entry> out;
+  for (const auto& arg : a.backends) {
+    auto b = clients::parse_named_backend(arg);
+    if (!b || b->url.empty()) continue;  // build_spec says what is wrong with it
+    auto ep = clients::parse_endpoint(b->url);
+    https = https || (ep && ep->tls);
+    config::backend_entry c;
+    c.name = b->name;
+    c.url = b->url;
+    if (clients::parse_api_kind(a.api)) c.api = a.api;
+    if (token && *token) c.token = token;
+    if (ep && ep->tls) c.ca_file = a.ca_file;
+    out.push_back(std::move(c));
+  }
+  if (!a.ca_file.empty()) {
+    if (!https) throw cli_failure(exit_usage, "run: --ca-file is for https:// backends, and no --backend is one");
+    std::ifstream in(a.ca_file, std::ios::binary);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in) throw cli_failure(exit_usage, "run: --ca-file '" + a.ca_file + "' cannot be read");
+    if (pem.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      throw cli_failure(exit_usage, "run: --ca-file '" + a.ca_file + "' holds no PEM certificate");
+  }
+  return out;
+}
 
 int run_audit(const run_args& a) {
   if (a.resume && a.db.empty()) throw cli_failure(exit_usage, "run: --resume needs --db");

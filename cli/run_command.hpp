@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "audit/evidence.hpp"
+#include "config/daemon_config.hpp"
 
 namespace logitaudit::cli {
 
@@ -33,6 +34,11 @@ struct run_args {
 // 3 no request got through); throws cli_failure for bad arguments (2) and a database that
 // cannot be opened, is held by another process or fails (4).
 int run_audit(const run_args& args);
+
+// The --backend servers of `a` as a configuration's entries: their API kind, the CA file of
+// https ones, the bearer token from LOGITAUDIT_BACKEND_TOKEN. Throws cli_failure (2) for a
+// --ca-file that is unreadable or names no https backend.
+std::vector<config::backend_entry> backend_entries(const run_args& a);
 
 // Adds the subcommand to `app`.
 void add_run_command(CLI::App& app);

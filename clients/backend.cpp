@@ -2,8 +2,10 @@
 #include "backend.hpp"
 
 #include "audit/stream_encoding.hpp"
+#include "completion_sax.hpp"
 #include "machine.hpp"
 #include "model_file.hpp"
+#include "audit/numbers.hpp"
 
 #include <cctype>
 #include <stdexcept>
@@ -35,6 +37,12 @@ bool loopback(const std::string& host) {
 }
 
 }  // namespace
+
+std::optional<double> busy_slots_between(const decode_counters& before, const decode_counters& after) {
+  if (after.decodes <= before.decodes) return std::nullopt;
+  return (after.busy_slots_per_decode * after.decodes - before.busy_slots_per_decode * before.decodes) /
+         (after.decodes - before.decodes);
+}
 
 bool on_this_host(const backend_config& c) {
   if (c.local) return true;
@@ -83,11 +91,19 @@ net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connecti
                                                                         std::size_t sent, std::int64_t sent_ns) {
   std::unique_ptr<stream_reader> reader = p.stream ? config_.api->read_stream(http_.options().max_body) : nullptr;
   chunk_sink sink;
-  if (reader) sink = [r = reader.get()](std::string_view piece, std::int64_t t) { return r->feed(piece, t); };
+  std::string streamed;  // the event stream's bytes, for how its numbers are written
+  if (reader)
+    sink = [r = reader.get(), &streamed](std::string_view piece, std::int64_t t) {
+      streamed.append(piece);
+      return r->feed(piece, t);
+    };
   auto x = co_await http_.exchange(std::move(c), std::move(p.wire), std::move(sink), sent, sent_ns);
   if (!x) co_return unexpected{x.error()};
   auto s = reader ? reader->finish() : config_.api->parse(x->body);
-  if (s) stamp(*s, *x);
+  if (s) {
+    stamp(*s, *x);
+    scan_logprob_text(reader ? std::string_view(streamed) : std::string_view(x->body), reader != nullptr, written_);
+  }
   co_return s;
 }
 
@@ -114,21 +130,32 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
   if (config_.server_machine)
     for (auto& [k, v] : config_.server_machine()) f->machine[k] = v;
   for (const auto& [k, v] : config_.machine) f->machine[k] = one_line(v);
-  if (auto c = co_await canary()) std::tie(f->canary_logit_digest, f->canary_token_digest) = *c;
+  if (auto c = co_await canary()) {
+    f->canary_logit_digest = c->logit_digest;
+    f->canary_token_digest = c->token_digest;
+    if (c->company) f->observed["canary_company"] = audit::fixed(*c->company, 2);
+  }
+  for (const auto& [k, v] : written_.facts()) f->observed[k] = v;
   co_return f;
 }
 
-net::awaitable<client_result<std::pair<std::string, std::string>>> backend::canary() {
+net::awaitable<client_result<backend::canary_reading>> backend::canary() {
   completion_request r;
   r.prompt = audit::canary_prompt;
   r.n_predict = audit::canary_n_predict;
   r.temperature = 0;
   r.cache_prompt = false;
   r.n_probs = 5;
+  const auto before = co_await read_decode_counters();
   auto s = co_await complete(r);
   if (!s) co_return unexpected{s.error()};
+  canary_reading c;
+  if (before)
+    if (auto after = co_await read_decode_counters()) c.company = busy_slots_between(*before, *after);
   const auto d = audit::digest(*s);
-  co_return std::pair{d.logit.hex(), d.token.hex()};
+  c.logit_digest = d.logit.hex();
+  c.token_digest = d.token.hex();
+  co_return c;
 }
 
 net::awaitable<std::optional<decode_counters>> backend::read_decode_counters() {

@@ -13,6 +13,7 @@
 #include "api_registry.hpp"
 #include "audit/expected.hpp"
 #include "audit/fingerprint.hpp"
+#include "audit/number_format.hpp"
 #include "audit/logit_stream.hpp"
 #include "http_client.hpp"
 
@@ -83,17 +84,26 @@ class backend {
   // Suspends. Errors: the first failing request of the kind's fingerprint.
   net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(std::vector<std::string> prompts);
 
-  // The canary's digests (logit, token; hex): the fixed request of audit::canary_prompt, solo,
-  // greedy, cache off. Suspends. Errors: the request's.
-  net::awaitable<client_result<std::pair<std::string, std::string>>> canary();
+  // The canary: the fixed request of audit::canary_prompt, solo, greedy, cache off; its
+  // digests (hex) and the company it had on the server. Suspends. Errors: the request's.
+  struct canary_reading {
+    std::string logit_digest, token_digest;
+    std::optional<double> company;  // busy slots per decode while it ran; nullopt: no counters
+  };
+  net::awaitable<client_result<canary_reading>> canary();
 
   // The server's cumulative decode counters; nullopt when its kind or its configuration
   // does not expose them. Suspends.
   net::awaitable<std::optional<decode_counters>> read_decode_counters();
 
+  // How this server wrote the logprobs of every answer this backend received so far (the
+  // oracle's resolution: audit/number_format.hpp).
+  const audit::number_format& written() const { return written_; }
+
  private:
   backend_config config_;
   http_client http_;
+  audit::number_format written_;
 };
 
 }  // namespace logitaudit::clients

@@ -49,7 +49,12 @@ struct prepared_completion {
 struct decode_counters {
   double decodes = 0;
   double busy_slots_per_decode = 0;
+  double requests_processing = -1;  // the server's gauge now; -1: not reported
 };
+
+// The server's busy slots per decode between two readings (1 when one request ran alone);
+// nullopt when nothing was decoded between them or the counters went backwards (a restart).
+std::optional<double> busy_slots_between(const decode_counters& before, const decode_counters& after);
 
 // Reads a streamed answer piece by piece. Not thread-safe.
 class stream_reader {

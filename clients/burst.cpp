@@ -120,10 +120,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   out.results = co_await join_all(std::move(members));
 
   if (before) {
-    if (auto after = co_await b.read_decode_counters(); after && after->decodes > before->decodes)
-      out.busy_slots_per_decode = (after->busy_slots_per_decode * after->decodes -
-                                   before->busy_slots_per_decode * before->decodes) /
-                                  (after->decodes - before->decodes);
+    if (auto after = co_await b.read_decode_counters()) out.busy_slots_per_decode = busy_slots_between(*before, *after);
   }
 
   std::vector<std::pair<std::int64_t, std::int64_t>> intervals;

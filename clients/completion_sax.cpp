@@ -212,4 +212,92 @@ client_result<completion_object> read_completion_object(std::string_view text, a
   return o;
 }
 
+namespace {
+
+// Numbers under a logprob key, with their text as written.
+class number_scanner : public json::json_sax_t {
+ public:
+  explicit number_scanner(audit::number_format& f) : f_(f) {}
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t v) override { return number(std::to_string(v), static_cast<double>(v), false); }
+  bool number_unsigned(number_unsigned_t v) override { return number(std::to_string(v), static_cast<double>(v), false); }
+  bool number_float(number_float_t v, const string_t& text) override { return number(text, v, true); }
+  bool string(string_t&) override { return scalar(); }
+  bool binary(binary_t&) override { return scalar(); }
+  bool start_object(std::size_t) override {
+    stack_.push_back({false, key_});
+    key_.clear();
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+  bool end_object() override { return pop(); }
+  bool start_array(std::size_t) override {
+    stack_.push_back({true, key_});
+    key_.clear();
+    return true;
+  }
+  bool end_array() override { return pop(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  struct level {
+    bool array;
+    std::string key;  // the member that holds this object or array
+  };
+  bool scalar() {
+    key_.clear();
+    return true;
+  }
+  bool number(const std::string& text, double v, bool decimal) {
+    const bool in_array = !stack_.empty() && stack_.back().array;
+    const std::string& holder = in_array ? stack_.back().key : key_;
+    // Legacy OpenAI: token_logprobs is an array of numbers, top_logprobs an array of objects
+    // whose every member is a logprob.
+    const bool legacy_top = decimal && !in_array && key_ != "id" && stack_.size() >= 2 && stack_[stack_.size() - 2].array &&
+                            stack_[stack_.size() - 2].key == "top_logprobs";
+    if (holder == "logprob" || (in_array && holder == "token_logprobs") || legacy_top) f_.add(text, v);
+    key_.clear();
+    return true;
+  }
+  bool pop() {
+    if (stack_.empty()) return false;
+    stack_.pop_back();
+    key_.clear();
+    return true;
+  }
+  audit::number_format& f_;
+  std::vector<level> stack_;
+  std::string key_;
+};
+
+void scan_document(std::string_view json_text, audit::number_format& into) {
+  audit::number_format seen;
+  number_scanner h(seen);
+  if (json::sax_parse(json_text, &h, json::input_format_t::json, false)) into.merge(seen);
+}
+
+}  // namespace
+
+void scan_logprob_text(std::string_view body, bool event_stream, audit::number_format& into) {
+  if (!event_stream) {
+    scan_document(body, into);
+    return;
+  }
+  for (std::size_t i = 0; i < body.size();) {
+    auto nl = body.find('\n', i);
+    if (nl == std::string_view::npos) nl = body.size();
+    auto line = body.substr(i, nl - i);
+    if (line.starts_with("data:")) {
+      line.remove_prefix(5);
+      scan_document(line, into);
+    }
+    i = nl + 1;
+  }
+}
+
 }  // namespace logitaudit::clients

@@ -3,6 +3,8 @@
 // every captured request. Validation is the same as a DOM walk would do.
 #pragma once
 
+#include "audit/number_format.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -29,5 +31,11 @@ struct completion_object {
 client_result<completion_object> read_completion_object(std::string_view json, audit::logit_stream& into,
                                                         std::vector<std::int64_t>* token_times = nullptr,
                                                         std::int64_t now_ns = 0);
+
+// Adds every logprob of an answer, as its text was written, to `into`: the members named
+// "logprob" (llama.cpp, OpenAI's logprobs.content) and the numbers of a legacy
+// "token_logprobs" array or "top_logprobs" objects. An event stream (`event_stream`) is read
+// line by line, each `data:` line one document. Text that is not JSON adds nothing. Never fails.
+void scan_logprob_text(std::string_view body, bool event_stream, audit::number_format& into);
 
 }  // namespace logitaudit::clients

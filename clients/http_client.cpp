@@ -411,6 +411,8 @@ net::awaitable<client_result<http_exchange>> transfer(Stream& stream, tcp_stream
   x.status = parser.get().result_int();
   x.content_type = std::string(parser.get()[http::field::content_type]);
   const bool ok = x.status >= 200 && x.status < 300;
+  // The selftest's proxy sees a streamed body whole: it is gathered, then handed on at once.
+  const bool filtered = ok && options.filter != nullptr;
 
   // Body: delivered piece by piece to the sink (streaming) or gathered (plain, or an error).
   char buf[16 * 1024];
@@ -425,7 +427,7 @@ net::awaitable<client_result<http_exchange>> transfer(Stream& stream, tcp_stream
     if (rec) co_return unexpected{from_io(rec, phase::body, ep)};
     const std::size_t got = sizeof buf - parser.get().body().size;
     if (got == 0) continue;
-    if (sink && ok) {
+    if (sink && ok && !filtered) {
       if (!sink(std::string_view(buf, got), steady_ns())) {
         stopped = true;
         break;
@@ -437,6 +439,14 @@ net::awaitable<client_result<http_exchange>> transfer(Stream& stream, tcp_stream
   }
   x.last_byte_ns = steady_ns();
   tcp.expires_never();
+  if (filtered) {
+    const bool event_stream = x.content_type.find("text/event-stream") != std::string::npos;
+    if (auto changed = options.filter->apply(x.body, event_stream)) x.body = std::move(*changed);
+    if (sink) {
+      if (!sink(x.body, x.last_byte_ns)) stopped = true;
+      x.body.clear();
+    }
+  }
   keep_alive = parser.is_done() && !stopped && parser.get().keep_alive();
   if (!ok) {
     const std::string msg = server_message(x.body);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,15 @@ struct endpoint {
 // Parses "http[s]://host[:port][/path]" (ports 80 and 443 by default); the error names what is wrong.
 expected<endpoint, std::string> parse_endpoint(std::string_view url);
 
+// A hook between the wire and the parser: the in-process proxy of the selftest, which seeds
+// one fault into one answer (clients/fault_injection.hpp). Called on the client's executor
+// with each whole 2xx body (an event stream gathered first); a value replaces the body.
+class response_filter {
+ public:
+  virtual ~response_filter() = default;
+  virtual std::optional<std::string> apply(std::string_view body, bool event_stream) = 0;
+};
+
 struct http_options {
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds first_byte_timeout{120'000};
@@ -86,6 +96,7 @@ struct http_options {
   std::string client_cert;  // https, mutual TLS: the PEM certificate (chain) this client presents
   std::string client_key;   // https, mutual TLS: client_cert's PEM private key
   std::size_t max_idle = 512;  // idle keep-alive connections kept per client
+  std::shared_ptr<response_filter> filter;  // the selftest only; empty everywhere else
 };
 
 struct http_exchange {
@@ -127,6 +138,8 @@ class http_client {
 
   const endpoint& target() const { return endpoint_; }
   const http_options& options() const { return options_; }
+  // The first-byte deadline from now on (the runner derives it from what the backend measured).
+  void set_first_byte_timeout(std::chrono::milliseconds d) { options_.first_byte_timeout = d; }
 
   // One request with a JSON (or empty) body. Suspends. Non-2xx statuses come back as
   // http_status errors carrying the server's message; the exchange never throws for I/O.

@@ -1,8 +1,11 @@
 // The runner: per-backend coroutines over the plan's groups.
 #include "job_runner.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <tuple>
 
+#include "audit/numbers.hpp"
 #include "burst.hpp"
 #include "join.hpp"
 
@@ -29,13 +32,46 @@ void report(shared_state& st, const group_outcome& g) {
 void fail(group_outcome& g, audit::observed_run& r, const client_error& e) {
   r.error = std::string(to_string(e.code)) + ": " + e.message;
   g.retryable_failure = g.retryable_failure || retryable(e);
+  if (!g.first_failure) {
+    g.first_failure = e.code;
+    g.first_error = r.error;
+  }
+}
+
+// What one backend's run has seen of its server: the last reading of its counters (a
+// counter that goes backwards is a restart), and the longest solo answer (the deadlines).
+struct server_watch {
+  bool counters = true;  // false once the server answered without counters
+  std::optional<decode_counters> last;
+  int restarts = 0;
+  std::string restart_at;
+  std::int64_t longest_solo_ns = 0;
+  bool down = false;  // a health wait ran out: the server is gone, later failures do not wait again
+
+  void observe(const decode_counters& now, std::size_t group) {
+    if (last && now.decodes < last->decodes) {
+      ++restarts;
+      restart_at += (restart_at.empty() ? "" : "; ") + std::string("before group ") + std::to_string(group) +
+                    ": its decode counter went from " + audit::fixed(last->decodes, 0) + " to " +
+                    audit::fixed(now.decodes, 0);
+    }
+    last = now;
+  }
+};
+
+net::awaitable<std::optional<decode_counters>> read_counters(backend& b, server_watch& w, std::size_t group) {
+  if (!w.counters) co_return std::nullopt;
+  auto c = co_await b.read_decode_counters();
+  if (c) w.observe(*c, group);
+  co_return c;
 }
 
 net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
-                                             std::int64_t server_slots) {
+                                             std::int64_t server_slots, server_watch& w) {
   group_outcome out;
   out.group = g.index;
   out.backend = g.backend;
+  auto before = co_await read_counters(b, w, g.index);
   if (g.mode == audit::group_mode::burst) {
     std::vector<completion_request> reqs;
     for (const auto& r : g.requests) reqs.push_back(to_request(r, plan));
@@ -53,11 +89,21 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
     }
     co_return out;
   }
+  // Serial requests claim to be alone: the counters before and after each say whether it was.
   for (std::size_t i = 0; i < g.requests.size(); ++i) {
     auto res = co_await b.complete(to_request(g.requests[i], plan));
     audit::observed_run r{g.index, i, std::nullopt, {}};
-    if (res) r.stream = std::move(*res);
-    else fail(out, r, res.error());
+    if (before) {
+      auto after = co_await read_counters(b, w, g.index);
+      if (after && res) r.company = busy_slots_between(*before, *after);
+      before = after;
+    }
+    if (res) {
+      w.longest_solo_ns = std::max(w.longest_solo_ns, res->client.last_byte_ns - res->client.write_ns);
+      r.stream = std::move(*res);
+    } else {
+      fail(out, r, res.error());
+    }
     out.runs.push_back(std::move(r));
   }
   co_return out;
@@ -81,10 +127,101 @@ void fail_backend(shared_state* st, const std::string& name, const std::string& 
   }
 }
 
+void set_canary(audit::backend_fingerprint& f, const backend::canary_reading& c) {
+  f.canary_logit_digest = c.logit_digest;
+  f.canary_token_digest = c.token_digest;
+  if (c.company) f.observed["canary_company"] = audit::fixed(*c.company, 2);
+  else f.observed.erase("canary_company");
+}
+
+double canary_company(const audit::backend_fingerprint& f) {
+  auto it = f.observed.find("canary_company");
+  return it == f.observed.end() ? 1.0 : std::strtod(it->second.c_str(), nullptr);
+}
+
+// Failures a restarting server gives: nothing listens, the connection went away, or it
+// answers 503 while it loads its model.
+bool restarting(const std::optional<client_errc>& code) {
+  return code && (*code == client_errc::connection_refused || *code == client_errc::connection_reset ||
+                  *code == client_errc::first_byte_timeout || *code == client_errc::http_status);
+}
+
+// Polls the kind's health target until it answers 2xx, at most `bound`. Says what happened.
+net::awaitable<std::string> wait_for_health(backend& b, std::chrono::milliseconds bound, bool& healthy) {
+  auto ex = co_await net::this_coro::executor;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    auto h = co_await b.health();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    healthy = static_cast<bool>(h);
+    if (h) co_return b.config().api->health_target() + " answered after " + audit::fixed(waited.count() / 1000.0, 1) + " s";
+    if (waited >= bound)
+      co_return b.config().api->health_target() + " did not answer 2xx within " + audit::fixed(bound.count() / 1000.0, 1) +
+          " s (" + h.error().message + ")";
+    net::steady_timer pause(ex, std::chrono::milliseconds(100));
+    co_await pause.async_wait(token_t{});
+  }
+}
+
+// A canary that had company is taken again once the server is idle (at most idle_wait). When
+// `before` is given, the retake must be compared with it: a before that itself had company, or
+// no idle moment, leaves the canary undecided, with the reason in `observed`.
+net::awaitable<audit::backend_fingerprint> retake_busy_canary(backend& b, audit::backend_fingerprint f,
+                                                              const runner_options& o,
+                                                              const audit::backend_fingerprint* before) {
+  auto ex = co_await net::this_coro::executor;
+  const bool busy = canary_company(f) > o.solo_busy_slots;
+  if (before && canary_company(*before) > o.solo_busy_slots) {
+    f.observed["canary_undecided"] = "the first canary shared the server (busy slots per decode " +
+                                     before->observed.at("canary_company") + "), so its numbers are not a solo reading";
+    co_return f;
+  }
+  if (!busy) co_return f;
+  const auto start = std::chrono::steady_clock::now();
+  double last_busy = -1;
+  for (;;) {
+    auto c = co_await b.read_decode_counters();
+    if (!c || c->requests_processing < 0) break;
+    last_busy = c->requests_processing;
+    if (c->requests_processing == 0) {
+      if (auto r = co_await b.canary()) {
+        set_canary(f, *r);
+        if (canary_company(f) <= o.solo_busy_slots) {
+          f.observed.erase("canary_undecided");
+          co_return f;
+        }
+      }
+    }
+    if (std::chrono::steady_clock::now() - start >= o.idle_wait) break;
+    net::steady_timer pause(ex, std::chrono::milliseconds(200));
+    co_await pause.async_wait(token_t{});
+  }
+  if (before)
+    f.observed["canary_undecided"] =
+        "the server was never idle within " + audit::fixed(o.idle_wait.count() / 1000.0, 0) + " s (" +
+        (last_busy >= 0 ? audit::fixed(last_busy, 0) + " requests processing" : std::string("no counters")) +
+        "; the canary had busy slots per decode " + f.observed["canary_company"] + ")";
+  co_return f;
+}
+
+// The group's first-byte deadline from the longest solo answer so far (nothing measured yet:
+// the configured one).
+void set_first_byte_deadline(backend& b, const server_watch& w, const runner_options& o, const audit::request_group& g) {
+  const auto configured = b.config().http.first_byte_timeout;
+  if (w.longest_solo_ns <= 0 || o.first_byte_multiple <= 0) return;
+  const double ms = o.first_byte_multiple * static_cast<double>(w.longest_solo_ns) / 1e6 *
+                    static_cast<double>(std::max<std::size_t>(1, g.requests.size()));
+  const auto derived = std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+  b.http().set_first_byte_timeout(std::min(configured, std::max(o.first_byte_floor, derived)));
+}
+
 net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_config config) {
   auto ex = co_await net::this_coro::executor;
   backend b(ex, std::move(config));
   auto before = co_await b.fingerprint(st->spec->prompts);
+  server_watch watch;
+  if (before && st->options->solo_busy_slots > 0)
+    before = co_await retake_busy_canary(b, std::move(*before), *st->options, nullptr);
   if (before) {
     st->out->fingerprints[name].before = *before;
     if (st->options->on_fingerprint) st->options->on_fingerprint(name, audit::fingerprint_phase::before, *before);
@@ -116,18 +253,34 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
       if (st->options->on_progress) st->options->on_progress(st->progress);
       continue;
     }
+    set_first_byte_deadline(b, watch, *st->options, g);
     group_outcome out;
     for (int attempt = 1;; ++attempt) {
-      out = co_await run_group_once(b, g, *st->plan, server_slots);
+      out = co_await run_group_once(b, g, *st->plan, server_slots, watch);
       out.attempts = attempt;
       if (attempt >= st->options->max_attempts || !out.retryable_failure) break;
-      net::steady_timer pause(ex, st->options->retry_delay);
-      co_await pause.async_wait(token_t{});
+      retry_event ev{name, g.index, attempt, out.first_error, {}};
+      if (restarting(out.first_failure) && watch.down) break;  // it did not come back before: fail at once
+      if (restarting(out.first_failure)) {
+        bool healthy = false;
+        ev.waited = co_await wait_for_health(b, st->options->health_wait, healthy);
+        watch.down = !healthy;
+        if (watch.down) {
+          if (st->options->on_retry) st->options->on_retry(ev);
+          continue;  // one last attempt, then the server counts as gone
+        }
+      } else {
+        net::steady_timer pause(ex, st->options->retry_delay);
+        co_await pause.async_wait(token_t{});
+      }
+      if (st->options->on_retry) st->options->on_retry(ev);
     }
+    if (!out.first_failure) watch.down = false;
     report(*st, out);
     st->out->groups.push_back(std::move(out));
   }
 
+  if (watch.counters) co_await read_counters(b, watch, st->plan->groups.size());
   auto after = co_await b.fingerprint(st->spec->prompts);
   // A canary that moved is taken again, twice at most: load from elsewhere on the server (another
   // audit, another user) can move one reading, but a server whose weights or build changed
@@ -136,10 +289,18 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     for (int retake = 0; retake < 2 && after->canary_logit_digest != before->canary_logit_digest; ++retake) {
       net::steady_timer pause(ex, std::chrono::milliseconds(100));
       co_await pause.async_wait(token_t{});
-      if (auto c = co_await b.canary()) std::tie(after->canary_logit_digest, after->canary_token_digest) = *c;
+      if (auto c = co_await b.canary()) set_canary(*after, *c);
     }
+    // Still moved: a reading that had company says nothing of the server; it is taken again on
+    // an idle server, or left undecided with the reason.
+    if (after->canary_logit_digest != before->canary_logit_digest)
+      after = co_await retake_busy_canary(b, std::move(*after), *st->options, &*before);
   }
   if (after) {
+    if (watch.restarts > 0) {
+      after->observed["restarts"] = std::to_string(watch.restarts);
+      after->observed["restart_at"] = watch.restart_at;
+    }
     st->out->fingerprints[name].after = *after;
     if (st->options->on_fingerprint) st->options->on_fingerprint(name, audit::fingerprint_phase::after, *after);
   } else {

@@ -36,6 +36,17 @@ struct group_outcome {
   std::optional<audit::burst_measurement> burst;  // absent for serial groups
   int attempts = 0;
   bool retryable_failure = false;  // some request failed in a way another attempt may fix
+  std::optional<client_errc> first_failure;  // the code of the first request that failed
+  std::string first_error;
+};
+
+// One retry of a group, as it is decided (logged and counted by the caller).
+struct retry_event {
+  std::string backend;
+  std::size_t group = 0;
+  int attempt = 0;       // the attempt that failed
+  std::string reason;    // its first failure
+  std::string waited;    // what was awaited before the next attempt ("/health answered after 1.2 s")
 };
 
 struct runner_options {
@@ -57,6 +68,22 @@ struct runner_options {
   std::function<void(const std::string& backend)> stop_server;
   // What is known of a started server's machine (read at each of its fingerprints).
   std::function<std::map<std::string, std::string>(const std::string& backend)> server_machine;
+  // Each retry, before it is made (the daemon logs a warning and counts it in /metrics).
+  std::function<void(const retry_event&)> on_retry;
+  // A connection refused or reset, or a 503 (a server restarting, loading its model): the
+  // next attempt waits for the kind's health target to answer 2xx, at most this long.
+  std::chrono::milliseconds health_wait{15'000};
+  // The first-byte deadline of a group: this multiple of the longest solo request the backend
+  // answered in this audit, times the group's width, never below the floor (and never above
+  // the configured deadline). A request that stalls is then seen in seconds.
+  double first_byte_multiple = 10;
+  std::chrono::milliseconds first_byte_floor{5'000};
+  // A canary that moved while the server had company is taken again once the server is
+  // idle (no request processing), waiting at most this long; else it is undecided.
+  std::chrono::milliseconds idle_wait{10'000};
+  // A solo request (or the canary) was alone when the server's busy slots per decode stayed at
+  // or below this.
+  double solo_busy_slots = 1.05;
 };
 
 struct job_outcome {

@@ -267,7 +267,7 @@ class llama_api final : public backend_api {
     auto decodes = metric_value(x->body, "llamacpp:n_decode_total");
     auto busy = metric_value(x->body, "llamacpp:n_busy_slots_per_decode");
     if (!decodes || !busy) co_return std::nullopt;
-    co_return decode_counters{*decodes, *busy};
+    co_return decode_counters{*decodes, *busy, metric_value(x->body, "llamacpp:requests_processing").value_or(-1)};
   }
 };
 

@@ -140,8 +140,12 @@ client_result<audit::logit_stream> parse_openai_completion(std::string_view body
     return unexpected{unexpected_shape("choices[0].logprobs is missing (does the server support logprobs?)")};
   audit::logit_stream s;
   std::optional<client_error> err;
+  bool legacy = false;
   if (lp->contains("content") && (*lp)["content"].is_array()) err = parse_content_shape((*lp)["content"], s);
-  else if (lp->contains("tokens")) err = parse_legacy_shape(*lp, s);
+  else if (lp->contains("tokens")) {
+    err = parse_legacy_shape(*lp, s);
+    legacy = true;
+  }
   else return unexpected{unexpected_shape("choices[0].logprobs has neither content[] nor tokens[]")};
   if (err) return unexpected{*err};
 
@@ -152,8 +156,10 @@ client_result<audit::logit_stream> parse_openai_completion(std::string_view body
       for (auto& e : t.top) e.key = audit::text_key(e.text);
     }
   }
-  for (auto& t : s.tokens)  // a stable top-k order, whatever order the server's object had
-    std::stable_sort(t.top.begin(), t.top.end(), [](const auto& a, const auto& b) {
+  // The legacy top_logprobs are JSON objects, which have no order: a stable one is made. The
+  // content shape's arrays keep the server's order (a swapped rank is a difference).
+  for (auto& t : s.tokens)
+    if (legacy) std::stable_sort(t.top.begin(), t.top.end(), [](const auto& a, const auto& b) {
       return a.logprob != b.logprob ? a.logprob > b.logprob : a.key < b.key;
     });
   if (auto t = c.find("text"); t != c.end() && t->is_string()) s.content = t->get<std::string>();

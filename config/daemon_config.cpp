@@ -257,11 +257,36 @@ void read_evidence(const json& j, daemon_config& c, std::vector<config_problem>&
   if (auto e = j.find("evidence"); e != j.end()) {
     if (!e->is_object()) p.push_back({"evidence", "must be an object"});
     else {
-      unknown_keys(*e, "evidence", {"min_batching", "min_overlap", "require_server_measure", "min_reused_tokens"}, p);
+      unknown_keys(*e, "evidence",
+                   {"min_batching", "min_overlap", "require_server_measure", "min_reused_tokens", "max_solo_busy_slots",
+                    "foreign_load_slots"},
+                   p);
       fraction(*e, "min_batching", "evidence", c.evidence.min_batching, p);
       fraction(*e, "min_overlap", "evidence", c.evidence.min_overlap, p);
       read(*e, "require_server_measure", "evidence", c.evidence.require_server_measure, p);
       read(*e, "min_reused_tokens", "evidence", c.evidence.min_reused_tokens, p);
+      read(*e, "max_solo_busy_slots", "evidence", c.evidence.max_solo_busy_slots, p);
+      if (!(c.evidence.max_solo_busy_slots >= 1 && c.evidence.max_solo_busy_slots <= 64))
+        p.push_back({"evidence.max_solo_busy_slots", "must be a number in [1, 64] (1: exactly alone)"});
+      read(*e, "foreign_load_slots", "evidence", c.evidence.foreign_load_slots, p);
+      if (!(c.evidence.foreign_load_slots >= 0 && c.evidence.foreign_load_slots <= 64))
+        p.push_back({"evidence.foreign_load_slots", "must be a number in [0, 64]"});
+    }
+  }
+  if (auto d = j.find("deadlines"); d != j.end()) {
+    if (!d->is_object()) p.push_back({"deadlines", "must be an object"});
+    else {
+      unknown_keys(*d, "deadlines", {"health_wait_s", "idle_wait_s", "first_byte_floor_s", "first_byte_multiple"}, p);
+      auto& dl = c.deadlines;
+      read(*d, "health_wait_s", "deadlines", dl.health_wait_s, p);
+      read(*d, "idle_wait_s", "deadlines", dl.idle_wait_s, p);
+      read(*d, "first_byte_floor_s", "deadlines", dl.first_byte_floor_s, p);
+      read(*d, "first_byte_multiple", "deadlines", dl.first_byte_multiple, p);
+      if (dl.health_wait_s > 3600) p.push_back({"deadlines.health_wait_s", "must be at most 3600"});
+      if (dl.idle_wait_s > 3600) p.push_back({"deadlines.idle_wait_s", "must be at most 3600"});
+      if (dl.first_byte_floor_s > 86400) p.push_back({"deadlines.first_byte_floor_s", "must be at most 86400"});
+      if (!(dl.first_byte_multiple >= 1 && dl.first_byte_multiple <= 1000))
+        p.push_back({"deadlines.first_byte_multiple", "must be a number in [1, 1000]"});
     }
   }
 }

@@ -89,6 +89,13 @@ struct daemon_config {
   std::size_t max_bundle_bytes = 256u << 20;  // the largest evidence bundle POST /v1/imports takes
   std::size_t read_cache_bytes = 64u << 20;  // bodies of final audits the API keeps in memory
   audit::evidence_thresholds evidence;
+  // deadlines.*: a backend that restarts or stalls mid-audit (clients::runner_options).
+  struct deadlines_config {
+    int health_wait_s = 15;          // a refused backend is waited for (its /health), at most this long
+    int idle_wait_s = 10;            // a canary that moved under foreign load waits for an idle server
+    int first_byte_floor_s = 5;      // the derived first-byte deadline is never shorter
+    double first_byte_multiple = 10; // ... and is this multiple of the longest solo answer x the width
+  } deadlines;
   audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)
   // retention.*: how long the bytes of compared streams are kept (0: for good); how often the
   // daemon prunes older ones. Summaries, digests, verdicts and findings are kept for good.

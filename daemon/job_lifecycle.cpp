@@ -262,6 +262,15 @@ clients::runner_options job_lifecycle::runner_of(std::int64_t id, std::shared_pt
   o.on_fingerprint = [db, id](const std::string& backend, audit::fingerprint_phase phase, const audit::backend_fingerprint& f) {
     db->enqueue_fingerprint(id, storage::fingerprint_write{backend, phase, f, storage::now_utc()});
   };
+  o.on_retry = [id](const clients::retry_event& e) {
+    spdlog::warn("audit {}: {}: group {} attempt {} failed ({}){}; retrying", id, e.backend, e.group, e.attempt, e.reason,
+                 e.waited.empty() ? "" : "; " + e.waited);
+  };
+  o.health_wait = config_.health_wait;
+  o.idle_wait = config_.idle_wait;
+  o.first_byte_floor = config_.first_byte_floor;
+  o.first_byte_multiple = config_.first_byte_multiple;
+  o.solo_busy_slots = config_.evidence.max_solo_busy_slots;
   return o;
 }
 
@@ -403,11 +412,15 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   // Everything queued is written before this task runs (the db thread writes first); the
   // findings are judged from what was stored, exactly as `verify` will see it.
   auto* db = &db_;
-  auto load = [db, id, reference = spec->reference_audit](storage::store& s) {
+  std::vector<std::pair<std::string, std::string>> paths;  // each backend's path: name, URL
+  for (const auto& [name, c] : *configs) paths.emplace_back(name, c.url);
+  auto load = [db, id, reference = spec->reference_audit, paths](storage::store& s) {
     stored_evidence ev;
     ev.runs = s.evidence().observations(id);
     for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
     ev.evidence.fingerprints = s.evidence().fingerprints(id);
+    for (const auto& [name, url] : paths)
+      if (auto t = s.evidence().latest_selftest(name, url)) ev.evidence.selftests[name] = t->summary();
     if (reference) ev.evidence.reference = storage::reference_evidence_of(s, *reference);
     return std::pair{std::move(ev), db->write_error(id)};
   };

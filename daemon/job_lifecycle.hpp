@@ -43,6 +43,12 @@ struct lifecycle_config {
   int max_attempts = 3;     // per group, for transport failures and 5xx answers
   std::chrono::milliseconds retry_delay{250};
   clients::managed_options managed;  // the models and llama-server of managed backends and sweeps
+  // Retries and restarts (clients::runner_options): how long a refused backend is waited for,
+  // how long a moved canary waits for an idle server, the derived first-byte deadline.
+  std::chrono::milliseconds health_wait{15'000};
+  std::chrono::milliseconds idle_wait{10'000};
+  std::chrono::milliseconds first_byte_floor{5'000};
+  double first_byte_multiple = 10;
 };
 
 // How a caller stops a running job: at the next group boundary. A stop by a user ends the job

@@ -95,6 +95,7 @@ void job_queue::launch(std::int64_t id, std::vector<std::string> backends) {
     s.backend = g.backend;
     s.requests = g.runs.size() * static_cast<std::size_t>(g.attempts);
     for (const auto& r : g.runs) s.failed += !r.stream;
+    s.retries = static_cast<std::size_t>(std::max(0, g.attempts - 1));
     if (g.burst) s.launch_spread_ns = g.burst->launch_spread_ns;
     net::post(ex, [observe, s] { observe(s); });
   };

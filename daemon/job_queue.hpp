@@ -43,6 +43,7 @@ struct group_stats {
   std::string backend;
   std::size_t requests = 0;  // requests sent, every attempt counted
   std::size_t failed = 0;    // of the group's requests, failed after their retries
+  std::size_t retries = 0;   // the group's attempts beyond its first
   std::optional<std::int64_t> launch_spread_ns;  // bursts only
 };
 

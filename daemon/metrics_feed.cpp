@@ -48,6 +48,7 @@ void feed_metrics(job_queue& queue, api::daemon_metrics& metrics, history_reader
   queue.on_group = [&metrics](const group_stats& g) {
     metrics.requests_sent[g.backend] += g.requests;
     metrics.request_failures[g.backend] += g.failed;
+    metrics.group_retries[g.backend] += g.retries;
     if (g.launch_spread_ns) metrics.burst_spread_seconds.observe(static_cast<double>(*g.launch_spread_ns) / 1e9);
   };
   queue.on_end = [&metrics, &history, ex, alerts, told](const job_end& end) {

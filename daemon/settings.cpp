@@ -38,6 +38,10 @@ lifecycle_config lifecycle_settings(const config::daemon_config& c) {
   l.allow_adhoc_backends = c.allow_adhoc_backends;
   l.limits = c.spec_limits;
   l.evidence = c.evidence;
+  l.health_wait = std::chrono::seconds(c.deadlines.health_wait_s);
+  l.idle_wait = std::chrono::seconds(c.deadlines.idle_wait_s);
+  l.first_byte_floor = std::chrono::seconds(c.deadlines.first_byte_floor_s);
+  l.first_byte_multiple = c.deadlines.first_byte_multiple;
   l.max_queued_jobs = c.max_queued_jobs;
   l.managed.executable = c.managed.llama_server;
   for (const auto& m : c.managed.models) l.managed.models.push_back({m.name, m.path});

@@ -444,6 +444,8 @@ std::string encode_findings_format1(const audit::findings& f) {
            {"logit_identical", t.logit_identical}, {"token_identical", t.token_identical},
            {"failed", t.failed},             {"flagged", t.flagged},
            {"flagged_as", std::string(audit::to_string(audit::flag_of(t.kind)))}};
+    if (t.not_solo) j["not_solo"] = t.not_solo;        // since schema 7
+    if (t.ineffective) j["ineffective"] = t.ineffective;  // since schema 7
     if (t.bursts)
       j["batching"] = {{"bursts", t.bursts->bursts},
                        {"batched", t.bursts->batched},
@@ -480,6 +482,27 @@ std::string encode_findings_format1(const audit::findings& f) {
   if (!f.missing_fingerprints.empty()) j["missing_fingerprints"] = f.missing_fingerprints;  // since schema 6
   if (!f.machines.empty()) j["machines"] = f.machines;                                         // since schema 6
   if (f.reference) j["reference"] = reference_json(*f.reference);                             // since schema 6
+  // Since schema 7, each only when there is something to say (older findings keep their bytes).
+  if (!f.resolution.empty()) {
+    j["resolution"] = json::object();
+    for (const auto& [b, r] : f.resolution) {
+      json one = r.facts();
+      one["bit_exact"] = r.bit_exact();
+      one["describe"] = r.describe();
+      if (auto d = r.fixed_decimals()) one["fixed_decimals"] = *d;
+      j["resolution"][b] = std::move(one);
+    }
+  }
+  if (!f.selftests.empty()) {
+    j["selftests"] = json::object();
+    for (const auto& [b, t] : f.selftests)
+      j["selftests"][b] = {{"id", t.id}, {"taken_at", t.taken_at}, {"caught", t.caught}, {"faults", t.faults},
+                           {"equivalents_flagged", t.equivalents_flagged}, {"equivalents", t.equivalents},
+                           {"passed", t.passed}, {"summary", t.summary}, {"paths", t.paths}};
+  }
+  if (!f.restarts.empty()) j["restarts"] = f.restarts;
+  if (!f.canary_undecided.empty()) j["canary_undecided"] = f.canary_undecided;
+  if (f.foreign_load_bursts > 0) j["foreign_load_bursts"] = f.foreign_load_bursts;
   j["searches"] = json::array();
   for (const auto& r : f.searches) {
     json widths = json::array();
@@ -551,6 +574,8 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
       c.token_identical = t.at("token_identical").get<int>();
       c.failed = t.at("failed").get<int>();
       c.flagged = t.value("flagged", 0);
+      c.not_solo = t.value("not_solo", 0);
+      c.ineffective = t.value("ineffective", 0);
       if (auto b = t.find("batching"); b != t.end() && b->is_object()) {
         audit::burst_summary s;
         s.bursts = b->at("bursts").get<int>();
@@ -597,6 +622,21 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
       f.missing_fingerprints = j.at("missing_fingerprints").get<std::vector<std::string>>();
     if (j.contains("machines")) f.machines = j.at("machines").get<std::map<std::string, std::map<std::string, std::string>>>();
     if (j.contains("reference")) f.reference = reference_of(j.at("reference"));
+    if (j.contains("resolution"))
+      for (const auto& [b, r] : j.at("resolution").items()) {
+        std::map<std::string, std::string> facts;
+        for (const auto& [k, v] : r.items())
+          if (v.is_string() && k.starts_with("logprob_")) facts[k] = v.get<std::string>();
+        f.resolution[b] = audit::number_format::from_facts(facts);
+      }
+    if (j.contains("selftests"))
+      for (const auto& [b, t] : j.at("selftests").items())
+        f.selftests[b] = {t.at("id").get<std::int64_t>(), t.at("taken_at").get<std::string>(), t.at("caught").get<int>(),
+                          t.at("faults").get<int>(), t.at("equivalents_flagged").get<int>(), t.at("equivalents").get<int>(),
+                          t.at("passed").get<bool>(), t.at("summary").get<std::string>(), t.at("paths").get<std::string>()};
+    f.restarts = j.value("restarts", std::vector<std::string>{});
+    f.canary_undecided = j.value("canary_undecided", std::vector<std::string>{});
+    f.foreign_load_bursts = j.value("foreign_load_bursts", 0);
     for (const auto& r : j.value("searches", json::array())) {
       audit::search_result out;
       out.backend = r.at("backend").get<std::string>();

@@ -15,7 +15,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kPostgresSchemaVersion = 2;
+inline constexpr int kPostgresSchemaVersion = 3;
 
 std::span<const char* const> postgres_migrations();
 

@@ -141,6 +141,7 @@ struct verdict_record {
   std::optional<double> margin_at_flip;
   audit::evidence_flag flag = audit::evidence_flag::none;
   std::string flag_reason;
+  int first_text_difference = -1;
 };
 
 // One run without its stream's bytes: what it asked, how it went, the stream's identity and
@@ -166,6 +167,8 @@ struct run_record {
   std::string stop_reason;
   std::int64_t prompt_tokens = -1, cached_tokens = -1, slot = -1;  // as the server said; -1: not said
   audit::server_timings server;
+  std::string token_texts;  // each token's text, a JSON array ("" before schema 7)
+  std::optional<double> company;  // serial requests: the server's busy slots per decode while it ran
   std::optional<verdict_record> verdict;
 };
 
@@ -193,6 +196,19 @@ struct burst_record {
   int replicate = 0;
   audit::burst_measurement measurement;
   std::optional<audit::burst_verdict> verdict;  // stored when the job ends
+};
+
+// One selftest of a backend's path against seeded faults (clients/selftest.hpp), as stored.
+struct selftest_record {
+  std::int64_t id = 0;
+  std::string backend, url, api;
+  std::string taken_at;  // RFC 3339 UTC
+  audit::harness_power power;
+  std::string paths;  // "serial, burst, sse, openai"
+  audit::selftest_summary summary() const {
+    return {id, taken_at, power.caught, power.faults, power.equivalents_flagged, power.equivalents, power.passed(),
+            power.summary(), paths};
+  }
 };
 
 struct fingerprint_record {

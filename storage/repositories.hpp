@@ -68,6 +68,11 @@ class evidence_repository {
   virtual std::vector<audit::baseline_stream> baselines(std::int64_t job) = 0;
   // The stored bytes and digests of every ok run, as written.
   virtual std::vector<stored_stream> stored_streams(std::int64_t job) = 0;
+  // Selftests of backends' paths: stored whole (returns its id); the newest of a backend at a
+  // URL; the newest `limit` of a backend ("" for all), newest first.
+  virtual std::int64_t record_selftest(const selftest_record& s) = 0;
+  virtual std::optional<selftest_record> latest_selftest(const std::string& backend, const std::string& url) = 0;
+  virtual std::vector<selftest_record> selftests(const std::string& backend, int limit) = 0;
 };
 
 class schedule_repository {

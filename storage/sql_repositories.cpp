@@ -59,6 +59,21 @@ std::string hashes_text(const std::map<std::string, std::string>& m) {
   return s;
 }
 
+// Each token's text, as a JSON array of strings (display, and a difference in the text alone).
+std::string token_texts_of(const audit::logit_stream& s) {
+  auto a = nlohmann::json::array();
+  for (const auto& t : s.tokens) a.push_back(t.text);
+  return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void set_token_texts(audit::logit_stream& s, const std::string& text) {
+  if (text.empty()) return;
+  auto a = nlohmann::json::parse(text, nullptr, false);
+  if (!a.is_array() || a.size() != s.tokens.size()) return;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].is_string()) s.tokens[i].text = a[i].get<std::string>();
+}
+
 std::map<std::string, std::string> hashes_of(const std::string& text) {
   std::map<std::string, std::string> out;
   for (std::size_t i = 0; i < text.size();) {
@@ -209,8 +224,9 @@ class sql_jobs final : public job_repository {
     }
     insert_rows(db_,
                 "INSERT INTO verdicts (run_id, logit_identical, token_identical, first_logit_difference, "
-                "first_token_difference, max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason)",
-                11, verdicts.size(),
+                "first_token_difference, max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason, "
+                "first_text_difference)",
+                12, verdicts.size(),
                 [&](sql_statement& s, int p, std::size_t i) {
                   const auto& v = *verdicts[i].second;
                   const auto& c = *v.result;
@@ -219,18 +235,20 @@ class sql_jobs final : public job_repository {
                   s.bind(p + 6, c.mean_abs_delta);
                   s.bind(p + 7, static_cast<std::int64_t>(std::min<std::uint64_t>(c.max_ulp, INT64_MAX)));
                   s.bind(p + 8, c.baseline_margin_at_flip).bind(p + 9, audit::to_string(v.flag)).bind(p + 10, v.flag_reason);
+                  s.bind(p + 11, c.first_text_difference);
                 },
                 " ON CONFLICT (run_id) DO UPDATE SET "
                 "logit_identical = excluded.logit_identical, token_identical = excluded.token_identical, "
                 "first_logit_difference = excluded.first_logit_difference, first_token_difference = excluded.first_token_difference, "
                 "max_abs_delta = excluded.max_abs_delta, mean_abs_delta = excluded.mean_abs_delta, max_ulp = excluded.max_ulp, "
-                "margin_at_flip = excluded.margin_at_flip, flag = excluded.flag, flag_reason = excluded.flag_reason");
+                "margin_at_flip = excluded.margin_at_flip, flag = excluded.flag, flag_reason = excluded.flag_reason, "
+                "first_text_difference = excluded.first_text_difference");
     auto& b_upd = db_.prepare(
         "UPDATE bursts SET batched = ?3, expected = ?4, needed = ?5, measured = ?6, measured_by = ?7, "
-        "needed_overlap = ?8, verdict_reason = ?9 WHERE job_id = ?1 AND group_index = ?2");
+        "needed_overlap = ?8, verdict_reason = ?9, foreign_load = ?10 WHERE job_id = ?1 AND group_index = ?2");
     for (const auto& [group, b] : f.bursts) {
       b_upd.bind(1, job).bind(2, group).bind(3, b.batched).bind(4, b.expected).bind(5, b.needed).bind(6, b.measured);
-      b_upd.bind(7, audit::to_string(b.measured_by)).bind(8, b.needed_overlap).bind(9, b.reason);
+      b_upd.bind(7, audit::to_string(b.measured_by)).bind(8, b.needed_overlap).bind(9, b.reason).bind(10, b.foreign_load);
       b_upd.run();
     }
     auto& p_ins = db_.prepare(
@@ -372,8 +390,8 @@ constexpr const char* kRunColumns =
     "r.last_byte_ns, s.token_digest, s.logit_digest, s.token_count, s.stop_reason, s.prompt_tokens, s.cached_tokens, "
     "s.slot, s.prompt_n, s.prompt_ms, s.predicted_n, s.predicted_ms, s.cache_n, v.run_id, v.logit_identical, "
     "v.token_identical, v.first_logit_difference, v.first_token_difference, v.max_abs_delta, v.mean_abs_delta, "
-    "v.max_ulp, v.margin_at_flip, v.flag, v.flag_reason";
-constexpr int kRunColumnCount = 41;
+    "v.max_ulp, v.margin_at_flip, v.flag, v.flag_reason, r.company, s.token_texts, v.first_text_difference";
+constexpr int kRunColumnCount = 44;
 constexpr const char* kRunJoins =
     " FROM runs r LEFT JOIN streams s ON s.run_id = r.id LEFT JOIN verdicts v ON v.run_id = r.id ";
 
@@ -423,8 +441,11 @@ run_record read_run(sql_statement& s) {
     if (!s.is_null(38)) v.margin_at_flip = s.real(38);
     v.flag = audit::parse_evidence_flag(s.text(39)).value_or(audit::evidence_flag::none);
     v.flag_reason = s.text(40);
+    v.first_text_difference = static_cast<int>(s.integer(43));
     r.verdict = v;
   }
+  if (!s.is_null(41)) r.company = s.real(41);
+  if (!s.is_null(42)) r.token_texts = s.text(42);
   return r;
 }
 
@@ -438,6 +459,7 @@ std::optional<audit::logit_stream> stream_of(const run_record& r, const std::vec
   st->cached_tokens = r.cached_tokens;
   st->slot = r.slot;
   st->server = r.server;
+  set_token_texts(*st, r.token_texts);
   st->client.write_ns = r.write_ns;
   st->client.first_byte_ns = r.first_byte_ns;
   st->client.last_byte_ns = r.last_byte_ns;
@@ -460,6 +482,7 @@ audit::backend_fingerprint read_fingerprint(sql_statement& s, int at) {
   f.canary_logit_digest = s.text(at + 11);
   f.canary_token_digest = s.text(at + 12);
   f.machine = hashes_of(s.text(at + 13));
+  f.observed = hashes_of(s.text(at + 14));
   return f;
 }
 
@@ -509,8 +532,8 @@ class sql_evidence final : public evidence_repository {
     insert_rows(
         db_,
         "INSERT INTO runs (job_id, group_index, request_index, backend, condition, replicate, prompt, temperature, seed, "
-        "cache_prompt, id_slot, compared, baseline_group, status, error, write_ns, first_byte_ns, last_byte_ns)",
-        18, runs.size(),
+        "cache_prompt, id_slot, compared, baseline_group, status, error, write_ns, first_byte_ns, last_byte_ns, company)",
+        19, runs.size(),
         [&](sql_statement& s, int p, std::size_t i) {
           const auto& gw = *runs[i].gw;
           const auto& g = *gw.group;
@@ -525,7 +548,7 @@ class sql_evidence final : public evidence_repository {
           s.bind(p + 9, req.cache_prompt).bind(p + 10, req.id_slot ? std::optional<std::int64_t>(*req.id_slot) : std::nullopt);
           s.bind(p + 11, req.compared).bind(p + 12, baseline_group).bind(p + 13, r.stream ? "ok" : "failed").bind(p + 14, r.error);
           s.bind(p + 15, r.stream ? r.stream->client.write_ns : 0).bind(p + 16, r.stream ? r.stream->client.first_byte_ns : 0);
-          s.bind(p + 17, r.stream ? r.stream->client.last_byte_ns : 0);
+          s.bind(p + 17, r.stream ? r.stream->client.last_byte_ns : 0).bind(p + 18, r.company);
         },
         " RETURNING group_index, request_index, id",
         [&](sql_statement& s) { run_ids[{s.integer(0), s.integer(1)}] = s.integer(2); });
@@ -534,8 +557,8 @@ class sql_evidence final : public evidence_repository {
       if (r.run->stream) ok.push_back(r);
     insert_rows(db_,
                 "INSERT INTO streams (run_id, token_digest, logit_digest, token_count, encoding, content, stop_reason, "
-                "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n)",
-                15, ok.size(), [&](sql_statement& s, int p, std::size_t i) {
+                "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n, token_texts)",
+                16, ok.size(), [&](sql_statement& s, int p, std::size_t i) {
                   const auto& st = *ok[i].run->stream;
                   const auto enc = audit::encode_canonical(st);
                   const auto d = audit::digest(st);
@@ -545,7 +568,7 @@ class sql_evidence final : public evidence_repository {
                   s.bind_blob(p + 4, enc).bind(p + 5, st.content).bind(p + 6, st.stop_reason).bind(p + 7, st.prompt_tokens);
                   s.bind(p + 8, st.cached_tokens).bind(p + 9, st.slot).bind(p + 10, st.server.prompt_ms);
                   s.bind(p + 11, st.server.predicted_ms).bind(p + 12, st.server.cache_n).bind(p + 13, st.server.prompt_n);
-                  s.bind(p + 14, st.server.predicted_n);
+                  s.bind(p + 14, st.server.predicted_n).bind(p + 15, token_texts_of(st));
                 });
     auto& progress =
         db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");
@@ -562,8 +585,8 @@ class sql_evidence final : public evidence_repository {
     auto& s = db_.prepare(std::string(
                               "INSERT INTO fingerprints (job_id, backend, phase, api, build_info, model, model_ftype, total_slots, "
                               "n_ctx, chat_template_hash, generation_settings_hash, prompt_token_hashes, model_meta, "
-                              "model_sha256, canary_logit_digest, canary_token_digest, taken_at, machine) "
-                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ") +
+                              "model_sha256, canary_logit_digest, canary_token_digest, taken_at, machine, observed) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT ") +
                           (phase == audit::fingerprint_phase::before
                                ? "DO NOTHING"
                                : "(job_id, backend, phase) DO UPDATE SET api = excluded.api, build_info = excluded.build_info, "
@@ -573,12 +596,12 @@ class sql_evidence final : public evidence_repository {
                                  "prompt_token_hashes = excluded.prompt_token_hashes, model_meta = excluded.model_meta, "
                                  "model_sha256 = excluded.model_sha256, canary_logit_digest = excluded.canary_logit_digest, "
                                  "canary_token_digest = excluded.canary_token_digest, taken_at = excluded.taken_at, "
-                                 "machine = excluded.machine"));
+                                 "machine = excluded.machine, observed = excluded.observed"));
     s.bind(1, job).bind(2, backend).bind(3, audit::to_string(phase)).bind(4, f.api).bind(5, f.build_info).bind(6, f.model);
     s.bind(7, f.model_ftype).bind(8, f.total_slots).bind(9, f.n_ctx).bind(10, f.chat_template_hash);
     s.bind(11, f.generation_settings_hash).bind(12, hashes_text(f.prompt_token_hashes)).bind(13, hashes_text(f.model_meta));
     s.bind(14, f.model_sha256).bind(15, f.canary_logit_digest).bind(16, f.canary_token_digest).bind(17, taken_at);
-    s.bind(18, hashes_text(f.machine));
+    s.bind(18, hashes_text(f.machine)).bind(19, hashes_text(f.observed));
     s.run();
     t.commit();
   }
@@ -631,7 +654,7 @@ class sql_evidence final : public evidence_repository {
   std::vector<audit::observed_run> observations(std::int64_t job) override {
     std::vector<audit::observed_run> out;
     for (auto& [r, stream] : decoded_runs(job, "")) {
-      audit::observed_run o{r.group, r.request, std::move(stream), r.error};
+      audit::observed_run o{r.group, r.request, std::move(stream), r.error, r.company};
       if (r.ok && !o.stream) o.error = "the stored encoding does not decode";
       out.push_back(std::move(o));
     }
@@ -642,7 +665,7 @@ class sql_evidence final : public evidence_repository {
     auto& s = db_.prepare(
         "SELECT b.group_index, g.backend, g.condition, g.replicate, b.width, b.server_slots, b.launch_spread_ns, "
         "b.wall_ns, b.overlap, b.busy_slots_per_decode, b.timed_concurrency, b.warnings, b.batched, b.expected, "
-        "b.needed, b.measured, b.measured_by, b.needed_overlap, b.verdict_reason "
+        "b.needed, b.measured, b.measured_by, b.needed_overlap, b.verdict_reason, b.foreign_load "
         "FROM bursts b JOIN groups g ON g.job_id = b.job_id AND g.group_index = b.group_index "
         "WHERE b.job_id = ? ORDER BY b.group_index");
     s.bind(1, job);
@@ -677,6 +700,7 @@ class sql_evidence final : public evidence_repository {
         v.measured_by = audit::parse_concurrency_measure(s.text(16)).value_or(audit::concurrency_measure::none);
         v.needed_overlap = s.real(17);
         v.reason = s.text(18);
+        v.foreign_load = s.text(19);
         b.verdict = v;
       }
       out.push_back(std::move(b));
@@ -689,12 +713,12 @@ class sql_evidence final : public evidence_repository {
     auto& s = db_.prepare(
         "SELECT backend, phase, api, build_info, model, model_ftype, total_slots, n_ctx, chat_template_hash, "
         "generation_settings_hash, prompt_token_hashes, model_meta, model_sha256, canary_logit_digest, "
-        "canary_token_digest, machine, taken_at FROM fingerprints WHERE job_id = ? ORDER BY backend, phase DESC");
+        "canary_token_digest, machine, observed, taken_at FROM fingerprints WHERE job_id = ? ORDER BY backend, phase DESC");
     s.bind(1, job);
     std::vector<fingerprint_record> out;
     while (s.step())
       out.push_back({s.text(0), audit::parse_fingerprint_phase(s.text(1)).value_or(audit::fingerprint_phase::before),
-                     read_fingerprint(s, 2), s.text(16)});
+                     read_fingerprint(s, 2), s.text(17)});
     s.reset();
     return out;
   }
@@ -713,6 +737,46 @@ class sql_evidence final : public evidence_repository {
     return out;
   }
 
+  std::vector<selftest_record> read_selftests(const std::string& where, const std::string& a, const std::string* b, int limit) {
+    auto& s = db_.prepare(
+        "SELECT id, backend, url, api, taken_at, caught, faults, equivalents_flagged, equivalents, summary, cases "
+        "FROM selftests " + where + " ORDER BY id DESC LIMIT " + std::to_string(std::max(1, limit)));
+    s.bind(1, a);
+    if (b) s.bind(2, *b);
+    std::vector<selftest_record> out;
+    while (s.step()) {
+      selftest_record r;
+      r.id = s.integer(0);
+      r.backend = s.text(1);
+      r.url = s.text(2);
+      r.api = s.text(3);
+      r.taken_at = s.text(4);
+      r.power.caught = static_cast<int>(s.integer(5));
+      r.power.faults = static_cast<int>(s.integer(6));
+      r.power.equivalents_flagged = static_cast<int>(s.integer(7));
+      r.power.equivalents = static_cast<int>(s.integer(8));
+      auto cases = nlohmann::json::parse(s.text(10), nullptr, false);
+      std::vector<std::string> paths;
+      if (cases.is_array())
+        for (const auto& j : cases) {
+          audit::fault_case c;
+          c.path = j.value("path", "");
+          c.fault = audit::parse_fault_kind(j.value("fault", "")).value_or(audit::fault_kind::logprob_ulp);
+          c.position = j.value("position", -1);
+          c.applicable = j.value("applicable", true);
+          c.caught = j.value("caught", false);
+          c.detail = j.value("detail", "");
+          c.error = j.value("error", "");
+          r.power.cases.push_back(std::move(c));
+          if (std::find(paths.begin(), paths.end(), j.value("path", "")) == paths.end()) paths.push_back(j.value("path", ""));
+        }
+      for (std::size_t i = 0; i < paths.size(); ++i) r.paths += (i ? ", " : "") + paths[i];
+      out.push_back(std::move(r));
+    }
+    s.reset();
+    return out;
+  }
+
   // The job's runs (of one condition, or all for ""), in plan order, each with its stream
   // decoded (nullopt for failed runs and bytes that do not decode).
   std::vector<std::pair<run_record, std::optional<audit::logit_stream>>> decoded_runs(std::int64_t job,
@@ -728,6 +792,54 @@ class sql_evidence final : public evidence_repository {
     }
     s.reset();
     return out;
+  }
+
+  std::int64_t record_selftest(const selftest_record& r) override {
+    transaction t(db_);
+    auto cases = nlohmann::json::array();
+    for (const auto& c : r.power.cases) {
+      nlohmann::json j = {{"path", c.path},
+                          {"fault", std::string(audit::to_string(c.fault))},
+                          {"position", c.position},
+                          {"expected_level", std::string(audit::to_string(c.expected.level))},
+                          {"expected_position", c.expected.position},
+                          {"applicable", c.applicable},
+                          {"caught", c.caught},
+                          {"detail", c.detail},
+                          {"error", c.error}};
+      if (c.expected.max_ulp) j["expected_max_ulp"] = *c.expected.max_ulp;
+      if (c.got)
+        j["reported"] = {{"logit_identical", c.got->logit_identical},
+                         {"token_identical", c.got->token_identical},
+                         {"first_logit_difference", c.got->first_logit_difference},
+                         {"first_token_difference", c.got->first_token_difference},
+                         {"first_text_difference", c.got->first_text_difference},
+                         {"max_ulp", c.got->max_ulp},
+                         {"max_abs_delta", c.got->max_abs_delta}};
+      cases.push_back(std::move(j));
+    }
+    auto& s = db_.prepare(
+        "INSERT INTO selftests (backend, url, api, taken_at, caught, faults, equivalents_flagged, equivalents, passed, "
+        "summary, cases) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+    s.bind(1, r.backend).bind(2, r.url).bind(3, r.api).bind(4, r.taken_at.empty() ? now_utc() : r.taken_at);
+    s.bind(5, r.power.caught).bind(6, r.power.faults).bind(7, r.power.equivalents_flagged).bind(8, r.power.equivalents);
+    s.bind(9, r.power.passed()).bind(10, r.paths);
+    s.bind(11, cases.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    std::int64_t id = 0;
+    if (s.step()) id = s.integer(0);
+    s.reset();
+    t.commit();
+    return id;
+  }
+
+  std::optional<selftest_record> latest_selftest(const std::string& backend, const std::string& url) override {
+    auto rows = read_selftests("WHERE backend = ?1 AND url = ?2", backend, &url, 1);
+    if (rows.empty()) return std::nullopt;
+    return rows.front();
+  }
+
+  std::vector<selftest_record> selftests(const std::string& backend, int limit) override {
+    return read_selftests("WHERE ?1 = '' OR backend = ?1", backend, nullptr, limit);
   }
 
   std::vector<stored_stream> stored_streams(std::int64_t job) override {

@@ -225,6 +225,52 @@ ALTER TABLE jobs ADD COLUMN imported_at TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_origin ON jobs(origin, origin_audit) WHERE origin <> '';
 ALTER TABLE streams ADD COLUMN pruned_at TEXT NOT NULL DEFAULT '';
 )sql",
+    // 7: harness power. What the audit observed of a server (how it writes its logprobs, the
+    // canary's company, restarts); the company each solo request had; each token's text, for
+    // a difference in the text alone; a burst that had neighbours the audit did not send; and
+    // every selftest of a backend's path against seeded faults.
+    R"sql(
+ALTER TABLE fingerprints ADD COLUMN observed TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN company REAL;
+ALTER TABLE streams ADD COLUMN token_texts TEXT NOT NULL DEFAULT '';
+CREATE TABLE verdicts_v7 (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  logit_identical INTEGER NOT NULL,
+  token_identical INTEGER NOT NULL,
+  first_logit_difference INTEGER NOT NULL,
+  first_token_difference INTEGER NOT NULL,
+  max_abs_delta REAL NOT NULL,
+  mean_abs_delta REAL NOT NULL,
+  max_ulp INTEGER NOT NULL,
+  margin_at_flip REAL,
+  flag TEXT NOT NULL DEFAULT 'none'
+    CHECK (flag IN ('none','not_batched','not_reused','not_solo','control_ineffective')),
+  flag_reason TEXT NOT NULL DEFAULT '',
+  first_text_difference INTEGER NOT NULL DEFAULT -1
+);
+INSERT INTO verdicts_v7 (run_id, logit_identical, token_identical, first_logit_difference, first_token_difference,
+                         max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason)
+  SELECT run_id, logit_identical, token_identical, first_logit_difference, first_token_difference,
+         max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason FROM verdicts;
+DROP TABLE verdicts;
+ALTER TABLE verdicts_v7 RENAME TO verdicts;
+ALTER TABLE bursts ADD COLUMN foreign_load TEXT NOT NULL DEFAULT '';
+CREATE TABLE selftests (
+  id INTEGER PRIMARY KEY,
+  backend TEXT NOT NULL,
+  url TEXT NOT NULL,
+  api TEXT NOT NULL,
+  taken_at TEXT NOT NULL,
+  caught INTEGER NOT NULL,
+  faults INTEGER NOT NULL,
+  equivalents_flagged INTEGER NOT NULL,
+  equivalents INTEGER NOT NULL,
+  passed INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  cases TEXT NOT NULL
+);
+CREATE INDEX selftests_by_backend ON selftests(backend, id);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -122,6 +122,11 @@ TEST(evidence_e2e, a_server_with_eight_slots_batches_and_nothing_is_flagged) {
     int flagged = 0;
     for (const auto& r : a.runs) {
       if (!r.contains("verdict")) continue;
+      // A control that could not have diverged on this model is counted apart for its own reason.
+      if (r["verdict"]["flag"] == "control_ineffective") {
+        ++flagged;
+        continue;
+      }
       const bool in_unbatched = unbatched_groups.count(r["group"].get<std::int64_t>()) > 0;
       EXPECT_EQ(r["verdict"]["flag"], in_unbatched ? "not_batched" : "none") << r.dump();
       flagged += in_unbatched;

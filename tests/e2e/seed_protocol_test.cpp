@@ -15,6 +15,16 @@
 
 using namespace logitaudit;
 
+namespace {
+
+std::int64_t runs_flagged_as(const audit::findings& f, audit::evidence_flag flag) {
+  std::int64_t n = 0;
+  for (const auto& v : f.verdicts) n += v.flag == flag;
+  return n;
+}
+
+}  // namespace
+
 TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
   auto tiny = test_support::start_llama_server({.model = "tiny", .parallel = 8, .ctx = 8192, .metrics = true});
   auto small = test_support::start_llama_server({.model = "small", .parallel = 8, .ctx = 8192, .metrics = true});
@@ -54,7 +64,9 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
       for (const auto& r : plan.groups[group].requests) apart += r.compared;  // not cross_batch's fillers
   }
   std::printf("bursts batched: %zu of %zu\n", batched, f.bursts.size());
-  EXPECT_EQ(f.flagged_runs, apart) << "the runs of the bursts that did not batch, and only those, are counted apart";
+  EXPECT_EQ(runs_flagged_as(f, audit::evidence_flag::not_batched), apart)
+      << "the runs of the bursts that did not batch, and only those, are counted apart";
+  EXPECT_EQ(runs_flagged_as(f, audit::evidence_flag::not_solo), 0) << "nothing else used these servers: every solo run was alone";
   // The same stored outcome judged against a bar no burst can reach: every burst is flagged,
   // and the runs counted apart are every compared run of every burst, whatever the machine did.
   {
@@ -67,7 +79,7 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
       for (const auto& r : plan.groups[group].requests) compared_in_bursts += r.compared;
     }
     EXPECT_EQ(none.bursts.size(), f.bursts.size());
-    EXPECT_EQ(none.flagged_runs, compared_in_bursts);
+    EXPECT_EQ(runs_flagged_as(none, audit::evidence_flag::not_batched), compared_in_bursts);
     for (const auto& t : none.pooled) {
       if (t.bursts) {
         EXPECT_EQ(t.n, 0) << t.condition << ": nothing counts as having survived a burst that did not batch";

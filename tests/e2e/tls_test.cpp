@@ -23,6 +23,7 @@
 #include "audit/stream_encoding.hpp"
 #include "clients/backend.hpp"
 #include "clients/burst.hpp"
+#include "clients/selftest.hpp"
 #include "support/http_call.hpp"
 #include "support/llama_server.hpp"
 #include "support/process.hpp"
@@ -192,6 +193,15 @@ TEST(tls_e2e, a_server_behind_tls_gives_the_same_numbers_over_https_keeps_connec
   const auto denied = failure_of(keyless);
   EXPECT_EQ(denied.code, clients::client_errc::http_status) << denied.message;
   EXPECT_EQ(denied.http_status, 401u);
+
+  // Harness power over https: every seeded fault, on every path, arrives through TLS.
+  auto power = test_support::run(io, clients::run_selftest(https_backend("localhost", tls.port("good"), tls.ca()), {}));
+  std::printf("[ record ] harness power over https: %s (paths %s)\n", power.power.summary().c_str(), power.paths_text().c_str());
+  EXPECT_EQ(power.paths, (std::vector<std::string>{"https serial", "https burst", "https sse", "https openai"}));
+  for (const auto& k : power.power.cases)
+    if (!k.caught) ADD_FAILURE() << k.path << " " << audit::to_string(k.fault) << ": " << k.detail << " " << k.error;
+  EXPECT_EQ(power.power.faults, 36);
+  EXPECT_TRUE(power.power.passed()) << power.power.summary();
 }
 
 TEST(tls_e2e, a_wrong_ca_an_expired_certificate_another_hosts_certificate_and_no_tls_each_have_their_own_error) {

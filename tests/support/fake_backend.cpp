@@ -77,7 +77,7 @@ std::vector<fake_token> fake_tokens(const std::string& prompt, std::uint64_t see
     t.logprob = lp;
     for (std::size_t j = 0; j < k; ++j)
       t.top.emplace_back(j == 0 ? t.id : static_cast<std::int64_t>((h >> (8 + j)) % 500) + 3 + 500,
-                         j == 0 ? lp : lp - 0.5 * static_cast<double>(j));
+                         j == 0 ? lp : static_cast<double>(static_cast<float>(lp - 0.5 * static_cast<double>(j))));
     out.push_back(std::move(t));
   }
   return out;
@@ -265,8 +265,15 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       std::lock_guard lock(st->mutex);
       noise = ((st->served * 0x9E3779B97F4A7C15ull) >> 63) == 1;  // about every other answer, in no fixed rhythm
     }
-    const auto tokens = fake_tokens(prompt, seed, temperature, n, topk,
-                                    (k.jitter_when_overlapping && overlapped) || noise, k.weights);
+    auto tokens = fake_tokens(prompt, seed, temperature, n, topk,
+                              (k.jitter_when_overlapping && overlapped) || noise, k.weights);
+    if (k.logprob_decimals >= 0) {  // a proxy that rounds what it passes on
+      const double scale = std::pow(10.0, k.logprob_decimals);
+      for (auto& t : tokens) {
+        t.logprob = std::round(t.logprob * scale) / scale;
+        for (auto& e : t.top) e.second = std::round(e.second * scale) / scale;
+      }
+    }
     {
       std::lock_guard lock(st->mutex);
       ++st->served;

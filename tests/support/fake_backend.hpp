@@ -37,6 +37,7 @@ struct fake_knobs {
   bool timings = true;                 // completions carry `timings` (prompt_ms, predicted_ms, cache_n)
   bool prompt_cache = true;            // cache_prompt reuses a slot's previous prompt (cache_n)
   std::string openai_shape = "content";  // content | legacy_ids | legacy_text
+  int logprob_decimals = -1;           // >= 0: logprobs rounded to this many decimals (a rounding proxy)
   // What a history test scripts between audits: other weights behind the same path and name
   // (a swapped checkpoint: every number moves), a build bump, another model file.
   std::uint64_t weights = 0;

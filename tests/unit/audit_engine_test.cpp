@@ -253,13 +253,13 @@ TEST(findings, a_known_world_gives_a_known_table_and_predictions) {
   EXPECT_TRUE(threshold);
 }
 
-TEST(findings, an_identical_control_voids_the_job) {
+TEST(findings, controls_that_all_come_out_identical_void_the_job) {
   auto spec = seed_protocol({{"a", "", "llama"}});
   auto plan = make_plan(spec);
   auto runs = simulate(plan);
-  // Make the seed control come back exactly like its baseline: a broken comparator's world.
+  // Every control comes back exactly like its baseline: a broken comparator's world.
   for (const auto& g : plan.groups)
-    if (g.condition == "control_seed") {
+    if (g.condition.starts_with("control_")) {
       const auto& base = plan.baselines[static_cast<std::size_t>(g.requests[0].baseline)];
       for (auto& r : runs)
         if (r.group == g.index) r.stream = runs[base.group].stream;
@@ -267,8 +267,61 @@ TEST(findings, an_identical_control_voids_the_job) {
   auto f = evaluate(spec, plan, runs, batched_evidence(plan));
   EXPECT_FALSE(f.valid);
   EXPECT_NE(f.invalid_reason.find("comparator vacuous"), std::string::npos);
-  EXPECT_NE(f.invalid_reason.find("control_seed"), std::string::npos);
+  // The seed and temperature controls of these 3-token streams could hardly diverge (they are
+  // ineffective, with their reasons); the prompt control could, and did not.
+  EXPECT_NE(f.invalid_reason.find("control_prompt (1/1 identical)"), std::string::npos) << f.invalid_reason;
   EXPECT_NE(render_text(f).find("!! invalid: comparator vacuous"), std::string::npos);
+}
+
+TEST(findings, one_identical_control_beside_controls_that_diverged_is_named_and_the_job_stays_valid) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  for (const auto& g : plan.groups)
+    if (g.condition == "control_seed") {
+      const auto& base = plan.baselines[static_cast<std::size_t>(g.requests[0].baseline)];
+      for (auto& r : runs)
+        if (r.group == g.index) r.stream = runs[base.group].stream;
+    }
+  auto f = evaluate(spec, plan, runs, batched_evidence(plan));
+  EXPECT_TRUE(f.valid) << f.invalid_reason;
+  bool named = false;
+  for (const auto& s : f.sentences)
+    named = named || (s.find("Positive controls") != std::string::npos && s.find("others show") != std::string::npos);
+  bool ineffective = false;
+  for (const auto& v : f.verdicts) ineffective = ineffective || v.flag == evidence_flag::control_ineffective;
+  EXPECT_TRUE(named || ineffective) << render_text(f);
+}
+
+TEST(findings, a_control_on_a_peaked_distribution_is_ineffective_with_its_reason_and_the_job_stays_valid) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  // The seed control's baseline is peaked: the top token holds p = 0.99995 at every position.
+  for (const auto& g : plan.groups)
+    if (g.condition == "control_seed") {
+      const auto& base = plan.baselines[static_cast<std::size_t>(g.requests[0].baseline)];
+      auto& b = *runs[base.group].stream;
+      for (auto& t : b.tokens) {
+        t.top = {{t.key, std::log(0.99995), ""}, {t.key + 1, std::log(0.00004), ""}, {t.key + 2, std::log(0.00001), ""}};
+        t.logprob = t.top[0].logprob;
+      }
+      for (auto& r : runs)
+        if (r.group == g.index) r.stream = b;
+    }
+  auto f = evaluate(spec, plan, runs, batched_evidence(plan));
+  EXPECT_TRUE(f.valid) << f.invalid_reason;
+  const run_verdict* v = nullptr;
+  for (const auto& x : f.verdicts)
+    if (x.condition == "control_seed") v = &x;
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->flag, evidence_flag::control_ineffective);
+  const auto n = std::to_string(runs[plan.baselines[0].group].stream->tokens.size());
+  EXPECT_NE(v->flag_reason.find("p > 0.999 at " + n + " of " + n + " positions"), std::string::npos)
+      << v->flag_reason;
+  bool said = false;
+  for (const auto& s : f.sentences) said = said || s.starts_with("Control ineffective: control_seed");
+  EXPECT_TRUE(said) << render_text(f);
 }
 
 TEST(findings, failed_runs_and_failed_baselines_stay_out_of_every_tally) {

@@ -463,6 +463,11 @@ class lost_answer_evidence : public storage::evidence_repository {
   std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) override { return real_.fingerprints(job); }
   std::vector<audit::baseline_stream> baselines(std::int64_t job) override { return real_.baselines(job); }
   std::vector<storage::stored_stream> stored_streams(std::int64_t job) override { return real_.stored_streams(job); }
+  std::int64_t record_selftest(const storage::selftest_record& r) override { return real_.record_selftest(r); }
+  std::optional<storage::selftest_record> latest_selftest(const std::string& b, const std::string& u) override {
+    return real_.latest_selftest(b, u);
+  }
+  std::vector<storage::selftest_record> selftests(const std::string& b, int limit) override { return real_.selftests(b, limit); }
 
  private:
   storage::evidence_repository& real_;

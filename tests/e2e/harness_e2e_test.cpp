@@ -1,0 +1,238 @@
+// e2e: harness power on real llama-servers. The selftest catches every seeded fault on every
+// path; llama-server's numbers round-trip float32; a peaked model's controls are ineffective
+// and say why, without voiding the audit; a server shared with another client is evidence
+// (not_solo, foreign_load, undecided), never a server change; a server killed and restarted
+// mid-audit is waited for, named, and judged by its canary.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "audit/findings.hpp"
+#include "audit/plan.hpp"
+#include "audit/report.hpp"
+#include "clients/job_runner.hpp"
+#include "clients/selftest.hpp"
+#include "support/llama_server.hpp"
+#include "support/run.hpp"
+
+using namespace logitaudit;
+using namespace std::chrono_literals;
+
+namespace {
+
+audit::evaluation_evidence evidence_of(const clients::job_outcome& o) {
+  audit::evaluation_evidence ev;
+  for (const auto& g : o.groups)
+    if (g.burst) ev.bursts[g.group] = *g.burst;
+  ev.fingerprints = o.fingerprints;
+  return ev;
+}
+
+std::map<std::string, clients::backend_config> configs_of(const audit::audit_spec& spec) {
+  std::map<std::string, clients::backend_config> out;
+  for (const auto& b : spec.backends) out[b.name] = clients::backend_config{b.name, b.url};
+  return out;
+}
+
+bool has_sentence(const audit::findings& f, const std::string& part) {
+  for (const auto& s : f.sentences)
+    if (s.find(part) != std::string::npos) return true;
+  return false;
+}
+
+int count_flagged(const audit::findings& f, audit::evidence_flag flag) {
+  int n = 0;
+  for (const auto& v : f.verdicts) n += v.flag == flag;
+  return n;
+}
+
+const audit::prediction_result& prediction(const audit::findings& f, const std::string& id) {
+  for (const auto& p : f.predictions)
+    if (p.claim.id == id) return p;
+  throw std::runtime_error("no prediction " + id);
+}
+
+// Another client of the server: greedy 48-token requests, back to back, from `clients` threads.
+class foreign_client {
+ public:
+  foreign_client(const clients::llama_server_process& server, int clients) {
+    for (int i = 0; i < clients; ++i)
+      threads_.emplace_back([this, &server, i] {
+        while (!stop_)
+          try {
+            test_support::post_completion(server, R"({"prompt":"someone else's request )" + std::to_string(i) +
+                                                      R"(","n_predict":48,"temperature":0,"cache_prompt":false})");
+            ++sent_;
+          } catch (const std::exception&) {
+          }
+      });
+    while (sent_ < clients) std::this_thread::sleep_for(10ms);  // it is running before the audit starts
+  }
+  ~foreign_client() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  int sent() const { return sent_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> sent_{0};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+TEST(harness_e2e, the_selftest_catches_every_seeded_fault_on_every_path_of_a_real_llama_server) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  clients::backend_config c{"tiny", server->url()};
+  clients::net::io_context io;
+  auto r = test_support::run(io, clients::run_selftest(c, {}));
+  std::printf("harness power: %s (paths %s)\n", r.power.summary().c_str(), r.paths_text().c_str());
+  for (const auto& k : r.power.cases)
+    if (!k.caught) ADD_FAILURE() << k.path << " " << audit::to_string(k.fault) << ": " << k.detail << " " << k.error;
+  EXPECT_EQ(r.paths, (std::vector<std::string>{"serial", "burst", "sse", "openai"}));
+  EXPECT_EQ(r.power.faults, 36);
+  EXPECT_EQ(r.power.caught, 36);
+  EXPECT_EQ(r.power.equivalents, 12);
+  EXPECT_EQ(r.power.equivalents_flagged, 0);
+  EXPECT_TRUE(r.power.passed());
+}
+
+TEST(harness_e2e, a_peaked_model_over_few_tokens_has_ineffective_controls_with_reasons_and_a_valid_audit) {
+  // Audit 18's case, made so that it holds on any machine: the tiny shape with its output logits
+  // scaled until the top token takes nearly all the mass (a peaked model), seed 99, 16 tokens.
+  const std::string model = "/tmp/logitaudit-peaked-" + std::to_string(::getpid()) + ".gguf";
+  const std::string make = std::string(LOGITAUDIT_MAKE_MODEL) + " --preset tiny --seed 7 --logit-scale 900 --quantize Q8_0 --out " +
+                           model + " > /dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  auto server = test_support::start_llama_server({.parallel = 8, .metrics = true, .model_file = model});
+  auto spec = audit::seed_protocol({{"peaked", server->url(), "llama"}});
+  spec.seed = 99;
+  spec.n_predict = 16;
+  auto plan = audit::make_plan(spec);
+  clients::net::io_context io;
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), {}), 5min);
+  auto f = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
+  std::printf("%s", audit::render_text(f).c_str());
+  std::remove(model.c_str());
+  EXPECT_TRUE(f.valid) << f.invalid_reason;
+  EXPECT_EQ(f.invalid_reason.find("comparator vacuous"), std::string::npos);
+  // Neither another seed nor another temperature can move a sample the top token holds at
+  // p > 0.999: both controls say so, in numbers, and are counted apart; the prompt control
+  // diverged, which shows that the comparator sees differences.
+  int ineffective = 0;
+  for (const auto& v : f.verdicts) {
+    if (v.condition != "control_seed" && v.condition != "control_temperature") continue;
+    ASSERT_EQ(v.flag, audit::evidence_flag::control_ineffective) << v.condition << ": " << v.flag_reason;
+    EXPECT_NE(v.flag_reason.find("p > 0.999 at 16 of 16 positions"), std::string::npos) << v.flag_reason;
+    EXPECT_NE(v.flag_reason.find("changes a sample with probability"), std::string::npos) << v.flag_reason;
+    EXPECT_TRUE(has_sentence(f, "Control ineffective: " + v.condition));
+    ++ineffective;
+  }
+  EXPECT_EQ(ineffective, 2);
+  EXPECT_NE(audit::render_text(f).find("<- control: 1 ineffective, not counted"), std::string::npos);
+  // llama-server writes float32 values exactly, with their digits.
+  ASSERT_EQ(f.resolution.count("peaked"), 1u);
+  EXPECT_TRUE(f.resolution["peaked"].round_trips_float32()) << f.resolution["peaked"].describe();
+  EXPECT_GE(f.resolution["peaked"].max_significant, 9);
+  EXPECT_EQ(audit::render_text(f).find("the logprobs as written"), std::string::npos);
+  EXPECT_TRUE(has_sentence(f, "Resolution (peaked): this server round-trips float32"));
+  EXPECT_TRUE(has_sentence(f, "Harness power (peaked): no selftest of this backend's path is stored"));
+}
+
+TEST(harness_e2e, another_client_on_the_server_is_evidence_not_a_server_change_and_an_idle_server_has_none) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 8, .metrics = true, .extra = {"-kvu"}});
+  auto spec = audit::seed_protocol({{"tiny", server->url(), "llama"}});
+  spec.n_predict = 16;
+  auto plan = audit::make_plan(spec);
+  clients::runner_options o;
+  o.idle_wait = 3s;  // the other client never stops: the canary cannot wait for quiet
+  clients::net::io_context io;
+  audit::findings shared;
+  {
+    foreign_client other(*server, 3);
+    auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), o), 8min);
+    shared = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
+    std::printf("with another client (%d requests of its own):\n%s", other.sent(), audit::render_text(shared).c_str());
+  }
+  EXPECT_GT(count_flagged(shared, audit::evidence_flag::not_solo), 0);
+  EXPECT_GT(shared.foreign_load_bursts, 0);
+  EXPECT_TRUE(has_sentence(shared, "Solo runs: the server served other requests during this audit"));
+  EXPECT_TRUE(has_sentence(shared, "Foreign load:"));
+  EXPECT_EQ(prediction(shared, "P1").outcome, audit::prediction_outcome::undecided);
+  EXPECT_FALSE(has_sentence(shared, "even solo repeats moved"));
+  EXPECT_FALSE(has_sentence(shared, "Server changed during the audit"));
+  EXPECT_EQ(shared.invalid_reason.find("server changed"), std::string::npos) << shared.invalid_reason;
+  EXPECT_TRUE(shared.valid) << "controls that diverged beside other traffic still show the comparator works: "
+                            << shared.invalid_reason;
+  for (const auto& c : shared.fingerprint_changes) EXPECT_NE(c, "tiny: canary");
+
+  // Alone, the same audit carries none of these flags.
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), o), 8min);
+  auto alone = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
+  EXPECT_EQ(count_flagged(alone, audit::evidence_flag::not_solo), 0) << audit::render_text(alone);
+  EXPECT_EQ(alone.foreign_load_bursts, 0);
+  EXPECT_TRUE(alone.canary_undecided.empty());
+  EXPECT_FALSE(has_sentence(alone, "Solo runs:"));
+  EXPECT_NE(prediction(alone, "P1").outcome, audit::prediction_outcome::undecided);
+}
+
+TEST(harness_e2e, a_server_killed_and_restarted_mid_audit_is_waited_for_named_and_judged_by_its_canary) {
+  auto first = test_support::start_llama_server({.model = "tiny", .parallel = 8, .metrics = true});
+  const int port = first->port();
+  std::unique_ptr<clients::llama_server_process> second;
+  auto spec = audit::seed_protocol({{"tiny", first->url(), "llama"}});
+  spec.n_predict = 64;
+  auto plan = audit::make_plan(spec);
+  clients::runner_options o;
+  std::vector<clients::retry_event> retries;
+  o.on_retry = [&](const clients::retry_event& e) { retries.push_back(e); };
+  std::thread restarter;
+  std::atomic<bool> killed{false}, audit_over{false};
+  std::chrono::steady_clock::time_point restarted, kill_at;
+  o.on_group = [&](const clients::group_outcome& g) {
+    if (g.group != 12 || killed.exchange(true)) return;
+    first->kill_now();
+    kill_at = std::chrono::steady_clock::now();
+    restarter = std::thread([&] {
+      std::this_thread::sleep_for(1500ms);
+      second = test_support::start_llama_server({.model = "tiny", .parallel = 8, .metrics = true, .port = port});
+      restarted = std::chrono::steady_clock::now();
+      // The server dies with the thread that started it (PR_SET_PDEATHSIG): this one stays
+      // until the audit is over.
+      while (!audit_over) std::this_thread::sleep_for(20ms);
+      second.reset();
+    });
+  };
+  clients::net::io_context io;
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), o), 5min);
+  const auto ended = std::chrono::steady_clock::now();
+  audit_over = true;
+  restarter.join();
+  auto f = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
+  std::printf("%s", audit::render_text(f).c_str());
+  for (const auto& r : retries) std::printf("retry: group %zu attempt %d: %s; %s\n", r.group, r.attempt, r.reason.c_str(), r.waited.c_str());
+  for (const auto& r : outcome.runs())
+    if (!r.stream) {
+      std::printf("first failed run: group %zu: %s\n", r.group, r.error.c_str());
+      break;
+    }
+  std::printf("killed at +0, restarted at +%.2f s, ended at +%.2f s\n",
+              std::chrono::duration<double>(restarted - kill_at).count(), std::chrono::duration<double>(ended - kill_at).count());
+  ASSERT_TRUE(killed);
+  EXPECT_LT(ended - restarted, 10s) << "the audit ends within seconds of the restart";
+  EXPECT_FALSE(retries.empty()) << "the failure was retried";
+  for (const auto& r : retries) EXPECT_FALSE(r.reason.empty());
+  EXPECT_EQ(f.failed_runs, 0) << "every group that failed was sent again once the server answered";
+  ASSERT_EQ(f.restarts.size(), 1u);
+  EXPECT_NE(f.restarts[0].find("tiny restarted during the audit"), std::string::npos) << f.restarts[0];
+  EXPECT_TRUE(has_sentence(f, "Restart: tiny restarted during the audit"));
+  // The same model on the same build: its canary agrees, so the restart is no server change.
+  EXPECT_TRUE(f.fingerprint_changes.empty());
+  EXPECT_TRUE(f.valid) << f.invalid_reason;
+}
