@@ -20,14 +20,28 @@ using namespace std::chrono_literals;
 
 namespace {
 
-[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
-  for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  ::execv(args[0], args.data());
-  ::_exit(127);
-}
+// A command line and an environment made before fork(): between fork and exec the child of a
+// threaded test process may only make async-signal-safe calls (a malloc there can deadlock on a
+// lock another thread held at the fork: a daemon that never printed a line, once in CI).
+struct prepared_exec {
+  std::vector<std::string> env_text;
+  std::vector<char*> args, envp;
+  prepared_exec(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+    for (char** e = environ; *e; ++e) {
+      const std::string kv = *e;
+      if (!env.count(kv.substr(0, kv.find('=')))) env_text.push_back(kv);
+    }
+    for (const auto& [k, v] : env) env_text.push_back(k + "=" + v);
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  [[noreturn]] void exec() {
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+};
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -46,6 +60,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::map<
   const fs::path dir = ::mkdtemp(tmpl);
   const fs::path out = dir / "out", err = dir / "err", in = dir / "in";
   if (input) std::ofstream(in) << *input;
+  prepared_exec command(argv, env);
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int i = ::open(input ? in.c_str() : "/dev/null", O_RDONLY);
@@ -54,7 +69,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::map<
     ::dup2(i, STDIN_FILENO);
     ::dup2(o, STDOUT_FILENO);
     ::dup2(e, STDERR_FILENO);
-    exec_child(argv, env);
+    command.exec();
   }
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -76,12 +91,13 @@ daemon_process::daemon_process(const std::string& binary, std::vector<std::strin
   port_ = clients::free_loopback_port();
   std::vector<std::string> argv = {binary, "--listen", "127.0.0.1:" + std::to_string(port_)};
   argv.insert(argv.end(), args.begin(), args.end());
+  prepared_exec command(argv, env);
   pid_ = ::fork();
   if (pid_ == 0) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
-    exec_child(argv, env);
+    command.exec();
   }
   for (int i = 0; i < 2400; ++i) {
     try {
