@@ -277,6 +277,37 @@ net::awaitable<api_response> route_get_backends(state_ptr st, request_context) {
   co_return json_response(200, dump(out));
 }
 
+// POST /v1/backends/{name}/selftest
+net::awaitable<api_response> route_post_selftest(state_ptr st, request_context ctx) {
+  auto r = co_await st->svc->selftest(ctx.params[0]);
+  if (!r) co_return error_response(r.error());
+  json cases = json::array();
+  for (const auto& c : r->power.cases) {
+    json one = {{"path", c.path},       {"fault", std::string(audit::to_string(c.fault))},
+                {"position", c.position}, {"applicable", c.applicable},
+                {"caught", c.caught},     {"reported", c.detail}};
+    if (c.applicable) {
+      one["expected"] = {{"level", std::string(audit::to_string(c.expected.level))}, {"position", c.expected.position}};
+      if (c.expected.max_ulp) one["expected"]["max_ulp"] = *c.expected.max_ulp;
+    }
+    if (!c.error.empty()) one["error"] = c.error;
+    cases.push_back(std::move(one));
+  }
+  const json out = {{"id", r->id},
+                    {"backend", r->backend},
+                    {"url", r->url},
+                    {"taken_at", r->taken_at},
+                    {"paths", r->paths},
+                    {"caught", r->power.caught},
+                    {"faults", r->power.faults},
+                    {"equivalents_flagged", r->power.equivalents_flagged},
+                    {"equivalents", r->power.equivalents},
+                    {"passed", r->power.passed()},
+                    {"summary", "harness power: " + r->power.summary()},
+                    {"cases", cases}};
+  co_return json_response(200, dump(out));
+}
+
 // GET /v1/compare?a=ID&b=ID
 net::awaitable<api_response> route_get_compare(state_ptr st, request_context ctx) {
   for (const char* k : {"a", "b"})
@@ -422,6 +453,11 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
         {.operation_id = "listBackends", .summary = "The configured backends and whether an audit holds each",
          .response_schema = "BackendList", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_backends(st, ctx); });
+  r.add(verb::post, "/v1/backends/{name}/selftest",
+        {.operation_id = "selftestBackend",
+         .summary = "Seed faults into a configured backend's answers on every path and store how many the comparator caught",
+         .needs = access::write, .response_schema = "Selftest", .tag = "audits"},
+        [st](const request_context& ctx) { return route_post_selftest(st, ctx); });
   r.add(verb::get, "/v1/presets",
         {.operation_id = "listPresets", .summary = "The spec presets, each expanded (what a submission naming it starts from)",
          .response_schema = "PresetList", .tag = "audits"},

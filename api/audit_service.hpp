@@ -67,6 +67,10 @@ class audit_service {
   // not match, rows that do not fit: nothing is stored), storage_full, unavailable.
   virtual boost::asio::awaitable<expected<storage::import_result, service_error>> import_bundle(std::string text) = 0;
   virtual boost::asio::awaitable<backend_list> backends() = 0;
+  // Seeded faults against a configured backend's server (clients/selftest.hpp), stored so that
+  // its later audits cite it. Errors: not_found (no such backend), conflict (an audit holds it),
+  // unavailable (no request came back).
+  virtual boost::asio::awaitable<expected<storage::selftest_record, service_error>> selftest(std::string backend) = 0;
   virtual boost::asio::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() = 0;
   virtual bool ready() const = 0;
 };

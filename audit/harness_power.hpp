@@ -49,6 +49,8 @@ struct fault_expectation {
   difference_level level = difference_level::none;
   int position = -1;
   std::optional<std::uint64_t> max_ulp;  // nullopt: not checked
+
+  bool operator==(const fault_expectation&) const = default;
 };
 fault_expectation expected_outcome(fault_kind f, int position, int tokens);
 

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "clients/selftest.hpp"
+#include "daemon_client.hpp"
+#include "remote_commands.hpp"
 #include "daemon/settings.hpp"
 #include "exit_codes.hpp"
 #include "run_command.hpp"
@@ -21,7 +23,30 @@ struct selftest_args {
   int position = -1;
   bool no_burst = false, no_sse = false, no_openai = false;
   bool json = false;
+  std::string server;  // a bare NAME: the daemon's configured backend, tested by the daemon
 };
+
+// A configured backend of the daemon: the daemon runs the selftest and stores it.
+int daemon_selftest(const selftest_args& a, const std::string& name) {
+  const auto reply = connect_daemon(a.server).call(clients::http::verb::post, "/v1/backends/" + percent_encode(name) + "/selftest");
+  if (a.json) {
+    std::cout << reply.body << "\n";
+  } else {
+    const auto j = nlohmann::json::parse(reply.body);
+    table t({"path", "fault", "reported", "result"});
+    for (const auto& c : j.at("cases")) {
+      const auto kind = audit::parse_fault_kind(c.value("fault", ""));
+      const bool equivalent = kind && audit::is_equivalent(*kind);
+      t.add({c.value("path", ""), c.value("fault", ""), c.value("reported", ""),
+             !c.value("applicable", true) ? "n/a" : c.value("caught", false) ? (equivalent ? "not flagged" : "caught")
+                                                                              : (equivalent ? "FLAGGED" : "MISSED")});
+    }
+    t.print(std::cout);
+    std::cout << "\n" << j.value("summary", "") << " (" << name << ", " << j.value("url", "") << "; paths "
+              << j.value("paths", "") << ")\nstored as selftest " << j.value("id", 0) << " by " << a.server << "\n";
+  }
+  return nlohmann::json::parse(reply.body).value("passed", false) ? exit_ok : exit_findings;
+}
 
 std::string expected_text(const audit::fault_case& c) {
   if (c.expected.level == audit::difference_level::none) return "no difference";
@@ -33,8 +58,11 @@ std::string expected_text(const audit::fault_case& c) {
 int run_selftest_command(const selftest_args& a) {
   if (a.run.backends.size() != 1) throw cli_failure(exit_usage, "selftest: give one --backend NAME=URL (or URL)");
   auto named = clients::parse_named_backend(a.run.backends[0]);
-  if (!named || named->url.empty())
-    throw cli_failure(exit_usage, "selftest: --backend must be NAME=URL or URL, got '" + a.run.backends[0] + "'");
+  if (!named) throw cli_failure(exit_usage, "selftest: --backend " + named.error());
+  if (named->url.empty()) {
+    if (!a.run.db.empty()) throw cli_failure(exit_usage, "selftest: --db is for NAME=URL; a bare NAME is tested and stored by the daemon");
+    return daemon_selftest(a, named->name);
+  }
   config::daemon_config conf;
   conf.backends = backend_entries(a.run);
   auto configs = daemon::backend_configs(conf);
@@ -109,7 +137,11 @@ void add_selftest_command(CLI::App& app) {
                                              "an in-process proxy, on every path (serial, burst, SSE, OpenAI, https), "
                                              "and show that the comparator catches each at its position and size and "
                                              "flags no equivalent re-serialisation");
-  cmd->add_option("--backend", a->run.backends, "NAME=URL (or a bare URL) of the server to test")->required();
+  cmd->add_option("--backend", a->run.backends,
+                  "NAME=URL (or a bare URL) of the server to test here; a bare NAME: the daemon's configured backend, "
+                  "tested and stored by the daemon (--server)")
+      ->required();
+  cmd->add_option("--server", a->server, "logitauditd URL for a bare NAME (default: $LOGITAUDIT_SERVER, else http://127.0.0.1:8700)");
   cmd->add_option("--api", a->run.api, "API kind of the server")->check(CLI::IsMember({"llama", "openai"}));
   cmd->add_option("--ca-file", a->run.ca_file, "PEM file of the CAs that sign an https server's certificate");
   cmd->add_option("--n-predict", a->run.n_predict, "tokens per request (default 16)")->check(CLI::Range(2, 4096));

@@ -2,7 +2,10 @@
 // db_call.hpp).
 #include "job_service.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "audit/baselines.hpp"
+#include "clients/selftest.hpp"
 #include "db_call.hpp"
 
 namespace logitaudit::daemon {
@@ -167,6 +170,36 @@ net::awaitable<expected<storage::import_result, api::service_error>> job_service
     if (e.why != storage::storage_error::kind::invalid) throw;
     co_return unexpected{api::make_error(api::service_errc::invalid, "invalid_bundle", e.what(), "bundle")};
   }
+}
+
+net::awaitable<expected<storage::selftest_record, api::service_error>> job_service::selftest(std::string name) {
+  auto it = lifecycle_.config().backends.find(name);
+  if (it == lifecycle_.config().backends.end())
+    co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no configured backend named '" + name + "'", "backend")};
+  // Its answers would be an audit's neighbours, and the audit's would be the selftest's.
+  if (queue_.busy(name))
+    co_return unexpected{api::make_error(api::service_errc::conflict, "backend_busy",
+                                         "an audit holds backend '" + name + "'; try again when it ends", "backend")};
+  const clients::selftest_options options;  // named: GCC 12 mis-destroys a braced temporary in a co_await
+  auto result = co_await clients::run_selftest(it->second, options);
+  int ran = 0;
+  for (const auto& c : result.power.cases) ran += c.got.has_value();
+  if (ran == 0)
+    co_return unexpected{api::make_error(api::service_errc::unavailable, "backend_unreachable",
+                                         "no request to " + it->second.url + " came back" +
+                                             (result.power.cases.empty() ? "" : ": " + result.power.cases.front().error),
+                                         "backend")};
+  storage::selftest_record r;
+  r.backend = name;
+  r.url = it->second.url;
+  r.api = std::string(it->second.api.name());
+  r.taken_at = storage::now_utc();
+  r.paths = result.paths_text();
+  r.power = std::move(result.power);
+  auto store = [r](storage::store& s) { return s.evidence().record_selftest(r); };
+  r.id = co_await on_db(db_, std::move(store));
+  spdlog::info("selftest {} of {}: {}", r.id, name, r.power.summary());
+  co_return r;
 }
 
 net::awaitable<api::backend_list> job_service::backends() {

@@ -36,6 +36,7 @@ class job_service final : public api::audit_service {
   net::awaitable<expected<storage::job_record, api::service_error>> cancel(std::int64_t id) override;
   net::awaitable<expected<audit::baseline_comparison, api::service_error>> compare(std::int64_t a, std::int64_t b) override;
   net::awaitable<expected<std::int64_t, api::service_error>> remove(std::int64_t id) override;
+  net::awaitable<expected<storage::selftest_record, api::service_error>> selftest(std::string backend) override;
   net::awaitable<expected<std::string, api::service_error>> export_bundle(std::vector<std::int64_t> ids) override;
   net::awaitable<expected<storage::import_result, api::service_error>> import_bundle(std::string text) override;
   net::awaitable<api::backend_list> backends() override;

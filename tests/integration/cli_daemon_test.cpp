@@ -381,3 +381,23 @@ s.handle_request()
   EXPECT_EQ(r.code, 70) << r.err;
   EXPECT_NE(r.err.find("logitaudit: internal error: "), std::string::npos) << r.err;
 }
+
+TEST_F(cli, a_selftest_of_a_configured_backend_is_stored_by_the_daemon_and_cited_by_its_next_audit) {
+  start_daemon();
+  auto r = cli_run({"selftest", "--backend", "fake"});
+  EXPECT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("harness power: 36/36 faults caught at the right position and size; 0/12 equivalent "
+                       "re-serialisations flagged"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("paths serial, burst, sse, openai"), std::string::npos) << r.out;
+  const auto id = finished_audit();
+  auto report = cli_run({"report", std::to_string(id)});
+  EXPECT_EQ(report.code, 0) << report.err;
+  EXPECT_NE(report.out.find("Harness power (fake): 36/36 faults caught"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("(selftest 1 of "), std::string::npos) << report.out;
+  // A backend the daemon does not have: refused, naming the field.
+  auto unknown = cli_run({"selftest", "--backend", "nope"});
+  EXPECT_EQ(unknown.code, 5) << unknown.err;
+  EXPECT_NE(unknown.err.find("backend"), std::string::npos) << unknown.err;
+}
