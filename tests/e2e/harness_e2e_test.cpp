@@ -18,6 +18,7 @@
 #include "clients/job_runner.hpp"
 #include "clients/selftest.hpp"
 #include "support/llama_server.hpp"
+#include "support/outcome.hpp"
 #include "support/run.hpp"
 
 using namespace logitaudit;
@@ -25,13 +26,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-audit::evaluation_evidence evidence_of(const clients::job_outcome& o) {
-  audit::evaluation_evidence ev;
-  for (const auto& g : o.groups)
-    if (g.burst) ev.bursts[g.group] = *g.burst;
-  ev.fingerprints = o.fingerprints;
-  return ev;
-}
+using test_support::evidence_of;
 
 std::map<std::string, clients::backend_config> configs_of(const audit::audit_spec& spec) {
   std::map<std::string, clients::backend_config> out;

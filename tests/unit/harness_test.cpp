@@ -16,6 +16,7 @@
 #include "clients/job_runner.hpp"
 #include "storage/documents.hpp"
 #include "support/fake_backend.hpp"
+#include "support/outcome.hpp"
 #include "support/run.hpp"
 
 using namespace logitaudit;
@@ -127,11 +128,7 @@ TEST(harness_power, a_rounding_server_is_qualified_in_every_report_format) {
   configs["r"] = c;
   clients::net::io_context io;
   auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs, {}));
-  audit::evaluation_evidence ev;
-  for (const auto& g : outcome.groups)
-    if (g.burst) ev.bursts[g.group] = *g.burst;
-  ev.fingerprints = outcome.fingerprints;
-  auto f = audit::evaluate(spec, plan, outcome.runs(), ev);
+  auto f = audit::evaluate(spec, plan, outcome.runs(), test_support::evidence_of(outcome));
   ASSERT_EQ(f.resolution.count("r"), 1u);
   EXPECT_EQ(f.resolution["r"].fixed_decimals(), 2);
   const std::string words = "writes logprobs to 2 decimals; differences smaller than 5e-3 cannot be seen";
@@ -153,11 +150,7 @@ TEST(harness_power, a_rounding_server_is_qualified_in_every_report_format) {
   configs["r"].url = exact.url();
   plan = audit::make_plan(spec);
   auto outcome2 = test_support::run(io, clients::run_audit(spec, plan, configs, {}));
-  ev.fingerprints = outcome2.fingerprints;
-  ev.bursts.clear();
-  for (const auto& g : outcome2.groups)
-    if (g.burst) ev.bursts[g.group] = *g.burst;
-  auto f2 = audit::evaluate(spec, plan, outcome2.runs(), ev);
+  auto f2 = audit::evaluate(spec, plan, outcome2.runs(), test_support::evidence_of(outcome2));
   EXPECT_TRUE(f2.resolution["r"].round_trips_float32());
   EXPECT_EQ(audit::render_text(f2).find("the logprobs as written"), std::string::npos);
 }

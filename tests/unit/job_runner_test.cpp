@@ -6,6 +6,7 @@
 #include "audit/plan.hpp"
 #include "clients/job_runner.hpp"
 #include "support/fake_backend.hpp"
+#include "support/outcome.hpp"
 #include "support/run.hpp"
 #include "support/synthetic.hpp"
 
@@ -15,14 +16,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// What the runner measured, as the evaluation reads it.
-audit::evaluation_evidence evidence_of(const clients::job_outcome& o) {
-  audit::evaluation_evidence ev;
-  for (const auto& g : o.groups)
-    if (g.burst) ev.bursts[g.group] = *g.burst;
-  ev.fingerprints = o.fingerprints;
-  return ev;
-}
+using test_support::evidence_of;
 
 
 }  // namespace
