@@ -73,8 +73,12 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
     if (conn) conn->prepare_burst();
 
   // The server's counters are cumulative: the burst's own average is the difference. Kinds
-  // that expose none answer nullopt.
+  // that expose none answer nullopt. Then no connection but the burst's stays open: an idle
+  // keep-alive connection holds one of the server's few HTTP threads, and a burst as wide as
+  // them found its last members unserved until that thread let go (5 s), then closed.
+  b.http().close_idle();
   const auto before = co_await b.read_decode_counters();
+  b.http().close_idle();
 
   if (o.settle.count() > 0) {
     net::steady_timer settle(ex, o.settle);

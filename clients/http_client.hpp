@@ -166,6 +166,9 @@ class http_client {
                                                         std::int64_t sent_ns = 0);
 
   std::size_t idle_connections() const { return idle_.size(); }
+  // Closes the idle keep-alive connections: each one holds a server thread while it waits
+  // (llama-server's HTTP threads are n_parallel + 2), which a burst needs for its own.
+  void close_idle() { idle_.clear(); }
 
  private:
   net::awaitable<client_result<connection>> connect();

@@ -71,7 +71,6 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
   group_outcome out;
   out.group = g.index;
   out.backend = g.backend;
-  auto before = co_await read_counters(b, w, g.index);
   if (g.mode == audit::group_mode::burst) {
     std::vector<completion_request> reqs;
     for (const auto& r : g.requests) reqs.push_back(to_request(r, plan));
@@ -90,6 +89,9 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
     co_return out;
   }
   // Serial requests claim to be alone: the counters before and after each say whether it was.
+  // (A burst reads the counters itself; one more connection beside its C would hold one more of
+  // the server's HTTP threads, which llama-server has few of: n_parallel + 2.)
+  auto before = co_await read_counters(b, w, g.index);
   for (std::size_t i = 0; i < g.requests.size(); ++i) {
     auto res = co_await b.complete(to_request(g.requests[i], plan));
     audit::observed_run r{g.index, i, std::nullopt, {}};

@@ -1,6 +1,8 @@
 // Test-side wrappers around clients::llama_server_process.
 #include "llama_server.hpp"
 
+#include <algorithm>
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -27,6 +29,12 @@ std::unique_ptr<clients::llama_server_process> start_llama_server(const server_a
   o.ctx = a.ctx;
   o.metrics = a.metrics;
   o.extra_args = a.extra;
+  // llama-server serves HTTP with n_parallel + 2 threads by default, each held by its keep-alive
+  // connection for 5 s: the seed protocol's burst of 8 on -np 4 then leaves two members unserved
+  // for those 5 s, and the server closes them unanswered (seen: "the server closed the connection
+  // without answering" on concurrent_greedy_c8, each attempt). The tests give every burst a thread.
+  if (std::find(a.extra.begin(), a.extra.end(), "--threads-http") == a.extra.end())
+    o.extra_args.insert(o.extra_args.end(), {"--threads-http", "16"});
   auto s = clients::llama_server_process::start(o);
   if (!s) throw std::runtime_error(s.error());
   return std::move(*s);
