@@ -161,9 +161,11 @@ void write_harness_sentences(findings& f) {
       s.push_back("Harness power (" + b + "): no selftest of this backend's path is stored; \"identical\" here is not proven "
                   "against seeded faults (logitaudit selftest --backend " + b + ").");
   }
-  int not_solo = 0, solo_claims = 0, ineffective = 0, text_only = 0, first_text = -1;
+  int not_solo = 0, compared = 0, ineffective = 0, text_only = 0, first_text = -1;
+  double most = 1;  // the most company a request that claimed to be alone had
   for (const auto& v : f.verdicts) {
     not_solo += v.flag == evidence_flag::not_solo;
+    if (v.company) most = std::max(most, *v.company);
     if (v.flag == evidence_flag::control_ineffective) {
       ++ineffective;
       s.push_back("Control ineffective: " + v.condition + " (" + v.backend + ") had too little room to diverge: " + v.flag_reason +
@@ -173,17 +175,11 @@ void write_harness_sentences(findings& f) {
       ++text_only;
       if (first_text < 0) first_text = v.result->first_text_difference;
     }
-    solo_claims += !v.failed;
+    compared += !v.failed;
   }
   if (not_solo > 0) {
-    double most = 0;
-    for (const auto& v : f.verdicts)
-      if (v.flag == evidence_flag::not_solo) {
-        auto at = v.flag_reason.find("were ");
-        if (at != std::string::npos) most = std::max(most, std::strtod(v.flag_reason.c_str() + at + 5, nullptr));
-      }
     s.push_back("Solo runs: the server served other requests during this audit (up to " + fixed(most - 1, 1) +
-                " busy slots beyond the audit's own); " + std::to_string(not_solo) + " of " + std::to_string(solo_claims) +
+                " busy slots beyond the audit's own); " + std::to_string(not_solo) + " of " + std::to_string(compared) +
                 " compared streams rest on a request that claimed to be alone and was not: they are counted apart "
                 "(not_solo), and a prediction that rests on them alone is undecided.");
   }
@@ -420,10 +416,12 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
         const auto& company = it->second->company;
         if (b.company && *b.company > solo) {
           v.flag = evidence_flag::not_solo;
+          v.company = b.company;
           v.flag_reason = "its solo baseline was not alone: the server's busy slots per decode were " +
                           fixed(*b.company, 2) + " while it ran";
         } else if (g.mode == group_mode::serial && company && *company > solo) {
           v.flag = evidence_flag::not_solo;
+          v.company = company;
           v.flag_reason = "the server's busy slots per decode were " + fixed(*company, 2) +
                           " while it ran: other requests shared its batch";
         } else if (is_control(g.kind) && (v.result->logit_identical || v.result->token_identical)) {

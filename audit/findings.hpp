@@ -46,6 +46,7 @@ struct run_verdict {
   std::optional<comparison> result;  // for compared runs whose stream and baseline exist
   evidence_flag flag = evidence_flag::none;  // judged, but its condition did not happen: counted apart
   std::string flag_reason;
+  std::optional<double> company;  // not_solo: the busy slots per decode of the request that had company
   // Counted in its condition's tallies and in the predictions.
   bool counted() const { return !failed && result && flag == evidence_flag::none; }
 };
