@@ -134,3 +134,29 @@ TEST(llama_server_e2e, quantized_models_are_byte_identical_for_the_same_argument
   EXPECT_EQ(bytes[0], bytes[1]);
   std::filesystem::remove_all(dir);
 }
+
+// Streaming must not change what it measures: the same solo request, streamed (SSE, one event
+// per token, each token's arrival time kept) and not, gives the same token and logit digests.
+TEST(llama_server_e2e, a_streamed_solo_answer_has_the_digests_of_the_plain_one) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  clients::net::io_context io;
+  clients::backend b(io.get_executor(), clients::backend_config{"tiny", server->url()});
+  for (const std::string prompt : {"The quick brown fox", "Once upon a time", "logitaudit streams"}) {
+    clients::completion_request r;
+    r.prompt = prompt;
+    r.n_predict = 32;
+    r.n_probs = 5;
+    r.temperature = 0;
+    r.cache_prompt = false;
+    auto plain = test_support::run(io, b.complete(r));
+    r.stream = true;
+    auto streamed = test_support::run(io, b.complete(r));
+    ASSERT_TRUE(plain) << plain.error().message;
+    ASSERT_TRUE(streamed) << streamed.error().message;
+    ASSERT_FALSE(plain->tokens.empty());
+    EXPECT_EQ(streamed->client.token_ns.size(), streamed->tokens.size()) << "one arrival time per streamed token";
+    EXPECT_EQ(audit::digest(*streamed).token, audit::digest(*plain).token) << prompt;
+    EXPECT_EQ(audit::digest(*streamed).logit, audit::digest(*plain).logit) << prompt;
+    EXPECT_EQ(streamed->content, plain->content) << prompt;
+  }
+}
