@@ -106,7 +106,41 @@ TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire
     start(victim);
   }
 
-  // Everything ends: the series and the eight fires' audits, each done.
+  // One takeover the test makes sure of: the random kills above may each land just after a
+  // job released its lease (a small job ends in a second), so which of them took a job over
+  // is chance. This one kills the holder of a longer audit while the audit is known to be mid-run
+  // (some of its requests stored, most not), so that another member must take it over.
+  auto long_audit = test_support::http_call(
+      daemons[0]->port(), http::verb::post, "/v1/audits",
+      R"({"preset":"seed-protocol","backends":["b1"],"n_predict":48,"prompts":["alpha beta","gamma delta","epsilon zeta","eta theta"],)"
+      R"("conditions":[{"name":"concurrent_greedy_c4","kind":"concurrent","concurrency":4,"replicates":8,"all_prompts":true},)"
+      R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})");
+  ASSERT_EQ(long_audit.status, 202u) << long_audit.body;
+  const auto long_id = long_audit.json()["id"].get<std::int64_t>();
+  submitted.insert(long_id);
+  bool killed_mid_run = false;
+  for (int i = 0; i < 6000 && !killed_mid_run; ++i) {
+    const auto a = get(*daemons[0], "/v1/audits/" + std::to_string(long_id));
+    const auto done = a["progress"]["done"].get<std::int64_t>(), total = a["progress"]["total"].get<std::int64_t>();
+    ASSERT_FALSE(audit::is_final(*audit::parse_job_status(a["status"].get<std::string>()))) << "ended before the kill: " << a.dump();
+    if (done >= 1 && done + 8 <= total) {
+      const auto fleet = get(*daemons[0], "/v1/fleet");
+      for (const auto& l : fleet["leases"]) {
+        if (l["audit"] != long_id) continue;
+        for (std::size_t v = 0; v < 3 && !killed_mid_run; ++v)
+          if (get(*daemons[v], "/v1/fleet")["self"] == l["member"]) {
+            ::kill(daemons[v]->pid(), SIGKILL);
+            daemons[v]->stop();
+            start(v);
+            killed_mid_run = true;
+          }
+      }
+    }
+    if (!killed_mid_run) std::this_thread::sleep_for(20ms);  // progress is a stored count: polled, no event
+  }
+  ASSERT_TRUE(killed_mid_run) << "the long audit was never seen mid-run with a lease holder";
+
+  // Everything ends: the series, the long audit and the eight fires' audits, each done.
   const auto deadline = std::chrono::steady_clock::now() + 600s;
   json jobs;
   for (;;) {
@@ -143,9 +177,8 @@ TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire
     std::ifstream in(dir / ("daemon" + std::to_string(i) + ".log"));
     logs.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  if (takeovers_forced > 0) {
-    EXPECT_NE(logs.find("taken over from"), std::string::npos) << takeovers_forced << " kills hit a lease holder";
-  }
+  EXPECT_NE(logs.find("audit " + std::to_string(long_id) + ": taken over from"), std::string::npos)
+      << "the long audit's holder was killed mid-run (" << takeovers_forced << " random kills also hit a lease holder)";
   // The killed daemons stop counting as alive once their last heartbeat is older than their
   // lease time (2 s); on a loaded machine a live one's heartbeat can be late too, so the wait
   // for the fleet to settle is bounded generously (a minute) and ends as soon as it has.
