@@ -332,7 +332,10 @@ net::awaitable<api_response> route_get_presets(request_context) {
       {"seed-protocol", "The seed audit: its conditions, positive controls and four predictions"},
       {"threshold", "A concurrency-threshold search up to width 8 (SAME/DIFFERENT/UNKNOWN per width) with a prompt control"},
       {"sweep", "The seed's greedy conditions and a throughput probe on managed llama-servers, over a matrix of settings "
-                "(give sweep.models and the axes to vary)"}};
+                "(give sweep.models and the axes to vary)"},
+      {"explain", "Attribution experiments at width 4: identical neighbours, other prompts of the same length, other "
+                  "lengths, a neighbour that finishes early, one that joins late, the target in another slot; serial "
+                  "repeats and a prompt control"}};
   json out = {{"presets", json::array()}};
   for (const auto& name : audit::preset_names())
     out["presets"].push_back({{"name", name}, {"description", descriptions.at(name)},

@@ -1,6 +1,7 @@
 // Record -> JSON.
 #include "record_json.hpp"
 
+#include "audit/decode_steps.hpp"
 #include "spec_json.hpp"
 #include "storage/documents.hpp"
 
@@ -113,8 +114,28 @@ json run_json(const storage::run_record& r) {
                     {"flag", std::string(audit::to_string(v.flag))}};
     if (v.flag != audit::evidence_flag::none) j["verdict"]["flag_reason"] = v.flag_reason;
     j["verdict"]["first_text_difference"] = v.first_text_difference;
+    // The batch at the first difference (burst members with decode steps).
+    if (v.width_at_difference)
+      j["verdict"]["at_difference"] = {{"width", *v.width_at_difference},
+                                       {"width_before", maybe(v.width_before_difference)},
+                                       {"events", v.events_before_difference}};
   }
   if (r.company) j["company"] = *r.company;
+  // The server's decode steps this request was in: per position its step, the step's width,
+  // and the joins and finishes of the burst's other requests (audit/decode_steps.hpp).
+  if (auto st = audit::steps_from_json(r.decode_steps)) {
+    json width = json::array(), step = json::array(), events = json::array();
+    for (std::size_t p = 0; p < st->positions.size(); ++p) {
+      step.push_back(st->positions[p].step);
+      width.push_back(st->positions[p].width);
+      for (const auto& e : st->positions[p].events)
+        events.push_back({{"position", p},
+                          {"event", e.what == audit::step_event::kind::joined ? "joined" : "finished"},
+                          {"request", e.member}});
+    }
+    j["decode_steps"] = {{"clock", std::string(audit::to_string(st->clock))}, {"steps", st->steps},
+                         {"separation", st->separation}, {"step", step}, {"width", width}, {"events", events}};
+  }
   return j;
 }
 

@@ -1,6 +1,8 @@
 // Tallies, evidence, controls, predictions and the sentences of the findings.
 #include "findings.hpp"
 
+#include "attribution.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -148,6 +150,75 @@ std::string identity_qualifier(const findings& f) {
   return q.empty() ? "" : " (" + q + ": the logprobs as written)";
 }
 
+// "3 neighbours of the same length, one finishing after 16 tokens, the target written last".
+std::string neighbours_phrase(const condition& c, int n_predict) {
+  const auto& n = c.neighbours;
+  const int count = c.concurrency - 1;
+  std::string s = std::to_string(count) + (count == 1 ? " neighbour " : " neighbours ");
+  s += n.prompts == neighbour_prompts::identical     ? "with the target's prompt"
+       : n.prompts == neighbour_prompts::same_length ? "with other prompts of the same length"
+                                                     : "with prompts of other lengths";
+  for (std::size_t i = 0; i < n.n_predict.size(); ++i)
+    if (n.n_predict[i] != n_predict) s += ", request " + std::to_string(i + 1) + " finishing after " + std::to_string(n.n_predict[i]) + " tokens";
+  for (std::size_t i = 0; i < n.join_after.size(); ++i)
+    if (n.join_after[i] > 0)
+      s += ", request " + std::to_string(i + 1) + " joining after the target's first " + std::to_string(n.join_after[i]) + " tokens";
+  if (n.target_last) s += ", the target written last";
+  return s;
+}
+
+// One sentence per neighbours condition: what the target shared its batch with, how often it
+// stayed identical, and where its first differences sit.
+void write_neighbour_sentences(const audit_spec& spec, findings& f) {
+  for (const auto& t : f.pooled) {
+    if (t.kind != condition_kind::neighbours) continue;
+    const auto* c = find_condition(spec, t.condition);
+    if (!c) continue;
+    std::string s = "Neighbours (" + t.condition + ": the target beside " + neighbours_phrase(*c, spec.n_predict) + "): ";
+    if (t.n == 0) {
+      s += "no stream was counted (" + std::to_string(t.flagged) + " flagged, " + std::to_string(t.failed) + " failed).";
+      f.sentences.push_back(s);
+      continue;
+    }
+    s += pct(t.logit_identical, t.n) + " logit-identical" + identity_qualifier(f) + ", " + pct(t.token_identical, t.n) +
+         " token-identical";
+    // Where the first differences sit, against what the condition put there.
+    std::map<int, int> at;
+    int divergent = 0;
+    for (const auto& v : f.verdicts)
+      if (v.condition == t.condition && v.counted() && !v.result->logit_identical) {
+        ++divergent;
+        ++at[v.result->first_logit_difference];
+      }
+    if (divergent > 0) {
+      std::string where;
+      for (const auto& [p, k] : at) where += (where.empty() ? "" : ", ") + std::to_string(p) + (k > 1 ? " (" + std::to_string(k) + ")" : "");
+      s += "; first logit differences at position " + where;
+      std::vector<int> marks;
+      for (auto k : c->neighbours.n_predict)
+        if (k < spec.n_predict) marks.push_back(k);
+      for (auto k : c->neighbours.join_after)
+        if (k > 0) marks.push_back(k);
+      if (!marks.empty()) {
+        int near = 0;
+        for (const auto& [p, k] : at)
+          for (int m : marks)
+            if (std::abs(p - m) <= 1) {
+              near += k;
+              break;
+            }
+        s += "; " + std::to_string(near) + " of " + std::to_string(divergent) + " within one position of where a neighbour " +
+             (c->neighbours.join_after.empty() ? "finished" : "finished or joined");
+      }
+    }
+    f.sentences.push_back(s + ".");
+  }
+}
+
+void write_attribution_sentences(findings& f) {
+  for (const auto& t : f.attributions) f.sentences.push_back(attribution_sentence(t));
+}
+
 void write_harness_sentences(findings& f) {
   auto& s = f.sentences;
   for (const auto& b : f.backends) {
@@ -206,7 +277,7 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
     if (t.kind == condition_kind::repeat) serial.add(t);
     else if (t.control()) controls.add(t);
     else if (t.kind == condition_kind::concurrent && t.seeded) seeded_conc.add(t);
-    else if (t.kind == condition_kind::threshold_search) continue;  // its own sentence
+    else if (t.kind == condition_kind::threshold_search || t.kind == condition_kind::neighbours) continue;  // own sentences
     else if (!t.seeded) {
       context.add(t);
       if (t.n > 0) context_kinds.push_back(t.kind);
@@ -366,6 +437,56 @@ std::vector<base> baselines_of(const audit_plan& plan, const run_index& seen) {
   return bases;
 }
 
+// A neighbours burst is shaped on purpose (neighbours that finish early or join late), so the
+// whole-burst overlap and the average busy slots say little: it happened when every neighbour
+// shared at least one decode step with the target, and same-length neighbours had the
+// target's prompt length in tokens, as the server counted them.
+void judge_neighbours(const request_group& g, const run_index& seen, burst_verdict& v) {
+  std::vector<const logit_stream*> members;
+  std::size_t target = 0;
+  for (std::size_t r = 0; r < g.requests.size(); ++r) {
+    auto it = seen.find({g.index, r});
+    members.push_back(it != seen.end() && it->second->stream ? &*it->second->stream : nullptr);
+    if (g.requests[r].compared) target = r;
+  }
+  std::vector<std::string> why;
+  const auto steps = reconstruct_steps(members);
+  if (steps.clock == step_clock::none) {
+    why.push_back("no decode steps: " + steps.why_not);
+  } else {
+    std::set<int> target_steps;
+    for (const auto& p : steps.members[target]) target_steps.insert(p.step);
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      if (m == target) continue;
+      bool shared = false;
+      for (const auto& p : steps.members[m]) shared = shared || target_steps.count(p.step) > 0;
+      if (!shared) why.push_back("request " + std::to_string(m) + " shared no decode step with the target");
+    }
+  }
+  if (members[target] && g.requests.size() > 1 && g.requests[target].prompt != g.requests[(target + 1) % g.requests.size()].prompt) {
+    // Other prompts: same_length neighbours must really have the target's length.
+    bool same_length_kind = true;
+    for (std::size_t m = 0; m < members.size(); ++m)
+      if (m != target && g.requests[m].prompt.size() != g.requests[target].prompt.size()) same_length_kind = false;
+    if (same_length_kind) {
+      std::string lengths;
+      bool equal = true;
+      for (std::size_t m = 0; m < members.size(); ++m) {
+        if (m == target) continue;
+        const auto n = members[m] ? members[m]->prompt_tokens : -1;
+        equal = equal && n == members[target]->prompt_tokens;
+        lengths += (lengths.empty() ? "" : ", ") + std::to_string(n);
+      }
+      if (!equal)
+        why.push_back("the neighbours' prompts were " + lengths + " tokens long, the target's " +
+                      std::to_string(members[target]->prompt_tokens) + ": not the same length");
+    }
+  }
+  v.reason.clear();
+  for (std::size_t i = 0; i < why.size(); ++i) v.reason += (i ? "; " : "") + why[i];
+  v.batched = why.empty();
+}
+
 // Every burst that ran is judged: did the server batch it?
 void judge_bursts(const audit_plan& plan, const run_index& seen, const evaluation_evidence& ev, findings& f) {
   for (const auto& g : plan.groups) {
@@ -377,8 +498,25 @@ void judge_bursts(const audit_plan& plan, const run_index& seen, const evaluatio
     if (auto m = ev.bursts.find(g.index); m != ev.bursts.end()) f.bursts[g.index] = judge_burst(m->second, ev.thresholds);
     else f.bursts[g.index] = burst_verdict{false, 0, 0, std::nullopt, concurrency_measure::none, 0,
                                            "no measurement of this burst was stored"};
+    if (g.kind == condition_kind::neighbours) judge_neighbours(g, seen, f.bursts[g.index]);
   }
 
+}
+
+// A burst member's steps on its verdict: the batch at its first logit difference, and the base
+// rates (over its positions after the first) that attribution tests against.
+void attach_steps(const run_steps& s, run_verdict& v) {
+  if (s.positions.empty()) return;
+  v.has_steps = true;
+  for (std::size_t p = 1; p < s.positions.size(); ++p) {
+    ++v.step_positions;
+    v.width_changes += s.positions[p].width != s.positions[p - 1].width;
+    bool finish = false, join = false;
+    for (const auto& e : s.positions[p].events) (e.what == step_event::kind::finished ? finish : join) = true;
+    v.finish_positions += finish;
+    v.join_positions += join;
+  }
+  if (!v.result->logit_identical) v.at_difference = step_at(s, v.result->first_logit_difference);
 }
 
 // Every compared stream against its baseline, flagged when its condition did not happen.
@@ -392,6 +530,16 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
       bool any = false;
       for (std::size_t r = 0; r < g.requests.size() && !any; ++r) any = seen.count({g.index, r}) > 0;
       if (!any) continue;
+    }
+    // A burst's decode steps, from its members' token times: the batch each position was in.
+    std::optional<decode_reconstruction> steps;
+    if (g.mode == group_mode::burst) {
+      std::vector<const logit_stream*> members;
+      for (std::size_t r = 0; r < g.requests.size(); ++r) {
+        auto it = seen.find({g.index, r});
+        members.push_back(it != seen.end() && it->second->stream ? &*it->second->stream : nullptr);
+      }
+      steps = reconstruct_steps(members);
     }
     for (std::size_t r = 0; r < g.requests.size(); ++r) {
       const auto& req = g.requests[r];
@@ -412,6 +560,7 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
       } else {
         const auto& stream = *it->second->stream;
         v.result = compare_streams(*b.stream, b.digests, stream, digest(stream));
+        if (steps && steps->clock != step_clock::none) attach_steps(steps_of(*steps, r), v);
         const double solo = ev.thresholds.max_solo_busy_slots;
         const auto& company = it->second->company;
         if (b.company && *b.company > solo) {
@@ -608,6 +757,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   judge_bursts(plan, seen, ev, f);
   judge_runs(plan, seen, bases, ev, f);
   tally_conditions(spec, plan, ev, f);
+  f.attributions = tally_attributions(spec, f.verdicts);
   judge_controls(f);
   judge_predictions(spec, f);
   judge_server_changes(plan, runs, ev, f);
@@ -620,6 +770,8 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
 
   write_sentences(spec, plan, f);
   write_harness_sentences(f);
+  write_neighbour_sentences(spec, f);
+  write_attribution_sentences(f);
   write_search_sentences(f);
   write_frontier_sentences(f);
   if (!f.fingerprint_changes.empty())

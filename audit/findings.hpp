@@ -12,6 +12,7 @@
 
 #include "burst_measurement.hpp"
 #include "compare.hpp"
+#include "decode_steps.hpp"
 #include "evidence.hpp"
 #include "fingerprint.hpp"
 #include "harness_power.hpp"
@@ -47,6 +48,12 @@ struct run_verdict {
   evidence_flag flag = evidence_flag::none;  // judged, but its condition did not happen: counted apart
   std::string flag_reason;
   std::optional<double> company;  // not_solo: the busy slots per decode of the request that had company
+  // A burst member with decode steps (audit/decode_steps.hpp): the batch at its first logit
+  // difference, and over its positions after the first, how often the width changed and how
+  // often a neighbour finished or joined (the base rates its attribution is tested against).
+  bool has_steps = false;
+  std::optional<divergence_step> at_difference;
+  int step_positions = 0, width_changes = 0, finish_positions = 0, join_positions = 0;
   // Counted in its condition's tallies and in the predictions.
   bool counted() const { return !failed && result && flag == evidence_flag::none; }
 };
@@ -60,6 +67,21 @@ struct burst_summary {
   std::optional<double> median_measured;  // busy slots per decode (or timed concurrency)
   concurrency_measure measured_by = concurrency_measure::none;
   double median_overlap = 0;
+};
+
+// Attribution at the first divergence, per condition and backend: how many divergent streams
+// have their first difference where the batch changed, against how often it changed at all.
+struct attribution_tally {
+  std::string condition, backend;
+  int divergent = 0;       // counted streams with a logit difference
+  int with_steps = 0;      // of them, with decode steps reaching the first difference
+  int at_first_token = 0;  // of them, first difference at position 0 (the prompt's step)
+  int tested = 0;          // with_steps - at_first_token: the ones the test below is on
+  int at_width_change = 0, at_finish = 0, at_join = 0;
+  int positions = 0, width_changes = 0, finishes = 0, joins = 0;  // base rates, over every counted stream
+  double p_width_change = 1;  // one-sided exact binomial test: P(X >= at_width_change | tested, base rate)
+  std::string no_steps_reason;  // when no stream had steps
+  double base_rate() const { return positions > 0 ? static_cast<double>(width_changes) / positions : 0; }
 };
 
 struct condition_tally {
@@ -139,6 +161,7 @@ struct findings {
   std::vector<std::string> restarts;
   std::vector<std::string> canary_undecided;
   int foreign_load_bursts = 0;
+  std::vector<attribution_tally> attributions;  // burst conditions with divergent streams, per backend
   evidence_thresholds thresholds;
   std::vector<search_result> searches;        // threshold_search conditions, per backend
   std::vector<throughput_result> throughput;  // throughput probes, per backend

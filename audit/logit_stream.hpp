@@ -61,6 +61,9 @@ struct logit_stream {
   std::int64_t cached_tokens = -1;
   std::int64_t slot = -1;         // llama.cpp id_slot that served it, -1 when unknown
   server_timings server;
+  // Per token, when streamed from llama.cpp with timings_per_token: the server's generation time
+  // (ms since the stream's first token) when it sent the token. Empty when not reported.
+  std::vector<double> server_token_ms;
   client_times client;
 
   bool operator==(const logit_stream&) const = default;

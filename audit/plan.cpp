@@ -110,6 +110,23 @@ class planner {
               add(c, replicate++, group_mode::burst, std::move(reqs));
             }
             break;
+          case condition_kind::neighbours:
+            for (int r = 0; r < c.replicates; ++r) {
+              const auto& n = c.neighbours;
+              std::vector<planned_request> reqs;
+              for (int i = 1; i < c.concurrency; ++i) {
+                const auto k = static_cast<std::size_t>(i - 1);
+                planned_request q{neighbour_prompt(prompt, n.prompts, k), params, false, std::nullopt, false, -1};
+                if (!n.n_predict.empty()) q.n_predict = n.n_predict[k];
+                if (!n.join_after.empty()) q.join_after_tokens = n.join_after[k];
+                reqs.push_back(std::move(q));
+              }
+              planned_request target{prompt, params, false, std::nullopt, true, baseline(backend, prompt, params)};
+              if (n.target_last) reqs.push_back(std::move(target));
+              else reqs.insert(reqs.begin(), std::move(target));
+              add(c, replicate++, group_mode::burst, std::move(reqs));
+            }
+            break;
           case condition_kind::cache_reuse:
             for (int r = 0; r < c.replicates; ++r) {
               const int base = baseline(backend, prompt, params);

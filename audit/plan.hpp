@@ -24,6 +24,8 @@ struct planned_request {
   std::optional<int> id_slot;  // the fixed slot of serial requests
   bool compared = true;        // cache warm-ups and cross-batch fillers are not compared
   int baseline = -1;           // index into audit_plan::baselines, for compared requests
+  std::optional<int> n_predict;  // a neighbour's own length (neighbours conditions); else the plan's
+  int join_after_tokens = 0;     // a neighbour written once the target has this many tokens
   bool operator==(const planned_request&) const = default;
 };
 

@@ -21,8 +21,51 @@ std::string_view to_string(condition_kind k) {
     case condition_kind::control_temperature: return "control_temperature";
     case condition_kind::threshold_search: return "threshold_search";
     case condition_kind::throughput: return "throughput";
+    case condition_kind::neighbours: return "neighbours";
   }
   return "?";
+}
+
+std::string_view to_string(neighbour_prompts p) {
+  switch (p) {
+    case neighbour_prompts::identical: return "identical";
+    case neighbour_prompts::same_length: return "same_length";
+    case neighbour_prompts::other_lengths: return "other_lengths";
+  }
+  return "?";
+}
+
+std::optional<neighbour_prompts> parse_neighbour_prompts(std::string_view s) {
+  return parse_by_name(std::array{neighbour_prompts::identical, neighbour_prompts::same_length, neighbour_prompts::other_lengths}, s);
+}
+
+std::string neighbour_prompt(const std::string& target, neighbour_prompts kind, std::size_t i) {
+  switch (kind) {
+    case neighbour_prompts::identical: return target;
+    case neighbour_prompts::same_length: {
+      // The words rotated by i+1: the same words (so, nearly always, the same token count),
+      // another text. A one-word prompt cannot rotate: its characters are reversed instead.
+      std::vector<std::string> words;
+      std::size_t at = 0;
+      while (at < target.size()) {
+        const auto next = target.find(' ', at);
+        words.push_back(target.substr(at, next == std::string::npos ? std::string::npos : next - at));
+        if (next == std::string::npos) break;
+        at = next + 1;
+      }
+      if (words.size() < 2) return std::string(target.rbegin(), target.rend());
+      std::rotate(words.begin(), words.begin() + static_cast<std::ptrdiff_t>((i + 1) % words.size()), words.end());
+      std::string out;
+      for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+      return out;
+    }
+    case neighbour_prompts::other_lengths: {
+      std::string out = target;
+      for (std::size_t k = 0; k < i + 1; ++k) out += " " + target;
+      return out;
+    }
+  }
+  return target;
 }
 
 std::optional<condition_kind> parse_condition_kind(std::string_view s) {
@@ -33,7 +76,8 @@ evidence_flag flag_of(condition_kind k) {
   switch (k) {
     case condition_kind::concurrent:
     case condition_kind::cross_batch:
-    case condition_kind::threshold_search: return evidence_flag::not_batched;
+    case condition_kind::threshold_search:
+    case condition_kind::neighbours: return evidence_flag::not_batched;
     case condition_kind::throughput: return evidence_flag::none;
     case condition_kind::cache_reuse: return evidence_flag::not_reused;
     case condition_kind::repeat:
@@ -114,12 +158,40 @@ audit_spec sweep_preset() {
   return s;
 }
 
-std::vector<std::string> preset_names() { return {"seed-protocol", "threshold", "sweep"}; }
+// Attribution experiments (docs/explain.md): the target at one width (4) beside neighbours that
+// differ in one property at a time, with serial repeats to keep repeat-stability apart from
+// batch composition, and a positive control.
+audit_spec explain_preset(std::vector<backend_ref> backends) {
+  audit_spec s;
+  s.preset = "explain";
+  s.backends = std::move(backends);
+  s.prompts = default_prompts();
+  const int n = s.n_predict, half = s.n_predict / 2;
+  auto neighbours = [](std::string name, neighbour_settings settings) {
+    condition c{std::move(name), condition_kind::neighbours, 4, 4, false, false};
+    c.neighbours = std::move(settings);
+    return c;
+  };
+  s.conditions = {
+      {"repeat_greedy", condition_kind::repeat, 1, 4, false, false},
+      neighbours("explain_identical", {}),
+      neighbours("explain_same_length", {neighbour_prompts::same_length, false, {}, {}}),
+      neighbours("explain_other_lengths", {neighbour_prompts::other_lengths, false, {}, {}}),
+      neighbours("explain_early_finisher", {neighbour_prompts::identical, false, {half, n, n}, {}}),
+      neighbours("explain_late_joiner", {neighbour_prompts::identical, false, {}, {0, 0, half}}),
+      neighbours("explain_order", {neighbour_prompts::same_length, true, {}, {}}),
+      {"control_prompt", condition_kind::control_prompt, 1, 1, false, false},
+  };
+  return s;
+}
+
+std::vector<std::string> preset_names() { return {"seed-protocol", "threshold", "sweep", "explain"}; }
 
 std::optional<audit_spec> preset(std::string_view name) {
   if (name == "seed-protocol") return seed_protocol({});
   if (name == "threshold") return threshold_preset({});
   if (name == "sweep") return sweep_preset();
+  if (name == "explain") return explain_preset({});
   return std::nullopt;
 }
 
@@ -376,6 +448,26 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
       if (!(q.magnitude > 0 && q.magnitude <= 1)) add(f + ".search.magnitude", "must be in (0, 1]");
     } else if (c.search != search_settings{}) {
       add(f + ".search", "only a threshold_search condition has search settings");
+    }
+    if (c.kind == condition_kind::neighbours) {
+      const auto& n = c.neighbours;
+      const std::size_t count = static_cast<std::size_t>(std::max(0, c.concurrency - 1));
+      if (!n.n_predict.empty() && n.n_predict.size() != count)
+        add(f + ".neighbours.n_predict", "must have one entry per neighbour (concurrency - 1 = " + std::to_string(count) + ")");
+      for (std::size_t j = 0; j < n.n_predict.size(); ++j)
+        if (n.n_predict[j] < 1 || n.n_predict[j] > lim.max_n_predict)
+          add(f + ".neighbours.n_predict[" + std::to_string(j) + "]", "must be between 1 and " + std::to_string(lim.max_n_predict));
+      if (!n.join_after.empty() && n.join_after.size() != count)
+        add(f + ".neighbours.join_after", "must have one entry per neighbour (concurrency - 1 = " + std::to_string(count) + ")");
+      for (std::size_t j = 0; j < n.join_after.size(); ++j)
+        if (n.join_after[j] < 0 || n.join_after[j] >= s.n_predict)
+          add(f + ".neighbours.join_after[" + std::to_string(j) + "]",
+              "must be between 0 and n_predict - 1 (" + std::to_string(s.n_predict - 1) + "): the target's tokens before the neighbour is sent");
+      const bool late = std::any_of(n.join_after.begin(), n.join_after.end(), [](int k) { return k > 0; });
+      if (late && n.target_last) add(f + ".neighbours.target", "a neighbour that joins late needs the target first (it waits on the target's tokens)");
+      if (late && c.seeded) add(f + ".seeded", "a late joiner is for greedy requests");
+    } else if (c.neighbours != neighbour_settings{}) {
+      add(f + ".neighbours", "only a neighbours condition has neighbour settings");
     }
     if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))
       add(f + ".concurrency", "must be between 2 and " + std::to_string(lim.max_concurrency) + " for " +

@@ -24,6 +24,7 @@ enum class condition_kind {
   control_temperature,  // positive control: a different temperature (must diverge)
   threshold_search,     // the smallest burst width at which streams diverge (search_settings)
   throughput,           // a throughput probe: bursts of different prompts, timed, never compared
+  neighbours,           // the target in a burst with C-1 neighbours of a chosen shape (neighbour_settings)
 };
 
 // Every kind, in the order the docs, the OpenAPI enum, error messages and the console list
@@ -31,7 +32,8 @@ enum class condition_kind {
 inline constexpr std::array kConditionKinds = {
     condition_kind::repeat,         condition_kind::concurrent,   condition_kind::cross_batch,
     condition_kind::cache_reuse,    condition_kind::control_prompt, condition_kind::control_seed,
-    condition_kind::control_temperature, condition_kind::threshold_search, condition_kind::throughput};
+    condition_kind::control_temperature, condition_kind::threshold_search, condition_kind::throughput,
+    condition_kind::neighbours};
 std::string_view to_string(condition_kind k);
 std::optional<condition_kind> parse_condition_kind(std::string_view s);
 bool is_control(condition_kind k);
@@ -54,6 +56,28 @@ struct search_settings {
   bool operator==(const search_settings&) const = default;
 };
 
+// The neighbours of a `neighbours` condition (docs/explain.md): what the target shares its
+// batch with, so that one property of the batch changes at a time.
+enum class neighbour_prompts {
+  identical,      // the target's prompt
+  same_length,    // the target's words rotated: other content, the same length (checked per burst)
+  other_lengths,  // the target's prompt repeated 2, 3, ... times: other lengths
+};
+std::string_view to_string(neighbour_prompts p);
+std::optional<neighbour_prompts> parse_neighbour_prompts(std::string_view s);
+
+struct neighbour_settings {
+  neighbour_prompts prompts = neighbour_prompts::identical;
+  bool target_last = false;    // the target written after its neighbours (so it gets another slot)
+  std::vector<int> n_predict;  // per neighbour (concurrency-1 of them); empty: the spec's n_predict
+  std::vector<int> join_after; // per neighbour, the target's tokens before it is sent; empty: all at once
+
+  bool operator==(const neighbour_settings&) const = default;
+};
+
+// The prompt of neighbour `i` (0-based) of `target`.
+std::string neighbour_prompt(const std::string& target, neighbour_prompts kind, std::size_t i);
+
 struct condition {
   std::string name;           // unique in the spec, e.g. "concurrent_greedy_c4"
   condition_kind kind = condition_kind::repeat;
@@ -63,6 +87,7 @@ struct condition {
   bool all_prompts = false;   // run for every prompt (else the target prompt, prompts[0])
   int seeded_replicates = 0;  // repeat only: further serial repeats with seeded sampling
   search_settings search;     // threshold_search only; concurrency is its largest width
+  neighbour_settings neighbours;  // neighbours only
 
   bool operator==(const condition&) const = default;
 };
@@ -163,6 +188,7 @@ audit_spec seed_protocol(std::vector<backend_ref> backends);
 
 // The threshold-search preset: a greedy search up to width 8, with a prompt control.
 audit_spec threshold_preset(std::vector<backend_ref> backends);
+audit_spec explain_preset(std::vector<backend_ref> backends);
 
 // The sweep preset: the seed's greedy conditions under load, a probe, and a prompt control,
 // over the matrix the submission gives (an empty matrix until then).

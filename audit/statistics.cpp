@@ -102,4 +102,13 @@ std::vector<double> benjamini_hochberg(const std::vector<double>& p) {
   return q;
 }
 
+double binomial_upper_tail(int k, int n, double p) {
+  if (k <= 0) return 1;
+  if (k > n) return 0;
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  // P(X >= k) = I_p(k, n - k + 1), the regularized incomplete beta.
+  return incomplete_beta(static_cast<double>(k), static_cast<double>(n - k + 1), p);
+}
+
 }  // namespace logitaudit::audit

@@ -24,6 +24,9 @@ double incomplete_beta(double a, double b, double x);
 // as likely as this one. 1 when a margin is empty.
 double fisher_exact_two_sided(int a, int b, int c, int d);
 
+// The one-sided exact binomial test: P(X >= k) for X ~ Binomial(n, p). 1 when k <= 0.
+double binomial_upper_tail(int k, int n, double p);
+
 // Benjamini-Hochberg adjusted p-values (q-values), in the order of `p`.
 std::vector<double> benjamini_hochberg(const std::vector<double>& p);
 

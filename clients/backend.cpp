@@ -93,9 +93,11 @@ net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connecti
   chunk_sink sink;
   std::string streamed;  // the event stream's bytes, for how its numbers are written
   if (reader)
-    sink = [r = reader.get(), &streamed](std::string_view piece, std::int64_t t) {
+    sink = [r = reader.get(), &streamed, on_tokens = std::move(p.on_tokens)](std::string_view piece, std::int64_t t) {
       streamed.append(piece);
-      return r->feed(piece, t);
+      const bool ok = r->feed(piece, t);
+      if (on_tokens) on_tokens(r->tokens());
+      return ok;
     };
   auto x = co_await http_.exchange(std::move(c), std::move(p.wire), std::move(sink), sent, sent_ns);
   if (!x) co_return unexpected{x.error()};

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,7 +27,10 @@ struct completion_request {
   int n_probs = 5;  // top-k logprobs per token
   bool cache_prompt = false;
   std::optional<int> id_slot;
-  bool stream = false;
+  bool stream = false;  // SSE; llama.cpp then also sends each token's server time
+  // In a burst: written once the burst's first request has received this many tokens, so that
+  // it joins a batch already decoding (0: written with the others, at the barrier).
+  int join_after_tokens = 0;
   std::vector<std::string> samplers;  // empty: the server's default chain
   std::optional<int> top_k;
 
@@ -42,6 +46,9 @@ inline client_error unexpected_shape(std::string message) {
 struct prepared_completion {
   std::string wire;
   bool stream = false;  // the answer is an event stream (read with stream_reader)
+  // Called as an event stream's tokens arrive, with how many arrived so far (bursts use it to
+  // release a request that joins late). Optional.
+  std::function<void(std::size_t)> on_tokens;
 };
 
 // A server's cumulative decode counters (llama.cpp --metrics): a burst's own average of busy
@@ -63,6 +70,7 @@ class stream_reader {
   // False (and the error is kept for finish) when the stream is malformed or oversized.
   virtual bool feed(std::string_view piece, std::int64_t now_ns) = 0;
   virtual client_result<audit::logit_stream> finish() = 0;
+  virtual std::size_t tokens() const = 0;  // how many tokens arrived so far
 };
 
 // What a backend's configuration may add to every request of its kind.

@@ -7,6 +7,9 @@
 #include "burst.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
+#include <memory>
 
 #include "audit/evidence.hpp"
 #include "join.hpp"
@@ -19,6 +22,24 @@ net::awaitable<client_result<audit::logit_stream>> burst_member(backend* b, clie
                                                                 std::int64_t sent_ns) {
   if (!c) co_return unexpected{c.error()};
   co_return co_await b->complete_on(std::move(*c), std::move(p), sent, sent_ns);
+}
+
+// A request that joins late: written whole once `gate` opens (the first request has received
+// its tokens, or has ended), then read like the others.
+net::awaitable<client_result<audit::logit_stream>> late_member(backend* b, client_result<connection> c,
+                                                               prepared_completion p, std::shared_ptr<bool> open,
+                                                               std::shared_ptr<net::steady_timer> gate) {
+  if (!*open) co_await gate->async_wait(token_t{});
+  if (!c) co_return unexpected{c.error()};
+  co_return co_await b->complete_on(std::move(*c), std::move(p), 0, 0);
+}
+
+net::awaitable<client_result<audit::logit_stream>> first_member(backend* b, client_result<connection> c,
+                                                                prepared_completion p, std::size_t sent,
+                                                                std::int64_t sent_ns, std::function<void()> ended) {
+  auto r = co_await burst_member(b, std::move(c), std::move(p), sent, sent_ns);
+  ended();
+  co_return r;
 }
 
 net::awaitable<client_result<http_exchange>> warm_one(http_client* h) {
@@ -88,6 +109,29 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   // 2. Everything is built before the first byte leaves.
   std::vector<prepared_completion> wires;
   for (const auto& r : requests) wires.push_back(b.prepare(r));
+  // Late joiners stay out of the barrier: each waits on a gate that the first request's token
+  // count opens (or its end, should it end first: the joiner then comes after, as measured).
+  struct late_gate {
+    std::size_t after = 0;
+    std::shared_ptr<bool> open = std::make_shared<bool>(false);
+    std::shared_ptr<net::steady_timer> timer;
+  };
+  std::vector<std::optional<late_gate>> late(c);
+  bool any_late = false;
+  for (std::size_t i = 1; i < c; ++i)
+    if (requests[i].join_after_tokens > 0) {
+      late[i] = late_gate{static_cast<std::size_t>(requests[i].join_after_tokens), std::make_shared<bool>(false),
+                          std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max())};
+      any_late = true;
+    }
+  auto release = [late](std::size_t tokens) mutable {
+    for (auto& g : late)
+      if (g && !*g->open && tokens >= g->after) {
+        *g->open = true;
+        g->timer->cancel();
+      }
+  };
+  if (any_late) wires[0].on_tokens = release;
   std::vector<std::size_t> sent(c, 0);
   std::vector<std::int64_t> sent_ns(c, 0);
 
@@ -100,7 +144,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   std::vector<bool> held(c, false);
   if (o.last_byte_sync) {
     for (std::size_t i = 0; i < c; ++i) {
-      if (!connections[i] || wires[i].wire.size() < 2) continue;
+      if (!connections[i] || wires[i].wire.size() < 2 || late[i]) continue;
       const std::size_t prefix = wires[i].wire.size() - 1;
       sent_ns[i] = steady_ns();
       boost::system::error_code ec;
@@ -110,7 +154,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
     }
   }
   for (std::size_t i = 0; i < c; ++i) {
-    if (!connections[i] || (o.last_byte_sync && !held[i] && sent[i] > 0)) continue;
+    if (!connections[i] || late[i] || (o.last_byte_sync && !held[i] && sent[i] > 0)) continue;
     sent_ns[i] = steady_ns();
     boost::system::error_code ec;
     const std::size_t n = connections[i]->write_now(net::buffer(wires[i].wire) + sent[i], ec);
@@ -119,19 +163,30 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
 
   // 4. Then every response is read concurrently.
   std::vector<net::awaitable<client_result<audit::logit_stream>>> members;
-  for (std::size_t i = 0; i < c; ++i)
-    members.push_back(burst_member(&b, std::move(connections[i]), std::move(wires[i]), sent[i], sent_ns[i]));
+  for (std::size_t i = 0; i < c; ++i) {
+    if (late[i])
+      members.push_back(late_member(&b, std::move(connections[i]), std::move(wires[i]), late[i]->open, late[i]->timer));
+    else if (i == 0 && any_late)
+      members.push_back(first_member(&b, std::move(connections[i]), std::move(wires[i]), sent[i], sent_ns[i],
+                                     [release]() mutable { release(std::numeric_limits<std::size_t>::max()); }));
+    else
+      members.push_back(burst_member(&b, std::move(connections[i]), std::move(wires[i]), sent[i], sent_ns[i]));
+  }
   out.results = co_await join_all(std::move(members));
 
   if (before) {
     if (auto after = co_await b.read_decode_counters()) out.busy_slots_per_decode = busy_slots_between(*before, *after);
   }
 
-  std::vector<std::pair<std::int64_t, std::int64_t>> intervals;
-  for (const auto& r : out.results)
-    if (r) intervals.emplace_back(r->client.write_ns, r->client.last_byte_ns);
+  std::vector<std::pair<std::int64_t, std::int64_t>> intervals, barrier;
+  for (std::size_t i = 0; i < c; ++i)
+    if (const auto& r = out.results[i]) {
+      intervals.emplace_back(r->client.write_ns, r->client.last_byte_ns);
+      if (!late[i]) barrier.emplace_back(r->client.write_ns, r->client.last_byte_ns);
+    }
   const auto t = measure_burst(intervals);
-  out.launch_spread_ns = t.launch_spread_ns;
+  // The launch spread is the barrier's: a late joiner is late on purpose.
+  out.launch_spread_ns = any_late ? measure_burst(barrier).launch_spread_ns : t.launch_spread_ns;
   out.wall_ns = t.wall_ns;
   out.overlap = t.overlap;
   std::vector<const audit::logit_stream*> answered;

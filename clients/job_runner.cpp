@@ -73,7 +73,13 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
   out.backend = g.backend;
   if (g.mode == audit::group_mode::burst) {
     std::vector<completion_request> reqs;
-    for (const auto& r : g.requests) reqs.push_back(to_request(r, plan));
+    // Bursts stream: each token's arrival (and, from llama.cpp, its server time) is what the
+    // server's decode steps are reconstructed from. Kinds that cannot stream answer whole.
+    for (const auto& r : g.requests) {
+      auto q = to_request(r, plan);
+      q.stream = true;
+      reqs.push_back(std::move(q));
+    }
     burst_options o;
     o.total_slots = server_slots;
     auto res = co_await run_burst(b, std::move(reqs), o);
@@ -339,7 +345,8 @@ bool retryable(const client_error& e) {
 completion_request to_request(const audit::planned_request& r, const audit::audit_plan& plan) {
   completion_request c;
   c.prompt = r.prompt;
-  c.n_predict = plan.n_predict;
+  c.n_predict = r.n_predict.value_or(plan.n_predict);
+  c.join_after_tokens = r.join_after_tokens;
   c.n_probs = plan.top_k;
   c.temperature = r.params.temperature;
   c.seed = r.params.seed;

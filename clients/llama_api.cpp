@@ -43,6 +43,9 @@ std::string completion_body(const completion_request& r) {
             {"n_probs", r.n_probs},
             {"cache_prompt", r.cache_prompt},
             {"stream", r.stream}};
+  // Each streamed token then carries the server's time since its generation began: the clock
+  // by which a burst's decode steps are told apart (audit/decode_steps.hpp).
+  if (r.stream) j["timings_per_token"] = true;
   if (r.seed) j["seed"] = *r.seed;
   if (r.id_slot) j["id_slot"] = *r.id_slot;
   if (!r.samplers.empty()) j["samplers"] = r.samplers;
@@ -108,6 +111,7 @@ bool completion_sse_parser::feed(std::string_view chunk, std::int64_t now_ns) {
 
 bool completion_sse_parser::on_event(std::string_view data, std::int64_t now_ns) {
   if (done_) return true;  // anything after the final event is ignored
+  const std::size_t before = stream_.tokens.size();
   auto o = read_completion_object(data, stream_, &stream_.client.token_ns, now_ns);
   if (!o) {
     error_ = o.error();
@@ -118,8 +122,21 @@ bool completion_sse_parser::on_event(std::string_view data, std::int64_t now_ns)
     error_ = client_error{client_errc::http_status, "server sent an error event: " + *o->error};
     return false;
   }
+  // A token event without probabilities is not what was asked for (n_probs > 0): the plain
+  // answer's rule, per event.
+  if (!o->stop && !o->has_probabilities && !o->content.empty()) {
+    error_ = unexpected_shape("an SSE event carries no completion_probabilities (was n_probs > 0 sent?)");
+    return false;
+  }
   stream_.content += o->content;
+  // The server's time of each token of this event (timings_per_token): its generation time so
+  // far. An event without timings leaves the series incomplete, and then it is dropped whole.
+  for (std::size_t i = before; i < stream_.tokens.size(); ++i) {
+    if (o->timings.predicted_ms < 0) break;
+    stream_.server_token_ms.push_back(o->timings.predicted_ms);
+  }
   if (o->stop) {
+    if (stream_.server_token_ms.size() != stream_.tokens.size()) stream_.server_token_ms.clear();
     apply_summary(*o, stream_);
     done_ = true;
   }

@@ -33,6 +33,7 @@ class completion_sse_parser final : public stream_reader {
   // Returns false (and remembers the error) when an event is malformed or oversized.
   bool feed(std::string_view chunk, std::int64_t now_ns) override;
   client_result<audit::logit_stream> finish() override;
+  std::size_t tokens() const override { return stream_.tokens.size(); }
 
  private:
   bool on_event(std::string_view data, std::int64_t now_ns);

@@ -214,7 +214,8 @@ void read_conditions(reader& r, const json& arr, audit::audit_spec& s) {
       r.problem(at, "must be an object");
       continue;
     }
-    r.only(c, at, {"name", "kind", "concurrency", "replicates", "seeded", "all_prompts", "seeded_replicates", "search"});
+    r.only(c, at, {"name", "kind", "concurrency", "replicates", "seeded", "all_prompts", "seeded_replicates", "search",
+                   "neighbours"});
     audit::condition cond;
     if (!r.text(c, "name", at, cond.name)) r.problem(at + ".name", "is required");
     std::string kind;
@@ -239,6 +240,26 @@ void read_conditions(reader& r, const json& arr, audit::audit_spec& s) {
         r.integer(*q, "max_trials", sat, cond.search.max_trials);
         r.number(*q, "alpha", sat, cond.search.alpha);
         r.number(*q, "magnitude", sat, cond.search.magnitude);
+      }
+    }
+    if (auto q = c.find("neighbours"); q != c.end()) {
+      const std::string nat = at + ".neighbours";
+      if (!q->is_object()) {
+        r.problem(nat, "must be an object");
+      } else {
+        r.only(*q, nat, {"prompts", "target", "n_predict", "join_after"});
+        std::string prompts;
+        if (r.text(*q, "prompts", nat, prompts)) {
+          if (auto k = audit::parse_neighbour_prompts(prompts)) cond.neighbours.prompts = *k;
+          else r.problem(nat + ".prompts", "must be one of identical, same_length, other_lengths");
+        }
+        std::string target;
+        if (r.text(*q, "target", nat, target)) {
+          if (target == "first" || target == "last") cond.neighbours.target_last = target == "last";
+          else r.problem(nat + ".target", "must be first or last");
+        }
+        r.integers(*q, "n_predict", nat, cond.neighbours.n_predict);
+        r.integers(*q, "join_after", nat, cond.neighbours.join_after);
       }
     }
     s.conditions.push_back(cond);
@@ -288,7 +309,7 @@ expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::st
   std::string preset;
   if (r.text(j, "preset", "", preset)) {
     if (auto p = audit::preset(preset)) s = std::move(*p);
-    else r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: seed-protocol, threshold, sweep)");
+    else r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: seed-protocol, threshold, sweep, explain)");
   }
   if (auto it = j.find("backends"); it != j.end()) {
     if (it->is_array()) read_backends(r, *it, s);
@@ -352,6 +373,11 @@ std::string encode_spec_format1(const audit::audit_spec& s) {
       jc["search"] = {{"widths", c.search.widths},         {"reference", c.search.reference},
                       {"min_trials", c.search.min_trials}, {"max_trials", c.search.max_trials},
                       {"alpha", c.search.alpha},           {"magnitude", c.search.magnitude}};
+    if (c.kind == audit::condition_kind::neighbours)
+      jc["neighbours"] = {{"prompts", std::string(audit::to_string(c.neighbours.prompts))},
+                          {"target", c.neighbours.target_last ? "last" : "first"},
+                          {"n_predict", c.neighbours.n_predict},
+                          {"join_after", c.neighbours.join_after}};
     j["conditions"].push_back(std::move(jc));
   }
   j["predictions"] = json::array();
@@ -503,6 +529,17 @@ std::string encode_findings_format1(const audit::findings& f) {
   if (!f.restarts.empty()) j["restarts"] = f.restarts;
   if (!f.canary_undecided.empty()) j["canary_undecided"] = f.canary_undecided;
   if (f.foreign_load_bursts > 0) j["foreign_load_bursts"] = f.foreign_load_bursts;
+  if (!f.attributions.empty()) {  // since schema 8
+    j["attributions"] = json::array();
+    for (const auto& t : f.attributions)
+      j["attributions"].push_back({{"condition", t.condition}, {"backend", t.backend}, {"divergent", t.divergent},
+                                   {"with_steps", t.with_steps}, {"at_first_token", t.at_first_token},
+                                   {"tested", t.tested}, {"at_width_change", t.at_width_change},
+                                   {"at_finish", t.at_finish}, {"at_join", t.at_join}, {"positions", t.positions},
+                                   {"width_changes", t.width_changes}, {"finishes", t.finishes}, {"joins", t.joins},
+                                   {"base_rate", t.base_rate()}, {"p_width_change", t.p_width_change},
+                                   {"no_steps_reason", t.no_steps_reason}});
+  }
   j["searches"] = json::array();
   for (const auto& r : f.searches) {
     json widths = json::array();
@@ -637,6 +674,25 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
     f.restarts = j.value("restarts", std::vector<std::string>{});
     f.canary_undecided = j.value("canary_undecided", std::vector<std::string>{});
     f.foreign_load_bursts = j.value("foreign_load_bursts", 0);
+    for (const auto& a : j.value("attributions", json::array())) {
+      audit::attribution_tally t;
+      t.condition = a.at("condition").get<std::string>();
+      t.backend = a.at("backend").get<std::string>();
+      t.divergent = a.at("divergent").get<int>();
+      t.with_steps = a.at("with_steps").get<int>();
+      t.at_first_token = a.at("at_first_token").get<int>();
+      t.tested = a.at("tested").get<int>();
+      t.at_width_change = a.at("at_width_change").get<int>();
+      t.at_finish = a.at("at_finish").get<int>();
+      t.at_join = a.at("at_join").get<int>();
+      t.positions = a.at("positions").get<int>();
+      t.width_changes = a.at("width_changes").get<int>();
+      t.finishes = a.at("finishes").get<int>();
+      t.joins = a.at("joins").get<int>();
+      t.p_width_change = a.at("p_width_change").get<double>();
+      t.no_steps_reason = a.value("no_steps_reason", "");
+      f.attributions.push_back(std::move(t));
+    }
     for (const auto& r : j.value("searches", json::array())) {
       audit::search_result out;
       out.backend = r.at("backend").get<std::string>();

@@ -257,6 +257,14 @@ CREATE TABLE selftests (
 );
 CREATE INDEX selftests_by_backend ON selftests(backend, id);
 )sql",
+    // 4: SQLite's version 8: token times, decode steps, the batch at a first difference.
+    R"sql(
+ALTER TABLE streams ADD COLUMN token_times TEXT NOT NULL DEFAULT '';
+ALTER TABLE streams ADD COLUMN decode_steps TEXT NOT NULL DEFAULT '';
+ALTER TABLE verdicts ADD COLUMN width_at_difference BIGINT;
+ALTER TABLE verdicts ADD COLUMN width_before_difference BIGINT;
+ALTER TABLE verdicts ADD COLUMN events_before_difference TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kPostgresMigrationCount = sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]);

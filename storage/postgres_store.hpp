@@ -15,7 +15,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kPostgresSchemaVersion = 3;
+inline constexpr int kPostgresSchemaVersion = 4;
 
 std::span<const char* const> postgres_migrations();
 

@@ -142,6 +142,10 @@ struct verdict_record {
   audit::evidence_flag flag = audit::evidence_flag::none;
   std::string flag_reason;
   int first_text_difference = -1;
+  // The batch at the first difference (a burst's decode steps): its width there and just
+  // before, and the joins and finishes between. nullopt: no steps reach it.
+  std::optional<int> width_at_difference, width_before_difference;
+  std::string events_before_difference;
 };
 
 // One run without its stream's bytes: what it asked, how it went, the stream's identity and
@@ -168,6 +172,8 @@ struct run_record {
   std::int64_t prompt_tokens = -1, cached_tokens = -1, slot = -1;  // as the server said; -1: not said
   audit::server_timings server;
   std::string token_texts;  // each token's text, a JSON array ("" before schema 7)
+  std::string token_times;   // streamed: arrival ns after the write, the server's ms (schema 8)
+  std::string decode_steps;  // burst members: the reconstructed steps (audit/decode_steps.hpp)
   std::optional<double> company;  // serial requests: the server's busy slots per decode while it ran
   std::optional<verdict_record> verdict;
 };

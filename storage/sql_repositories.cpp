@@ -225,8 +225,8 @@ class sql_jobs final : public job_repository {
     insert_rows(db_,
                 "INSERT INTO verdicts (run_id, logit_identical, token_identical, first_logit_difference, "
                 "first_token_difference, max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason, "
-                "first_text_difference)",
-                12, verdicts.size(),
+                "first_text_difference, width_at_difference, width_before_difference, events_before_difference)",
+                15, verdicts.size(),
                 [&](sql_statement& s, int p, std::size_t i) {
                   const auto& v = *verdicts[i].second;
                   const auto& c = *v.result;
@@ -236,13 +236,19 @@ class sql_jobs final : public job_repository {
                   s.bind(p + 7, static_cast<std::int64_t>(std::min<std::uint64_t>(c.max_ulp, INT64_MAX)));
                   s.bind(p + 8, c.baseline_margin_at_flip).bind(p + 9, audit::to_string(v.flag)).bind(p + 10, v.flag_reason);
                   s.bind(p + 11, c.first_text_difference);
+                  const auto& d = v.at_difference;
+                  s.bind(p + 12, d ? std::optional<std::int64_t>(d->width) : std::nullopt);
+                  s.bind(p + 13, d && d->width_before >= 0 ? std::optional<std::int64_t>(d->width_before) : std::nullopt);
+                  s.bind(p + 14, d ? audit::describe_events(d->events) : std::string());
                 },
                 " ON CONFLICT (run_id) DO UPDATE SET "
                 "logit_identical = excluded.logit_identical, token_identical = excluded.token_identical, "
                 "first_logit_difference = excluded.first_logit_difference, first_token_difference = excluded.first_token_difference, "
                 "max_abs_delta = excluded.max_abs_delta, mean_abs_delta = excluded.mean_abs_delta, max_ulp = excluded.max_ulp, "
                 "margin_at_flip = excluded.margin_at_flip, flag = excluded.flag, flag_reason = excluded.flag_reason, "
-                "first_text_difference = excluded.first_text_difference");
+                "first_text_difference = excluded.first_text_difference, width_at_difference = excluded.width_at_difference, "
+                "width_before_difference = excluded.width_before_difference, "
+                "events_before_difference = excluded.events_before_difference");
     auto& b_upd = db_.prepare(
         "UPDATE bursts SET batched = ?3, expected = ?4, needed = ?5, measured = ?6, measured_by = ?7, "
         "needed_overlap = ?8, verdict_reason = ?9, foreign_load = ?10 WHERE job_id = ?1 AND group_index = ?2");
@@ -390,8 +396,9 @@ constexpr const char* kRunColumns =
     "r.last_byte_ns, s.token_digest, s.logit_digest, s.token_count, s.stop_reason, s.prompt_tokens, s.cached_tokens, "
     "s.slot, s.prompt_n, s.prompt_ms, s.predicted_n, s.predicted_ms, s.cache_n, v.run_id, v.logit_identical, "
     "v.token_identical, v.first_logit_difference, v.first_token_difference, v.max_abs_delta, v.mean_abs_delta, "
-    "v.max_ulp, v.margin_at_flip, v.flag, v.flag_reason, r.company, s.token_texts, v.first_text_difference";
-constexpr int kRunColumnCount = 44;
+    "v.max_ulp, v.margin_at_flip, v.flag, v.flag_reason, r.company, s.token_texts, v.first_text_difference, "
+    "s.token_times, s.decode_steps, v.width_at_difference, v.width_before_difference, v.events_before_difference";
+constexpr int kRunColumnCount = 49;
 constexpr const char* kRunJoins =
     " FROM runs r LEFT JOIN streams s ON s.run_id = r.id LEFT JOIN verdicts v ON v.run_id = r.id ";
 
@@ -442,10 +449,15 @@ run_record read_run(sql_statement& s) {
     v.flag = audit::parse_evidence_flag(s.text(39)).value_or(audit::evidence_flag::none);
     v.flag_reason = s.text(40);
     v.first_text_difference = static_cast<int>(s.integer(43));
+    if (!s.is_null(46)) v.width_at_difference = static_cast<int>(s.integer(46));
+    if (!s.is_null(47)) v.width_before_difference = static_cast<int>(s.integer(47));
+    v.events_before_difference = s.text(48);
     r.verdict = v;
   }
   if (!s.is_null(41)) r.company = s.real(41);
   if (!s.is_null(42)) r.token_texts = s.text(42);
+  if (!s.is_null(44)) r.token_times = s.text(44);
+  if (!s.is_null(45)) r.decode_steps = s.text(45);
   return r;
 }
 
@@ -463,6 +475,7 @@ std::optional<audit::logit_stream> stream_of(const run_record& r, const std::vec
   st->client.write_ns = r.write_ns;
   st->client.first_byte_ns = r.first_byte_ns;
   st->client.last_byte_ns = r.last_byte_ns;
+  audit::set_token_times(*st, r.token_times);
   return st;
 }
 
@@ -552,13 +565,23 @@ class sql_evidence final : public evidence_repository {
         },
         " RETURNING group_index, request_index, id",
         [&](sql_statement& s) { run_ids[{s.integer(0), s.integer(1)}] = s.integer(2); });
+    // A burst's decode steps, reconstructed from its members' token times (audit/decode_steps).
+    std::map<const audit::observed_run*, std::string> steps;
+    for (const auto& gw : groups) {
+      if (gw.group->mode != audit::group_mode::burst) continue;
+      std::vector<const audit::logit_stream*> members;
+      for (const auto& r : gw.runs) members.push_back(r.stream ? &*r.stream : nullptr);
+      const auto rec = audit::reconstruct_steps(members);
+      for (std::size_t i = 0; i < gw.runs.size(); ++i) steps[&gw.runs[i]] = audit::steps_to_json(audit::steps_of(rec, i));
+    }
     std::vector<run_ref> ok;
     for (const auto& r : runs)
       if (r.run->stream) ok.push_back(r);
     insert_rows(db_,
                 "INSERT INTO streams (run_id, token_digest, logit_digest, token_count, encoding, content, stop_reason, "
-                "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n, token_texts)",
-                16, ok.size(), [&](sql_statement& s, int p, std::size_t i) {
+                "prompt_tokens, cached_tokens, slot, prompt_ms, predicted_ms, cache_n, prompt_n, predicted_n, token_texts, "
+                "token_times, decode_steps)",
+                18, ok.size(), [&](sql_statement& s, int p, std::size_t i) {
                   const auto& st = *ok[i].run->stream;
                   const auto enc = audit::encode_canonical(st);
                   const auto d = audit::digest(st);
@@ -569,6 +592,8 @@ class sql_evidence final : public evidence_repository {
                   s.bind(p + 8, st.cached_tokens).bind(p + 9, st.slot).bind(p + 10, st.server.prompt_ms);
                   s.bind(p + 11, st.server.predicted_ms).bind(p + 12, st.server.cache_n).bind(p + 13, st.server.prompt_n);
                   s.bind(p + 14, st.server.predicted_n).bind(p + 15, token_texts_of(st));
+                  const auto step = steps.find(ok[i].run);
+                  s.bind(p + 16, audit::token_times_to_json(st)).bind(p + 17, step == steps.end() ? std::string() : step->second);
                 });
     auto& progress =
         db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");

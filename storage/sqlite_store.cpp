@@ -271,6 +271,16 @@ CREATE TABLE selftests (
 );
 CREATE INDEX selftests_by_backend ON selftests(backend, id);
 )sql",
+    // 8: explaining a divergence. Each streamed token's times (its arrival, the server's own
+    // time), the decode steps reconstructed from a burst's streams, and the batch at a divergent
+    // run's first difference.
+    R"sql(
+ALTER TABLE streams ADD COLUMN token_times TEXT NOT NULL DEFAULT '';
+ALTER TABLE streams ADD COLUMN decode_steps TEXT NOT NULL DEFAULT '';
+ALTER TABLE verdicts ADD COLUMN width_at_difference INTEGER;
+ALTER TABLE verdicts ADD COLUMN width_before_difference INTEGER;
+ALTER TABLE verdicts ADD COLUMN events_before_difference TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -298,14 +298,49 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       if (!co_await write_all(socket, plain_header(k.status, body.size()) + body)) co_return;
       continue;
     }
+    const std::string sse_head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
+    auto chunk = [](const std::string& data) {
+      char len[32];
+      std::snprintf(len, sizeof len, "%zx\r\n", data.size());
+      return std::string(len) + data + "\r\n";
+    };
+    // A fault of the whole answer, streamed: the same fault in the event stream's form (a bad
+    // event, a reset halfway, the stream dripped a few bytes at a time).
+    const bool stream_fault = stream && (!k.raw_body.empty() || k.reset_mid_body || k.drip_bytes > 0);
+    if (stream_fault) {
+      std::string events;
+      if (!k.raw_body.empty()) {
+        events = chunk("data: " + k.raw_body + "\n\n");
+      } else {
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+          json ev = {{"content", "t"}, {"stop", false}, {"completion_probabilities", probabilities({tokens[i]})}};
+          events += chunk("data: " + ev.dump() + "\n\n");
+        }
+        json fin = final_fields(tokens.size(), acct);
+        fin["content"] = "";
+        events += chunk("data: " + fin.dump() + "\n\n");
+      }
+      events += "0\r\n\r\n";
+      if (k.reset_mid_body) {
+        co_await write_all(socket, sse_head + events.substr(0, events.size() / 2));
+        socket.set_option(net::socket_base::linger(true, 0));
+        socket.close();
+        co_return;
+      }
+      const std::string wire = sse_head + events;
+      const std::size_t step = k.drip_bytes > 0 ? static_cast<std::size_t>(k.drip_bytes) : wire.size();
+      for (std::size_t i = 0; i < wire.size(); i += step) {
+        if (!co_await write_all(socket, wire.substr(i, step))) co_return;
+        if (k.drip_bytes > 0) {
+          timer.expires_after(k.drip);
+          co_await timer.async_wait(token_t{});
+        }
+      }
+      continue;
+    }
     if (stream) {
-      std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
-      if (!co_await write_all(socket, head)) co_return;
-      auto chunk = [](const std::string& data) {
-        char len[32];
-        std::snprintf(len, sizeof len, "%zx\r\n", data.size());
-        return std::string(len) + data + "\r\n";
-      };
+      if (!co_await write_all(socket, sse_head)) co_return;
       for (std::size_t i = 0; i < tokens.size(); ++i) {
         json ev = {{"content", "t"}, {"stop", false}, {"completion_probabilities", probabilities({tokens[i]})}};
         if (!co_await write_all(socket, chunk("data: " + ev.dump() + "\n\n"))) co_return;

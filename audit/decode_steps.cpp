@@ -1,0 +1,283 @@
+#include "decode_steps.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace logitaudit::audit {
+namespace {
+
+using json = nlohmann::json;
+
+std::int64_t ms_to_ns(double ms) { return static_cast<std::int64_t>(std::llround(ms * 1e6)); }
+
+bool has_tokens(const logit_stream* s) { return s && !s->tokens.empty(); }
+
+}  // namespace
+
+std::string_view to_string(step_clock c) {
+  switch (c) {
+    case step_clock::none: return "none";
+    case step_clock::server: return "server";
+    case step_clock::client: return "client";
+  }
+  return "?";
+}
+
+double decode_reconstruction::separation() const {
+  if (steps < 2) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(min_gap_ns) / static_cast<double>(std::max<std::int64_t>(1, max_spread_ns));
+}
+
+decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members) {
+  decode_reconstruction out;
+  out.members.resize(members.size());
+  bool any = false, server = true;
+  for (const auto* s : members) {
+    if (!has_tokens(s)) continue;
+    any = true;
+    if (s->client.token_ns.size() != s->tokens.size()) {
+      out.why_not = "the answers were not streamed, so no token has its own arrival time";
+      return out;
+    }
+    server = server && s->server_token_ms.size() == s->tokens.size();
+  }
+  if (!any) {
+    out.why_not = "no request of the burst returned tokens";
+    return out;
+  }
+  out.clock = server ? step_clock::server : step_clock::client;
+
+  // Every token on one clock. The server's times of one stream share an unknown origin (its
+  // generation start); the smallest arrival-minus-server-time of the stream places it, since
+  // a delay on the way (the network, the client's scheduling) can only make arrivals later.
+  std::vector<std::vector<std::int64_t>> t(members.size());
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const auto* s = members[m];
+    if (!has_tokens(s)) continue;
+    std::int64_t offset = 0;
+    if (server) {
+      offset = std::numeric_limits<std::int64_t>::max();
+      for (std::size_t p = 0; p < s->tokens.size(); ++p)
+        offset = std::min(offset, s->client.token_ns[p] - ms_to_ns(s->server_token_ms[p]));
+    }
+    for (std::size_t p = 0; p < s->tokens.size(); ++p)
+      t[m].push_back(server ? offset + ms_to_ns(s->server_token_ms[p]) : s->client.token_ns[p]);
+  }
+
+  // A sequence, once in the batch, is decoded in every step until it finishes: request m's
+  // p-th token is in step start[m] + p. So only each request's first step is unknown. Requests
+  // are placed in the order of their first token; each at the start whose steps' times (the
+  // median of the tokens already placed in them) lie closest to its own times. A request
+  // that overlaps no placed step starts right after the last one (the steps between, if any,
+  // decoded none of this burst's requests and change no width).
+  std::vector<std::size_t> order;
+  for (std::size_t m = 0; m < members.size(); ++m)
+    if (!t[m].empty()) order.push_back(m);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t[a][0] < t[b][0]; });
+  std::vector<int> start(members.size(), 0);
+  std::map<int, std::vector<std::int64_t>> in_step;  // step -> placed token times
+  auto step_time = [&](int step) -> std::optional<std::int64_t> {
+    auto it = in_step.find(step);
+    if (it == in_step.end() || it->second.empty()) return std::nullopt;
+    auto v = it->second;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  // Outside the placed steps, step times go on at the typical step length: the median of the
+  // placed steps' lengths, else of this request's own token-to-token times.
+  auto typical_step = [&](std::size_t m) -> std::int64_t {
+    std::vector<std::int64_t> d;
+    std::optional<std::int64_t> prev;
+    for (const auto& [step, times] : in_step) {
+      auto st = step_time(step);
+      if (st && prev) d.push_back(*st - *prev);
+      prev = st;
+    }
+    if (d.empty())
+      for (std::size_t p = 1; p < t[m].size(); ++p) d.push_back(t[m][p] - t[m][p - 1]);
+    if (d.empty()) return 1'000'000;
+    std::sort(d.begin(), d.end());
+    return std::max<std::int64_t>(1, d[d.size() / 2]);
+  };
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const std::size_t m = order[i];
+    const int n = static_cast<int>(t[m].size());
+    if (i == 0) {
+      start[m] = 0;
+    } else {
+      const int first = in_step.begin()->first, last = in_step.rbegin()->first;
+      const std::int64_t step_len = typical_step(m);
+      const std::int64_t t_first = *step_time(first), t_last = *step_time(last);
+      auto time_of = [&](int step) -> std::int64_t {
+        if (step < first) return t_first - (first - step) * step_len;
+        if (step > last) return t_last + (step - last) * step_len;
+        if (auto st = step_time(step)) return *st;
+        return t_first + (step - first) * step_len;  // a placed range always has its steps
+      };
+      double best = std::numeric_limits<double>::infinity(), second = best;
+      int best_start = last + 1;
+      for (int s0 = first - n; s0 <= last + 1; ++s0) {
+        double cost = 0;
+        for (int p = 0; p < n; ++p) cost += std::abs(static_cast<double>(t[m][static_cast<std::size_t>(p)] - time_of(s0 + p)));
+        cost /= n;
+        if (cost < best) {
+          second = best;
+          best = cost;
+          best_start = s0;
+        } else if (cost < second) {
+          second = cost;
+        }
+      }
+      // Ambiguous: another start fits within 10% as well.
+      if (std::isfinite(second) && second < best * 1.1 + 1) ++out.ambiguous;
+      start[m] = best_start;
+    }
+    for (int p = 0; p < n; ++p) in_step[start[m] + p].push_back(t[m][static_cast<std::size_t>(p)]);
+  }
+  // Steps numbered from 0.
+  const int base = in_step.begin()->first;
+  for (auto m : order) start[m] -= base;
+  out.steps = in_step.rbegin()->first - base + 1;
+
+  std::vector<int> width(static_cast<std::size_t>(out.steps), 0);
+  for (auto m : order)
+    for (std::size_t p = 0; p < t[m].size(); ++p) ++width[static_cast<std::size_t>(start[m]) + p];
+
+  // How exact: each token's distance from its step's time, against the typical step length.
+  std::vector<std::int64_t> durations;
+  std::optional<std::int64_t> previous;
+  for (int s = 0; s < out.steps; ++s) {
+    auto st = step_time(s + base);
+    if (st && previous) durations.push_back(*st - *previous);
+    if (st) previous = st;
+  }
+  std::int64_t residual = 0;
+  for (auto m : order)
+    for (std::size_t p = 0; p < t[m].size(); ++p)
+      if (auto st = step_time(start[m] + static_cast<int>(p) + base)) residual = std::max(residual, std::abs(t[m][p] - *st));
+  out.max_spread_ns = 2 * residual;
+  if (!durations.empty()) {
+    std::sort(durations.begin(), durations.end());
+    out.min_gap_ns = durations[durations.size() / 2];
+  }
+
+  // Joins and finishes, by step.
+  std::vector<std::vector<step_event>> at(static_cast<std::size_t>(out.steps));
+  for (auto m : order) {
+    at[static_cast<std::size_t>(start[m])].push_back({step_event::kind::joined, m});
+    const int end = start[m] + static_cast<int>(t[m].size());
+    if (end < out.steps) at[static_cast<std::size_t>(end)].push_back({step_event::kind::finished, m});
+  }
+  for (auto m : order) {
+    auto& ps = out.members[m];
+    ps.resize(t[m].size());
+    for (std::size_t p = 0; p < ps.size(); ++p) {
+      ps[p].step = start[m] + static_cast<int>(p);
+      ps[p].width = width[static_cast<std::size_t>(ps[p].step)];
+      // Consecutive steps: the events since the previous one are this step's.
+      for (const auto& ev : at[static_cast<std::size_t>(ps[p].step)])
+        if (ev.member != m) ps[p].events.push_back(ev);
+    }
+  }
+  return out;
+}
+
+run_steps steps_of(const decode_reconstruction& r, std::size_t member) {
+  run_steps s;
+  s.clock = r.clock;
+  if (member < r.members.size()) s.positions = r.members[member];
+  s.steps = r.steps;
+  s.separation = std::min(r.separation(), 1e9);
+  return s;
+}
+
+std::string steps_to_json(const run_steps& s) {
+  if (s.clock == step_clock::none) return "";
+  json step = json::array(), width = json::array(), events = json::array();
+  for (std::size_t p = 0; p < s.positions.size(); ++p) {
+    step.push_back(s.positions[p].step);
+    width.push_back(s.positions[p].width);
+    for (const auto& e : s.positions[p].events)
+      events.push_back({p, e.what == step_event::kind::joined ? "joined" : "finished", e.member});
+  }
+  return json{{"clock", to_string(s.clock)}, {"steps", s.steps}, {"separation", s.separation},
+              {"step", step}, {"width", width}, {"events", events}}
+      .dump();
+}
+
+std::optional<run_steps> steps_from_json(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  try {
+    run_steps s;
+    const auto clock = j.at("clock").get<std::string>();
+    s.clock = clock == "server" ? step_clock::server : clock == "client" ? step_clock::client : step_clock::none;
+    s.steps = j.at("steps").get<int>();
+    s.separation = j.at("separation").get<double>();
+    const auto& step = j.at("step");
+    const auto& width = j.at("width");
+    if (step.size() != width.size()) return std::nullopt;
+    s.positions.resize(step.size());
+    for (std::size_t p = 0; p < step.size(); ++p) {
+      s.positions[p].step = step[p].get<int>();
+      s.positions[p].width = width[p].get<int>();
+    }
+    for (const auto& e : j.at("events")) {
+      const auto p = e.at(0).get<std::size_t>();
+      if (p >= s.positions.size()) return std::nullopt;
+      s.positions[p].events.push_back(
+          {e.at(1).get<std::string>() == "joined" ? step_event::kind::joined : step_event::kind::finished,
+           e.at(2).get<std::size_t>()});
+    }
+    return s;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string token_times_to_json(const logit_stream& s) {
+  if (s.client.token_ns.empty()) return "";
+  json arrival = json::array();
+  for (auto t : s.client.token_ns) arrival.push_back(t - s.client.write_ns);
+  json j = {{"arrival_ns", arrival}};
+  if (!s.server_token_ms.empty()) j["server_ms"] = s.server_token_ms;
+  return j.dump();
+}
+
+void set_token_times(logit_stream& s, std::string_view text) {
+  if (text.empty()) return;
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return;
+  try {
+    s.client.token_ns.clear();
+    for (const auto& t : j.at("arrival_ns")) s.client.token_ns.push_back(s.client.write_ns + t.get<std::int64_t>());
+    if (auto it = j.find("server_ms"); it != j.end()) s.server_token_ms = it->get<std::vector<double>>();
+  } catch (const json::exception&) {
+    s.client.token_ns.clear();
+    s.server_token_ms.clear();
+  }
+}
+
+std::optional<divergence_step> step_at(const run_steps& s, int position) {
+  if (position < 0 || static_cast<std::size_t>(position) >= s.positions.size()) return std::nullopt;
+  divergence_step d;
+  const auto& here = s.positions[static_cast<std::size_t>(position)];
+  d.width = here.width;
+  d.events = here.events;
+  if (position > 0) d.width_before = s.positions[static_cast<std::size_t>(position - 1)].width;
+  return d;
+}
+
+std::string describe_events(const std::vector<step_event>& events) {
+  std::string out;
+  for (const auto& e : events)
+    out += (out.empty() ? "" : "; ") + std::string("request ") + std::to_string(e.member) +
+           (e.what == step_event::kind::joined ? " joined" : " finished");
+  return out;
+}
+
+}  // namespace logitaudit::audit

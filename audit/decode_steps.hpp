@@ -1,0 +1,91 @@
+// The server's decode steps, reconstructed from the streams of one burst. A server that
+// batches decodes every active sequence once per step and then sends each its token, so a
+// request, once in the batch, has its p-th token in step start + p until it finishes: only
+// each request's first step is unknown. Put on one clock, each request is placed at the start
+// whose steps' times lie closest to its own. A step's width is how many of the burst's
+// requests it decoded; a request whose first token is in a step joined there (its prompt was
+// processed in that step), and one whose last token was in the step before finished there.
+//
+// The clock: llama.cpp's per-token server times (timings_per_token: ms since the stream's first
+// token), put on one clock by each stream's smallest client-arrival offset; else the client's
+// arrival times. Pure. Requests the audit did not send are not seen: the width counts the
+// burst's own (the bursts' busy-slot counters say whether others shared the batch).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "logit_stream.hpp"
+
+namespace logitaudit::audit {
+
+// What happened between a request's previous decode step and this one.
+struct step_event {
+  enum class kind { joined, finished };
+  kind what = kind::joined;
+  std::size_t member = 0;  // the request's index in its burst
+  bool operator==(const step_event&) const = default;
+};
+
+// One token of one request: the step it was decoded in and that step's width.
+struct position_step {
+  int step = 0;
+  int width = 0;
+  std::vector<step_event> events;  // since the request's previous step (joins at this step included)
+  bool operator==(const position_step&) const = default;
+};
+
+enum class step_clock { none, server, client };
+std::string_view to_string(step_clock c);
+
+struct decode_reconstruction {
+  step_clock clock = step_clock::none;
+  std::string why_not;  // clock none: why there is no reconstruction
+  std::vector<std::vector<position_step>> members;  // per request, per position (empty when failed)
+  int steps = 0;
+  // How exact: the median step length over twice the largest distance of a token from its
+  // step's time (ns). Above 1, every token is closer to its own step than to the next.
+  std::int64_t min_gap_ns = 0, max_spread_ns = 0;
+  int ambiguous = 0;  // requests whose start another start would have fitted within 10%
+  double separation() const;
+};
+
+// Reconstructs the steps of one burst's members (null or failed members: no tokens). Members'
+// client times must share one clock (a burst's do).
+decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members);
+
+// One request's steps as stored (JSON), and back. The burst-wide figures travel with it.
+struct run_steps {
+  step_clock clock = step_clock::none;
+  std::vector<position_step> positions;
+  int steps = 0;
+  double separation = 0;
+  bool operator==(const run_steps&) const = default;
+};
+run_steps steps_of(const decode_reconstruction& r, std::size_t member);
+std::string steps_to_json(const run_steps& s);
+std::optional<run_steps> steps_from_json(std::string_view text);
+
+// A stream's token times as stored (JSON: arrival ns after its write, and the server's ms),
+// and back into the stream.
+std::string token_times_to_json(const logit_stream& s);
+void set_token_times(logit_stream& s, std::string_view text);
+
+// The attribution of a first difference at `position`: the widths there and just before, and
+// what happened between (joins and finishes). nullopt when the steps do not reach it.
+struct divergence_step {
+  int width = 0;
+  int width_before = -1;  // -1: the difference is at the first position
+  std::vector<step_event> events;
+  bool width_changed() const { return width_before >= 0 && width != width_before; }
+  bool operator==(const divergence_step&) const = default;
+};
+std::optional<divergence_step> step_at(const run_steps& s, int position);
+
+// "request 2 finished; request 3 joined"; "" for none.
+std::string describe_events(const std::vector<step_event>& events);
+
+}  // namespace logitaudit::audit

@@ -1,0 +1,221 @@
+// e2e: explaining a divergence on real llama-servers. The decode steps reconstructed from a
+// burst's streams match schedules that are known: a one-slot server decodes every step alone; a
+// staggered burst (n_predict 8, 16, 24 beside a 32-token target) narrows 4 -> 3 -> 2 -> 1 at
+// positions 8, 16 and 24; a neighbour that joins after the target's 8th token joins no
+// earlier. The explain preset's conditions each get their own finding, and every divergent
+// stream's attribution reads its own steps.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+
+#include "audit/decode_steps.hpp"
+#include "audit/findings.hpp"
+#include "audit/plan.hpp"
+#include "audit/report.hpp"
+#include "clients/job_runner.hpp"
+#include "support/llama_server.hpp"
+#include "support/outcome.hpp"
+#include "support/run.hpp"
+
+using namespace logitaudit;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::map<std::string, clients::backend_config> backends_of(const audit::audit_spec& spec) {
+  std::map<std::string, clients::backend_config> out;
+  for (const auto& b : spec.backends) out[b.name] = clients::backend_config{b.name, b.url};
+  return out;
+}
+
+audit::condition neighbours(std::string name, int width, int replicates, audit::neighbour_settings n) {
+  audit::condition c{std::move(name), audit::condition_kind::neighbours, width, replicates, false, false};
+  c.neighbours = std::move(n);
+  return c;
+}
+
+audit::audit_spec spec_with(const std::string& url, int n_predict, std::vector<audit::condition> conditions) {
+  audit::audit_spec s;
+  s.backends = {{"b", url, "llama"}};
+  s.prompts = audit::default_prompts();
+  s.n_predict = n_predict;
+  s.conditions = std::move(conditions);
+  s.conditions.push_back({"control_prompt", audit::condition_kind::control_prompt, 1, 1, false, false});
+  return s;
+}
+
+struct measured {
+  audit::audit_plan plan;
+  clients::job_outcome outcome;
+  audit::findings findings;
+};
+
+measured run_spec(const audit::audit_spec& spec) {
+  measured m;
+  m.plan = audit::make_plan(spec);
+  clients::net::io_context io;
+  m.outcome = test_support::run(io, clients::run_audit(spec, m.plan, backends_of(spec), {}), 5min);
+  m.findings = audit::evaluate(spec, m.plan, m.outcome.runs(), test_support::evidence_of(m.outcome));
+  return m;
+}
+
+// The reconstruction of each burst of `condition`, with its members' streams.
+std::vector<audit::decode_reconstruction> bursts_of(const measured& m, const std::string& condition) {
+  std::vector<audit::decode_reconstruction> out;
+  const auto runs = m.outcome.runs();
+  for (const auto& g : m.plan.groups) {
+    if (g.condition != condition || g.mode != audit::group_mode::burst) continue;
+    std::vector<const audit::logit_stream*> members(g.requests.size(), nullptr);
+    for (const auto& r : runs)
+      if (r.group == g.index && r.stream) members[r.request] = &*r.stream;
+    out.push_back(audit::reconstruct_steps(members));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(explain_e2e, a_one_slot_server_decodes_every_step_alone_and_its_neighbours_are_not_counted) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 1, .metrics = true});
+  auto spec = spec_with(server->url(), 16, {neighbours("pair", 2, 2, {})});
+  const auto m = run_spec(spec);
+  const auto bursts = bursts_of(m, "pair");
+  ASSERT_EQ(bursts.size(), 2u);
+  for (const auto& b : bursts) {
+    ASSERT_EQ(b.clock, audit::step_clock::server) << b.why_not;
+    ASSERT_EQ(b.members.size(), 2u);
+    int positions = 0;
+    for (const auto& member : b.members)
+      for (const auto& p : member) {
+        EXPECT_EQ(p.width, 1) << "step " << p.step;
+        ++positions;
+      }
+    EXPECT_EQ(positions, 32);
+    EXPECT_EQ(b.steps, 32) << "one token per step, one sequence at a time";
+  }
+  // The burst did not happen as its name says: the neighbour never shared the target's batch.
+  for (const auto& v : m.findings.verdicts)
+    if (v.condition == "pair") {
+      EXPECT_EQ(v.flag, audit::evidence_flag::not_batched);
+      EXPECT_NE(v.flag_reason.find("shared no decode step with the target"), std::string::npos) << v.flag_reason;
+    }
+}
+
+TEST(explain_e2e, a_staggered_burst_narrows_from_4_to_1_at_positions_8_16_and_24_and_a_late_joiner_joins_no_earlier) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 8, .metrics = true});
+  auto spec = spec_with(server->url(), 32,
+                        {neighbours("staggered", 4, 4, {audit::neighbour_prompts::identical, false, {8, 16, 24}, {}}),
+                         neighbours("late", 2, 2, {audit::neighbour_prompts::identical, false, {}, {8}})});
+  const auto m = run_spec(spec);
+
+  // The schedule: 4 sequences until the 8-token neighbour ends, then 3, 2, 1. The requests are
+  // released together, but the server may process their prompts over its first steps (the
+  // target's first token can come a step or two before its neighbours join, more on a loaded
+  // machine): each change is then that many positions later, and is checked there.
+  const auto bursts = bursts_of(m, "staggered");
+  ASSERT_EQ(bursts.size(), 4u);
+  int agreeing = 0;
+  std::string seen;
+  for (const auto& b : bursts) {
+    ASSERT_EQ(b.clock, audit::step_clock::server) << b.why_not;
+    const auto& target = b.members[0];
+    ASSERT_EQ(target.size(), 32u);
+    std::string widths;
+    for (const auto& p : target) widths += std::to_string(p.width);
+    std::printf("staggered burst: target widths %s, %d steps, separation %.1f, %d ambiguous placements\n", widths.c_str(),
+                b.steps, b.separation(), b.ambiguous);
+    seen += widths + "\n";
+    std::vector<int> joined(4, 0), finished(4, -1);
+    for (std::size_t p = 0; p < target.size(); ++p)
+      for (const auto& e : target[p].events)
+        (e.what == audit::step_event::kind::joined ? joined : finished)[e.member] = static_cast<int>(p);
+    bool agrees = true;
+    for (std::size_t n = 1; n < 4; ++n) {
+      agrees = agrees && joined[n] <= 3;
+      // Request n (8n tokens) leaves the batch 8n positions after it joined, within one.
+      agrees = agrees && std::abs(finished[n] - (joined[n] + 8 * static_cast<int>(n))) <= 1;
+    }
+    // Between the last join and the first finish all four decode together; then 3, 2 and 1
+    // (one position either side of a change is left out).
+    const int all_in = *std::max_element(joined.begin() + 1, joined.end());
+    for (int p = 0; p < 32; ++p) {
+      bool near = p <= all_in;
+      for (std::size_t n = 1; n < 4; ++n) near = near || std::abs(p - finished[n]) <= 1;
+      if (near) continue;
+      int by_schedule = 4;
+      for (std::size_t n = 1; n < 4; ++n) by_schedule -= p >= joined[n] + 8 * static_cast<int>(n);
+      agrees = agrees && target[static_cast<std::size_t>(p)].width == by_schedule;
+    }
+    agreeing += agrees;
+  }
+  // A loaded machine can delay every arrival of a short stream and misplace it (measured: 1 of
+  // 9 bursts with two CPU hogs beside the ASan build, docs/explain.md); three of four agree.
+  EXPECT_GE(agreeing, 3) << seen;
+
+  // The late joiner is written once the target has 8 tokens: it cannot join before position 8.
+  const auto late = bursts_of(m, "late");
+  ASSERT_EQ(late.size(), 2u);
+  for (const auto& b : late) {
+    ASSERT_EQ(b.clock, audit::step_clock::server) << b.why_not;
+    int joined = -1;
+    for (std::size_t p = 0; p < b.members[0].size() && joined < 0; ++p)
+      for (const auto& e : b.members[0][p].events)
+        if (e.what == audit::step_event::kind::joined && e.member == 1) joined = static_cast<int>(p);
+    std::string widths;
+    for (const auto& p : b.members[0]) widths += std::to_string(p.width);
+    std::printf("late joiner: joined at target position %d (asked: after 8 tokens); target widths %s; joiner's first step %d\n",
+                joined, widths.c_str(), b.members[1].empty() ? -1 : b.members[1][0].step);
+    // It joins at the target's 9th token or later; on a loaded machine it can come after the
+    // target ended (then it shared no step, and the burst is counted apart as not batched).
+    if (joined >= 0) EXPECT_GE(joined, 8);
+    else EXPECT_GT(b.members[1].at(0).step, b.members[0].back().step) << "no join, so it came after the target";
+  }
+  const auto runs = m.outcome.runs();
+  for (const auto& g : m.plan.groups) {
+    if (g.condition != "late") continue;
+    const audit::logit_stream *target = nullptr, *joiner = nullptr;
+    for (const auto& r : runs)
+      if (r.group == g.index && r.stream) (r.request == 0 ? target : joiner) = &*r.stream;
+    ASSERT_TRUE(target && joiner);
+    ASSERT_GE(target->client.token_ns.size(), 8u);
+    EXPECT_GT(joiner->client.write_ns, target->client.token_ns[7]) << "written after the target's 8th token arrived";
+  }
+}
+
+TEST(explain_e2e, the_explain_preset_gives_each_experiment_its_finding_and_every_divergence_its_batch) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  auto spec = audit::explain_preset({{"b", server->url(), "llama"}});
+  spec.n_predict = 16;
+  // The preset's experiments at 16 tokens: the early finisher ends after 8, the late joiner
+  // joins after 8; two bursts each.
+  for (auto& c : spec.conditions) {
+    c.replicates = std::min(c.replicates, 2);
+    if (c.name == "explain_early_finisher") c.neighbours.n_predict = {8, 16, 16};
+    if (c.name == "explain_late_joiner") c.neighbours.join_after = {0, 0, 8};
+  }
+  ASSERT_TRUE(audit::validate(spec, {}, std::array<std::string, 1>{"llama"}).empty());
+  const auto m = run_spec(spec);
+  std::printf("%s", audit::render_text(m.findings).c_str());
+  for (const char* name : {"explain_identical", "explain_same_length", "explain_other_lengths", "explain_early_finisher",
+                           "explain_late_joiner", "explain_order"}) {
+    bool sentence = false;
+    for (const auto& s : m.findings.sentences) sentence = sentence || s.starts_with(std::string("Neighbours (") + name + ":");
+    EXPECT_TRUE(sentence) << name;
+  }
+  // Every counted divergent stream of a neighbours burst names its batch, from its own steps.
+  for (const auto& v : m.findings.verdicts) {
+    if (!v.counted() || v.result->logit_identical || v.condition.rfind("explain_", 0) != 0) continue;
+    ASSERT_TRUE(v.at_difference) << v.condition << " run " << v.group << "/" << v.request;
+    EXPECT_GE(v.at_difference->width, 1);
+  }
+  // Attribution tallies agree with the verdicts they count.
+  for (const auto& t : m.findings.attributions) {
+    int divergent = 0;
+    for (const auto& v : m.findings.verdicts)
+      divergent += v.condition == t.condition && v.counted() && !v.result->logit_identical;
+    EXPECT_EQ(t.divergent, divergent) << t.condition;
+    EXPECT_EQ(t.tested, t.with_steps - t.at_first_token);
+  }
+}
