@@ -6,7 +6,8 @@
 #   1. arrival spread at the server, C = 8/64/256: logitaudit vs Python threads, asyncio,
 #      curl --parallel, and the floor the fake server itself adds       (bench_burst)
 #   2. throughput with all the work (parse, digests, SQLite) vs wrk     (bench_throughput)
-#   3. overhead on a real llama-server (tiny): serial wall time / the server's own time
+#   3. overhead on a real llama-server (tiny): serial wall time / the server's own time; and
+#      what streaming costs: tokens/s of streamed bursts against plain ones, alternately  (bench_streaming)
 #   4. the API over a database of 1,000,000 streams: the rate they were stored at, and report and
 #      runs p50/p99 with 100 connections (wrk), on SQLite and then on PostgreSQL
 #   5. logitauditd's memory: idle, during a 256-wide burst, serving the 1M-stream database
@@ -98,6 +99,10 @@ if want 3; then
   wait_url "http://127.0.0.1:$p/health" "$tmp/llama.log"
   "$build/cli/logitaudit" run --backend "tiny=http://127.0.0.1:$p" --db "$tmp/overhead.db" --format csv >/dev/null 2>&1 || true
   python3 bench/report.py overhead "$tmp/overhead.db" >"$parts/overhead.json"
+  # What streaming costs (bursts stream so that their decode steps can be reconstructed):
+  # plain and streamed bursts alternately, on the same server, in one run.
+  "$build/bench/bench_streaming" --url "http://127.0.0.1:$p" --bursts "$bursts" --width 4 --n-predict 64 \
+    --json "$parts/streaming.json" >&2 || say "the streaming benchmark had failures"
   kill "$llama_pid"
   cat "$parts/overhead.json" >&2
 fi
