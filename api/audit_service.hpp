@@ -27,6 +27,24 @@ struct backend_view {
   bool busy = false;  // an audit is running on it now
 };
 
+// A repro: a divergent run's burst shrunk against the live server (clients/repro.hpp), as a
+// background task of the daemon, kept in memory while the daemon runs.
+struct repro_settings {
+  int trials = 6;        // bursts per candidate
+  int max_bursts = 150;  // in all
+};
+struct repro_view {
+  std::int64_t id = 0, audit = 0, run = 0;
+  std::string backend;
+  std::string status = "running";  // running, done, cancelled
+  std::string started_at, finished_at;
+  int bursts = 0, max_bursts = 0, trials = 0;
+  std::string phase;              // solo, full, requests, lengths
+  std::string outcome, message;   // once done (clients::repro_outcome)
+  std::string original, minimal;  // the cases, described
+  std::map<std::string, std::string> files;  // the bundle, once done
+};
+
 struct backend_list {
   std::vector<backend_view> backends;  // configured
   bool allow_adhoc = false;            // specs may name other URLs
@@ -71,6 +89,14 @@ class audit_service {
   // its later audits cite it. Errors: not_found (no such backend), conflict (an audit holds it),
   // unavailable (no request came back).
   virtual boost::asio::awaitable<expected<storage::selftest_record, service_error>> selftest(std::string backend) = 0;
+  // Starts the minimal reproduction of a divergent burst run. Errors: not_found (audit, run),
+  // conflict (the audit has not ended, the run did not diverge or was not in a burst, an audit
+  // holds its backend), invalid (settings, a backend not configured).
+  virtual boost::asio::awaitable<expected<repro_view, service_error>> start_repro(std::int64_t audit, std::int64_t run,
+                                                                               repro_settings settings) = 0;
+  virtual boost::asio::awaitable<std::optional<repro_view>> repro(std::int64_t id) = 0;
+  // Errors: not_found, conflict (it has ended).
+  virtual boost::asio::awaitable<expected<repro_view, service_error>> cancel_repro(std::int64_t id) = 0;
   virtual boost::asio::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() = 0;
   virtual bool ready() const = 0;
 };

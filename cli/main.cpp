@@ -10,6 +10,7 @@
 #include "exit_codes.hpp"
 #include "remote_commands.hpp"
 #include "run_command.hpp"
+#include "repro_command.hpp"
 #include "selftest_command.hpp"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   add_run_command(app);
   add_selftest_command(app);
+  add_repro_command(app);
   add_db_commands(app);
   add_bundle_commands(app);
   add_remote_commands(app);

@@ -5,7 +5,11 @@
 // Not thread-safe: use from the executor it was made with.
 #pragma once
 
+#include <atomic>
+#include <memory>
+
 #include "api/audit_service.hpp"
+#include "clients/repro.hpp"
 #include "job_lifecycle.hpp"
 #include "job_queue.hpp"
 #include "storage/db_worker.hpp"
@@ -40,6 +44,10 @@ class job_service final : public api::audit_service {
   net::awaitable<expected<std::string, api::service_error>> export_bundle(std::vector<std::int64_t> ids) override;
   net::awaitable<expected<storage::import_result, api::service_error>> import_bundle(std::string text) override;
   net::awaitable<api::backend_list> backends() override;
+  net::awaitable<expected<api::repro_view, api::service_error>> start_repro(std::int64_t audit, std::int64_t run,
+                                                                           api::repro_settings settings) override;
+  net::awaitable<std::optional<api::repro_view>> repro(std::int64_t id) override;
+  net::awaitable<expected<api::repro_view, api::service_error>> cancel_repro(std::int64_t id) override;
   net::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() override;
   bool ready() const override { return queue_.started() && !queue_.stopping(); }
 
@@ -49,6 +57,14 @@ class job_service final : public api::audit_service {
   job_queue& queue_;
   storage::bundle_origin origin_;
   std::size_t max_bundle_bytes_;
+  struct repro_task {
+    api::repro_view view;
+    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
+  };
+  std::map<std::int64_t, std::shared_ptr<repro_task>> repros_;
+  net::awaitable<void> run_repro(std::shared_ptr<repro_task> task, clients::repro_case c, api::repro_settings settings,
+                                 clients::backend_config config);
+  std::int64_t next_repro_ = 1;
 };
 
 }  // namespace logitaudit::daemon

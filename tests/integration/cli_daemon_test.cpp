@@ -401,3 +401,67 @@ TEST_F(cli, a_selftest_of_a_configured_backend_is_stored_by_the_daemon_and_cited
   EXPECT_EQ(unknown.code, 5) << unknown.err;
   EXPECT_NE(unknown.err.find("backend"), std::string::npos) << unknown.err;
 }
+
+// A divergence one neighbour causes (the fake moves a request's logprobs by one ULP while a
+// request about sourdough is in flight beside it): repro shrinks the burst to that neighbour at
+// its shortest, writes a bundle whose script shows it against the server with curl and sh, and
+// says "not reproduced" once the server no longer diverges.
+TEST_F(cli, repro_shrinks_a_burst_to_the_one_neighbour_that_moves_it_and_its_script_shows_it) {
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.jitter_beside = "sourdough";  // cross_batch filler 1 of 3
+  fake_->set_knobs(k);
+  start_daemon();
+  const fs::path spec = dir_ / "spec.json";
+  std::ofstream(spec) << R"({"backends":["fake"],"prompts":["alpha beta","gamma delta"],"n_predict":4,)"
+                         R"("conditions":[{"name":"mixed","kind":"cross_batch","concurrency":4},)"
+                         R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})";
+  auto submitted = cli_run({"submit", spec.string(), "--wait", "--json"});
+  ASSERT_EQ(submitted.code, 0) << submitted.err << submitted.out;
+  const auto id = json::parse(submitted.out)["audit"].value("id", std::int64_t{0});
+  std::int64_t divergent = 0, serial = 0;
+  const json runs = cli_json({"runs", std::to_string(id)});
+  for (const auto& r : runs["runs"]) {
+    if (!r.contains("verdict")) continue;
+    if (r["condition"] == "mixed" && !r["verdict"]["logit_identical"].get<bool>()) divergent = r["id"].get<std::int64_t>();
+    if (r["condition"] == "control_prompt") serial = r["id"].get<std::int64_t>();
+  }
+  ASSERT_GT(divergent, 0) << "the cross-batch target beside the sourdough request diverged";
+
+  const fs::path bundle = dir_ / "bundle";
+  auto repro = cli_run({"repro", std::to_string(id), std::to_string(divergent), "--trials", "4", "--out", bundle.string()});
+  ASSERT_EQ(repro.code, 0) << repro.err << repro.out;
+  EXPECT_NE(repro.out.find("reproduced: target (n_predict 4) + 1 neighbour (n_predict 1) moves the target"), std::string::npos)
+      << repro.out;
+  std::ifstream in(bundle / "expected.json");
+  const json expected = json::parse(in);
+  ASSERT_EQ(expected["requests"].size(), 2u) << expected.dump(2);
+  EXPECT_NE(expected["requests"][1]["prompt"].get<std::string>().find("sourdough"), std::string::npos);
+  EXPECT_EQ(expected["requests"][1]["n_predict"], 1);
+  EXPECT_FALSE(expected["divergent_logit_digests"].empty());
+  EXPECT_NE(expected["solo"]["logit_digest"], expected["divergent_logit_digests"][0]);
+  for (const char* f : {"repro.sh", "fingerprint.json", "command.txt", "upstream.md"}) EXPECT_TRUE(fs::exists(bundle / f)) << f;
+
+  // The script, by itself: curl and sh against the server's URL.
+  auto script = test_support::run_process({"/bin/sh", (bundle / "repro.sh").string(), fake_->url(), "2"});
+  EXPECT_EQ(script.code, 1) << script.out << script.err;
+  EXPECT_NE(script.out.find("trial 1: DIFFERENT from solo"), std::string::npos) << script.out << script.err;
+  EXPECT_NE(script.out.find("2 of 2 trials: the target's numbers differed"), std::string::npos) << script.out;
+
+  // A server that no longer diverges: the script says so, and a new repro is not reproduced.
+  k.jitter_beside.clear();
+  fake_->set_knobs(k);
+  script = test_support::run_process({"/bin/sh", (bundle / "repro.sh").string(), fake_->url(), "2"});
+  EXPECT_EQ(script.code, 0) << script.out << script.err;
+  EXPECT_NE(script.out.find("0 of 2 trials"), std::string::npos) << script.out;
+  auto again = cli_run({"repro", std::to_string(id), std::to_string(divergent), "--trials", "4", "--out", (dir_ / "again").string()});
+  EXPECT_EQ(again.code, 1) << again.err << again.out;
+  EXPECT_NE(again.out.find("not reproduced after 4 trials"), std::string::npos) << again.out;
+  // A run that shared no batch (the serial control) has nothing to shrink: refused, naming it.
+  ASSERT_GT(serial, 0);
+  auto refused = cli_run({"repro", std::to_string(id), std::to_string(serial)});
+  EXPECT_EQ(refused.code, 5) << refused.err;
+  EXPECT_NE(refused.err.find("was not in a burst"), std::string::npos) << refused.err;
+  auto few = cli_run({"repro", std::to_string(id), std::to_string(divergent), "--trials", "3"});
+  EXPECT_EQ(few.code, 2) << few.err;
+}

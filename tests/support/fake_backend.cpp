@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 namespace logitaudit::test_support {
@@ -30,6 +31,7 @@ struct fake_backend::state {
   std::size_t accepted = 0;
   // Only touched on the server thread:
   int in_flight = 0;
+  std::multiset<std::string> flying;  // the prompts of the completions in flight
   std::chrono::steady_clock::time_point free_at{};  // batching off: when the one "slot" is free again
   double decodes = 0, busy_slot_decodes = 0;        // llama.cpp's n_decode_total, n_busy_slots_total
   std::map<std::int64_t, std::string> slot_prompts; // the prompt each slot holds (prompt cache)
@@ -227,10 +229,31 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       st->arrivals.push_back(arrived);
     }
     ++st->in_flight;
+    std::string early_prompt;
+    if (auto early = json::parse(req.body(), nullptr, false); early.is_object() && early.contains("prompt") && early["prompt"].is_string())
+      early_prompt = early["prompt"].get<std::string>();
+    {
+      std::lock_guard lock(st->mutex);
+      st->flying.insert(early_prompt);
+    }
     struct leave {
       fake_backend::state* s;
-      ~leave() { --s->in_flight; }
-    } guard{st.get()};
+      std::string prompt;
+      ~leave() {
+        --s->in_flight;
+        std::lock_guard lock(s->mutex);
+        if (auto it = s->flying.find(prompt); it != s->flying.end()) s->flying.erase(it);
+      }
+    } guard{st.get(), early_prompt};
+    // Whether a request with the needle was in flight beside this one (at its start or end).
+    auto beside_needle = [&] {
+      if (k.jitter_beside.empty() || early_prompt.find(k.jitter_beside) != std::string::npos) return false;
+      std::lock_guard lock(st->mutex);
+      for (const auto& p : st->flying)
+        if (p.find(k.jitter_beside) != std::string::npos) return true;
+      return false;
+    };
+    bool needle = beside_needle();
     int peak = st->in_flight;  // the most requests in flight while this one was
     if (k.never_answer) {
       timer.expires_after(std::chrono::hours(1));
@@ -250,6 +273,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     }
     peak = std::max(peak, st->in_flight);
     const bool overlapped = k.batching && peak > 1;
+    needle = k.batching && (needle || beside_needle());
     json in = json::parse(req.body(), nullptr, false);
     if (!in.is_object()) in = json::object();
     const std::string prompt = in.contains("prompt") && in["prompt"].is_string() ? in["prompt"].get<std::string>() : "";
@@ -266,7 +290,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       noise = ((st->served * 0x9E3779B97F4A7C15ull) >> 63) == 1;  // about every other answer, in no fixed rhythm
     }
     auto tokens = fake_tokens(prompt, seed, temperature, n, topk,
-                              (k.jitter_when_overlapping && overlapped) || noise, k.weights);
+                              (k.jitter_when_overlapping && overlapped) || noise || needle, k.weights);
     if (k.logprob_decimals >= 0) {  // a proxy that rounds what it passes on
       const double scale = std::pow(10.0, k.logprob_decimals);
       for (auto& t : tokens) {

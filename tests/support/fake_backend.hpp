@@ -29,6 +29,9 @@ struct fake_knobs {
   std::size_t drip_bytes = 0;          // > 0: plain answers dripped this many bytes at a time
   bool never_answer = false;           // read the request, then say nothing
   bool jitter_when_overlapping = false;  // logprobs move by one ULP if another request is in flight
+  // Non-empty: logprobs move by one ULP only while a request whose prompt contains this text
+  // is in flight beside one whose prompt does not (a divergence one neighbour causes: repro).
+  std::string jitter_beside;
   bool noisy = false;  // solo non-determinism: every other answer's logprobs move by one ULP (the canary's never)
   std::size_t padding_bytes = 0;       // extra bytes in each completion body (oversize tests)
   int total_slots = 8;

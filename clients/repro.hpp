@@ -1,0 +1,92 @@
+// A minimal reproduction of a divergent run: its burst shrunk, against the live server, to the
+// smallest set of co-batched requests (ddmin), then the shortest lengths, that still move the
+// target away from its solo numbers; and a bundle to file upstream (a curl-and-sh script, the
+// fingerprint, the expected digests, a text to paste). docs/explain.md.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "audit/fingerprint.hpp"
+#include "audit/search.hpp"
+#include "backend.hpp"
+
+namespace logitaudit::clients {
+
+// One request of a burst, as the server is asked it.
+struct repro_request {
+  std::string prompt;
+  double temperature = 0;
+  std::optional<std::uint64_t> seed;
+  int n_predict = 32;
+  int join_after = 0;  // a neighbour written once the target has this many tokens
+  bool operator==(const repro_request&) const = default;
+};
+
+struct repro_case {
+  repro_request target;
+  std::vector<repro_request> neighbours;
+  int top_k = 5;
+  bool operator==(const repro_case&) const = default;
+};
+std::string describe(const repro_case& c);  // "target + 2 neighbours (n_predict 8, 32)"
+
+struct repro_limits {
+  int trials = 6;        // bursts per candidate (and solo repeats of the target)
+  int max_bursts = 150;  // bursts in all, then the smallest case found so far
+  double alpha = 0.05;   // DIFFERENT: Fisher's p against the solo repeats below this
+  double magnitude = 0.5;
+};
+
+enum class repro_outcome { reproduced, not_reproduced, solo_unstable, limit_reached, cancelled, failed };
+std::string_view to_string(repro_outcome o);
+
+struct repro_probe {
+  std::string candidate;  // describe() of what was tried
+  audit::search_decision decision = audit::search_decision::unknown;
+  int trials = 0, identical = 0;  // bursts, and of them the target identical to its solo
+};
+
+struct repro_progress {
+  int bursts = 0, max_bursts = 0;
+  std::string phase;  // "solo", "full", "requests", "lengths"
+};
+
+struct repro_result {
+  repro_outcome outcome = repro_outcome::failed;
+  std::string message;
+  repro_case original, minimal;
+  std::string solo_token_digest, solo_logit_digest;
+  std::vector<std::string> divergent_logit_digests;  // the target's, in the minimal case's bursts
+  std::vector<repro_probe> probes;
+  int bursts = 0;
+};
+
+struct repro_options {
+  repro_limits limits;
+  std::shared_ptr<std::atomic<bool>> cancel;  // set: stop at the next probe
+  std::function<void(const repro_progress&)> on_progress;
+};
+
+// Solo repeats of the target, then the whole case, then ddmin over the neighbours and a
+// halving of each remaining neighbour's n_predict; every candidate tried `trials` times and
+// decided SAME, DIFFERENT or UNKNOWN as the threshold search decides (only DIFFERENT keeps a
+// reduction). Suspends; `b` must outlive it.
+net::awaitable<repro_result> find_minimal_repro(backend& b, repro_case c, repro_options o);
+
+// The bundle's files, by name: repro.sh (curl and a POSIX shell; starts nothing; sends the
+// minimal requests at once to the URL it is given and says whether the target's numbers equal
+// its solo ones), expected.json, fingerprint.json, command.txt, upstream.md.
+struct repro_context {
+  std::int64_t audit = 0, run = 0;
+  std::string backend;
+  audit::backend_fingerprint fingerprint;
+  std::string command_line;  // the server's, when known
+};
+std::map<std::string, std::string> repro_bundle(const repro_result& r, const repro_context& ctx, int trials);
+
+}  // namespace logitaudit::clients
