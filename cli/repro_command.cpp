@@ -53,7 +53,7 @@ int run_repro_command(const repro_args& a) {
     j["written_to"] = dir;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << j.value("outcome", "") << ": " << j.value("message", "") << "\n"
+    std::cout << j.value("message", "") << "\n"
               << "minimal case: " << j.value("minimal", "") << "\n"
               << "bundle: " << dir << "/ (sh " << dir << "/repro.sh URL runs it against a server)\n";
   }

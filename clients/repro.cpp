@@ -308,7 +308,7 @@ std::map<std::string, std::string> repro_bundle(const repro_result& r, const rep
       "differ=0\n"
       "i=1\n"
       "while [ \"$i\" -le \"$TRIALS\" ]; do\n"
-      "  curl -sS --parallel --parallel-immediate --parallel-max " + std::to_string(m.neighbours.size() + 1) +
+      "  curl -sS --no-progress-meter --parallel --parallel-immediate --parallel-max " + std::to_string(m.neighbours.size() + 1) +
       " -H 'Content-Type: application/json' \\\n"
       "    --data-binary @\"$dir/target.json\" -o \"$dir/burst.out\" \"$URL/completion\"";
   for (std::size_t i = 0; i < m.neighbours.size(); ++i)

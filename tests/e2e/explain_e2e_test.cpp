@@ -5,18 +5,23 @@
 // earlier. The explain preset's conditions each get their own finding, and every divergent
 // stream's attribution reads its own steps.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "audit/decode_steps.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/report.hpp"
+#include "clients/repro.hpp"
 #include "clients/job_runner.hpp"
 #include "support/llama_server.hpp"
 #include "support/outcome.hpp"
+#include "support/process.hpp"
 #include "support/run.hpp"
 
 using namespace logitaudit;
@@ -218,4 +223,48 @@ TEST(explain_e2e, the_explain_preset_gives_each_experiment_its_finding_and_every
     EXPECT_EQ(t.divergent, divergent) << t.condition;
     EXPECT_EQ(t.tested, t.with_steps - t.at_first_token);
   }
+}
+
+// repro against real llama-servers. A one-slot server takes a burst one request at a time, so
+// nothing shares the target's batch: "not reproduced". A -kvu server (unified KV cache): where
+// its burst moves the target on this machine, the search keeps a case that still does, and the
+// script it writes, run by hand with sh and curl, shows the difference too. Whether -kvu
+// diverges is the machine's (docs/findings-cpu.md); the test asserts what the evidence says.
+TEST(explain_e2e, repro_on_real_servers_is_not_reproduced_on_one_slot_and_its_script_agrees_with_the_search_on_kvu) {
+  clients::repro_case c;
+  c.target = {"The history of the printing press begins", 0, std::nullopt, 16, 0};
+  for (int i = 0; i < 3; ++i) c.neighbours.push_back(c.target);
+  clients::repro_options o;
+  o.limits.trials = 4;
+  o.limits.max_bursts = 24;
+  {
+    auto one = test_support::start_llama_server({.model = "small", .parallel = 1, .metrics = true});
+    clients::net::io_context io;
+    clients::backend b(io.get_executor(), clients::backend_config{"one", one->url()});
+    const auto r = test_support::run(io, clients::find_minimal_repro(b, c, o), 5min);
+    EXPECT_EQ(r.outcome, clients::repro_outcome::not_reproduced) << r.message;
+    EXPECT_NE(r.message.find("not reproduced after 4 trials"), std::string::npos) << r.message;
+  }
+  auto kvu = test_support::start_llama_server({.model = "small", .parallel = 8, .metrics = true, .extra = {"-kvu"}});
+  clients::net::io_context io;
+  clients::backend b(io.get_executor(), clients::backend_config{"kvu", kvu->url()});
+  const auto r = test_support::run(io, clients::find_minimal_repro(b, c, o), 5min);
+  std::printf("repro on -kvu: %s: %s (%d bursts)\n", std::string(clients::to_string(r.outcome)).c_str(), r.message.c_str(), r.bursts);
+  ASSERT_FALSE(r.probes.empty());
+  const bool moved = r.probes.front().decision == audit::search_decision::different;
+  if (!moved) {
+    EXPECT_EQ(r.outcome, clients::repro_outcome::not_reproduced) << r.message;
+    return;  // this machine's -kvu kept the numbers: nothing to reproduce (said, not failed)
+  }
+  EXPECT_TRUE(r.outcome == clients::repro_outcome::reproduced || r.outcome == clients::repro_outcome::limit_reached) << r.message;
+  EXPECT_FALSE(r.minimal.neighbours.empty());
+  const auto files = clients::repro_bundle(r, {1, 1, "kvu", {}, ""}, 4);
+  char tmpl[] = "/tmp/logitaudit-repro-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  std::ofstream(dir + "/repro.sh") << files.at("repro.sh");
+  auto script = test_support::run_process({"/bin/sh", dir + "/repro.sh", kvu->url(), "6"});
+  std::printf("%s", script.out.c_str());
+  EXPECT_EQ(script.code, 1) << "the script did not see the difference the search kept: " << script.out << script.err;
+  EXPECT_NE(script.out.find("DIFFERENT from solo"), std::string::npos) << script.out;
+  std::filesystem::remove_all(dir);
 }
