@@ -168,6 +168,17 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
     };
   }
 
+  // A log axis labels decades only ("1e-7"); the ticks between them stay unlabelled, so that a
+  // narrow chart's labels never lie on top of each other.
+  function decadeLabels(u, ticks) {
+    return ticks.map((t) => {
+      if (!t) return '';
+      const e = Math.log10(t);
+      return Math.abs(e - Math.round(e)) < 1e-9 ? '1e' + Math.round(e) : '';
+    });
+  }
+  state.decadeLabels = decadeLabels;
+
   function makeChart(name, container, opts, data) {
     const box = h('div', { class: 'chart ' + name.split(':')[0], 'data-chart': name });
     container.append(box);
@@ -537,7 +548,16 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
       table(['run', 'backend', 'condition', 'rep', 'prompt', '', 'logits', 'tokens', 'first logit diff', 'first token diff', 'max |Δ|', 'evidence'], runBody));
 
     // The charts before the long tables: each chart lays out what is on the page so far.
-    main.append(findings, predictions, ...[searches, frontier].filter(Boolean), batching, hist);
+    // Attribution at the first divergence: per burst condition and backend (docs/explain.md).
+    const rate = (k, n) => (n ? (100 * k / n).toFixed(1) + '%' : '–');
+    const attribution = (report.attributions || []).length ? h('section', { 'data-testid': 'attribution' }, h('h2', null, 'Attribution at the first divergence'),
+      table(['condition', 'backend', 'divergent', 'with steps', 'at the first token', 'at a width change', 'base rate', 'p (exact binomial)', 'at a finish', 'at a join'],
+        report.attributions.map((t) => h('tr', { 'data-condition': t.condition },
+          h('td', null, t.condition), h('td', null, t.backend), h('td', { class: 'num' }, t.divergent), h('td', { class: 'num' }, t.with_steps),
+          h('td', { class: 'num' }, t.at_first_token), h('td', { class: 'num' }, `${t.at_width_change}/${t.tested}`),
+          h('td', { class: 'num' }, rate(t.width_changes, t.positions)), h('td', { class: 'num' }, t.tested ? num(t.p_width_change, 4) : '–'),
+          h('td', { class: 'num' }, `${t.at_finish} (${rate(t.finishes, t.positions)})`), h('td', { class: 'num' }, `${t.at_join} (${rate(t.joins, t.positions)})`))))) : null;
+    main.append(findings, predictions, ...[searches, frontier, attribution].filter(Boolean), batching, hist);
     divergenceHistograms(hist, runs.runs);
     main.append(fp, runSection);
   }
@@ -594,7 +614,8 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
     if (zeros < n) {
       makeChart('delta', chartBox, {
         height: 260, scales: { x: { time: false }, y: { distr: 3 } },
-        axes: [{ label: 'position', incrs: WHOLE }, { label: '|Δ logprob|', size: 60, values: (u, ticks) => ticks.map((t) => (t ? t.toExponential(0) : '0')) }],
+        cursor: { sync: { key: 'run-' + run.id } },
+        axes: [{ label: 'position', incrs: WHOLE }, { label: '|Δ logprob|', size: 60, space: 18, values: decadeLabels }],
         series: [{ label: 'position' },
           { label: 'sampled token', stroke: '#1f4e79', width: 1.5, points: { show: true, size: 4 }, spanGaps: false },
           { label: 'top-k (shared ids), max', stroke: '#8e44ad', width: 1, dash: [4, 3], points: { show: true, size: 3 }, spanGaps: false }],
@@ -602,6 +623,26 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
       }, [x, sampled, topk]);
     } else chartBox.append(h('p', null, 'Identical at every position.'));
     state.charts.markers = marks;
+
+    // The batch at every decode step (burst members): the width of each position's step, on the
+    // same x axis with a synced cursor, joins and finishes of the burst's other requests marked.
+    const steps = run.decode_steps;
+    if (steps && steps.width && steps.width.length) {
+      const widthBox = h('section', { 'data-testid': 'width-track' }, h('h2', null, 'Batch width at each decode step'),
+        h('p', { class: 'muted' }, `${steps.steps} steps of this burst, from the ${steps.clock}'s per-token times; separation ${num(steps.separation)} (above 1: every token nearer its own step than the next)` +
+          (v && v.at_difference ? `; at the first difference: width ${v.at_difference.width}${v.at_difference.width_before === null ? ' (the first token)' : ' (was ' + v.at_difference.width_before + ')'}${v.at_difference.events ? ', ' + v.at_difference.events : ''}` : '')));
+      main.append(widthBox);
+      const events = steps.events.map((e) => ({ x: e.position, label: `${e.request} ${e.event}`, color: e.event === 'joined' ? '#2e7d32' : '#6d4c41', row: 0 }));
+      const wx = steps.width.map((_, i) => i);
+      makeChart('width', widthBox, {
+        height: 160, scales: { x: { time: false, range: [0, Math.max(n - 1, wx.length - 1)] }, y: { range: [0, Math.max(...steps.width) + 1] } },
+        cursor: { sync: { key: 'run-' + run.id } },
+        axes: [{ label: 'position', incrs: WHOLE }, { label: 'width', size: 60, incrs: WHOLE }],
+        series: [{ label: 'position' }, { label: 'sequences in the step', stroke: '#1f4e79', width: 2, paths: uPlot.paths.stepped({ align: 1 }) }],
+        plugins: [markerPlugin(events)],
+      }, [wx, steps.width]);
+      state.charts.events = events;
+    }
 
     // The top-k lists side by side where the streams first differ.
     const at = v && v.first_logit_difference >= 0 ? v.first_logit_difference : -1;

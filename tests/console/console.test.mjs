@@ -321,6 +321,34 @@ await check('a run: |Δ logprob| by position against its baseline, markers, top-
   noErrors();
 });
 
+await check('a burst run: the batch width at each decode step under the |Δ| chart, one cursor, events marked; log labels by decade', async () => {
+  const runs = (await get(`/v1/audits/${seedAudit}/runs`)).runs;
+  const run = runs.find((r) => r.decode_steps && r.verdict && r.condition.startsWith('concurrent'));
+  assert.ok(run, 'a compared burst run has decode steps');
+  await open(`#/audits/${seedAudit}/runs/${run.id}`);
+  assert.equal(await page.$$eval('[data-testid=width-track] canvas', (c) => c.length), 1);
+  const data = await page.evaluate(() => window.__console.charts.width.data);
+  assert.deepEqual(data[1], run.decode_steps.width);
+  const events = await page.evaluate(() => window.__console.charts.events.map((e) => [e.x, e.label]));
+  assert.deepEqual(events, run.decode_steps.events.map((e) => [e.position, `${e.request} ${e.event}`]));
+  // One cursor: the width track follows the |Δ| chart's (when the run has one; identical runs have none).
+  const synced = await page.evaluate(() => {
+    const c = window.__console.charts;
+    return c.delta ? c.delta.plot.cursor.sync.key === c.width.plot.cursor.sync.key : null;
+  });
+  if (synced !== null) assert.ok(synced);
+  // The log axis labels decades only: never two labels at 2e-7 and 3e-7 on top of each other.
+  const labels = await page.evaluate(() => window.__console.decadeLabels(null, [1e-7, 2e-7, 5e-7, 1e-6, 1e-3]));
+  assert.deepEqual(labels, ['1e-7', '', '', '1e-6', '1e-3']);
+  // The audit page's attribution table: a row per burst condition with divergent streams.
+  const report = await get(`/v1/audits/${seedAudit}/report`);
+  await open(`#/audits/${seedAudit}`);
+  const rows = await page.$$eval('[data-testid=attribution] tr[data-condition]', (rs) => rs.map((r) => r.dataset.condition));
+  assert.deepEqual(rows, (report.attributions || []).map((t) => t.condition));
+  await shot('width-track');
+  noErrors();
+});
+
 await check('a series: identical rates with bands, the fingerprint change annotated, hover, click, zoom synced', async () => {
   const api_ = (await get(`/v1/series?backend=tiny&spec_hash=${specHash}`)).series[0];
   await open(`#/series?backend=tiny&spec_hash=${specHash}`);
