@@ -634,6 +634,39 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
       main.append(widthBox);
       const events = steps.events.map((e) => ({ x: e.position, label: `${e.request} ${e.event}`, color: e.event === 'joined' ? '#2e7d32' : '#6d4c41', row: 0 }));
       const wx = steps.width.map((_, i) => i);
+      // A divergent burst run: shrink its burst to a minimal reproduction on the live server.
+      if (v && !v.logit_identical) {
+        const out = h('div', { 'data-testid': 'repro-status', class: 'muted' });
+        const start = h('button', {
+          type: 'button', 'data-testid': 'repro-start', onclick: async () => {
+            await tokenFor(true);
+            start.disabled = true;
+            let r;
+            try {
+              r = await api(`/v1/audits/${Number(id)}/runs/${Number(run.id)}/repro`, { method: 'POST', body: {} });
+            } catch (e) {
+              put(out, h('span', { class: 'error' }, e.message || String(e)));
+              start.disabled = false;
+              return;
+            }
+            const mine = state.render;
+            while (r.status === 'running' && mine === state.render) {
+              put(out, `repro ${r.id}: ${r.progress.phase || 'starting'}, ${r.progress.bursts} of at most ${r.progress.max_bursts} bursts`);
+              await new Promise((ok) => { state.timers.push(setTimeout(ok, 400)); });
+              r = await api(r.links.self);
+            }
+            if (mine !== state.render) return;
+            state.repro = r;
+            const script = await api(r.links.script, { text: true });
+            state.reproScript = script;
+            const link = h('a', { 'data-testid': 'repro-script', download: `repro-${Number(id)}-${Number(run.id)}.sh`,
+              href: URL.createObjectURL(new Blob([script], { type: 'text/x-shellscript' })) }, 'repro.sh');
+            put(out, h('span', null, `${r.outcome}: ${r.message}. `), 'Download ', link, ' (sh repro.sh URL: curl and sh, starts nothing).');
+            start.disabled = false;
+          },
+        }, 'Find a minimal reproduction');
+        widthBox.append(h('p', null, start, ' ', out));
+      }
       makeChart('width', widthBox, {
         height: 160, scales: { x: { time: false, range: [0, Math.max(n - 1, wx.length - 1)] }, y: { range: [0, Math.max(...steps.width) + 1] } },
         cursor: { sync: { key: 'run-' + run.id } },

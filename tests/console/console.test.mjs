@@ -349,6 +349,38 @@ await check('a burst run: the batch width at each decode step under the |Δ| cha
   noErrors();
 });
 
+await check('a divergent burst run starts its repro from the run page and its script can be downloaded', async () => {
+  const kvuAudit = Number(process.env.KVU_AUDIT);
+  const runs = (await get(`/v1/audits/${kvuAudit}/runs`)).runs;
+  const divergent = runs.find((r) => r.decode_steps && r.verdict && !r.verdict.logit_identical);
+  const identical = runs.find((r) => r.decode_steps && r.verdict && r.verdict.logit_identical);
+  if (identical) {
+    await open(`#/audits/${kvuAudit}/runs/${identical.id}`);
+    assert.equal(await page.$$eval('[data-testid=repro-start]', (b) => b.length), 0, 'no repro for a run that did not diverge');
+  }
+  if (!divergent) {
+    console.log('     -kvu kept every burst identical on this machine: the repro button is not shown anywhere');
+    return;
+  }
+  await open(`#/audits/${kvuAudit}/runs/${divergent.id}`);
+  await page.click('[data-testid=repro-start]');
+  await page.waitForSelector('[data-testid=repro-script]', { timeout: 120000 });
+  const repro = await page.evaluate(() => window.__console.repro);
+  assert.equal(repro.run, divergent.id);
+  assert.ok(['reproduced', 'not_reproduced', 'limit_reached'].includes(repro.outcome), repro.outcome);
+  const status = await page.textContent('[data-testid=repro-status]');
+  assert.ok(status.includes(repro.message), status);
+  const link = await page.$eval('[data-testid=repro-script]', (a) => ({ href: a.href, download: a.download }));
+  assert.ok(link.href.startsWith('blob:'), link.href);
+  assert.equal(link.download, `repro-${kvuAudit}-${divergent.id}.sh`);
+  const script = await page.evaluate(() => window.__console.reproScript);
+  assert.equal(script, await (await fetch(`${base}/v1/repros/${repro.id}/files/repro.sh`, { headers: { Authorization: `Bearer ${token}` } })).text());
+  assert.ok(script.startsWith('#!/bin/sh'), script.slice(0, 80));
+  assert.ok(script.includes('--parallel'), 'the script sends the minimal requests at once');
+  await shot('repro');
+  noErrors();
+});
+
 await check('a series: identical rates with bands, the fingerprint change annotated, hover, click, zoom synced', async () => {
   const api_ = (await get(`/v1/series?backend=tiny&spec_hash=${specHash}`)).series[0];
   await open(`#/series?backend=tiny&spec_hash=${specHash}`);

@@ -39,12 +39,19 @@ start_llama() {  # SLOTS
   wait_url "http://127.0.0.1:$llama_port/health" "$state/llama.log"
 }
 start_llama 4
+# A second server with a unified KV cache: where it moves a burst's numbers on this machine, the
+# run page's repro is tried on it (whether it does is the machine's: docs/findings-cpu.md).
+kvu_port=$(port)
+"$repo/.cache/bin/llama-server" -m "$models/tiny.gguf" --host 127.0.0.1 --port "$kvu_port" -np 4 -kvu -t 2 -c 4096 \
+  --metrics --no-webui >>"$state/llama-kvu.log" 2>&1 &
+pids+=($!)
+wait_url "http://127.0.0.1:$kvu_port/health" "$state/llama-kvu.log"
 
 token=console-test-token-1
 daemon_port=$(port)
 cat >"$state/config.json" <<JSON
 {"listen": "127.0.0.1:$daemon_port", "database": "$state/logitaudit.db", "tokens": ["$token"], "protect_reads": true,
- "backends": [{"name": "tiny", "url": "http://127.0.0.1:$llama_port"}],
+ "backends": [{"name": "tiny", "url": "http://127.0.0.1:$llama_port"}, {"name": "tiny-kvu", "url": "http://127.0.0.1:$kvu_port"}],
  "managed": {"models": [{"name": "tiny-q4", "path": "$models/tiny.gguf"}], "log_dir": "$state/managed-logs"}}
 JSON
 "$build/daemon/logitauditd" --config "$state/config.json" >"$state/daemon.log" 2>&1 &
@@ -75,6 +82,8 @@ seed=$(submit '{"preset": "seed-protocol", "backends": ["tiny"], "n_predict": 12
 search=$(submit '{"preset": "threshold", "backends": ["tiny"], "n_predict": 8, "conditions": [{"name": "t", "kind": "threshold_search",
   "concurrency": 2, "search": {"reference": 4, "min_trials": 1, "max_trials": 2}}, {"name": "k", "kind": "control_prompt"}]}')
 sweep=$(submit '{"preset": "sweep", "n_predict": 8, "sweep": {"models": ["tiny-q4"], "parallel": [1, 2], "probe_width": 2, "probe_bursts": 2}}')
+kvu=$(submit '{"backends": ["tiny-kvu"], "prompts": ["The history of the printing press begins", "Once upon a time"], "n_predict": 12,
+  "conditions": [{"name": "concurrent_c4", "kind": "concurrent", "concurrency": 4, "replicates": 2}, {"name": "k", "kind": "control_prompt"}]}')
 spec_hash=$(curl -sf "${auth[@]}" "$daemon/v1/audits/$s1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec_hash"])')
 echo "seeded: series $s1 $s2 $s3, xss $xss, seed protocol $seed, threshold search $search, sweep $sweep"
 
@@ -84,7 +93,7 @@ if [[ -n ${CONSOLE_TEST_HOLD:-} ]]; then  # for working on the console: keep the
   sleep "$CONSOLE_TEST_HOLD"
 fi
 DAEMON_URL=$daemon TOKEN=$token ARTIFACTS=$artifacts SERIES_AUDITS="$s1,$s2,$s3" XSS_AUDIT=$xss SEED_AUDIT=$seed \
-  SEARCH_AUDIT=$search SWEEP_AUDIT=$sweep \
+  SEARCH_AUDIT=$search SWEEP_AUDIT=$sweep KVU_AUDIT=$kvu \
   SPEC_HASH=$spec_hash node console.test.mjs
 npx --no-install redocly lint --format stylish "$daemon/openapi.json" >"$state/lint.txt" 2>&1 || { cat "$state/lint.txt" >&2; fail "redocly lint"; }
 grep -q "Your API description is valid" "$state/lint.txt" || { cat "$state/lint.txt" >&2; fail "redocly lint reported problems"; }

@@ -1,6 +1,8 @@
 // The fake backend's server: one coroutine per connection on a single-threaded io_context.
 #include "fake_backend.hpp"
 
+#include "audit/fingerprint.hpp"
+
 #include <ctime>
 
 #include <future>
