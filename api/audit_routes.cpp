@@ -304,19 +304,29 @@ net::awaitable<api_response> route_post_repro(state_ptr st, request_context ctx)
   co_return json_response(202, dump(repro_json(*r)));
 }
 
-// GET /v1/repros/{id}
-net::awaitable<api_response> route_get_repro(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
+// The repro a path's id segment names; nullopt when there is none.
+net::awaitable<std::optional<repro_view>> find_repro(state_ptr st, std::string segment) {
+  auto id = parse_positive_id(segment);
   std::optional<repro_view> r;  // no co_await in a conditional expression: GCC 12 miscompiles it
   if (id) r = co_await st->svc->repro(*id);
-  if (!r) co_return error_response(service_errc::not_found, "not_found", "no repro with id '" + ctx.params[0].substr(0, 32) + "'", "id");
+  co_return r;
+}
+
+api_response no_repro(const std::string& segment) {
+  return error_response(service_errc::not_found, "not_found", "no repro with id '" + segment.substr(0, 32) + "'", "id");
+}
+
+// GET /v1/repros/{id}
+net::awaitable<api_response> route_get_repro(state_ptr st, request_context ctx) {
+  auto r = co_await find_repro(st, ctx.params[0]);
+  if (!r) co_return no_repro(ctx.params[0]);
   co_return json_response(200, dump(repro_json(*r)));
 }
 
 // POST /v1/repros/{id}/cancel
 net::awaitable<api_response> route_post_repro_cancel(state_ptr st, request_context ctx) {
   auto id = parse_positive_id(ctx.params[0]);
-  if (!id) co_return error_response(service_errc::not_found, "not_found", "no repro with id '" + ctx.params[0].substr(0, 32) + "'", "id");
+  if (!id) co_return no_repro(ctx.params[0]);
   auto r = co_await st->svc->cancel_repro(*id);
   if (!r) co_return error_response(r.error());
   co_return json_response(202, dump(repro_json(*r)));
@@ -324,10 +334,8 @@ net::awaitable<api_response> route_post_repro_cancel(state_ptr st, request_conte
 
 // GET /v1/repros/{id}/files/{name}
 net::awaitable<api_response> route_get_repro_file(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
-  std::optional<repro_view> r;  // no co_await in a conditional expression: GCC 12 miscompiles it
-  if (id) r = co_await st->svc->repro(*id);
-  if (!r) co_return error_response(service_errc::not_found, "not_found", "no repro with id '" + ctx.params[0].substr(0, 32) + "'", "id");
+  auto r = co_await find_repro(st, ctx.params[0]);
+  if (!r) co_return no_repro(ctx.params[0]);
   auto f = r->files.find(ctx.params[1]);
   if (f == r->files.end())
     co_return error_response(service_errc::not_found, "not_found",

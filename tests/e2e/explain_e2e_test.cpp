@@ -111,17 +111,20 @@ TEST(explain_e2e, a_one_slot_server_decodes_every_step_alone_and_its_neighbours_
 TEST(explain_e2e, a_staggered_burst_narrows_from_4_to_1_at_positions_8_16_and_24_and_a_late_joiner_joins_no_earlier) {
   auto server = test_support::start_llama_server({.model = "tiny", .parallel = 8, .metrics = true});
   auto spec = spec_with(server->url(), 32,
-                        {neighbours("staggered", 4, 4, {audit::neighbour_prompts::identical, false, {8, 16, 24}, {}}),
+                        {neighbours("staggered", 4, 8, {audit::neighbour_prompts::identical, false, {8, 16, 24}, {}}),
                          neighbours("late", 2, 2, {audit::neighbour_prompts::identical, false, {}, {8}})});
   const auto m = run_spec(spec);
 
-  // The schedule: 4 sequences until the 8-token neighbour ends, then 3, 2, 1. The requests are
-  // released together, but the server may process their prompts over its first steps (the
-  // target's first token can come a step or two before its neighbours join, more on a loaded
-  // machine): each change is then that many positions later, and is checked there.
+  // The schedule: 4 sequences until the 8-token neighbour ends, then 3, 2, 1, the width falling at
+  // the target's positions 8, 16 and 24 within one. That is the schedule when the server takes
+  // the four prompts in one step (or the next): a loaded server (CI runs two tests at once) can
+  // take them over several steps, and then every change comes as many positions later — the
+  // server's doing, not the reconstruction's. So: every burst whose neighbours joined at the
+  // target's first or second token must show the schedule exactly, and at least one must have.
+  auto expected = [](int p) { return p < 8 ? 4 : p < 16 ? 3 : p < 24 ? 2 : 1; };
   const auto bursts = bursts_of(m, "staggered");
-  ASSERT_EQ(bursts.size(), 4u);
-  int agreeing = 0;
+  ASSERT_EQ(bursts.size(), 8u);
+  int together = 0;
   std::string seen;
   for (const auto& b : bursts) {
     ASSERT_EQ(b.clock, audit::step_clock::server) << b.why_not;
@@ -132,32 +135,23 @@ TEST(explain_e2e, a_staggered_burst_narrows_from_4_to_1_at_positions_8_16_and_24
     std::printf("staggered burst: target widths %s, %d steps, separation %.1f, %d ambiguous placements\n", widths.c_str(),
                 b.steps, b.separation(), b.ambiguous);
     seen += widths + "\n";
-    std::vector<int> joined(4, 0), finished(4, -1);
+    std::vector<int> joined(4, -1), finished(4, -1);
     for (std::size_t p = 0; p < target.size(); ++p)
       for (const auto& e : target[p].events)
         (e.what == audit::step_event::kind::joined ? joined : finished)[e.member] = static_cast<int>(p);
-    bool agrees = true;
-    for (std::size_t n = 1; n < 4; ++n) {
-      agrees = agrees && joined[n] <= 3;
-      // Request n (8n tokens) leaves the batch 8n positions after it joined, within one.
-      agrees = agrees && std::abs(finished[n] - (joined[n] + 8 * static_cast<int>(n))) <= 1;
+    bool at_once = true;
+    for (std::size_t n = 1; n < 4; ++n) at_once = at_once && joined[n] >= 0 && joined[n] <= 1;
+    if (!at_once) continue;
+    ++together;
+    for (std::size_t n = 1; n < 4; ++n)
+      EXPECT_LE(std::abs(finished[n] - 8 * static_cast<int>(n)), 1)
+          << "request " << n << " (" << 8 * n << " tokens) finished at target position " << finished[n] << ": " << widths;
+    for (int p = 2; p < 32; ++p) {
+      if (std::abs(p - 8) <= 1 || std::abs(p - 16) <= 1 || std::abs(p - 24) <= 1) continue;
+      EXPECT_EQ(target[static_cast<std::size_t>(p)].width, expected(p)) << "position " << p << ": " << widths;
     }
-    // Between the last join and the first finish all four decode together; then 3, 2 and 1
-    // (one position either side of a change is left out).
-    const int all_in = *std::max_element(joined.begin() + 1, joined.end());
-    for (int p = 0; p < 32; ++p) {
-      bool near = p <= all_in;
-      for (std::size_t n = 1; n < 4; ++n) near = near || std::abs(p - finished[n]) <= 1;
-      if (near) continue;
-      int by_schedule = 4;
-      for (std::size_t n = 1; n < 4; ++n) by_schedule -= p >= joined[n] + 8 * static_cast<int>(n);
-      agrees = agrees && target[static_cast<std::size_t>(p)].width == by_schedule;
-    }
-    agreeing += agrees;
   }
-  // A loaded machine can delay every arrival of a short stream and misplace it (measured: 1 of
-  // 9 bursts with two CPU hogs beside the ASan build, docs/explain.md); three of four agree.
-  EXPECT_GE(agreeing, 3) << seen;
+  EXPECT_GE(together, 1) << "in no burst did the server take the four prompts within two steps:\n" << seen;
 
   // The late joiner is written once the target has 8 tokens: it cannot join before position 8.
   const auto late = bursts_of(m, "late");
