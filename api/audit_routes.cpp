@@ -296,8 +296,8 @@ net::awaitable<api_response> route_post_repro(state_ptr st, request_context ctx)
         co_return error_response(service_errc::invalid, "invalid_repro", "unknown field (known: trials, max_bursts)", k);
       if (!v.is_number_integer()) co_return error_response(service_errc::invalid, "invalid_repro", "must be an integer", k);
     }
-    settings.trials = b.value("trials", settings.trials);
-    settings.max_bursts = b.value("max_bursts", settings.max_bursts);
+    if (b.contains("trials")) settings.trials = b["trials"].get<int>();
+    if (b.contains("max_bursts")) settings.max_bursts = b["max_bursts"].get<int>();
   }
   auto r = co_await st->svc->start_repro(*id, *run, settings);
   if (!r) co_return error_response(r.error());

@@ -30,8 +30,8 @@ struct backend_view {
 // A repro: a divergent run's burst shrunk against the live server (clients/repro.hpp), as a
 // background task of the daemon, kept in memory while the daemon runs.
 struct repro_settings {
-  int trials = 6;        // bursts per candidate
-  int max_bursts = 150;  // in all
+  std::optional<int> trials;      // bursts per candidate; nullopt: the daemon's repro.trials
+  std::optional<int> max_bursts;  // in all; nullopt: the daemon's repro.max_bursts
 };
 struct repro_view {
   std::int64_t id = 0, audit = 0, run = 0;

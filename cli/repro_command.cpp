@@ -18,14 +18,16 @@ namespace {
 
 struct repro_args {
   std::int64_t audit = 0, run = 0;
-  int trials = 6, max_bursts = 150;
+  int trials = 0, max_bursts = 0;  // 0: the daemon's repro.trials / repro.max_bursts
   std::string out, server;
   bool json = false;
 };
 
 int run_repro_command(const repro_args& a) {
   auto daemon = connect_daemon(a.server);
-  const nlohmann::json body = {{"trials", a.trials}, {"max_bursts", a.max_bursts}};
+  nlohmann::json body = nlohmann::json::object();
+  if (a.trials) body["trials"] = a.trials;
+  if (a.max_bursts) body["max_bursts"] = a.max_bursts;
   auto reply = daemon.call(clients::http::verb::post,
                            "/v1/audits/" + std::to_string(a.audit) + "/runs/" + std::to_string(a.run) + "/repro", body.dump());
   auto j = nlohmann::json::parse(reply.body);
@@ -70,8 +72,9 @@ void add_repro_command(CLI::App& app) {
                                           "a text for an upstream issue");
   cmd->add_option("audit", a->audit, "the audit's id")->required()->check(CLI::PositiveNumber);
   cmd->add_option("run", a->run, "the divergent run's id (logitaudit runs AUDIT)")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--trials", a->trials, "bursts per candidate, and solo repeats (default 6)")->check(CLI::Range(4, 20));
-  cmd->add_option("--max-bursts", a->max_bursts, "bursts in all (default 150)")->check(CLI::Range(2, 2000));
+  cmd->add_option("--trials", a->trials, "bursts per candidate, and solo repeats (default: the daemon's repro.trials, 6)")->check(CLI::Range(4, 20));
+  cmd->add_option("--max-bursts", a->max_bursts, "bursts in all (default: the daemon's repro.max_bursts, 150; at most repro.max_bursts_limit)")
+      ->check(CLI::Range(4, 100000));
   cmd->add_option("--out", a->out, "the bundle's folder (default ./repro-AUDIT-RUN)");
   cmd->add_option("--server", a->server, "logitauditd URL (default: $LOGITAUDIT_SERVER, else http://127.0.0.1:8700)");
   cmd->add_flag("--json", a->json, "print the repro as JSON");

@@ -273,6 +273,21 @@ void read_evidence(const json& j, daemon_config& c, std::vector<config_problem>&
         p.push_back({"evidence.foreign_load_slots", "must be a number in [0, 64]"});
     }
   }
+  if (auto r = j.find("repro"); r != j.end()) {
+    if (!r->is_object()) p.push_back({"repro", "must be an object"});
+    else {
+      unknown_keys(*r, "repro", {"trials", "max_bursts", "max_bursts_limit"}, p);
+      auto& rc = c.repro;
+      read(*r, "trials", "repro", rc.trials, p);
+      read(*r, "max_bursts", "repro", rc.max_bursts, p);
+      read(*r, "max_bursts_limit", "repro", rc.max_bursts_limit, p);
+      if (rc.trials < 4 || rc.trials > 20)
+        p.push_back({"repro.trials", "must be between 4 and 20 (fewer can never show a difference at p < 0.05)"});
+      if (rc.max_bursts_limit < 4 || rc.max_bursts_limit > 100000) p.push_back({"repro.max_bursts_limit", "must be between 4 and 100000"});
+      if (rc.max_bursts < rc.trials || rc.max_bursts > rc.max_bursts_limit)
+        p.push_back({"repro.max_bursts", "must be between repro.trials and repro.max_bursts_limit"});
+    }
+  }
   if (auto d = j.find("deadlines"); d != j.end()) {
     if (!d->is_object()) p.push_back({"deadlines", "must be an object"});
     else {

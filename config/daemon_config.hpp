@@ -96,6 +96,13 @@ struct daemon_config {
     int first_byte_floor_s = 5;      // the derived first-byte deadline is never shorter
     double first_byte_multiple = 10; // ... and is this multiple of the longest solo answer x the width
   } deadlines;
+  // repro.*: the minimal reproductions of divergent runs (docs/explain.md): a request's defaults
+  // and the most bursts one may ask for.
+  struct repro_config {
+    int trials = 6;             // bursts per candidate when a request gives none
+    int max_bursts = 150;       // bursts in all when a request gives none
+    int max_bursts_limit = 2000;  // the most bursts a request may ask for
+  } repro;
   audit::history_thresholds history;  // how the history classifies transitions (docs/history.md)
   // retention.*: how long the bytes of compared streams are kept (0: for good); how often the
   // daemon prunes older ones. Summaries, digests, verdicts and findings are kept for good.

@@ -49,6 +49,8 @@ struct lifecycle_config {
   std::chrono::milliseconds idle_wait{10'000};
   std::chrono::milliseconds first_byte_floor{5'000};
   double first_byte_multiple = 10;
+  // Repros (config repro.*): a request's defaults and the most bursts one may ask for.
+  int repro_trials = 6, repro_max_bursts = 150, repro_max_bursts_limit = 2000;
 };
 
 // How a caller stops a running job: at the next group boundary. A stop by a user ends the job

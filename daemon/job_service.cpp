@@ -229,13 +229,19 @@ api::service_error repro_refused(api::service_errc kind, std::string code, std::
 net::awaitable<expected<api::repro_view, api::service_error>> job_service::start_repro(std::int64_t audit, std::int64_t run,
                                                                                        api::repro_settings settings) {
   using api::service_errc;
+  const auto& conf = lifecycle_.config();
+  if (!settings.trials) settings.trials = conf.repro_trials;
+  if (!settings.max_bursts) settings.max_bursts = std::max(conf.repro_max_bursts, *settings.trials);
   // Fewer than 4 trials against 4 solo repeats can never reach Fisher's p < 0.05: no case
   // could ever be shown to differ.
-  if (settings.trials < 4 || settings.trials > 20)
+  if (*settings.trials < 4 || *settings.trials > 20)
     co_return unexpected{repro_refused(service_errc::invalid, "invalid_repro",
                                        "must be between 4 and 20 (fewer can never show a difference at p < 0.05)", "trials")};
-  if (settings.max_bursts < settings.trials || settings.max_bursts > 2000)
-    co_return unexpected{repro_refused(service_errc::invalid, "invalid_repro", "must be between trials and 2000", "max_bursts")};
+  if (*settings.max_bursts < *settings.trials || *settings.max_bursts > conf.repro_max_bursts_limit)
+    co_return unexpected{repro_refused(service_errc::invalid, "invalid_repro",
+                                       "must be between trials and " + std::to_string(conf.repro_max_bursts_limit) +
+                                           " (repro.max_bursts_limit)",
+                                       "max_bursts")};
   auto read = [audit](storage::store& s) {
     std::optional<std::pair<storage::job_record, std::vector<storage::run_record>>> out;
     if (auto j = s.jobs().get(audit)) out.emplace(*j, s.evidence().runs(audit, {}));
@@ -291,8 +297,8 @@ net::awaitable<expected<api::repro_view, api::service_error>> job_service::start
   task->view.run = run;
   task->view.backend = target->backend;
   task->view.started_at = storage::now_utc();
-  task->view.max_bursts = settings.max_bursts;
-  task->view.trials = settings.trials;
+  task->view.max_bursts = *settings.max_bursts;
+  task->view.trials = *settings.trials;
   task->view.original = clients::describe(c);
   repros_[task->view.id] = task;
   spdlog::info("repro {}: audit {} run {} on {}: {}", task->view.id, audit, run, target->backend, task->view.original);
@@ -308,8 +314,8 @@ net::awaitable<void> job_service::run_repro(std::shared_ptr<repro_task> task, cl
   auto ex = co_await net::this_coro::executor;
   clients::backend b(ex, config);
   clients::repro_options o;
-  o.limits.trials = settings.trials;
-  o.limits.max_bursts = settings.max_bursts;
+  o.limits.trials = *settings.trials;
+  o.limits.max_bursts = *settings.max_bursts;
   o.cancel = task->cancel;
   o.on_progress = [task](const clients::repro_progress& p) {
     task->view.bursts = p.bursts;
@@ -339,7 +345,7 @@ net::awaitable<void> job_service::run_repro(std::shared_ptr<repro_task> task, cl
   } catch (const std::exception& e) {
     spdlog::warn("repro {}: the audit's fingerprint could not be read: {}", task->view.id, e.what());
   }
-  task->view.files = clients::repro_bundle(r, ctx, settings.trials);
+  task->view.files = clients::repro_bundle(r, ctx, *settings.trials);
   task->view.outcome = std::string(clients::to_string(r.outcome));
   task->view.message = r.message;
   task->view.minimal = clients::describe(r.minimal);

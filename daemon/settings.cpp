@@ -42,6 +42,9 @@ lifecycle_config lifecycle_settings(const config::daemon_config& c) {
   l.idle_wait = std::chrono::seconds(c.deadlines.idle_wait_s);
   l.first_byte_floor = std::chrono::seconds(c.deadlines.first_byte_floor_s);
   l.first_byte_multiple = c.deadlines.first_byte_multiple;
+  l.repro_trials = c.repro.trials;
+  l.repro_max_bursts = c.repro.max_bursts;
+  l.repro_max_bursts_limit = c.repro.max_bursts_limit;
   l.max_queued_jobs = c.max_queued_jobs;
   l.managed.executable = c.managed.llama_server;
   for (const auto& m : c.managed.models) l.managed.models.push_back({m.name, m.path});

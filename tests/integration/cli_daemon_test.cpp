@@ -464,4 +464,8 @@ TEST_F(cli, repro_shrinks_a_burst_to_the_one_neighbour_that_moves_it_and_its_scr
   EXPECT_NE(refused.err.find("was not in a burst"), std::string::npos) << refused.err;
   auto few = cli_run({"repro", std::to_string(id), std::to_string(divergent), "--trials", "3"});
   EXPECT_EQ(few.code, 2) << few.err;
+  // More bursts than the daemon's repro.max_bursts_limit (2000): refused, naming the field.
+  auto many = cli_run({"repro", std::to_string(id), std::to_string(divergent), "--max-bursts", "5000"});
+  EXPECT_EQ(many.code, 5) << many.err;
+  EXPECT_NE(many.err.find("max_bursts"), std::string::npos) << many.err;
 }
