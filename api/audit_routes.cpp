@@ -427,7 +427,9 @@ net::awaitable<api_response> route_get_presets(request_context) {
                 "(give sweep.models and the axes to vary)"},
       {"explain", "Attribution experiments at width 4: identical neighbours, other prompts of the same length, other "
                   "lengths, a neighbour that finishes early, one that joins late, the target in another slot; serial "
-                  "repeats and a prompt control"}};
+                  "repeats and a prompt control"},
+      {"selftest", "Each backend's selftest (seeded faults on every path, stored) and a short audit that cites it: serial "
+                   "repeats, a burst of 4 and a prompt control, each solo group after the server went quiet"}};
   json out = {{"presets", json::array()}};
   for (const auto& name : audit::preset_names())
     out["presets"].push_back({{"name", name}, {"description", descriptions.at(name)},

@@ -265,6 +265,7 @@ void write_harness_sentences(findings& f) {
     s.push_back("Restart: " + r + (f.fingerprint_changes.empty()
                                        ? "; the canary and the fingerprint agree before and after, so the findings stand."
                                        : "; the fingerprint changed with it."));
+  for (const auto& q : f.quiet_waits) s.push_back("Quiet: " + q + ".");
   for (const auto& c : f.canary_undecided)
     s.push_back("Canary undecided: " + c + "; whether the numbers stayed the same rests on the declared fingerprint alone.");
 }
@@ -706,6 +707,8 @@ void judge_server_changes(const audit_plan& plan, const std::vector<observed_run
     if (undecided != fp.after.observed.end()) f.canary_undecided.push_back(name + ": " + undecided->second);
     if (auto r = fp.after.observed.find("restart_at"); r != fp.after.observed.end())
       f.restarts.push_back(name + " restarted during the audit (" + r->second + ")");
+    if (auto q = fp.after.observed.find("quiet_wait"); q != fp.after.observed.end())
+      f.quiet_waits.push_back(name + ": " + q->second);
     if (!fp.before.api.empty() && !fp.after.api.empty())
       for (const auto& field : fingerprint_differences(fp.before, fp.after))
         if (field != "canary" || undecided == fp.after.observed.end()) f.fingerprint_changes.push_back(name + ": " + field);

@@ -159,6 +159,8 @@ struct findings {
   // What the audit saw of its servers: restarts ("a: before group 12: ..."), canaries that
   // could not be judged ("a: the server was never idle ..."), bursts that had foreign load.
   std::vector<std::string> restarts;
+  // Per backend, the waits for an idle server before solo groups (spec.wait_for_quiet_s).
+  std::vector<std::string> quiet_waits;
   std::vector<std::string> canary_undecided;
   int foreign_load_bursts = 0;
   std::vector<attribution_tally> attributions;  // burst conditions with divergent streams, per backend

@@ -185,13 +185,30 @@ audit_spec explain_preset(std::vector<backend_ref> backends) {
   return s;
 }
 
-std::vector<std::string> preset_names() { return {"seed-protocol", "threshold", "sweep", "explain"}; }
+audit_spec selftest_preset(std::vector<backend_ref> backends) {
+  audit_spec s;
+  s.preset = "selftest";
+  s.backends = std::move(backends);
+  s.prompts = default_prompts();
+  s.n_predict = 16;
+  s.selftest = true;
+  s.wait_for_quiet_s = 10;
+  s.conditions = {
+      {"repeat_greedy", condition_kind::repeat, 1, 2, false, false},
+      {"concurrent_greedy_c4", condition_kind::concurrent, 4, 1, false, false},
+      {"control_prompt", condition_kind::control_prompt, 1, 1, false, false},
+  };
+  return s;
+}
+
+std::vector<std::string> preset_names() { return {"seed-protocol", "threshold", "sweep", "explain", "selftest"}; }
 
 std::optional<audit_spec> preset(std::string_view name) {
   if (name == "seed-protocol") return seed_protocol({});
   if (name == "threshold") return threshold_preset({});
   if (name == "sweep") return sweep_preset();
   if (name == "explain") return explain_preset({});
+  if (name == "selftest") return selftest_preset({});
   return std::nullopt;
 }
 
@@ -402,6 +419,8 @@ void validate_prompts(const audit_spec& s, const spec_limits& lim, std::vector<s
     if (s.prompts[i].size() > lim.max_prompt_bytes)
       add("prompts[" + std::to_string(i) + "]", "longer than " + std::to_string(lim.max_prompt_bytes) + " bytes");
   }
+  if (s.wait_for_quiet_s < 0 || s.wait_for_quiet_s > 600)
+    add("wait_for_quiet_s", "must be between 0 (do not wait) and 600 seconds");
   if (s.n_predict < 1 || s.n_predict > lim.max_n_predict)
     add("n_predict", "must be between 1 and " + std::to_string(lim.max_n_predict));
   if (s.top_k < 1 || s.top_k > lim.max_top_k) add("top_k", "must be between 1 and " + std::to_string(lim.max_top_k));

@@ -173,6 +173,12 @@ struct audit_spec {
   // A reference audit (any audit of this database, imported or local): every stream is also
   // judged against its solo stream for the same request (audit/reference.hpp).
   std::optional<std::int64_t> reference_audit;
+  // Each backend's selftest (seeded faults, clients/selftest.hpp) runs before its groups and is
+  // stored, so that this audit cites a harness power measured in it.
+  bool selftest = false;
+  // Before each solo group, wait for the server to be idle (no request processing), at most
+  // this long (0: do not wait); how long it waited and how often it gave up is reported.
+  int wait_for_quiet_s = 0;
 
   bool operator==(const audit_spec&) const = default;
 };
@@ -189,6 +195,9 @@ audit_spec seed_protocol(std::vector<backend_ref> backends);
 // The threshold-search preset: a greedy search up to width 8, with a prompt control.
 audit_spec threshold_preset(std::vector<backend_ref> backends);
 audit_spec explain_preset(std::vector<backend_ref> backends);
+// The selftest preset: every backend's selftest, stored, and a short audit that cites it (serial
+// repeats, one burst, a prompt control), each solo group after the server went quiet.
+audit_spec selftest_preset(std::vector<backend_ref> backends);
 
 // The sweep preset: the seed's greedy conditions under load, a probe, and a prompt control,
 // over the matrix the submission gives (an empty matrix until then).

@@ -203,7 +203,7 @@ int run_audit(const run_args& a) {
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<run_args>();
   auto* cmd = app.add_subcommand("run", "run an audit in this process against the given backends and print the findings");
-  cmd->add_option("--preset", args->preset, "spec preset")->check(CLI::IsMember({"seed-protocol", "threshold", "explain"}));
+  cmd->add_option("--preset", args->preset, "spec preset")->check(CLI::IsMember({"seed-protocol", "threshold", "explain", "selftest"}));
   cmd->add_option("--spec", args->spec_file, "a spec JSON file (docs/protocol.md); --preset is then ignored");
   cmd->add_option("--backend", args->backends, "NAME=URL (or a bare URL) of a backend to audit (repeatable)");
   cmd->add_option("--ca-file", args->ca_file,

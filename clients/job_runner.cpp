@@ -47,6 +47,10 @@ struct server_watch {
   std::string restart_at;
   std::int64_t longest_solo_ns = 0;
   bool down = false;  // a health wait ran out: the server is gone, later failures do not wait again
+  // Waits for quiet before solo groups (spec.wait_for_quiet_s).
+  int quiet_waits = 0, quiet_gave_up = 0;
+  std::int64_t quiet_waited_ms = 0, quiet_longest_ms = 0;
+  bool quiet_no_counters = false;
 
   void observe(const decode_counters& now, std::size_t group) {
     if (last && now.decodes < last->decodes) {
@@ -212,6 +216,44 @@ net::awaitable<audit::backend_fingerprint> retake_busy_canary(backend& b, audit:
   co_return f;
 }
 
+// Before a solo group: polls the server's requests in processing until none is, at most `bound`.
+// A server without counters cannot be waited for: said once, not waited.
+net::awaitable<void> wait_for_quiet(backend& b, server_watch& w, std::chrono::milliseconds bound) {
+  auto ex = co_await net::this_coro::executor;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    auto c = co_await b.read_decode_counters();
+    if (!c || c->requests_processing < 0) {
+      w.quiet_no_counters = true;
+      co_return;
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    if (c->requests_processing == 0 || waited >= bound) {
+      ++w.quiet_waits;
+      if (c->requests_processing > 0) ++w.quiet_gave_up;
+      w.quiet_waited_ms += waited.count();
+      w.quiet_longest_ms = std::max<std::int64_t>(w.quiet_longest_ms, waited.count());
+      co_return;
+    }
+    net::steady_timer pause(ex, std::chrono::milliseconds(50));
+    co_await pause.async_wait(token_t{});
+  }
+}
+
+// What the waits for quiet were, for the after fingerprint (the findings say it in words).
+void record_quiet(const server_watch& w, std::chrono::milliseconds bound, audit::backend_fingerprint& after) {
+  if (w.quiet_no_counters) {
+    after.observed["quiet_wait"] = "not possible: the server publishes no counters of the requests it processes (--metrics)";
+    return;
+  }
+  if (w.quiet_waits == 0) return;
+  after.observed["quiet_wait"] = "waited for an idle server before " + std::to_string(w.quiet_waits) + " solo group" +
+                                 (w.quiet_waits == 1 ? "" : "s") + ", " + audit::fixed(w.quiet_waited_ms / 1000.0, 1) +
+                                 " s in all (longest " + audit::fixed(w.quiet_longest_ms / 1000.0, 1) + " s); gave up " +
+                                 std::to_string(w.quiet_gave_up) + " time" + (w.quiet_gave_up == 1 ? "" : "s") +
+                                 " (each wait at most " + audit::fixed(bound.count() / 1000.0, 0) + " s)";
+}
+
 // The group's first-byte deadline from the longest solo answer so far (nothing measured yet:
 // the configured one).
 void set_first_byte_deadline(backend& b, const server_watch& w, const runner_options& o, const audit::request_group& g) {
@@ -249,6 +291,12 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     fail_backend(st, name, std::string(to_string(before.error().code)) + ": " + before.error().message);
     co_return false;
   }
+  if (st->spec->selftest && before) {
+    const selftest_options so;  // named: GCC 12 mis-destroys a braced temporary in a co_await
+    const auto result = co_await run_selftest(b.config(), so);
+    if (st->options->on_selftest) st->options->on_selftest(name, b.config(), result);
+  }
+  const std::chrono::milliseconds quiet_bound(static_cast<std::int64_t>(st->spec->wait_for_quiet_s) * 1000);
   for (const auto& g : st->plan->groups) {
     if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
     if (st->options->cancel && st->options->cancel->load()) {
@@ -261,6 +309,8 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
       if (st->options->on_progress) st->options->on_progress(st->progress);
       continue;
     }
+    if (quiet_bound.count() > 0 && g.mode == audit::group_mode::serial && !watch.quiet_no_counters)
+      co_await wait_for_quiet(b, watch, quiet_bound);
     set_first_byte_deadline(b, watch, *st->options, g);
     group_outcome out;
     for (int attempt = 1;; ++attempt) {
@@ -305,6 +355,7 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
       after = co_await retake_busy_canary(b, std::move(*after), *st->options, &*before);
   }
   if (after) {
+    record_quiet(watch, quiet_bound, *after);
     if (watch.restarts > 0) {
       after->observed["restarts"] = std::to_string(watch.restarts);
       after->observed["restart_at"] = watch.restart_at;

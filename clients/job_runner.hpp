@@ -19,6 +19,7 @@
 #include "audit/spec.hpp"
 #include "audit/states.hpp"
 #include "backend.hpp"
+#include "selftest.hpp"
 
 namespace logitaudit::clients {
 
@@ -68,6 +69,9 @@ struct runner_options {
   std::function<void(const std::string& backend)> stop_server;
   // What is known of a started server's machine (read at each of its fingerprints).
   std::function<std::map<std::string, std::string>(const std::string& backend)> server_machine;
+  // A spec that asks for it: each backend's selftest, as it comes (the daemon stores it, so the
+  // audit's evaluation cites it).
+  std::function<void(const std::string& backend, const backend_config& config, const selftest_result&)> on_selftest;
   // Each retry, before it is made (the daemon logs a warning and counts it in /metrics).
   std::function<void(const retry_event&)> on_retry;
   // A connection refused or reset, or a 503 (a server restarting, loading its model): the

@@ -262,6 +262,23 @@ clients::runner_options job_lifecycle::runner_of(std::int64_t id, std::shared_pt
   o.on_fingerprint = [db, id](const std::string& backend, audit::fingerprint_phase phase, const audit::backend_fingerprint& f) {
     db->enqueue_fingerprint(id, storage::fingerprint_write{backend, phase, f, storage::now_utc()});
   };
+  o.on_selftest = [db, id](const std::string& backend, const clients::backend_config& c, const clients::selftest_result& r) {
+    storage::selftest_record rec;
+    rec.backend = backend;
+    rec.url = c.url;
+    rec.api = std::string(c.api.name());
+    rec.taken_at = storage::now_utc();
+    rec.paths = r.paths_text();
+    rec.power = r.power;
+    spdlog::info("audit {}: selftest of {}: {}", id, backend, rec.power.summary());
+    db->post([rec, id](storage::store& s) {
+      try {
+        s.evidence().record_selftest(rec);
+      } catch (const std::exception& e) {  // the audit then cites an older selftest, or says there is none
+        spdlog::error("audit {}: the selftest of {} could not be stored: {}", id, rec.backend, e.what());
+      }
+    });
+  };
   o.on_retry = [id](const clients::retry_event& e) {
     spdlog::warn("audit {}: {}: group {} attempt {} failed ({}){}; retrying", id, e.backend, e.group, e.attempt, e.reason,
                  e.waited.empty() ? "" : "; " + e.waited);

@@ -303,13 +303,13 @@ expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::st
   if (!j.is_object()) return unexpected{std::vector<spec_problem>{{"", "the spec must be a JSON object"}}};
   reader r(problems);
   r.only(j, "", {"preset", "backends", "prompts", "n_predict", "top_k", "temperature", "seed", "control_temperature",
-                 "conditions", "predictions", "tags", "sweep", "reference"});
+                 "conditions", "predictions", "tags", "sweep", "reference", "selftest", "wait_for_quiet_s"});
 
   audit::audit_spec s;
   std::string preset;
   if (r.text(j, "preset", "", preset)) {
     if (auto p = audit::preset(preset)) s = std::move(*p);
-    else r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: seed-protocol, threshold, sweep, explain)");
+    else r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: seed-protocol, threshold, sweep, explain, selftest)");
   }
   if (auto it = j.find("backends"); it != j.end()) {
     if (it->is_array()) read_backends(r, *it, s);
@@ -345,6 +345,11 @@ expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::st
       else s.reference_audit = static_cast<std::int64_t>(a->get<std::uint64_t>());
     }
   }
+  if (auto it = j.find("selftest"); it != j.end()) {
+    if (it->is_boolean()) s.selftest = it->get<bool>();
+    else r.problem("selftest", "must be true or false: whether each backend's selftest runs before its groups");
+  }
+  r.integer(j, "wait_for_quiet_s", "", s.wait_for_quiet_s);
   if (!problems.empty()) return unexpected{std::move(problems)};
   return s;
 }
@@ -395,7 +400,10 @@ std::string encode_spec_format1(const audit::audit_spec& s) {
                   {"probe_width", w.probe_width}, {"probe_bursts", w.probe_bursts}};
     if (!w.cpu_variant.empty()) j["sweep"]["cpu_variant"] = w.cpu_variant;
   }
-  if (s.reference_audit) j["reference"] = {{"audit", *s.reference_audit}};  // absent otherwise: older specs keep their bytes
+  // Absent when not set: older specs keep their bytes.
+  if (s.reference_audit) j["reference"] = {{"audit", *s.reference_audit}};
+  if (s.selftest) j["selftest"] = true;
+  if (s.wait_for_quiet_s > 0) j["wait_for_quiet_s"] = s.wait_for_quiet_s;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -527,6 +535,7 @@ std::string encode_findings_format1(const audit::findings& f) {
                            {"passed", t.passed}, {"summary", t.summary}, {"paths", t.paths}};
   }
   if (!f.restarts.empty()) j["restarts"] = f.restarts;
+  if (!f.quiet_waits.empty()) j["quiet_waits"] = f.quiet_waits;
   if (!f.canary_undecided.empty()) j["canary_undecided"] = f.canary_undecided;
   if (f.foreign_load_bursts > 0) j["foreign_load_bursts"] = f.foreign_load_bursts;
   if (!f.attributions.empty()) {  // since schema 8
@@ -672,6 +681,7 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
                           t.at("faults").get<int>(), t.at("equivalents_flagged").get<int>(), t.at("equivalents").get<int>(),
                           t.at("passed").get<bool>(), t.at("summary").get<std::string>(), t.at("paths").get<std::string>()};
     f.restarts = j.value("restarts", std::vector<std::string>{});
+    f.quiet_waits = j.value("quiet_waits", std::vector<std::string>{});
     f.canary_undecided = j.value("canary_undecided", std::vector<std::string>{});
     f.foreign_load_bursts = j.value("foreign_load_bursts", 0);
     for (const auto& a : j.value("attributions", json::array())) {

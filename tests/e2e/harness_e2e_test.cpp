@@ -177,6 +177,53 @@ TEST(harness_e2e, another_client_on_the_server_is_evidence_not_a_server_change_a
   EXPECT_NE(prediction(alone, "P1").outcome, audit::prediction_outcome::undecided);
 }
 
+TEST(harness_e2e, the_selftest_preset_tests_its_backend_first_and_waits_for_quiet_before_each_solo_group) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  auto spec = audit::selftest_preset({{"tiny", server->url(), "llama"}});
+  spec.wait_for_quiet_s = 1;
+  auto plan = audit::make_plan(spec);
+  int solo_groups = 0;
+  for (const auto& g : plan.groups) solo_groups += g.mode == audit::group_mode::serial;
+  std::vector<audit::harness_power> powers;
+  clients::runner_options o;
+  o.idle_wait = 2s;
+  o.on_selftest = [&](const std::string& name, const clients::backend_config& c, const clients::selftest_result& r) {
+    EXPECT_EQ(name, "tiny");
+    EXPECT_EQ(c.url, server->url());
+    powers.push_back(r.power);
+  };
+  clients::net::io_context io;
+  // Alone: the selftest ran first and caught everything; no wait gave up.
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), o), 5min);
+  auto alone = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
+  ASSERT_EQ(powers.size(), 1u);
+  EXPECT_TRUE(powers[0].passed()) << powers[0].summary();
+  EXPECT_EQ(powers[0].caught, powers[0].faults);
+  ASSERT_EQ(alone.quiet_waits.size(), 1u) << audit::render_text(alone);
+  EXPECT_NE(alone.quiet_waits[0].find("tiny: waited for an idle server before " + std::to_string(solo_groups) + " solo groups"),
+            std::string::npos)
+      << alone.quiet_waits[0];
+  EXPECT_NE(alone.quiet_waits[0].find("gave up 0 times"), std::string::npos) << alone.quiet_waits[0];
+  EXPECT_TRUE(has_sentence(alone, "Quiet: tiny: waited for an idle server"));
+
+  // Beside a client that never stops: waits give up after their bound (one may catch the gap
+  // between two of its requests), and say so.
+  spec.selftest = false;
+  audit::findings shared;
+  {
+    foreign_client other(*server, 2);
+    outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), o), 5min);
+    shared = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
+  }
+  std::printf("alone: %s\nbeside another client: %s\n", alone.quiet_waits.at(0).c_str(),
+              shared.quiet_waits.empty() ? "-" : shared.quiet_waits[0].c_str());
+  EXPECT_EQ(powers.size(), 1u) << "a spec without selftest runs none";
+  ASSERT_EQ(shared.quiet_waits.size(), 1u) << audit::render_text(shared);
+  EXPECT_EQ(shared.quiet_waits[0].find("gave up 0 times"), std::string::npos) << shared.quiet_waits[0];
+  EXPECT_NE(shared.quiet_waits[0].find("(each wait at most 1 s)"), std::string::npos) << shared.quiet_waits[0];
+  EXPECT_GT(count_flagged(shared, audit::evidence_flag::not_solo), 0) << "waiting did not make them solo";
+}
+
 TEST(harness_e2e, a_server_killed_and_restarted_mid_audit_is_waited_for_named_and_judged_by_its_canary) {
   auto first = test_support::start_llama_server({.model = "tiny", .parallel = 8, .metrics = true});
   const int port = first->port();

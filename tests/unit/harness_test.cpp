@@ -154,3 +154,31 @@ TEST(harness_power, a_rounding_server_is_qualified_in_every_report_format) {
   EXPECT_TRUE(f2.resolution["r"].round_trips_float32());
   EXPECT_EQ(audit::render_text(f2).find("the logprobs as written"), std::string::npos);
 }
+
+TEST(selftest_preset, asks_for_a_selftest_and_quiet_and_both_round_trip_while_older_specs_keep_their_bytes) {
+  auto spec = audit::selftest_preset({{"b", "http://127.0.0.1:1", "llama"}});
+  EXPECT_TRUE(spec.selftest);
+  EXPECT_EQ(spec.wait_for_quiet_s, 10);
+  EXPECT_TRUE(audit::validate(spec, {}, clients::api_kinds().names()).empty());
+  const auto text = storage::encode_spec(spec);
+  EXPECT_NE(text.find("\"selftest\":true"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"wait_for_quiet_s\":10"), std::string::npos) << text;
+  auto back = storage::decode_spec(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, spec);
+  const auto seed = storage::encode_spec(audit::seed_protocol({{"b", "http://127.0.0.1:1", "llama"}}));
+  EXPECT_EQ(seed.find("selftest"), std::string::npos) << seed;
+  EXPECT_EQ(seed.find("wait_for_quiet"), std::string::npos) << seed;
+  spec.wait_for_quiet_s = 601;
+  const auto problems = audit::validate(spec, {}, clients::api_kinds().names());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].field, "wait_for_quiet_s");
+}
+
+TEST(selftest_preset, the_waits_for_quiet_are_a_finding_that_survives_storage) {
+  audit::findings f;
+  f.quiet_waits = {"b: waited for an idle server before 4 solo groups, 0.2 s in all (longest 0.1 s); gave up 1 time (each wait at most 10 s)"};
+  auto back = storage::decode_findings(storage::encode_findings(f));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->quiet_waits, f.quiet_waits);
+}
