@@ -29,13 +29,16 @@ std::string_view to_string(evidence_flag f) {
     case evidence_flag::not_reused: return "not_reused";
     case evidence_flag::not_solo: return "not_solo";
     case evidence_flag::control_ineffective: return "control_ineffective";
+    case evidence_flag::level_not_reached: return "level_not_reached";
   }
   return "?";
 }
 
 std::optional<evidence_flag> parse_evidence_flag(std::string_view s) {
   return parse_by_name(std::array{evidence_flag::none, evidence_flag::not_batched, evidence_flag::not_reused,
-                                  evidence_flag::not_solo, evidence_flag::control_ineffective}, s);
+                                  evidence_flag::not_solo, evidence_flag::control_ineffective,
+                                  evidence_flag::level_not_reached},
+                       s);
 }
 
 std::string_view to_string(concurrency_measure m) {

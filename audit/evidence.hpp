@@ -44,6 +44,7 @@ enum class evidence_flag {
   not_reused,   // a cache_reuse stream whose request reused no prompt tokens
   not_solo,     // a request that claims to be alone (a baseline, a repeat, a control) had company
   control_ineffective,  // a positive control that could not have diverged (its reason says why)
+  level_not_reached,    // a load probe whose level's traffic did not happen as named (audit/load.hpp)
 };
 std::string_view to_string(evidence_flag f);
 std::optional<evidence_flag> parse_evidence_flag(std::string_view s);

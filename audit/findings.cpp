@@ -13,6 +13,7 @@
 
 #include "controls.hpp"
 #include "enum_names.hpp"
+#include "statistics.hpp"
 #include "stream_encoding.hpp"
 
 #define XXH_INLINE_ALL
@@ -120,7 +121,9 @@ void write_evidence_sentences(const audit_plan& plan, findings& f) {
         reason = v.flag_reason;
         break;
       }
-    if (flag_of(t.kind) == evidence_flag::not_batched) {
+    if (flag_of(t.kind) == evidence_flag::level_not_reached) {
+      continue;  // said per level in the curve's sentence
+    } else if (flag_of(t.kind) == evidence_flag::not_batched) {
       int bursts = 0, unbatched = 0;
       for (const auto& g : plan.groups)
         if (g.condition == t.condition)
@@ -590,6 +593,15 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
             v.flag = evidence_flag::control_ineffective;
             v.flag_reason = *why;
           }
+        } else if (g.mode == group_mode::load) {
+          auto m = ev.loads.find(g.index);
+          if (m == ev.loads.end()) {
+            v.flag = evidence_flag::level_not_reached;
+            v.flag_reason = "no figures of its load level are stored, so nothing shows the level happened";
+          } else if (!m->second.reached) {
+            v.flag = evidence_flag::level_not_reached;
+            v.flag_reason = "its load level (" + m->second.label + ") was not reached: " + m->second.not_reached;
+          }
         } else if (is_burst_kind(g.kind) && g.mode == group_mode::burst) {
           const auto& bv = f.bursts.at(g.index);
           if (!bv.batched) {
@@ -616,6 +628,7 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
 void tally_conditions(const audit_spec& spec, const audit_plan& plan, const evaluation_evidence& ev, findings& f) {
   for (const auto& c : spec.conditions) {
     if (c.kind == condition_kind::throughput) continue;  // timed, never compared: see f.throughput
+    if (c.kind == condition_kind::load) continue;  // per level, never pooled across them: see f.load_curves
     condition_tally pooled = empty_tally(c);
     for (const auto& b : spec.backends) {
       condition_tally t = empty_tally(c);
@@ -748,6 +761,55 @@ void judge_server_changes(const audit_plan& plan, const std::vector<observed_run
 
 }  // namespace
 
+// Per backend and load condition, each level's probes judged on their own (never pooled
+// across levels or backends), with the level's stored figures.
+std::vector<load_curve> load_curves(const audit_spec& spec, const audit_plan& plan, const evaluation_evidence& ev,
+                                    const findings& f) {
+  std::vector<load_curve> out;
+  for (const auto& c : spec.conditions) {
+    if (c.kind != condition_kind::load) continue;
+    for (const auto& b : spec.backends) {
+      load_curve curve;
+      curve.backend = b.name;
+      curve.condition = c.name;
+      curve.arrival = c.load.arrival;
+      for (const auto& g : plan.groups) {
+        if (g.backend != b.name || g.condition != c.name) continue;
+        load_level_finding l;
+        l.group = g.index;
+        l.level = static_cast<std::size_t>(g.replicate);
+        if (auto m = ev.loads.find(g.index); m != ev.loads.end()) l.measurement = m->second;
+        else {
+          l.measurement.label = level_label(c.load, l.level);
+          l.measurement.level = l.level < c.load.levels.size() ? c.load.levels[l.level] : 0;
+          l.measurement.not_reached = "no figures stored";
+        }
+        double width = 0;
+        for (const auto& v : f.verdicts) {
+          if (v.group != g.index) continue;
+          if (v.failed) ++l.failed;
+          else if (v.flag != evidence_flag::none) ++l.flagged;
+          else if (v.result) {
+            ++l.probes;
+            l.logit_identical += v.result->logit_identical;
+            l.token_identical += v.result->token_identical;
+            if (v.request < l.measurement.probes.size()) width += l.measurement.probes[v.request].width;
+          }
+        }
+        if (l.probes > 0) l.mean_width = width / l.probes;
+        const auto iv = jeffreys_interval(l.logit_identical, l.probes);
+        l.logit_low = iv.low;
+        l.logit_high = iv.high;
+        if (curve.first_lost < 0 && l.measurement.reached && l.probes > 0 && l.logit_identical < l.probes)
+          curve.first_lost = static_cast<int>(curve.levels.size());
+        curve.levels.push_back(std::move(l));
+      }
+      if (!curve.levels.empty()) out.push_back(std::move(curve));
+    }
+  }
+  return out;
+}
+
 findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
                   const evaluation_evidence& ev) {
   findings f;
@@ -767,6 +829,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   for (const auto& [g, b] : f.bursts) f.foreign_load_bursts += !b.foreign_load.empty();
   f.searches = threshold_searches(spec, plan, f);
   f.throughput = throughput_results(spec, plan, runs, ev.bursts);
+  f.load_curves = load_curves(spec, plan, ev, f);
   f.frontier = frontier_rows(spec, plan, f);
 
   if (ev.reference) f.reference = judge_against_reference(spec, plan, runs, *ev.reference, ev.fingerprints);
@@ -777,6 +840,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   write_attribution_sentences(f);
   write_search_sentences(f);
   write_frontier_sentences(f);
+  for (const auto& c : f.load_curves) f.sentences.push_back(describe_curve(c));
   if (!f.fingerprint_changes.empty())
     f.sentences.push_back("Server changed during the audit: " + std::to_string(f.fingerprint_changes.size()) +
                           " fingerprint field(s) differ between start and end (the canary's digests among them when the "

@@ -124,6 +124,7 @@ prediction_outcome decide(const prediction& p, int k, int n);
 // Everything besides the streams that the judgement reads.
 struct evaluation_evidence {
   std::map<std::size_t, burst_measurement> bursts;  // by group index; a burst without one is not batched
+  std::map<std::size_t, load_measurement> loads;    // by group index; a load level without one was not reached
   std::map<std::string, backend_fingerprints> fingerprints;
   evidence_thresholds thresholds;
   std::optional<reference_evidence> reference;  // when the spec names a reference audit
@@ -167,6 +168,7 @@ struct findings {
   evidence_thresholds thresholds;
   std::vector<search_result> searches;        // threshold_search conditions, per backend
   std::vector<throughput_result> throughput;  // throughput probes, per backend
+  std::vector<load_curve> load_curves;        // per backend and load condition, level by level (docs/load.md)
   std::vector<frontier_row> frontier;         // sweeps (or specs with a probe): one row per backend
 };
 

@@ -164,6 +164,15 @@ class planner {
                     std::vector<planned_request>(static_cast<std::size_t>(w), {prompt, params, false, std::nullopt, true, base}));
             break;
           }
+          case condition_kind::load: {
+            // One group per level: its probes, the target greedy, each compared with the baseline.
+            const int base = baseline(backend, prompt, params);
+            for (std::size_t level = 0; level < c.load.levels.size(); ++level)
+              add(c, replicate++, group_mode::load,
+                  std::vector<planned_request>(static_cast<std::size_t>(c.load.probes),
+                                               {prompt, params, false, std::nullopt, true, base}));
+            break;
+          }
           case condition_kind::throughput:
             // Bursts of different prompts, never compared: only their timing is read.
             for (int r = 0; r < c.replicates; ++r) {

@@ -29,7 +29,9 @@ struct planned_request {
   bool operator==(const planned_request&) const = default;
 };
 
-enum class group_mode { serial, burst };
+// serial: one request after another, each alone; burst: all at once; load: probes inside the
+// background traffic of one level of a load condition (its `replicate` is the level's index).
+enum class group_mode { serial, burst, load };
 
 struct request_group {
   std::size_t index = 0;

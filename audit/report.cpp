@@ -195,6 +195,56 @@ void grid_markdown(std::string& out, const grid& g) {
   }
 }
 
+std::string ms3(const latency_summary& l) {
+  if (l.n == 0) return "-";
+  auto v = [](double x) { return fixed(x, x < 10 ? 2 : x < 100 ? 1 : 0); };
+  return v(l.p50) + "/" + v(l.p90) + "/" + v(l.p99);
+}
+
+grid load_identity_grid(const load_curve& c) {
+  grid g{{"level", "reached", "logit-ident", "95% interval", "token-ident", "batch width", "offered req/s", "achieved req/s",
+          "served req/s", "output tok/s"}};
+  for (const auto& l : c.levels) {
+    const auto& m = l.measurement;
+    g.push_back({m.label, m.reached ? "yes" : "NO", pct_cell(l.logit_identical, l.probes),
+                 l.probes ? fixed(100 * l.logit_low, 0) + "-" + fixed(100 * l.logit_high, 0) + "%" : "-",
+                 pct_cell(l.token_identical, l.probes), l.probes ? fixed(l.mean_width, 1) : "-", fixed(m.offered_rps, 2),
+                 fixed(m.achieved_rps, 2), fixed(m.request_throughput, 2), fixed(m.output_throughput, 0)});
+  }
+  return g;
+}
+
+grid load_latency_grid(const load_curve& c) {
+  grid g{{"level", "requests", "TTFT ms p50/p90/p99", "ITL ms", "TPOT ms", "E2E ms", "in flight mean/max",
+          "arrival lateness us p99", "server tokens"}};
+  for (const auto& l : c.levels) {
+    const auto& m = l.measurement;
+    g.push_back({m.label,
+                 std::to_string(m.completed) + (m.failed ? " (" + std::to_string(m.failed) + " failed)" : "") +
+                     (m.dropped ? " (" + std::to_string(m.dropped) + " dropped)" : ""),
+                 ms3(m.ttft_ms), ms3(m.itl_ms), ms3(m.tpot_ms), ms3(m.e2el_ms),
+                 fixed(m.mean_in_flight, 1) + "/" + std::to_string(m.max_in_flight), fixed(m.arrival_lateness_us.p99, 0),
+                 m.server_tokens_predicted >= 0 ? fixed(m.server_tokens_predicted, 0) + " (ours " + std::to_string(m.output_tokens) + ")"
+                                                : "-"});
+  }
+  return g;
+}
+
+// The load curves: per backend and condition, identity against the level, then the latencies
+// at each level (docs/load.md); a level not reached says why beneath.
+void load_sections(std::string& out, const findings& f, bool markdown) {
+  for (const auto& c : f.load_curves) {
+    const std::string title = "Load curve, " + c.backend + ", " + c.condition + " (" + std::string(to_string(c.arrival)) +
+                              " arrivals): probes against their solo baseline, per level";
+    out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
+    markdown ? grid_markdown(out, load_identity_grid(c)) : grid_text(out, load_identity_grid(c));
+    out += markdown ? "\n" : "\n Latencies (every request of the level, probes included):\n";
+    markdown ? grid_markdown(out, load_latency_grid(c)) : grid_text(out, load_latency_grid(c));
+    for (const auto& l : c.levels)
+      if (!l.measurement.reached) out += (markdown ? "\n- " : " ") + l.measurement.label + " not reached: " + l.measurement.not_reached + "\n";
+  }
+}
+
 void extra_sections(std::string& out, const findings& f, bool markdown) {
   for (const auto& r : f.searches) {
     const std::string title = "Threshold search, " + r.backend + ", " + r.condition + ": " + threshold_words(r);
@@ -274,6 +324,11 @@ std::string render_text(const findings& f) {
   if (!f.valid) out += "!! " + f.invalid_reason + "\n\n";
   if (const auto m = machines_text(f, " "); !m.empty()) out += "Measured on:\n" + m + "\n";
   if (const auto h = harness_text(f, " "); !h.empty()) out += "Oracle resolution and harness power:\n" + h + "\n";
+  // A curve is the answer of an audit that has one: it comes first.
+  if (!f.load_curves.empty()) {
+    load_sections(out, f, false);
+    out += "\n";
+  }
   out += "Pooled over " + std::to_string(f.backends.size()) + " backend(s)" +
          (f.reference ? "; vs reference: logit-identical to audit " + std::to_string(f.reference->audit) + "'s solo streams"
                       : std::string()) +
@@ -312,6 +367,10 @@ std::string render_markdown(const findings& f) {
   };
   if (const auto m = machines_text(f, "- "); !m.empty()) out += "Measured on:\n\n" + m + "\n";
   if (const auto h = harness_text(f, "- "); !h.empty()) out += "Oracle resolution and harness power:\n\n" + h + "\n";
+  if (!f.load_curves.empty()) {
+    load_sections(out, f, true);
+    out += "\n";
+  }
   out += "### Pooled over " + std::to_string(f.backends.size()) + " backend(s)\n\n";
   table(f.pooled, f.reference ? &*f.reference : nullptr);
   if (f.backends.size() > 1)
@@ -393,7 +452,28 @@ std::string render_csv(const findings& f) {
     }
   };
   rows("pooled", f.pooled);
-  for (const auto& b : f.backends) rows(b, f.per_backend.at(b));
+  for (const auto& b : f.backends) {
+    // A load condition's levels, each a row of its backend (never pooled): "load_poisson@2 req/s".
+    std::vector<condition_tally> levels;
+    for (const auto& c : f.load_curves) {
+      if (c.backend != b) continue;
+      for (const auto& l : c.levels) {
+        condition_tally t;
+        t.condition = c.condition + "@" + l.measurement.label;
+        t.kind = condition_kind::load;
+        t.concurrency = static_cast<int>(l.measurement.level);
+        t.n = l.probes;
+        t.logit_identical = l.logit_identical;
+        t.token_identical = l.token_identical;
+        t.failed = l.failed;
+        t.flagged = l.flagged;
+        levels.push_back(std::move(t));
+      }
+    }
+    auto all = f.per_backend.count(b) ? f.per_backend.at(b) : std::vector<condition_tally>{};
+    all.insert(all.end(), levels.begin(), levels.end());
+    rows(b, all);
+  }
   return out;
 }
 

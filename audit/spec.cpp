@@ -7,6 +7,7 @@
 #include <set>
 
 #include "enum_names.hpp"
+#include "numbers.hpp"
 
 namespace logitaudit::audit {
 
@@ -22,6 +23,7 @@ std::string_view to_string(condition_kind k) {
     case condition_kind::threshold_search: return "threshold_search";
     case condition_kind::throughput: return "throughput";
     case condition_kind::neighbours: return "neighbours";
+    case condition_kind::load: return "load";
   }
   return "?";
 }
@@ -79,6 +81,7 @@ evidence_flag flag_of(condition_kind k) {
     case condition_kind::threshold_search:
     case condition_kind::neighbours: return evidence_flag::not_batched;
     case condition_kind::throughput: return evidence_flag::none;
+    case condition_kind::load: return evidence_flag::level_not_reached;
     case condition_kind::cache_reuse: return evidence_flag::not_reused;
     case condition_kind::repeat:
     case condition_kind::control_prompt:
@@ -201,7 +204,29 @@ audit_spec selftest_preset(std::vector<backend_ref> backends) {
   return s;
 }
 
-std::vector<std::string> preset_names() { return {"seed-protocol", "threshold", "sweep", "explain", "selftest"}; }
+audit_spec load_curve_preset(std::vector<backend_ref> backends) {
+  audit_spec s;
+  s.preset = "load-curve";
+  s.backends = std::move(backends);
+  s.prompts = default_prompts();
+  condition load{"load_poisson", condition_kind::load, 1, 1, false, false};
+  load.load.arrival = arrival_kind::poisson;
+  load.load.levels = {0.5, 1, 2, 4, 8};
+  load.load.duration_s = 20;
+  load.load.probes = 6;
+  load.load.prompt_tokens = {{16, 64, 256}, {}, 0, 0};
+  load.load.output_tokens = {{16, 32, 64}, {}, 0, 0};
+  s.conditions = {
+      {"repeat_greedy", condition_kind::repeat, 1, 4, false, false},
+      load,
+      {"control_prompt", condition_kind::control_prompt, 1, 1, false, false},
+  };
+  return s;
+}
+
+std::vector<std::string> preset_names() {
+  return {"seed-protocol", "threshold", "sweep", "explain", "selftest", "load-curve"};
+}
 
 std::optional<audit_spec> preset(std::string_view name) {
   if (name == "seed-protocol") return seed_protocol({});
@@ -209,6 +234,7 @@ std::optional<audit_spec> preset(std::string_view name) {
   if (name == "sweep") return sweep_preset();
   if (name == "explain") return explain_preset({});
   if (name == "selftest") return selftest_preset({});
+  if (name == "load-curve") return load_curve_preset({});
   return std::nullopt;
 }
 
@@ -431,6 +457,89 @@ void validate_prompts(const audit_spec& s, const spec_limits& lim, std::vector<s
 
 }
 
+// A mix of lengths: values (and weights) or a range, each within [1, most].
+void validate_mix(const length_mix& m, const std::string& f, int most, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  const std::string range = "must be between 1 and " + std::to_string(most);
+  if (m.uniform() || m.min != 0 || m.max != 0) {
+    if (m.min < 1 || m.min > most) add(f + ".min", range);
+    if (m.max < 1 || m.max > most) add(f + ".max", range);
+    if (m.max <= m.min) add(f + ".max", "must be greater than min");
+    return;
+  }
+  if (m.values.empty()) add(f, "must list at least one length, or give {\"min\", \"max\"}");
+  if (m.values.size() > 1000) add(f, "at most 1000 lengths");
+  for (std::size_t j = 0; j < m.values.size() && j < 1000; ++j)
+    if (m.values[j] < 1 || m.values[j] > most) add(f + ".values[" + std::to_string(j) + "]", range);
+  if (!m.weights.empty() && m.weights.size() != m.values.size())
+    add(f + ".weights", "must have one weight per value (" + std::to_string(m.values.size()) + ")");
+  double total = 0;
+  for (std::size_t j = 0; j < m.weights.size(); ++j) {
+    if (!(m.weights[j] >= 0) || !std::isfinite(m.weights[j])) add(f + ".weights[" + std::to_string(j) + "]", "must be a finite number >= 0");
+    else total += m.weights[j];
+  }
+  if (!m.weights.empty() && !(total > 0)) add(f + ".weights", "must not all be 0");
+}
+
+// A load condition's settings (docs/load.md): every level, the arrival's parameters, the mixes,
+// the trace and its limits.
+void validate_load(const condition& c, const std::string& f, const spec_limits& lim,
+                   std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  const auto& l = c.load;
+  if (c.replicates != 1) add(f + ".replicates", "must be 1 for load (its levels are load.levels)");
+  if (l.levels.empty() || l.levels.size() > 32) add(f + ".load.levels", "must list 1 to 32 levels");
+  for (std::size_t j = 0; j < l.levels.size() && j < 32; ++j) {
+    const std::string at = f + ".load.levels[" + std::to_string(j) + "]";
+    const double v = l.levels[j];
+    if (!std::isfinite(v)) add(at, "must be a finite number");
+    else if (l.arrival == arrival_kind::concurrency && (v < 1 || v > lim.max_concurrency || v != std::floor(v)))
+      add(at, "must be a whole number of requests in flight, 1 to " + std::to_string(lim.max_concurrency));
+    else if (l.arrival == arrival_kind::trace && !(v >= 0.01 && v <= 100))
+      add(at, "must be a speed from 0.01 to 100 (1: the trace as recorded)");
+    else if (l.arrival != arrival_kind::concurrency && l.arrival != arrival_kind::trace && !(v > 0 && v <= 10'000))
+      add(at, "must be a rate in (0, 10000] requests/s");
+    if (j > 0 && std::isfinite(v) && v <= l.levels[j - 1]) add(at, "levels must ascend");
+  }
+  if (!(l.burstiness > 0 && l.burstiness <= 100)) add(f + ".load.burstiness", "must be in (0, 100] (1: Poisson)");
+  if (l.arrival != arrival_kind::gamma && l.burstiness != 1.0) add(f + ".load.burstiness", "only gamma arrivals have a burstiness");
+  if (l.arrival != arrival_kind::trace && !(l.duration_s >= 1 && l.duration_s <= 3600))
+    add(f + ".load.duration_s", "must be between 1 and 3600 seconds");
+  if (l.probes < 1 || l.probes > 100) add(f + ".load.probes", "must be between 1 and 100");
+  if (l.max_in_flight < 1 || l.max_in_flight > 4096) add(f + ".load.max_in_flight", "must be between 1 and 4096");
+  if (l.arrival == arrival_kind::concurrency)
+    for (double v : l.levels)
+      if (v > l.max_in_flight) {
+        add(f + ".load.max_in_flight", "must be at least the largest concurrency level");
+        break;
+      }
+  validate_mix(l.prompt_tokens, f + ".load.prompt_tokens", kMaxLoadPromptTokens, p);
+  validate_mix(l.output_tokens, f + ".load.output_tokens", lim.max_n_predict, p);
+  if (l.arrival == arrival_kind::trace) {
+    if (l.trace.empty()) add(f + ".load.trace", "a trace arrival needs the trace: [{\"at_ms\", \"prompt_tokens\", \"output_tokens\"}, ...]");
+    if (l.trace.size() > kMaxTraceEntries)
+      add(f + ".load.trace", "at most " + std::to_string(kMaxTraceEntries) + " requests (this one has " + std::to_string(l.trace.size()) + ")");
+    double last = 0;
+    int problems = 0;
+    for (std::size_t j = 0; j < l.trace.size() && j < kMaxTraceEntries && problems < 20; ++j) {
+      const auto& e = l.trace[j];
+      const std::string at = f + ".load.trace[" + std::to_string(j) + "]";
+      const auto before = p.size();
+      if (!std::isfinite(e.at_ms) || e.at_ms < 0 || e.at_ms > kMaxTraceMs)
+        add(at + ".at_ms", "must be between 0 and " + fixed(kMaxTraceMs, 0) + " ms");
+      else if (e.at_ms < last) add(at + ".at_ms", "offsets must not decrease (the one before is " + fixed(last, 3) + ")");
+      else last = e.at_ms;
+      if (e.prompt_tokens < 1 || e.prompt_tokens > kMaxLoadPromptTokens)
+        add(at + ".prompt_tokens", "must be between 1 and " + std::to_string(kMaxLoadPromptTokens));
+      if (e.output_tokens < 1 || e.output_tokens > lim.max_n_predict)
+        add(at + ".output_tokens", "must be between 1 and " + std::to_string(lim.max_n_predict));
+      problems += p.size() > before;
+    }
+  } else if (!l.trace.empty()) {
+    add(f + ".load.trace", "only a trace arrival has a trace");
+  }
+}
+
 // The conditions: each kind's settings, at least one positive control, and the requests the
 // job would send within the limit. Returns the conditions' names.
 std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
@@ -488,6 +597,8 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
     } else if (c.neighbours != neighbour_settings{}) {
       add(f + ".neighbours", "only a neighbours condition has neighbour settings");
     }
+    if (c.kind == condition_kind::load) validate_load(c, f, lim, p);
+    else if (c.load != load_settings{}) add(f + ".load", "only a load condition has load settings");
     if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))
       add(f + ".concurrency", "must be between 2 and " + std::to_string(lim.max_concurrency) + " for " +
                                   std::string(to_string(c.kind)));
@@ -506,6 +617,10 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
       std::size_t per = static_cast<std::size_t>(std::max(0, c.search.reference));
       for (int w : search_widths(c)) per += static_cast<std::size_t>(std::max(0, w)) * std::max(0, c.search.max_trials);
       requests += prompts * per;
+      continue;
+    }
+    if (c.kind == condition_kind::load) {  // the probes; the background is bounded by max_in_flight and time
+      requests += c.load.levels.size() * static_cast<std::size_t>(std::max(0, c.load.probes));
       continue;
     }
     requests += prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) *

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "evidence.hpp"
+#include "load.hpp"
 
 namespace logitaudit::audit {
 
@@ -25,6 +26,7 @@ enum class condition_kind {
   threshold_search,     // the smallest burst width at which streams diverge (search_settings)
   throughput,           // a throughput probe: bursts of different prompts, timed, never compared
   neighbours,           // the target in a burst with C-1 neighbours of a chosen shape (neighbour_settings)
+  load,                 // probes inside generated background traffic, level by level (load_settings, docs/load.md)
 };
 
 // Every kind, in the order the docs, the OpenAPI enum, error messages and the console list
@@ -33,7 +35,7 @@ inline constexpr std::array kConditionKinds = {
     condition_kind::repeat,         condition_kind::concurrent,   condition_kind::cross_batch,
     condition_kind::cache_reuse,    condition_kind::control_prompt, condition_kind::control_seed,
     condition_kind::control_temperature, condition_kind::threshold_search, condition_kind::throughput,
-    condition_kind::neighbours};
+    condition_kind::neighbours,     condition_kind::load};
 std::string_view to_string(condition_kind k);
 std::optional<condition_kind> parse_condition_kind(std::string_view s);
 bool is_control(condition_kind k);
@@ -88,6 +90,7 @@ struct condition {
   int seeded_replicates = 0;  // repeat only: further serial repeats with seeded sampling
   search_settings search;     // threshold_search only; concurrency is its largest width
   neighbour_settings neighbours;  // neighbours only
+  load_settings load;             // load only
 
   bool operator==(const condition&) const = default;
 };
@@ -198,6 +201,9 @@ audit_spec explain_preset(std::vector<backend_ref> backends);
 // The selftest preset: every backend's selftest, stored, and a short audit that cites it (serial
 // repeats, one burst, a prompt control), each solo group after the server went quiet.
 audit_spec selftest_preset(std::vector<backend_ref> backends);
+// The load-curve preset: probes in Poisson traffic at 0.5, 1, 2, 4 and 8 requests/s, with
+// serial repeats and a prompt control (docs/load.md).
+audit_spec load_curve_preset(std::vector<backend_ref> backends);
 
 // The sweep preset: the seed's greedy conditions under load, a probe, and a prompt control,
 // over the matrix the submission gives (an empty matrix until then).

@@ -33,6 +33,10 @@ struct completion_request {
   int join_after_tokens = 0;
   std::vector<std::string> samplers;  // empty: the server's default chain
   std::optional<int> top_k;
+  // A prompt of token ids (the load generator's background, exactly so many tokens); when set,
+  // it is sent instead of `prompt`.
+  std::vector<std::int64_t> prompt_ids;
+  bool ignore_eos = false;  // generate n_predict tokens whatever they are (the load generator's lengths)
 
   bool operator==(const completion_request&) const = default;
 };
@@ -57,6 +61,7 @@ struct decode_counters {
   double decodes = 0;
   double busy_slots_per_decode = 0;
   double requests_processing = -1;  // the server's gauge now; -1: not reported
+  double tokens_predicted = -1;     // the server's count of tokens it generated; -1: not reported
 };
 
 // The server's busy slots per decode between two readings (1 when one request ran alone);

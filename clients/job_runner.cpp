@@ -8,6 +8,7 @@
 #include "audit/numbers.hpp"
 #include "burst.hpp"
 #include "join.hpp"
+#include "load_generator.hpp"
 
 namespace logitaudit::clients {
 namespace {
@@ -70,11 +71,38 @@ net::awaitable<std::optional<decode_counters>> read_counters(backend& b, server_
   co_return c;
 }
 
-net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
-                                             std::int64_t server_slots, server_watch& w) {
+net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_spec& spec,
+                                             const audit::audit_plan& plan, std::int64_t server_slots, server_watch& w,
+                                             std::int64_t n_vocab) {
   group_outcome out;
   out.group = g.index;
   out.backend = g.backend;
+  if (g.mode == audit::group_mode::load) {
+    const audit::condition* c = nullptr;
+    for (const auto& x : spec.conditions)
+      if (x.name == g.condition) c = &x;
+    std::vector<completion_request> probes;
+    for (const auto& r : g.requests) {
+      auto q = to_request(r, plan);
+      q.stream = true;
+      probes.push_back(std::move(q));
+    }
+    load_options o;
+    o.server_slots = server_slots;
+    o.n_vocab = n_vocab;
+    audit::load_settings settings;  // named: GCC 12 mis-builds a temporary in a co_await's arguments
+    if (c) settings = c->load;
+    const auto level = static_cast<std::size_t>(g.replicate);
+    auto res = co_await run_load_level(b, settings, level, std::move(probes), o);
+    out.load = std::move(res.measurement);
+    for (std::size_t i = 0; i < res.probes.size(); ++i) {
+      audit::observed_run r{g.index, i, std::nullopt, {}};
+      if (res.probes[i]) r.stream = std::move(*res.probes[i]);
+      else fail(out, r, res.probes[i].error());
+      out.runs.push_back(std::move(r));
+    }
+    co_return out;
+  }
   if (g.mode == audit::group_mode::burst) {
     std::vector<completion_request> reqs;
     // Bursts stream: each token's arrival (and, from llama.cpp, its server time) is what the
@@ -258,6 +286,8 @@ void record_quiet(const server_watch& w, std::chrono::milliseconds bound, audit:
 // the configured one).
 void set_first_byte_deadline(backend& b, const server_watch& w, const runner_options& o, const audit::request_group& g) {
   const auto configured = b.config().http.first_byte_timeout;
+  // A load level queues requests behind each other by design: its deadline is the configured one.
+  if (g.mode == audit::group_mode::load) return b.http().set_first_byte_timeout(configured);
   if (w.longest_solo_ns <= 0 || o.first_byte_multiple <= 0) return;
   const double ms = o.first_byte_multiple * static_cast<double>(w.longest_solo_ns) / 1e6 *
                     static_cast<double>(std::max<std::size_t>(1, g.requests.size()));
@@ -279,6 +309,9 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
   }
   const std::int64_t server_slots = before ? before->total_slots : -1;
+  std::int64_t n_vocab = -1;
+  if (before)
+    if (auto v = before->model_meta.find("n_vocab"); v != before->model_meta.end()) n_vocab = std::atoll(v->second.c_str());
   // Nothing listens there at all, or its certificate cannot be trusted: every group fails at
   // once instead of after its retries (a certificate does not get better within a job).
   const auto code = before ? client_errc::cancelled : before.error().code;
@@ -314,7 +347,7 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     set_first_byte_deadline(b, watch, *st->options, g);
     group_outcome out;
     for (int attempt = 1;; ++attempt) {
-      out = co_await run_group_once(b, g, *st->plan, server_slots, watch);
+      out = co_await run_group_once(b, g, *st->spec, *st->plan, server_slots, watch, n_vocab);
       out.attempts = attempt;
       if (attempt >= st->options->max_attempts || !out.retryable_failure) break;
       retry_event ev{name, g.index, attempt, out.first_error, {}};

@@ -35,6 +35,7 @@ struct group_outcome {
   std::string backend;
   std::vector<audit::observed_run> runs;  // one per planned request, failed ones included
   std::optional<audit::burst_measurement> burst;  // absent for serial groups
+  std::optional<audit::load_measurement> load;    // a load level's background and probes
   int attempts = 0;
   bool retryable_failure = false;  // some request failed in a way another attempt may fix
   std::optional<client_errc> first_failure;  // the code of the first request that failed

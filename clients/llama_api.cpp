@@ -50,6 +50,8 @@ std::string completion_body(const completion_request& r) {
   if (r.id_slot) j["id_slot"] = *r.id_slot;
   if (!r.samplers.empty()) j["samplers"] = r.samplers;
   if (r.top_k) j["top_k"] = *r.top_k;
+  if (!r.prompt_ids.empty()) j["prompt"] = r.prompt_ids;
+  if (r.ignore_eos) j["ignore_eos"] = true;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -284,7 +286,8 @@ class llama_api final : public backend_api {
     auto decodes = metric_value(x->body, "llamacpp:n_decode_total");
     auto busy = metric_value(x->body, "llamacpp:n_busy_slots_per_decode");
     if (!decodes || !busy) co_return std::nullopt;
-    co_return decode_counters{*decodes, *busy, metric_value(x->body, "llamacpp:requests_processing").value_or(-1)};
+    co_return decode_counters{*decodes, *busy, metric_value(x->body, "llamacpp:requests_processing").value_or(-1),
+                              metric_value(x->body, "llamacpp:tokens_predicted_total").value_or(-1)};
   }
 };
 

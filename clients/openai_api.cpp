@@ -124,6 +124,8 @@ std::string openai_completion_body(const completion_request& r, const api_option
   if (r.seed) j["seed"] = *r.seed;
   if (r.top_k) j["top_k"] = *r.top_k;
   j["return_tokens_as_token_ids"] = true;
+  if (!r.prompt_ids.empty()) j["prompt"] = r.prompt_ids;  // the completions API takes token ids too
+  if (r.ignore_eos) j["ignore_eos"] = true;                // vLLM's and SGLang's extension
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -255,7 +255,9 @@ clients::runner_options job_lifecycle::runner_of(std::int64_t id, std::shared_pt
   o.on_progress = controls.on_progress;
   auto* db = &db_;
   o.on_group = [db, id, plan, on_group = controls.on_group, on_stored = controls.on_stored](const clients::group_outcome& g) {
-    db->enqueue_group(id, storage::group_write{plan.get(), &plan->groups[g.group], g.runs, g.burst, g.attempts, plan});
+    storage::group_write w{plan.get(), &plan->groups[g.group], g.runs, g.burst, g.attempts, plan};
+    w.load = g.load;
+    db->enqueue_group(id, std::move(w));
     if (on_stored) db->post([on_stored](storage::store&) { on_stored(); });  // runs after the write
     if (on_group) on_group(g);
   };
@@ -332,6 +334,7 @@ net::awaitable<std::shared_ptr<search_state>> load_search_state(storage::db_work
     search_state ev;
     ev.runs = s.evidence().observations(id);
     for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
+    ev.evidence.loads = s.evidence().load_levels(id);
     return ev;
   };
   auto loaded = co_await on_db(*db, std::move(load));
@@ -435,6 +438,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     stored_evidence ev;
     ev.runs = s.evidence().observations(id);
     for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
+    ev.evidence.loads = s.evidence().load_levels(id);
     ev.evidence.fingerprints = s.evidence().fingerprints(id);
     for (const auto& [name, url] : paths)
       if (auto t = s.evidence().latest_selftest(name, url)) ev.evidence.selftests[name] = t->summary();

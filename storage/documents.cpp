@@ -205,6 +205,123 @@ void read_backends(reader& r, const json& arr, audit::audit_spec& s) {
   }
 }
 
+// A length mix: 32, [16, 64], {"values": [16, 64], "weights": [3, 1]} or {"min": 16, "max": 256}.
+void read_mix(reader& r, const json& j, const std::string& at, audit::length_mix& out) {
+  out = audit::length_mix{{}, {}, 0, 0};
+  if (j.is_number_integer()) {
+    const json wrapped = {{"v", j}};
+    int v = 0;
+    if (r.integer(wrapped, "v", at, v)) out.values = {v};
+    return;
+  }
+  if (j.is_array()) {
+    const json wrapped = {{"values", j}};
+    r.integers(wrapped, "values", at, out.values);
+    return;
+  }
+  if (!j.is_object())
+    return r.problem(at, "must be a length, a list of lengths, {\"values\", \"weights\"} or {\"min\", \"max\"}");
+  r.only(j, at, {"values", "weights", "min", "max"});
+  r.integers(j, "values", at, out.values);
+  if (auto w = j.find("weights"); w != j.end()) {
+    if (!w->is_array()) r.problem(at + ".weights", "must be an array of numbers");
+    else
+      for (std::size_t i = 0; i < w->size(); ++i) {
+        if ((*w)[i].is_number()) out.weights.push_back((*w)[i].get<double>());
+        else r.problem(at + ".weights[" + std::to_string(i) + "]", "must be a number");
+      }
+  }
+  r.integer(j, "min", at, out.min);
+  r.integer(j, "max", at, out.max);
+  if ((j.contains("min") || j.contains("max")) && j.contains("values"))
+    r.problem(at, "give either values (with weights) or min and max, not both");
+}
+
+// A trace: [{"at_ms": 0, "prompt_tokens": 32, "output_tokens": 16}, ...] or [[0, 32, 16], ...].
+void read_trace(reader& r, const json& j, const std::string& at, std::vector<audit::trace_entry>& out) {
+  if (!j.is_array()) return r.problem(at, "must be an array of {at_ms, prompt_tokens, output_tokens}");
+  if (j.size() > audit::kMaxTraceEntries)
+    return r.problem(at, "at most " + std::to_string(audit::kMaxTraceEntries) + " requests (this one has " +
+                             std::to_string(j.size()) + ")");
+  int bad = 0;
+  for (std::size_t i = 0; i < j.size() && bad < 20; ++i) {
+    const std::string e = at + "[" + std::to_string(i) + "]";
+    const auto& x = j[i];
+    audit::trace_entry t;
+    if (x.is_array() && x.size() == 3 && x[0].is_number() && x[1].is_number_integer() && x[2].is_number_integer()) {
+      t.at_ms = x[0].get<double>();
+      t.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(x[1].get<std::int64_t>(), -1, 1 << 30));
+      t.output_tokens = static_cast<int>(std::clamp<std::int64_t>(x[2].get<std::int64_t>(), -1, 1 << 30));
+    } else if (x.is_object()) {
+      r.only(x, e, {"at_ms", "prompt_tokens", "output_tokens"});
+      if (!r.number(x, "at_ms", e, t.at_ms)) ++bad, r.problem(e + ".at_ms", "is required");
+      if (!r.integer(x, "prompt_tokens", e, t.prompt_tokens)) ++bad, r.problem(e + ".prompt_tokens", "is required");
+      if (!r.integer(x, "output_tokens", e, t.output_tokens)) ++bad, r.problem(e + ".output_tokens", "is required");
+    } else {
+      ++bad;
+      r.problem(e, "must be {at_ms, prompt_tokens, output_tokens} or [at_ms, prompt_tokens, output_tokens]");
+      continue;
+    }
+    out.push_back(t);
+  }
+}
+
+void read_load(reader& r, const json& q, const std::string& at, audit::load_settings& l) {
+  if (!q.is_object()) return r.problem(at, "must be an object");
+  r.only(q, at, {"arrival", "levels", "burstiness", "duration_s", "probes", "prompt_tokens", "output_tokens", "trace",
+                 "max_in_flight", "seed"});
+  std::string arrival;
+  if (r.text(q, "arrival", at, arrival)) {
+    if (auto k = audit::parse_arrival_kind(arrival)) l.arrival = *k;
+    else r.problem(at + ".arrival", "must be one of " + audit::comma_list(audit::names_of(audit::kArrivalKinds)));
+  }
+  if (auto v = q.find("levels"); v != q.end()) {
+    l.levels.clear();
+    if (!v->is_array()) r.problem(at + ".levels", "must be an array of numbers");
+    else
+      for (std::size_t i = 0; i < v->size(); ++i) {
+        if ((*v)[i].is_number()) l.levels.push_back((*v)[i].get<double>());
+        else r.problem(at + ".levels[" + std::to_string(i) + "]", "must be a number");
+      }
+  } else if (l.arrival == audit::arrival_kind::concurrency) {
+    l.levels = {1, 2, 4, 8, 16};
+  } else if (l.arrival == audit::arrival_kind::trace) {
+    l.levels = {1};
+  }
+  r.number(q, "burstiness", at, l.burstiness);
+  r.number(q, "duration_s", at, l.duration_s);
+  r.integer(q, "probes", at, l.probes);
+  if (auto m = q.find("prompt_tokens"); m != q.end()) read_mix(r, *m, at + ".prompt_tokens", l.prompt_tokens);
+  if (auto m = q.find("output_tokens"); m != q.end()) read_mix(r, *m, at + ".output_tokens", l.output_tokens);
+  if (auto t = q.find("trace"); t != q.end()) read_trace(r, *t, at + ".trace", l.trace);
+  r.integer(q, "max_in_flight", at, l.max_in_flight);
+  r.unsigned64(q, "seed", at, l.seed);
+}
+
+json mix_json(const audit::length_mix& m) {
+  if (m.uniform()) return {{"min", m.min}, {"max", m.max}};
+  if (m.weights.empty()) return m.values;
+  return {{"values", m.values}, {"weights", m.weights}};
+}
+
+json load_json(const audit::load_settings& l) {
+  json j = {{"arrival", std::string(audit::to_string(l.arrival))},
+            {"levels", l.levels},
+            {"duration_s", l.duration_s},
+            {"probes", l.probes},
+            {"prompt_tokens", mix_json(l.prompt_tokens)},
+            {"output_tokens", mix_json(l.output_tokens)},
+            {"max_in_flight", l.max_in_flight},
+            {"seed", l.seed}};
+  if (l.arrival == audit::arrival_kind::gamma) j["burstiness"] = l.burstiness;
+  if (!l.trace.empty()) {
+    json t = json::array();
+    for (const auto& e : l.trace) t.push_back(json::array({e.at_ms, e.prompt_tokens, e.output_tokens}));
+    j["trace"] = std::move(t);
+  }
+  return j;
+}
+
 void read_conditions(reader& r, const json& arr, audit::audit_spec& s) {
   s.conditions.clear();
   for (std::size_t i = 0; i < arr.size(); ++i) {
@@ -215,7 +332,7 @@ void read_conditions(reader& r, const json& arr, audit::audit_spec& s) {
       continue;
     }
     r.only(c, at, {"name", "kind", "concurrency", "replicates", "seeded", "all_prompts", "seeded_replicates", "search",
-                   "neighbours"});
+                   "neighbours", "load"});
     audit::condition cond;
     if (!r.text(c, "name", at, cond.name)) r.problem(at + ".name", "is required");
     std::string kind;
@@ -262,6 +379,7 @@ void read_conditions(reader& r, const json& arr, audit::audit_spec& s) {
         r.integers(*q, "join_after", nat, cond.neighbours.join_after);
       }
     }
+    if (auto q = c.find("load"); q != c.end()) read_load(r, *q, at + ".load", cond.load);
     s.conditions.push_back(cond);
   }
 }
@@ -383,6 +501,7 @@ std::string encode_spec_format1(const audit::audit_spec& s) {
                           {"target", c.neighbours.target_last ? "last" : "first"},
                           {"n_predict", c.neighbours.n_predict},
                           {"join_after", c.neighbours.join_after}};
+    if (c.kind == audit::condition_kind::load) jc["load"] = load_json(c.load);
     j["conditions"].push_back(std::move(jc));
   }
   j["predictions"] = json::array();
@@ -469,6 +588,118 @@ audit::reference_findings reference_of(const json& j) {
 }
 
 }  // namespace
+
+namespace {
+
+json latency_json(const audit::latency_summary& l) {
+  return {{"n", l.n}, {"mean", l.mean}, {"p50", l.p50}, {"p90", l.p90}, {"p99", l.p99}};
+}
+
+audit::latency_summary latency_from(const json& j) {
+  audit::latency_summary l;
+  l.n = j.at("n").get<std::size_t>();
+  l.mean = j.at("mean").get<double>();
+  l.p50 = j.at("p50").get<double>();
+  l.p90 = j.at("p90").get<double>();
+  l.p99 = j.at("p99").get<double>();
+  return l;
+}
+
+json load_measurement_json(const audit::load_measurement& m) {
+  json probes = json::array();
+  for (const auto& p : m.probes)
+    probes.push_back({{"scheduled_ms", p.scheduled_ns / 1e6}, {"sent_ms", p.sent_ns / 1e6}, {"in_flight", p.in_flight},
+                      {"width", p.width}});
+  json j = {{"label", m.label},
+            {"level", m.level},
+            {"arrival", std::string(audit::to_string(m.arrival))},
+            {"duration_s", m.duration_s},
+            {"server_slots", m.server_slots},
+            {"scheduled", m.scheduled},
+            {"sent", m.sent},
+            {"completed", m.completed},
+            {"failed", m.failed},
+            {"dropped", m.dropped},
+            {"offered_rps", m.offered_rps},
+            {"achieved_rps", m.achieved_rps},
+            {"bench_duration_s", m.bench_duration_s},
+            {"request_throughput", m.request_throughput},
+            {"output_throughput", m.output_throughput},
+            {"output_tokens", m.output_tokens},
+            {"prompt_tokens", m.prompt_tokens},
+            {"mean_in_flight", m.mean_in_flight},
+            {"max_in_flight", m.max_in_flight},
+            {"in_flight_at_half", m.in_flight_at_half},
+            {"in_flight_at_end", m.in_flight_at_end},
+            {"ttft_ms", latency_json(m.ttft_ms)},
+            {"itl_ms", latency_json(m.itl_ms)},
+            {"tpot_ms", latency_json(m.tpot_ms)},
+            {"e2el_ms", latency_json(m.e2el_ms)},
+            {"arrival_lateness_us", latency_json(m.arrival_lateness_us)},
+            {"probes", std::move(probes)},
+            {"server_tokens_predicted", m.server_tokens_predicted},
+            {"server_busy_slots_per_decode", m.server_busy_slots_per_decode},
+            {"reached", m.reached},
+            {"not_reached", m.not_reached}};
+  if (!m.replay.empty()) j["replay"] = m.replay;
+  return j;
+}
+
+audit::load_measurement load_measurement_from(const json& j) {
+  audit::load_measurement m;
+  m.label = j.at("label").get<std::string>();
+  m.level = j.at("level").get<double>();
+  m.arrival = audit::parse_arrival_kind(j.at("arrival").get<std::string>()).value_or(audit::arrival_kind::poisson);
+  m.duration_s = j.at("duration_s").get<double>();
+  m.server_slots = j.at("server_slots").get<std::int64_t>();
+  m.scheduled = j.at("scheduled").get<std::int64_t>();
+  m.sent = j.at("sent").get<std::int64_t>();
+  m.completed = j.at("completed").get<std::int64_t>();
+  m.failed = j.at("failed").get<std::int64_t>();
+  m.dropped = j.at("dropped").get<std::int64_t>();
+  m.offered_rps = j.at("offered_rps").get<double>();
+  m.achieved_rps = j.at("achieved_rps").get<double>();
+  m.bench_duration_s = j.at("bench_duration_s").get<double>();
+  m.request_throughput = j.at("request_throughput").get<double>();
+  m.output_throughput = j.at("output_throughput").get<double>();
+  m.output_tokens = j.at("output_tokens").get<std::int64_t>();
+  m.prompt_tokens = j.at("prompt_tokens").get<std::int64_t>();
+  m.mean_in_flight = j.at("mean_in_flight").get<double>();
+  m.max_in_flight = j.at("max_in_flight").get<int>();
+  m.in_flight_at_half = j.at("in_flight_at_half").get<int>();
+  m.in_flight_at_end = j.at("in_flight_at_end").get<int>();
+  m.ttft_ms = latency_from(j.at("ttft_ms"));
+  m.itl_ms = latency_from(j.at("itl_ms"));
+  m.tpot_ms = latency_from(j.at("tpot_ms"));
+  m.e2el_ms = latency_from(j.at("e2el_ms"));
+  m.arrival_lateness_us = latency_from(j.at("arrival_lateness_us"));
+  for (const auto& p : j.at("probes"))
+    m.probes.push_back({static_cast<std::int64_t>(p.at("scheduled_ms").get<double>() * 1e6),
+                        static_cast<std::int64_t>(p.at("sent_ms").get<double>() * 1e6), p.at("in_flight").get<double>(),
+                        p.at("width").get<double>()});
+  m.server_tokens_predicted = j.at("server_tokens_predicted").get<double>();
+  m.server_busy_slots_per_decode = j.at("server_busy_slots_per_decode").get<double>();
+  m.reached = j.at("reached").get<bool>();
+  m.not_reached = j.at("not_reached").get<std::string>();
+  if (auto r = j.find("replay"); r != j.end()) m.replay = r->get<std::vector<std::array<double, 3>>>();
+  return m;
+}
+
+}  // namespace
+
+std::string encode_load_measurement(const audit::load_measurement& m) {
+  return load_measurement_json(m).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::optional<audit::load_measurement> decode_load_measurement(std::string_view text) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  try {
+    return load_measurement_from(j);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
 
 std::string encode_findings_format1(const audit::findings& f) {
   auto tally = [](const audit::condition_tally& t) {
@@ -579,6 +810,20 @@ std::string encode_findings_format1(const audit::findings& f) {
     j["throughput"].push_back({{"backend", t.backend}, {"width", t.width}, {"bursts", t.bursts},
                                {"requests", t.requests}, {"tokens", t.tokens}, {"seconds", t.seconds},
                                {"tokens_per_s", t.tokens_per_s}, {"requests_per_s", t.requests_per_s}});
+  if (!f.load_curves.empty()) {  // since schema 9
+    j["load_curves"] = json::array();
+    for (const auto& c : f.load_curves) {
+      json levels = json::array();
+      for (const auto& l : c.levels)
+        levels.push_back({{"group", l.group}, {"level", l.level}, {"measurement", load_measurement_json(l.measurement)},
+                          {"probes", l.probes}, {"logit_identical", l.logit_identical},
+                          {"token_identical", l.token_identical}, {"flagged", l.flagged}, {"failed", l.failed},
+                          {"logit_low", l.logit_low}, {"logit_high", l.logit_high}, {"mean_width", l.mean_width}});
+      j["load_curves"].push_back({{"backend", c.backend}, {"condition", c.condition},
+                                  {"arrival", std::string(audit::to_string(c.arrival))}, {"first_lost", c.first_lost},
+                                  {"levels", std::move(levels)}});
+    }
+  }
   j["frontier"] = json::array();
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   for (const auto& r : f.frontier)
@@ -735,6 +980,29 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
                               t.at("requests").get<int>(), t.at("tokens").get<long long>(),
                               t.at("seconds").get<double>(), t.at("tokens_per_s").get<double>(),
                               t.at("requests_per_s").get<double>()});
+    for (const auto& c : j.value("load_curves", json::array())) {
+      audit::load_curve x;
+      x.backend = c.at("backend").get<std::string>();
+      x.condition = c.at("condition").get<std::string>();
+      x.arrival = audit::parse_arrival_kind(c.at("arrival").get<std::string>()).value_or(audit::arrival_kind::poisson);
+      x.first_lost = c.at("first_lost").get<int>();
+      for (const auto& l : c.at("levels")) {
+        audit::load_level_finding y;
+        y.group = l.at("group").get<std::size_t>();
+        y.level = l.at("level").get<std::size_t>();
+        y.measurement = load_measurement_from(l.at("measurement"));
+        y.probes = l.at("probes").get<int>();
+        y.logit_identical = l.at("logit_identical").get<int>();
+        y.token_identical = l.at("token_identical").get<int>();
+        y.flagged = l.at("flagged").get<int>();
+        y.failed = l.at("failed").get<int>();
+        y.logit_low = l.at("logit_low").get<double>();
+        y.logit_high = l.at("logit_high").get<double>();
+        y.mean_width = l.at("mean_width").get<double>();
+        x.levels.push_back(std::move(y));
+      }
+      f.load_curves.push_back(std::move(x));
+    }
     auto opt = [](const json& v) { return v.is_null() ? std::optional<double>() : std::optional<double>(v.get<double>()); };
     for (const auto& r : j.value("frontier", json::array())) {
       audit::frontier_row x;

@@ -33,6 +33,10 @@ std::string encode_findings(const audit::findings& f);
 // their own table); nullopt when `text` is not a findings document this build reads.
 std::optional<audit::findings> decode_findings(std::string_view text);
 
+// A load level's figures as stored (groups.load_level) and served; nullopt when `text` is not one.
+std::string encode_load_measurement(const audit::load_measurement& m);
+std::optional<audit::load_measurement> decode_load_measurement(std::string_view text);
+
 // Format 1 by name: the API's wire JSON is this format until it changes on its own.
 // read_spec_format1 reads a spec's members without checking the spec as a whole (the caller
 // may add backends first); a "preset" member expands first and the others override it.

@@ -265,6 +265,13 @@ ALTER TABLE verdicts ADD COLUMN width_at_difference BIGINT;
 ALTER TABLE verdicts ADD COLUMN width_before_difference BIGINT;
 ALTER TABLE verdicts ADD COLUMN events_before_difference TEXT NOT NULL DEFAULT '';
 )sql",
+    // 5: SQLite's version 9: a load level's figures, the flag of a probe whose level was not reached.
+    R"sql(
+ALTER TABLE groups ADD COLUMN load_level TEXT NOT NULL DEFAULT '';
+ALTER TABLE verdicts DROP CONSTRAINT verdicts_flag_check;
+ALTER TABLE verdicts ADD CONSTRAINT verdicts_flag_check
+  CHECK (flag IN ('none','not_batched','not_reused','not_solo','control_ineffective','level_not_reached'));
+)sql",
 };
 
 constexpr int kPostgresMigrationCount = sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]);

@@ -15,7 +15,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kPostgresSchemaVersion = 4;
+inline constexpr int kPostgresSchemaVersion = 5;
 
 std::span<const char* const> postgres_migrations();
 

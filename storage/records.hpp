@@ -120,6 +120,7 @@ struct group_write {
   // Keeps `plan` (and `group`, inside it) alive while the write waits on the db thread: a job
   // that ends (a full disk) frees its plan while its last groups may still be queued.
   std::shared_ptr<const audit::audit_plan> owner;
+  std::optional<audit::load_measurement> load;  // a load level's figures (its background is never stored)
 };
 
 // One fingerprint of a job's backend, as taken; written like a group (held while the

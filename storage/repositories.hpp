@@ -62,6 +62,8 @@ class evidence_repository {
   // for evaluating the job from what was stored.
   virtual std::vector<audit::observed_run> observations(std::int64_t job) = 0;
   virtual std::vector<burst_record> bursts(std::int64_t job) = 0;
+  // The figures of each load level of `job`, by group index (docs/load.md).
+  virtual std::map<std::size_t, audit::load_measurement> load_levels(std::int64_t job) = 0;
   virtual std::vector<fingerprint_record> fingerprint_records(std::int64_t job) = 0;
   virtual std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) = 0;
   // The job's solo baselines that succeeded, decoded.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/stream_encoding.hpp"
+#include "documents.hpp"
 
 namespace logitaudit::storage {
 namespace {
@@ -509,12 +510,14 @@ class sql_evidence final : public evidence_repository {
     // Every table's rows of the whole batch in a few multi-row INSERTs: a database server
     // across a network (or a slow loopback) costs a round trip per statement, not per row.
     const std::string at = now_utc();
-    insert_rows(db_, "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at)", 8,
+    insert_rows(db_,
+                "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at, load_level)", 9,
                 groups.size(), [&](sql_statement& s, int p, std::size_t i) {
                   const auto& g = *groups[i].group;
                   s.bind(p, job).bind(p + 1, g.index).bind(p + 2, g.backend).bind(p + 3, g.condition).bind(p + 4, g.replicate);
-                  s.bind(p + 5, g.mode == audit::group_mode::burst ? "burst" : "serial").bind(p + 6, groups[i].attempts);
-                  s.bind(p + 7, at);
+                  // A load level's requests are concurrent: stored as a burst group, its figures beside it.
+                  s.bind(p + 5, g.mode == audit::group_mode::serial ? "serial" : "burst").bind(p + 6, groups[i].attempts);
+                  s.bind(p + 7, at).bind(p + 8, groups[i].load ? encode_load_measurement(*groups[i].load) : std::string());
                 });
     std::vector<const group_write*> with_burst;
     for (const auto& gw : groups)
@@ -683,6 +686,16 @@ class sql_evidence final : public evidence_repository {
       if (r.ok && !o.stream) o.error = "the stored encoding does not decode";
       out.push_back(std::move(o));
     }
+    return out;
+  }
+
+  std::map<std::size_t, audit::load_measurement> load_levels(std::int64_t job) override {
+    auto& s = db_.prepare("SELECT group_index, load_level FROM groups WHERE job_id = ? AND load_level <> '' ORDER BY group_index");
+    s.bind(1, job);
+    std::map<std::size_t, audit::load_measurement> out;
+    while (s.step())
+      if (auto m = decode_load_measurement(s.text(1))) out[static_cast<std::size_t>(s.integer(0))] = std::move(*m);
+    s.reset();
     return out;
   }
 

@@ -281,6 +281,37 @@ ALTER TABLE verdicts ADD COLUMN width_at_difference INTEGER;
 ALTER TABLE verdicts ADD COLUMN width_before_difference INTEGER;
 ALTER TABLE verdicts ADD COLUMN events_before_difference TEXT NOT NULL DEFAULT '';
 )sql",
+    // 9: audits under load. A load level's figures (its background is never stored as
+    // streams: docs/load.md), and the flag of a probe whose level was not reached.
+    R"sql(
+ALTER TABLE groups ADD COLUMN load_level TEXT NOT NULL DEFAULT '';
+CREATE TABLE verdicts_v9 (
+  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  logit_identical INTEGER NOT NULL,
+  token_identical INTEGER NOT NULL,
+  first_logit_difference INTEGER NOT NULL,
+  first_token_difference INTEGER NOT NULL,
+  max_abs_delta REAL NOT NULL,
+  mean_abs_delta REAL NOT NULL,
+  max_ulp INTEGER NOT NULL,
+  margin_at_flip REAL,
+  flag TEXT NOT NULL DEFAULT 'none'
+    CHECK (flag IN ('none','not_batched','not_reused','not_solo','control_ineffective','level_not_reached')),
+  flag_reason TEXT NOT NULL DEFAULT '',
+  first_text_difference INTEGER NOT NULL DEFAULT -1,
+  width_at_difference INTEGER,
+  width_before_difference INTEGER,
+  events_before_difference TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO verdicts_v9 (run_id, logit_identical, token_identical, first_logit_difference, first_token_difference,
+                         max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason,
+                         first_text_difference, width_at_difference, width_before_difference, events_before_difference)
+  SELECT run_id, logit_identical, token_identical, first_logit_difference, first_token_difference,
+         max_abs_delta, mean_abs_delta, max_ulp, margin_at_flip, flag, flag_reason,
+         first_text_difference, width_at_difference, width_before_difference, events_before_difference FROM verdicts;
+DROP TABLE verdicts;
+ALTER TABLE verdicts_v9 RENAME TO verdicts;
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

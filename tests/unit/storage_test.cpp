@@ -459,6 +459,7 @@ class lost_answer_evidence : public storage::evidence_repository {
   std::optional<storage::stream_record> stream(std::int64_t job, std::int64_t run) override { return real_.stream(job, run); }
   std::vector<audit::observed_run> observations(std::int64_t job) override { return real_.observations(job); }
   std::vector<storage::burst_record> bursts(std::int64_t job) override { return real_.bursts(job); }
+  std::map<std::size_t, audit::load_measurement> load_levels(std::int64_t job) override { return real_.load_levels(job); }
   std::vector<storage::fingerprint_record> fingerprint_records(std::int64_t job) override { return real_.fingerprint_records(job); }
   std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) override { return real_.fingerprints(job); }
   std::vector<audit::baseline_stream> baselines(std::int64_t job) override { return real_.baselines(job); }

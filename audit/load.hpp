@@ -1,0 +1,199 @@
+// Audits under production-like load (docs/load.md): a `load` condition sweeps levels of
+// background traffic that the daemon generates itself (constant, Poisson or gamma arrivals, a
+// fixed concurrency, or a recorded trace; prompt and output lengths from a mix), and injects
+// probes (the target prompt, greedy, compared with its solo baseline) at recorded times. The
+// background's answers are timed and counted, never stored as streams. Per level: the probes'
+// identity, the batch width each probe shared, whether the level was reached, and the latency
+// figures load generators report (TTFT, ITL, TPOT, E2E; throughput; offered and achieved).
+// The schedule and the figures are pure; clients/load_generator runs them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace logitaudit::audit {
+
+enum class arrival_kind {
+  constant,     // requests/s, evenly spaced
+  poisson,      // requests/s, exponential gaps
+  gamma,        // requests/s, gamma gaps of shape `burstiness` (1: Poisson; below 1: burstier)
+  concurrency,  // a fixed number of requests in flight
+  trace,        // the recorded offsets and lengths of `trace`, time scaled by the level
+};
+inline constexpr std::array kArrivalKinds = {arrival_kind::constant, arrival_kind::poisson, arrival_kind::gamma,
+                                             arrival_kind::concurrency, arrival_kind::trace};
+std::string_view to_string(arrival_kind k);
+std::optional<arrival_kind> parse_arrival_kind(std::string_view s);
+
+// A mix of lengths (tokens): each request draws one of `values` (by `weights`, equal when
+// empty), or, with `min` < `max`, an integer uniformly from [min, max].
+struct length_mix {
+  std::vector<int> values{32};
+  std::vector<double> weights;
+  int min = 0, max = 0;
+
+  bool uniform() const { return max > min; }
+  int draw(std::mt19937_64& rng) const;
+  bool operator==(const length_mix&) const = default;
+};
+
+// One request of a recorded trace.
+struct trace_entry {
+  double at_ms = 0;  // offset from the start of the trace; non-decreasing
+  int prompt_tokens = 1;
+  int output_tokens = 1;
+  bool operator==(const trace_entry&) const = default;
+};
+
+// The limits of a trace (validated with the spec).
+inline constexpr std::size_t kMaxTraceEntries = 100'000;
+inline constexpr double kMaxTraceMs = 3'600'000;  // one hour
+inline constexpr int kMaxLoadPromptTokens = 8192;
+
+struct load_settings {
+  arrival_kind arrival = arrival_kind::poisson;
+  // Requests/s (constant, poisson, gamma), requests in flight (concurrency), or the trace's
+  // speed (1: as recorded; 2: twice as fast).
+  std::vector<double> levels{0.5, 1, 2, 4, 8};
+  double burstiness = 1.0;  // gamma only: the shape of its gaps
+  double duration_s = 10;   // per level (a trace: its own length over the level)
+  int probes = 4;           // per level, at (i + 0.5) / probes of the duration
+  length_mix prompt_tokens{{32}, {}, 0, 0};
+  length_mix output_tokens{{32}, {}, 0, 0};
+  std::vector<trace_entry> trace;
+  int max_in_flight = 64;   // the generator's cap: a level that needs more is not reached
+  std::uint64_t seed = 1;   // of the arrivals and lengths (the same curve sends the same traffic)
+
+  bool operator==(const load_settings&) const = default;
+};
+
+// One background request of a level's schedule.
+struct scheduled_request {
+  std::int64_t at_ns = 0;  // from the level's start (concurrency: 0, sent as slots free up)
+  int prompt_tokens = 1;
+  int output_tokens = 1;
+};
+
+// The background schedule of one level (concurrency: the lengths of enough requests; the
+// generator sends them as earlier ones finish).
+std::vector<scheduled_request> make_schedule(const load_settings& s, std::size_t level);
+// When each probe of a level is sent, from the level's start.
+std::vector<std::int64_t> probe_times_ns(const load_settings& s, std::size_t level);
+// How long a level's schedule runs.
+double level_duration_s(const load_settings& s, std::size_t level);
+// "2 req/s", "concurrency 4", "trace x1".
+std::string level_label(const load_settings& s, std::size_t level);
+
+// A background prompt of exactly `tokens` token ids: pseudo-random ids in [300, min(2000,
+// n_vocab)), ordinary text pieces in every vocabulary we know (special tokens sit below or far
+// above; n_vocab <= 0: unknown, 2000), different for every request so that no prompt cache
+// serves it.
+std::vector<std::int64_t> background_prompt(int tokens, std::uint64_t request_seed, std::int64_t n_vocab = -1);
+
+// What one request of a level did, as the client timed it (steady clock, ns).
+struct request_timing {
+  std::int64_t scheduled_ns = 0;  // when it should have been sent, from the level's start
+  std::int64_t sent_ns = 0;       // when its write was issued, from the level's start
+  std::int64_t first_token_ns = -1;
+  std::int64_t done_ns = -1;      // its last byte; -1: failed
+  std::vector<std::int64_t> token_ns;  // each token's arrival (streamed)
+  int prompt_tokens = -1;         // as the server counted them
+  int target_prompt_tokens = 0, target_output_tokens = 0;
+  bool probe = false;
+  bool failed = false;
+};
+
+// p50/p90/p99 with linear interpolation between closest ranks (numpy's default, as vLLM's
+// benchmark computes them), and the mean; ms.
+struct latency_summary {
+  std::size_t n = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+  bool operator==(const latency_summary&) const = default;
+};
+latency_summary summarize_ms(std::vector<double> values_ms);
+// The p-th percentile (0..100) of `sorted`, linear interpolation.
+double percentile(const std::vector<double>& sorted, double p);
+
+// The probe's company: the time-weighted count of the level's requests in flight over its
+// decode (first token to last), capped at the server's slots: the batch it shared.
+struct probe_context {
+  std::int64_t scheduled_ns = 0, sent_ns = 0;
+  double in_flight = 0;  // mean over its decode, itself included
+  double width = 0;      // in_flight capped at the server's slots (uncapped when unknown)
+  bool operator==(const probe_context&) const = default;
+};
+
+// What one level measured: stored per level (storage: load_levels), the background's only trace.
+struct load_measurement {
+  std::string label;      // level_label
+  double level = 0;       // the target (requests/s, in flight, or the trace's speed)
+  arrival_kind arrival = arrival_kind::poisson;
+  double duration_s = 0;  // the schedule's length
+  std::int64_t server_slots = -1;
+  std::int64_t scheduled = 0, sent = 0, dropped = 0;  // background requests (probes apart)
+  std::int64_t completed = 0, failed = 0;             // every request, probes included
+  double offered_rps = 0;   // the level's rate (a trace: its requests over its length; concurrency: achieved)
+  double achieved_rps = 0;  // background requests sent over the schedule's length
+  double bench_duration_s = 0;      // first send to last completion (vLLM's benchmark duration)
+  double request_throughput = 0;    // completed / bench_duration_s
+  double output_throughput = 0;     // output tokens / bench_duration_s
+  std::int64_t output_tokens = 0, prompt_tokens = 0;  // as the server counted them, completed requests
+  double mean_in_flight = 0;        // time-weighted over the send window
+  int max_in_flight = 0;
+  int in_flight_at_half = 0, in_flight_at_end = 0;  // at the middle and the end of the send window
+  latency_summary ttft_ms, itl_ms, tpot_ms, e2el_ms;
+  latency_summary arrival_lateness_us;  // sent minus scheduled (background and probes)
+  std::vector<probe_context> probes;
+  // The server's own account over the level (llama.cpp --metrics): tokens predicted and
+  // requests processed, deltas of its counters; -1 when it has none.
+  double server_tokens_predicted = -1;
+  double server_busy_slots_per_decode = -1;
+  // A trace's achieved requests, in trace order: [sent offset ms, prompt tokens (server's),
+  // output tokens]; empty for the other arrivals (they are never stored per request).
+  std::vector<std::array<double, 3>> replay;
+  bool reached = false;
+  std::string not_reached;  // why, in words
+
+  bool operator==(const load_measurement&) const = default;
+};
+
+// The figures of one level from its requests' timings. `in_flight_cap_hit`: the generator
+// could not send some arrival because max_in_flight were still in flight.
+load_measurement measure_level(const load_settings& s, std::size_t level, const std::vector<request_timing>& requests,
+                               std::int64_t server_slots, std::int64_t dropped);
+
+// One level of one backend's curve, as the findings judge it: the probes' identity (never
+// pooled across levels or backends), with its interval, and the level's figures.
+struct load_level_finding {
+  std::size_t group = 0;
+  std::size_t level = 0;
+  load_measurement measurement;
+  int probes = 0;              // judged probes (not failed; flagged ones counted apart)
+  int logit_identical = 0, token_identical = 0;
+  int flagged = 0;             // probes of a level that was not reached
+  int failed = 0;
+  double logit_low = 0, logit_high = 1;  // 95% Jeffreys interval of the logit-identical share
+  double mean_width = 0;       // the batch the judged probes shared, on average
+  bool operator==(const load_level_finding&) const = default;
+};
+
+struct load_curve {
+  std::string backend;
+  std::string condition;
+  arrival_kind arrival = arrival_kind::poisson;
+  std::vector<load_level_finding> levels;
+  // The first reached level whose probes were not all logit-identical; -1: none.
+  int first_lost = -1;
+  bool operator==(const load_curve&) const = default;
+};
+
+// The curve's sentence ("Load (tiny, load_poisson): ..."): where determinism was first lost,
+// with its interval, and what that level bought in throughput against the level before.
+std::string describe_curve(const load_curve& c);
+
+}  // namespace logitaudit::audit
