@@ -11,6 +11,8 @@ inline audit::evaluation_evidence evidence_of(const clients::job_outcome& o) {
   audit::evaluation_evidence ev;
   for (const auto& g : o.groups)
     if (g.burst) ev.bursts[g.group] = *g.burst;
+  for (const auto& g : o.groups)
+    if (g.load) ev.loads[g.group] = *g.load;
   ev.fingerprints = o.fingerprints;
   return ev;
 }

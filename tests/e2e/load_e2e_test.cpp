@@ -1,0 +1,171 @@
+// e2e: audits under load on a real llama-server (the tiny model). A short curve (a fixed
+// concurrency of 1 and 4, Poisson arrivals) is measured and judged per level, its token counts
+// agree with the server's own counters, and only the probes are kept as streams; a recorded
+// trace is replayed at its offsets with its exact lengths; a level whose queue outgrows the
+// generator's cap is not reached and its probes are counted apart. Nothing here asserts what
+// the numbers were (that is the machine's); it asserts what the evidence shows happened.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "audit/findings.hpp"
+#include "audit/plan.hpp"
+#include "audit/report.hpp"
+#include "clients/job_runner.hpp"
+#include "support/llama_server.hpp"
+#include "support/outcome.hpp"
+#include "support/run.hpp"
+
+using namespace logitaudit;
+using namespace std::chrono_literals;
+
+namespace load_e2e_support {
+
+std::map<std::string, clients::backend_config> configs_of(const audit::audit_spec& spec) {
+  std::map<std::string, clients::backend_config> out;
+  for (const auto& b : spec.backends) out[b.name] = clients::backend_config{b.name, b.url};
+  return out;
+}
+
+audit::audit_spec load_spec(const std::string& url, std::vector<audit::condition> loads) {
+  audit::audit_spec s;
+  s.backends = {{"tiny", url, "llama"}};
+  s.prompts = {"The history of the printing press begins", "Once upon a time, in a quiet village,"};
+  s.n_predict = 16;
+  s.conditions = std::move(loads);
+  s.conditions.push_back({"control_prompt", audit::condition_kind::control_prompt, 1, 1, false, false});
+  return s;
+}
+
+audit::condition load_condition(std::string name, audit::load_settings l) {
+  audit::condition c{std::move(name), audit::condition_kind::load, 1, 1, false, false};
+  c.load = std::move(l);
+  return c;
+}
+
+struct audited {
+  audit::findings findings;
+  clients::job_outcome outcome;
+};
+
+audited run(const audit::audit_spec& spec) {
+  EXPECT_TRUE(audit::validate(spec, {}, clients::api_kinds().names()).empty());
+  const auto plan = audit::make_plan(spec);
+  clients::net::io_context io;
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), {}), 5min);
+  auto f = audit::evaluate(spec, plan, outcome.runs(), test_support::evidence_of(outcome));
+  std::printf("%s", audit::render_text(f).c_str());
+  return {std::move(f), std::move(outcome)};
+}
+
+}  // namespace load_e2e_support
+
+namespace ls = load_e2e_support;
+
+TEST(load_e2e, a_short_curve_is_measured_per_level_agrees_with_the_servers_counters_and_keeps_only_its_probes) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  audit::load_settings fixed;
+  fixed.arrival = audit::arrival_kind::concurrency;
+  fixed.levels = {1, 4};
+  fixed.duration_s = 2;
+  fixed.probes = 3;
+  fixed.prompt_tokens = {{16, 64}, {}, 0, 0};
+  fixed.output_tokens = {{16, 32}, {}, 0, 0};
+  audit::load_settings poisson = fixed;
+  poisson.arrival = audit::arrival_kind::poisson;
+  poisson.levels = {10};
+  auto spec = ls::load_spec(server->url(), {ls::load_condition("load_fixed", fixed), ls::load_condition("load_poisson", poisson)});
+  const auto a = ls::run(spec);
+  ASSERT_EQ(a.findings.load_curves.size(), 2u);
+  const auto& curve = a.findings.load_curves[0];
+  ASSERT_EQ(curve.levels.size(), 2u);
+  for (const auto& c : a.findings.load_curves)
+    for (const auto& l : c.levels) {
+      const auto& m = l.measurement;
+      EXPECT_TRUE(m.reached) << m.label << ": " << m.not_reached;
+      EXPECT_EQ(l.probes + l.failed, 3) << m.label;
+      EXPECT_EQ(m.failed, 0) << m.label;
+      EXPECT_GT(m.completed, 3) << m.label;
+      EXPECT_EQ(m.ttft_ms.n, static_cast<std::size_t>(m.completed));
+      EXPECT_EQ(m.e2el_ms.n, static_cast<std::size_t>(m.completed));
+      EXPECT_GT(m.itl_ms.n, 0u);
+      EXPECT_LE(m.ttft_ms.p50, m.e2el_ms.p50);
+      // Every token the generator counted, the server counted: its own tokens_predicted_total.
+      ASSERT_GE(m.server_tokens_predicted, 0) << m.label;
+      EXPECT_NEAR(m.server_tokens_predicted, static_cast<double>(m.output_tokens), 0.02 * static_cast<double>(m.output_tokens))
+          << m.label;
+    }
+  // The batch each probe shared: at concurrency 1 the probe and one other request, at 4 the
+  // server's four slots full.
+  EXPECT_GT(curve.levels[0].mean_width, 1.3);
+  EXPECT_LE(curve.levels[0].mean_width, 2.0 + 1e-9);
+  EXPECT_GT(curve.levels[1].mean_width, 3.3);
+  EXPECT_LE(curve.levels[1].mean_width, 4.0 + 1e-9);
+  EXPECT_NEAR(curve.levels[1].measurement.mean_in_flight, 4, 0.6) << "four workers kept four requests in flight";
+  // Only the probes (and the solo requests) are streams: the background is figures.
+  std::size_t streams = 0;
+  for (const auto& r : a.outcome.runs()) streams += r.stream.has_value();
+  const auto plan = audit::make_plan(spec);
+  EXPECT_EQ(streams, plan.total_requests());
+  EXPECT_LT(plan.total_requests(), 20u);
+  std::int64_t background = 0;
+  for (const auto& c : a.findings.load_curves)
+    for (const auto& l : c.levels) background += l.measurement.sent;
+  EXPECT_GT(background, 20) << "the levels sent more requests than were kept";
+}
+
+TEST(load_e2e, a_recorded_trace_is_replayed_at_its_offsets_with_its_exact_lengths) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  audit::load_settings t;
+  t.arrival = audit::arrival_kind::trace;
+  t.levels = {1};
+  t.probes = 2;
+  for (int i = 0; i < 24; ++i)  // irregular offsets, lengths that differ
+    t.trace.push_back({i * 75.0 + (i % 3) * 20.0, 8 + (i * 7) % 57, 4 + (i * 5) % 21});
+  const auto a = ls::run(ls::load_spec(server->url(), {ls::load_condition("load_trace", t)}));
+  ASSERT_EQ(a.findings.load_curves.size(), 1u);
+  const auto& m = a.findings.load_curves[0].levels.at(0).measurement;
+  EXPECT_TRUE(m.reached) << m.not_reached;
+  ASSERT_EQ(m.replay.size(), t.trace.size());
+  double worst_ms = 0;
+  std::set<double> prompt_excess;
+  for (std::size_t i = 0; i < t.trace.size(); ++i) {
+    worst_ms = std::max(worst_ms, std::abs(m.replay[i][0] - t.trace[i].at_ms));
+    EXPECT_EQ(m.replay[i][2], t.trace[i].output_tokens) << "request " << i << " generated its recorded length (ignore_eos)";
+    prompt_excess.insert(m.replay[i][1] - t.trace[i].prompt_tokens);
+  }
+  std::printf("trace: %zu requests, worst arrival off its offset by %.3f ms\n", m.replay.size(), worst_ms);
+  EXPECT_LT(worst_ms, 50) << "a loaded 2-core machine may wake a timer late, never by a request's length";
+  // Each prompt is its recorded length as the server counts it (the same for every request: the
+  // server adds nothing, or the same BOS to each).
+  ASSERT_EQ(prompt_excess.size(), 1u);
+  EXPECT_LE(*prompt_excess.begin(), 1);
+  EXPECT_GE(*prompt_excess.begin(), 0);
+}
+
+TEST(load_e2e, a_level_whose_queue_outgrows_the_generator_is_not_reached_and_its_probes_are_counted_apart) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 2, .metrics = true});
+  audit::load_settings l;
+  l.arrival = audit::arrival_kind::constant;
+  l.levels = {400};  // far beyond what two slots of 48-token answers serve
+  l.duration_s = 1;
+  l.probes = 2;
+  l.max_in_flight = 4;
+  l.output_tokens = {{48}, {}, 0, 0};
+  const auto a = ls::run(ls::load_spec(server->url(), {ls::load_condition("load_overload", l)}));
+  ASSERT_EQ(a.findings.load_curves.size(), 1u);
+  const auto& level = a.findings.load_curves[0].levels.at(0);
+  EXPECT_FALSE(level.measurement.reached);
+  EXPECT_GT(level.measurement.dropped, 0);
+  EXPECT_EQ(level.probes, 0);
+  EXPECT_EQ(level.flagged + level.failed, 2);
+  int flagged = 0;
+  for (const auto& v : a.findings.verdicts) flagged += v.flag == audit::evidence_flag::level_not_reached;
+  EXPECT_EQ(flagged, level.flagged);
+  bool said = false;
+  for (const auto& s : a.findings.sentences) said = said || s.find("400 req/s was not reached (") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_EQ(a.findings.load_curves[0].first_lost, -1) << "a level not reached says nothing of determinism";
+}

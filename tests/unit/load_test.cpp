@@ -1,0 +1,280 @@
+// The load condition's pure parts: schedules that offer what their level names, lengths from
+// their mix, percentiles as vLLM's benchmark computes them, a level's figures and whether it
+// was reached, curves judged per level, and every bad setting refused with its field.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "api/spec_json.hpp"
+#include "audit/findings.hpp"
+#include "audit/load.hpp"
+#include "audit/plan.hpp"
+#include "audit/spec.hpp"
+#include "clients/api_registry.hpp"
+#include "storage/documents.hpp"
+
+using namespace logitaudit;
+
+namespace {
+
+audit::load_settings rate(audit::arrival_kind k, double level, double seconds) {
+  audit::load_settings s;
+  s.arrival = k;
+  s.levels = {level};
+  s.duration_s = seconds;
+  return s;
+}
+
+double mean_gap_s(const std::vector<audit::scheduled_request>& r) {
+  return static_cast<double>(r.back().at_ns - r.front().at_ns) / 1e9 / static_cast<double>(r.size() - 1);
+}
+
+double gap_cv(const std::vector<audit::scheduled_request>& r) {
+  std::vector<double> g;
+  for (std::size_t i = 1; i < r.size(); ++i) g.push_back(static_cast<double>(r[i].at_ns - r[i - 1].at_ns));
+  const double m = std::accumulate(g.begin(), g.end(), 0.0) / static_cast<double>(g.size());
+  double v = 0;
+  for (double x : g) v += (x - m) * (x - m);
+  return std::sqrt(v / static_cast<double>(g.size())) / m;
+}
+
+std::vector<audit::spec_problem> problems_of(const std::string& load_json) {
+  auto spec = api::read_spec(R"({"backends":[{"name":"b","url":"http://127.0.0.1:1"}],"prompts":["a b c","d e f"],)"
+                             R"("conditions":[{"name":"l","kind":"load","load":)" +
+                             load_json + R"(},{"name":"c","kind":"control_prompt"}]})");
+  if (!spec) return spec.error();
+  return audit::validate(*spec, {}, clients::api_kinds().names());
+}
+
+bool names(const std::vector<audit::spec_problem>& p, const std::string& field) {
+  for (const auto& x : p)
+    if (x.field == field) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(load_schedule, each_arrival_process_offers_its_rate_with_its_own_spread_and_the_same_seed_sends_the_same_traffic) {
+  const auto constant = audit::make_schedule(rate(audit::arrival_kind::constant, 50, 20), 0);
+  const auto poisson = audit::make_schedule(rate(audit::arrival_kind::poisson, 50, 20), 0);
+  auto bursty = rate(audit::arrival_kind::gamma, 50, 20);
+  bursty.burstiness = 0.25;
+  const auto gamma = audit::make_schedule(bursty, 0);
+  EXPECT_EQ(constant.size(), 1000u);
+  EXPECT_NEAR(mean_gap_s(constant), 0.02, 1e-6);
+  EXPECT_NEAR(gap_cv(constant), 0, 1e-3);
+  EXPECT_NEAR(mean_gap_s(poisson), 0.02, 0.002);
+  EXPECT_NEAR(gap_cv(poisson), 1.0, 0.1) << "exponential gaps: their spread equals their mean";
+  EXPECT_NEAR(mean_gap_s(gamma), 0.02, 0.004);
+  EXPECT_NEAR(gap_cv(gamma), 2.0, 0.3) << "gamma of shape 0.25: cv = 1/sqrt(0.25)";
+  const auto again = audit::make_schedule(rate(audit::arrival_kind::poisson, 50, 20), 0);
+  ASSERT_EQ(again.size(), poisson.size());
+  for (std::size_t i = 0; i < again.size(); ++i) EXPECT_EQ(again[i].at_ns, poisson[i].at_ns);
+  for (const auto& r : poisson) EXPECT_LT(r.at_ns, 20'000'000'000);
+}
+
+TEST(load_schedule, lengths_come_from_their_mix_and_a_trace_is_replayed_at_its_speed) {
+  auto s = rate(audit::arrival_kind::constant, 100, 30);
+  s.prompt_tokens = {{16, 256}, {3, 1}, 0, 0};
+  s.output_tokens = {{}, {}, 8, 24};
+  int short_prompts = 0;
+  const auto r = audit::make_schedule(s, 0);
+  for (const auto& x : r) {
+    EXPECT_TRUE(x.prompt_tokens == 16 || x.prompt_tokens == 256);
+    short_prompts += x.prompt_tokens == 16;
+    EXPECT_GE(x.output_tokens, 8);
+    EXPECT_LE(x.output_tokens, 24);
+  }
+  EXPECT_NEAR(static_cast<double>(short_prompts) / static_cast<double>(r.size()), 0.75, 0.03);
+
+  audit::load_settings t;
+  t.arrival = audit::arrival_kind::trace;
+  t.levels = {2};
+  t.trace = {{0, 10, 5}, {100, 20, 6}, {1000, 30, 7}};
+  const auto replay = audit::make_schedule(t, 0);
+  ASSERT_EQ(replay.size(), 3u);
+  EXPECT_EQ(replay[1].at_ns, 50'000'000) << "twice as fast";
+  EXPECT_EQ(replay[2].prompt_tokens, 30);
+  EXPECT_EQ(replay[2].output_tokens, 7);
+  EXPECT_DOUBLE_EQ(audit::level_duration_s(t, 0), 0.5);
+  EXPECT_EQ(audit::probe_times_ns(t, 0).size(), 4u);
+  EXPECT_EQ(audit::level_label(t, 0), "trace x2");
+}
+
+TEST(load_schedule, background_prompts_are_exact_lengths_of_ordinary_ids_within_the_vocabulary_and_differ) {
+  const auto a = audit::background_prompt(64, 1, 512), b = audit::background_prompt(64, 2, 512);
+  ASSERT_EQ(a.size(), 64u);
+  EXPECT_NE(a, b);
+  for (auto id : a) {
+    EXPECT_GE(id, 300);
+    EXPECT_LT(id, 512);
+  }
+  for (auto id : audit::background_prompt(200, 3)) EXPECT_LT(id, 2000);
+}
+
+TEST(load_figures, percentiles_interpolate_like_numpy_and_a_level_is_measured_as_vllm_bench_serve_defines_it) {
+  EXPECT_DOUBLE_EQ(audit::percentile({1, 2, 3, 4}, 50), 2.5);
+  EXPECT_DOUBLE_EQ(audit::percentile({1, 2, 3, 4}, 90), 3.7);
+  EXPECT_DOUBLE_EQ(audit::percentile({10}, 99), 10);
+
+  auto s = rate(audit::arrival_kind::constant, 2, 2);
+  s.probes = 1;
+  // Four background requests of 3 tokens and one probe; ms -> ns.
+  auto req = [](double at_ms, double first_ms, double gap_ms, int tokens) {
+    audit::request_timing r;
+    r.scheduled_ns = r.sent_ns = static_cast<std::int64_t>(at_ms * 1e6);
+    for (int i = 0; i < tokens; ++i) r.token_ns.push_back(static_cast<std::int64_t>((first_ms + i * gap_ms) * 1e6));
+    r.first_token_ns = r.token_ns.front();
+    r.done_ns = r.token_ns.back();
+    r.prompt_tokens = 8;
+    return r;
+  };
+  std::vector<audit::request_timing> rs = {req(0, 10, 5, 3), req(500, 520, 5, 3), req(1000, 1010, 5, 3), req(1500, 1510, 5, 3)};
+  auto probe = req(1000, 1004, 2, 5);
+  probe.probe = true;
+  rs.push_back(probe);
+  const auto m = audit::measure_level(s, 0, rs, 4, 0);
+  EXPECT_EQ(m.sent, 4) << "probes are not part of the offer";
+  EXPECT_EQ(m.completed, 5);
+  EXPECT_DOUBLE_EQ(m.offered_rps, 2);
+  EXPECT_DOUBLE_EQ(m.achieved_rps, 2);
+  EXPECT_EQ(m.output_tokens, 17);
+  EXPECT_NEAR(m.ttft_ms.p50, 10, 1e-9);
+  EXPECT_NEAR(m.ttft_ms.mean, (10 + 20 + 10 + 10 + 4) / 5.0, 1e-9);
+  EXPECT_NEAR(m.tpot_ms.p50, 5, 1e-9);
+  EXPECT_EQ(m.itl_ms.n, 12u);
+  EXPECT_NEAR(m.e2el_ms.p50, 20, 1e-9);
+  EXPECT_NEAR(m.bench_duration_s, 1.52, 1e-9);
+  EXPECT_NEAR(m.request_throughput, 5 / 1.52, 1e-9);
+  EXPECT_NEAR(m.output_throughput, 17 / 1.52, 1e-9);
+  ASSERT_EQ(m.probes.size(), 1u);
+  EXPECT_NEAR(m.probes[0].in_flight, 2, 1e-9) << "the third request was in flight through the probe's whole decode";
+  EXPECT_TRUE(m.reached) << m.not_reached;
+
+  const auto dropped = audit::measure_level(s, 0, rs, 4, 3);
+  EXPECT_FALSE(dropped.reached);
+  EXPECT_NE(dropped.not_reached.find("3 arrivals found the generator's 64 requests in flight"), std::string::npos) << dropped.not_reached;
+}
+
+TEST(load_figures, a_queue_that_grows_or_a_concurrency_not_held_is_a_level_not_reached) {
+  auto s = rate(audit::arrival_kind::constant, 20, 1);
+  std::vector<audit::request_timing> rs;
+  for (int i = 0; i < 20; ++i) {  // each waits behind the last: they end one after another, long after
+    audit::request_timing r;
+    r.scheduled_ns = r.sent_ns = i * 50'000'000ll;
+    r.done_ns = 2'000'000'000ll + i * 200'000'000ll;
+    r.first_token_ns = r.done_ns - 1;
+    r.token_ns = {r.done_ns};
+    rs.push_back(r);
+  }
+  const auto m = audit::measure_level(s, 0, rs, 2, 0);
+  EXPECT_FALSE(m.reached);
+  EXPECT_NE(m.not_reached.find("the server's queue grew: 5.5 requests in flight on average in the level's first half, 15.5 in "
+                               "its second (2 slots)"),
+            std::string::npos)
+      << m.not_reached;
+
+  auto c = s;
+  c.arrival = audit::arrival_kind::concurrency;
+  c.levels = {8};
+  rs.resize(3);
+  const auto held = audit::measure_level(c, 0, rs, 8, 0);
+  EXPECT_FALSE(held.reached);
+  EXPECT_NE(held.not_reached.find("below 90% of 8"), std::string::npos) << held.not_reached;
+}
+
+TEST(load_spec, the_preset_round_trips_and_every_bad_setting_is_refused_naming_its_field) {
+  auto spec = audit::load_curve_preset({{"b", "http://127.0.0.1:1", "llama"}});
+  EXPECT_TRUE(audit::validate(spec, {}, clients::api_kinds().names()).empty());
+  auto back = storage::decode_spec(storage::encode_spec(spec));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, spec);
+  const auto plan = audit::make_plan(spec);
+  int levels = 0;
+  for (const auto& g : plan.groups)
+    if (g.mode == audit::group_mode::load) {
+      EXPECT_EQ(g.requests.size(), 6u);
+      EXPECT_EQ(g.replicate, levels++);
+      for (const auto& r : g.requests) EXPECT_GE(r.baseline, 0) << "every probe has its solo baseline";
+    }
+  EXPECT_EQ(levels, 5);
+
+  EXPECT_TRUE(problems_of(R"({"arrival":"gamma","levels":[1,2],"burstiness":0.5})").empty());
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"sometimes"})"), "conditions[0].load.arrival"));
+  EXPECT_TRUE(names(problems_of(R"({"levels":[2,1]})"), "conditions[0].load.levels[1]"));
+  EXPECT_TRUE(names(problems_of(R"({"levels":[-1]})"), "conditions[0].load.levels[0]"));
+  EXPECT_TRUE(names(problems_of(R"({"levels":["fast"]})"), "conditions[0].load.levels[0]"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"concurrency","levels":[1.5]})"), "conditions[0].load.levels[0]"));
+  EXPECT_TRUE(names(problems_of(R"({"burstiness":2})"), "conditions[0].load.burstiness"));
+  EXPECT_TRUE(names(problems_of(R"({"duration_s":0})"), "conditions[0].load.duration_s"));
+  EXPECT_TRUE(names(problems_of(R"({"probes":0})"), "conditions[0].load.probes"));
+  EXPECT_TRUE(names(problems_of(R"({"prompt_tokens":[0]})"), "conditions[0].load.prompt_tokens.values[0]"));
+  EXPECT_TRUE(names(problems_of(R"({"prompt_tokens":{"min":64,"max":8}})"), "conditions[0].load.prompt_tokens.max"));
+  EXPECT_TRUE(names(problems_of(R"({"output_tokens":{"values":[8,16],"weights":[1]}})"), "conditions[0].load.output_tokens.weights"));
+  EXPECT_TRUE(names(problems_of(R"({"output_tokens":"long"})"), "conditions[0].load.output_tokens"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"trace"})"), "conditions[0].load.trace"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"trace","trace":[[0,8,4],[-5,8,4]]})"), "conditions[0].load.trace[1].at_ms"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"trace","trace":[[10,8,4],[5,8,4]]})"), "conditions[0].load.trace[1].at_ms"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"trace","trace":[{"at_ms":0,"prompt_tokens":0,"output_tokens":4}]})"),
+                    "conditions[0].load.trace[0].prompt_tokens"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"trace","trace":[{"at_ms":0,"prompt_tokens":4}]})"),
+                    "conditions[0].load.trace[0].output_tokens"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"poisson","trace":[[0,8,4]]})"), "conditions[0].load.trace"));
+  EXPECT_TRUE(names(problems_of(R"({"max_in_flight":0})"), "conditions[0].load.max_in_flight"));
+  EXPECT_TRUE(names(problems_of(R"({"arrival":"concurrency","levels":[16],"max_in_flight":8})"), "conditions[0].load.max_in_flight"));
+  EXPECT_TRUE(names(problems_of(R"({"bogus":1})"), "conditions[0].load.bogus"));
+}
+
+TEST(load_curves, levels_are_judged_apart_and_the_first_reached_level_that_lost_identity_is_named_with_its_interval) {
+  auto spec = audit::load_curve_preset({{"b", "http://127.0.0.1:1", "llama"}});
+  spec.conditions[1].load.levels = {1, 2, 4};
+  spec.conditions[1].load.probes = 4;
+  const auto plan = audit::make_plan(spec);
+  audit::evaluation_evidence ev;
+  std::vector<audit::observed_run> runs;
+  auto stream = [](double lp) {
+    audit::logit_stream s;
+    s.tokens.push_back({7, lp, {{7, lp, ""}}, "x"});
+    return s;
+  };
+  for (const auto& g : plan.groups) {
+    for (std::size_t i = 0; i < g.requests.size(); ++i) {
+      double lp = -0.5;
+      if (g.kind == audit::condition_kind::control_prompt) lp = -0.25;
+      if (g.mode == audit::group_mode::load && g.replicate >= 1 && i == 0) lp = -0.5000001;  // one probe moved at 2 and 4 req/s
+      runs.push_back({g.index, i, stream(lp), {}});
+    }
+    if (g.mode == audit::group_mode::load) {
+      audit::load_measurement m;
+      m.label = audit::level_label(spec.conditions[1].load, static_cast<std::size_t>(g.replicate));
+      m.reached = g.replicate != 2;  // 4 req/s: not reached
+      m.not_reached = m.reached ? "" : "the server's queue grew";
+      m.request_throughput = 1.0 + g.replicate;
+      m.output_throughput = 30.0 * (1 + g.replicate);
+      for (int i = 0; i < 4; ++i) m.probes.push_back({0, 0, 2.0, 2.0});
+      ev.loads[g.index] = m;
+    }
+  }
+  const auto f = audit::evaluate(spec, plan, runs, ev);
+  ASSERT_EQ(f.load_curves.size(), 1u);
+  const auto& c = f.load_curves[0];
+  ASSERT_EQ(c.levels.size(), 3u);
+  EXPECT_EQ(c.levels[0].logit_identical, 4);
+  EXPECT_EQ(c.levels[1].logit_identical, 3);
+  EXPECT_EQ(c.levels[2].flagged, 4) << "a level not reached: its probes counted apart";
+  EXPECT_EQ(c.levels[2].probes, 0);
+  EXPECT_EQ(c.first_lost, 1);
+  for (const auto& t : f.pooled) EXPECT_NE(t.condition, "load_poisson") << "a curve is never pooled over its levels";
+  bool said = false;
+  for (const auto& s : f.sentences)
+    if (s.find("Determinism was first lost at 2 req/s: 3 of 4 probes logit-identical (95% interval") != std::string::npos) {
+      said = true;
+      EXPECT_NE(s.find("that level served 2.00 requests/s and 60 output tokens/s, against 1.00 and 30 at 1 req/s"), std::string::npos) << s;
+      EXPECT_NE(s.find("4 req/s was not reached (the server's queue grew); its 4 probes are counted apart"), std::string::npos) << s;
+    }
+  EXPECT_TRUE(said);
+  auto back = storage::decode_findings(storage::encode_findings(f));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->load_curves, f.load_curves);
+}
