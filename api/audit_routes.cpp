@@ -429,7 +429,10 @@ net::awaitable<api_response> route_get_presets(request_context) {
                   "lengths, a neighbour that finishes early, one that joins late, the target in another slot; serial "
                   "repeats and a prompt control"},
       {"selftest", "Each backend's selftest (seeded faults on every path, stored) and a short audit that cites it: serial "
-                   "repeats, a burst of 4 and a prompt control, each solo group after the server went quiet"}};
+                   "repeats, a burst of 4 and a prompt control, each solo group after the server went quiet"},
+      {"load-curve", "Probes in Poisson background traffic at 0.5, 1, 2, 4 and 8 requests/s (prompts of 16/64/256 "
+                     "tokens, answers of 16/32/64), 20 s and 6 probes a level: identity and latency per level "
+                     "(docs/load.md); serial repeats and a prompt control"}};
   json out = {{"presets", json::array()}};
   for (const auto& name : audit::preset_names())
     out["presets"].push_back({{"name", name}, {"description", descriptions.at(name)},

@@ -13,6 +13,7 @@
 #include "api/spec_json.hpp"
 #include "audit/report.hpp"
 #include "clients/api_registry.hpp"
+#include "trace_file.hpp"
 #include "clients/backend.hpp"
 #include "config/daemon_config.hpp"
 #include "daemon/job_lifecycle.hpp"
@@ -48,6 +49,20 @@ audit::audit_spec build_spec(const run_args& a) {
     if (!b) throw cli_failure(exit_usage, "run: --backend " + b.error());
     if (b->url.empty()) throw cli_failure(exit_usage, "run: --backend must be NAME=URL or URL, got '" + arg + "'");
     spec.backends.push_back({b->name, b->url, a.api});
+  }
+  if (!a.load_trace.empty()) {
+    std::ifstream in(a.load_trace);
+    if (!in) throw cli_failure(exit_usage, "run: cannot read " + a.load_trace);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto trace = parse_trace(ss.str());
+    if (!trace) throw cli_failure(exit_usage, "run: --load-trace " + a.load_trace + ": " + trace.error());
+    audit::condition c{"load_trace", audit::condition_kind::load, 1, 1, false, false};
+    c.load.arrival = audit::arrival_kind::trace;
+    c.load.levels = a.trace_speeds.empty() ? std::vector<double>{1} : a.trace_speeds;
+    c.load.trace = std::move(*trace);
+    // Before the controls, so that the report's order stays the spec's.
+    spec.conditions.insert(spec.conditions.begin(), std::move(c));
   }
   if (a.n_predict) spec.n_predict = a.n_predict;
   if (a.top_k) spec.top_k = a.top_k;
@@ -203,7 +218,13 @@ int run_audit(const run_args& a) {
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<run_args>();
   auto* cmd = app.add_subcommand("run", "run an audit in this process against the given backends and print the findings");
-  cmd->add_option("--preset", args->preset, "spec preset")->check(CLI::IsMember({"seed-protocol", "threshold", "explain", "selftest"}));
+  cmd->add_option("--preset", args->preset, "spec preset")->check(CLI::IsMember({"seed-protocol", "threshold", "explain", "selftest", "load-curve"}));
+  cmd->add_option("--load-trace", args->load_trace,
+                  "a recorded trace (JSON Lines, a JSON array or CSV of at_ms,prompt_tokens,output_tokens; docs/load.md): "
+                  "a load condition that replays it with probes")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--trace-speed", args->trace_speeds, "the trace's speeds, one level each (default 1: as recorded)")
+      ->check(CLI::Range(0.01, 100.0));
   cmd->add_option("--spec", args->spec_file, "a spec JSON file (docs/protocol.md); --preset is then ignored");
   cmd->add_option("--backend", args->backends, "NAME=URL (or a bare URL) of a backend to audit (repeatable)");
   cmd->add_option("--ca-file", args->ca_file,

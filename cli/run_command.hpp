@@ -27,6 +27,8 @@ struct run_args {
   std::int64_t resume = 0;  // resume this stored job (with --db)
   audit::evidence_thresholds evidence;
   std::string ca_file;  // https --backend servers: the PEM file of the CAs to trust (default: the system's)
+  std::string load_trace;         // a trace file (cli/trace_file.hpp): a load condition that replays it
+  std::vector<double> trace_speeds;  // its levels (1: as recorded)
 };
 
 // Runs the audit; prints the report on stdout and progress on stderr. Returns the command's
