@@ -67,12 +67,13 @@ double median(std::vector<double> v) {
 
 // The batching evidence of one condition's bursts (on one backend, or all when `backend` is empty).
 burst_summary summarize_bursts(const audit_plan& plan, const findings& f, const evaluation_evidence& ev,
-                               const condition& c, const std::string& backend) {
+                               const condition& c, const std::string& backend, int width = 0) {
   burst_summary s;
-  s.width = c.concurrency;
+  s.width = width > 0 ? width : c.concurrency;
   std::vector<double> measured, overlap, expected;
   for (const auto& g : plan.groups) {
     if (g.condition != c.name || (!backend.empty() && g.backend != backend)) continue;
+    if (width > 0 && static_cast<int>(g.requests.size()) != width) continue;
     auto v = f.bursts.find(g.index);
     if (v == f.bursts.end()) continue;
     ++s.bursts;
@@ -273,13 +274,17 @@ void write_harness_sentences(findings& f) {
     s.push_back("Canary undecided: " + c + "; whether the numbers stayed the same rests on the declared fingerprint alone.");
 }
 
-void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f) {
-  sums serial, context, seeded_conc, controls;
+// The sentences of one set of tallies: the pooled ones of an audit of one configuration, or
+// one configuration's own (`who`: " (name)") when an audit has several, which must never be
+// pooled (a sweep's -kvu configurations beside the others would average to a figure neither has).
+void write_context_sentences(const audit_spec& spec, const std::vector<condition_tally>& tallies, const std::string& who,
+                             bool general, bool threshold_too, findings& f) {
+  sums serial, context, seeded_conc;
   std::vector<condition_kind> context_kinds;
   std::vector<const condition_tally*> greedy_levels;
-  for (const auto& t : f.pooled) {
+  for (const auto& t : tallies) {
     if (t.kind == condition_kind::repeat) serial.add(t);
-    else if (t.control()) controls.add(t);
+    else if (t.control()) continue;
     else if (t.kind == condition_kind::concurrent && t.seeded) seeded_conc.add(t);
     else if (t.kind == condition_kind::threshold_search || t.kind == condition_kind::neighbours) continue;  // own sentences
     else if (!t.seeded) {
@@ -288,34 +293,37 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
     }
     if (t.kind == condition_kind::concurrent && !t.seeded) greedy_levels.push_back(&t);
   }
+  const std::string backend = who.size() > 3 ? who.substr(2, who.size() - 3) : std::string();
   double min_flip_margin = INFINITY;
   for (const auto& v : f.verdicts)
-    if (v.counted() && v.result->baseline_margin_at_flip) {
+    if (v.counted() && v.result->baseline_margin_at_flip && (backend.empty() || v.backend == backend)) {
       const auto* c = find_condition(spec, v.condition);
       if (c && !is_control(c->kind) && !c->seeded) min_flip_margin = std::min(min_flip_margin, *v.result->baseline_margin_at_flip);
     }
 
   auto& s = f.sentences;
+  if (!general) serial.n = context.n = seeded_conc.n = 0;
+  if (!threshold_too) greedy_levels.clear();
   if (serial.n > 0)
-    s.push_back("Serial reproducibility: " + pct(serial.logit, serial.n) +
+    s.push_back("Serial reproducibility" + who + ": " + pct(serial.logit, serial.n) +
                 " of serial repeats were logit-identical to their solo baseline" + identity_qualifier(f) +
                 (serial.logit == serial.n ? "; run solo with a fixed prompt, parameters and seed, the numbers repeat exactly."
                                           : "; even solo repeats moved, so nothing else in this table can be pinned on load."));
   if (context.n > 0) {
-    s.push_back("Execution context: under " + kinds_phrase(context_kinds) + ", " + pct(context.logit, context.n) +
+    s.push_back("Execution context" + who + ": under " + kinds_phrase(context_kinds) + ", " + pct(context.logit, context.n) +
                 " of greedy streams were logit-identical" + identity_qualifier(f) + " and " + pct(context.token, context.n) + " token-identical" +
                 (context.logit < context.n && context.token > context.logit ? "; same text is not same logprobs." : "."));
     if (context.token == context.n)
-      s.push_back("Greedy survival: the greedy token stream survived every perturbation (" + pct(context.token, context.n) + ").");
+      s.push_back("Greedy survival" + who + ": the greedy token stream survived every perturbation (" + pct(context.token, context.n) + ").");
     else
-      s.push_back("Greedy survival: the greedy token stream did not always survive: " +
+      s.push_back("Greedy survival" + who + ": the greedy token stream did not always survive: " +
                   std::to_string(context.n - context.token) + " of " + std::to_string(context.n) +
                   " streams changed tokens" +
                   (std::isfinite(min_flip_margin) ? ", at baseline top1-top2 margins as small as " + fixed(min_flip_margin, 4) + " nats."
                                                   : "."));
   }
   if (seeded_conc.n > 0)
-    s.push_back("Sampling under load: seeded sampling under concurrency was " + pct(seeded_conc.token, seeded_conc.n) +
+    s.push_back("Sampling under load" + who + ": seeded sampling under concurrency was " + pct(seeded_conc.token, seeded_conc.n) +
                 " token-identical" +
                 (seeded_conc.token < seeded_conc.n ? "; a fixed seed is not sufficient for reproducibility under load."
                                                    : "; the sampled tokens survived here."));
@@ -334,11 +342,30 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
       if (threshold < 0 && t->logit_identical == 0) threshold = t->concurrency;
     }
     if (!levels.empty())
-      s.push_back("Concurrency threshold: logit identity by burst width: " + levels + "; " +
+      s.push_back("Concurrency threshold" + who + ": logit identity by burst width: " + levels + "; " +
                   (threshold > 0 ? "from C=" + std::to_string(threshold) + " on, no stream was logit-identical"
                                  : "no level lost logit identity entirely") +
                   (unbatched.empty() ? "." : "; " + unbatched + " did not batch: their streams are counted apart and say nothing about batching."));
   }
+}
+
+void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f) {
+  sums controls;
+  for (const auto& t : f.pooled)
+    if (t.control()) controls.add(t);
+  // A sweep's backends are configurations of one server: each gets its own sentences. An audit
+  // of a few named backends keeps the seed document's pooled sentences, but its concurrency
+  // threshold is said per backend (a burst width's share pooled over servers that differ is
+  // neither's).
+  if (spec.sweep && f.backends.size() > 1) {
+    for (const auto& b : f.backends) write_context_sentences(spec, f.per_backend.at(b), " (" + b + ")", true, true, f);
+  } else if (f.backends.size() > 1) {
+    write_context_sentences(spec, f.pooled, "", true, false, f);
+    for (const auto& b : f.backends) write_context_sentences(spec, f.per_backend.at(b), " (" + b + ")", false, true, f);
+  } else {
+    write_context_sentences(spec, f.pooled, "", true, true, f);
+  }
+  auto& s = f.sentences;
   write_evidence_sentences(plan, f);
   if (controls.n > 0)
     s.push_back("Positive controls: " + std::to_string(controls.n - controls.token) + "/" + std::to_string(controls.n) +
@@ -635,11 +662,17 @@ void tally_conditions(const audit_spec& spec, const audit_plan& plan, const eval
       for (const auto& v : f.verdicts)
         if (v.condition == c.name && v.backend == b.name) count(t, v);
       if (is_burst_kind(c.kind)) t.bursts = summarize_bursts(plan, f, ev, c, b.name);
+      if (c.kind == condition_kind::threshold_search)
+        for (int w : search_widths(c))
+          if (auto x = summarize_bursts(plan, f, ev, c, b.name, w); x.bursts > 0) t.widths.push_back(x);
       f.per_backend[b.name].push_back(t);
     }
     for (const auto& v : f.verdicts)
       if (v.condition == c.name) count(pooled, v);
     if (is_burst_kind(c.kind)) pooled.bursts = summarize_bursts(plan, f, ev, c, "");
+    if (c.kind == condition_kind::threshold_search)
+      for (int w : search_widths(c))
+        if (auto x = summarize_bursts(plan, f, ev, c, "", w); x.bursts > 0) pooled.widths.push_back(x);
     f.pooled.push_back(pooled);
   }
 

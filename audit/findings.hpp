@@ -97,6 +97,9 @@ struct condition_tally {
   int not_solo = 0;     // of flagged: solo requests (or their baselines) that had company
   int ineffective = 0;  // of flagged: controls that could not have diverged
   std::optional<burst_summary> bursts;  // concurrent and cross-batch conditions
+  // A threshold search: its bursts width by width (the search's `bursts` is the median over
+  // every width, which no width had).
+  std::vector<burst_summary> widths;
   bool control() const { return is_control(kind); }
 };
 

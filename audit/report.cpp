@@ -97,10 +97,12 @@ void evidence_text(std::string& out, const std::vector<condition_tally>& rows) {
          "overlap\n";
   for (const auto& t : rows) {
     if (!t.bursts || t.bursts->bursts == 0) continue;
-    const auto& b = *t.bursts;
-    out += " " + pad(t.condition, 26) + pad(std::to_string(b.width), 7) +
-           pad(std::to_string(b.batched) + "/" + std::to_string(b.bursts), 9) + pad(measured_cell(b), 37) +
-           overlap_cell(b) + "\n";
+    // A threshold search: a row per width, never one median over widths that differ.
+    const std::vector<burst_summary> each = t.widths.empty() ? std::vector<burst_summary>{*t.bursts} : t.widths;
+    for (const auto& b : each)
+      out += " " + pad(t.condition, 26) + pad(std::to_string(b.width), 7) +
+             pad(std::to_string(b.batched) + "/" + std::to_string(b.bursts), 9) + pad(measured_cell(b), 37) +
+             overlap_cell(b) + "\n";
   }
 }
 
@@ -383,9 +385,10 @@ std::string render_markdown(const findings& f) {
            ".\n\n| condition | width | bursts batched | server concurrency | overlap |\n| --- | --- | --- | --- | --- |\n";
     for (const auto& t : f.pooled) {
       if (!t.bursts || t.bursts->bursts == 0) continue;
-      const auto& b = *t.bursts;
-      out += "| " + t.condition + " | " + std::to_string(b.width) + " | " + std::to_string(b.batched) + "/" +
-             std::to_string(b.bursts) + " | " + measured_cell(b) + " | " + overlap_cell(b) + " |\n";
+      const std::vector<burst_summary> each = t.widths.empty() ? std::vector<burst_summary>{*t.bursts} : t.widths;
+      for (const auto& b : each)
+        out += "| " + t.condition + " | " + std::to_string(b.width) + " | " + std::to_string(b.batched) + "/" +
+               std::to_string(b.bursts) + " | " + measured_cell(b) + " | " + overlap_cell(b) + " |\n";
     }
   }
   extra_sections(out, f, true);

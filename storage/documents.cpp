@@ -719,6 +719,15 @@ std::string encode_findings_format1(const audit::findings& f) {
                        {"median_measured", t.bursts->median_measured ? json(*t.bursts->median_measured) : json(nullptr)},
                        {"measured_by", std::string(audit::to_string(t.bursts->measured_by))},
                        {"median_overlap", t.bursts->median_overlap}};
+    if (!t.widths.empty()) {  // since schema 9
+      j["batching_by_width"] = json::array();
+      for (const auto& w : t.widths)
+        j["batching_by_width"].push_back({{"bursts", w.bursts}, {"batched", w.batched}, {"width", w.width},
+                                          {"expected", w.expected},
+                                          {"median_measured", w.median_measured ? json(*w.median_measured) : json(nullptr)},
+                                          {"measured_by", std::string(audit::to_string(w.measured_by))},
+                                          {"median_overlap", w.median_overlap}});
+    }
     return j;
   };
   json j;
@@ -877,6 +886,17 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
         s.measured_by = audit::parse_concurrency_measure(b->at("measured_by").get<std::string>()).value();
         s.median_overlap = b->at("median_overlap").get<double>();
         c.bursts = s;
+      }
+      for (const auto& b : t.value("batching_by_width", json::array())) {
+        audit::burst_summary s;
+        s.bursts = b.at("bursts").get<int>();
+        s.batched = b.at("batched").get<int>();
+        s.width = b.at("width").get<int>();
+        s.expected = b.at("expected").get<double>();
+        if (!b.at("median_measured").is_null()) s.median_measured = b.at("median_measured").get<double>();
+        s.measured_by = audit::parse_concurrency_measure(b.at("measured_by").get<std::string>()).value_or(audit::concurrency_measure::none);
+        s.median_overlap = b.at("median_overlap").get<double>();
+        c.widths.push_back(s);
       }
       return c;
     };

@@ -278,3 +278,44 @@ TEST(load_curves, levels_are_judged_apart_and_the_first_reached_level_that_lost_
   ASSERT_TRUE(back);
   EXPECT_EQ(back->load_curves, f.load_curves);
 }
+
+TEST(never_pooled, a_concurrency_threshold_is_said_per_backend_and_a_sweeps_sentences_per_configuration) {
+  audit::audit_spec spec;
+  spec.backends = {{"kvu", "http://127.0.0.1:1", "llama"}, {"plain", "http://127.0.0.1:2", "llama"}};
+  spec.prompts = {"a b c", "d e f"};
+  spec.n_predict = 1;
+  spec.conditions = {{"repeat_greedy", audit::condition_kind::repeat, 1, 1, false, false},
+                     {"concurrent_greedy_c4", audit::condition_kind::concurrent, 4, 1, false, false},
+                     {"control_prompt", audit::condition_kind::control_prompt, 1, 1, false, false}};
+  const auto plan = audit::make_plan(spec);
+  audit::evaluation_evidence ev;
+  std::vector<audit::observed_run> runs;
+  for (const auto& g : plan.groups) {
+    for (std::size_t i = 0; i < g.requests.size(); ++i) {
+      double lp = g.kind == audit::condition_kind::control_prompt ? -0.25 : -0.5;
+      if (g.kind == audit::condition_kind::concurrent && g.backend == "kvu") lp = -0.5000001;  // every stream moved
+      audit::logit_stream s;
+      s.tokens.push_back({7, lp, {{7, lp, ""}}, "x"});
+      runs.push_back({g.index, i, s, {}});
+    }
+    if (g.mode == audit::group_mode::burst) ev.bursts[g.index] = {4, 4, 1000, 1'000'000, 1.0, 4.0, std::nullopt, {}};
+  }
+  auto said = [](const audit::findings& f, const std::string& start) {
+    for (const auto& s : f.sentences)
+      if (s.starts_with(start)) return s;
+    return std::string();
+  };
+  const auto f = audit::evaluate(spec, plan, runs, ev);
+  EXPECT_EQ(said(f, "Concurrency threshold:"), "") << "50% pooled over two servers is neither's";
+  EXPECT_NE(said(f, "Concurrency threshold (kvu): logit identity by burst width: C=4 0%"), "");
+  EXPECT_NE(said(f, "Concurrency threshold (plain): logit identity by burst width: C=4 100%"), "");
+  EXPECT_NE(said(f, "Serial reproducibility: 2/2"), "") << "named backends keep the seed's pooled sentences";
+
+  spec.sweep = audit::sweep_spec{};
+  const auto sweep = audit::evaluate(spec, plan, runs, ev);
+  EXPECT_EQ(said(sweep, "Serial reproducibility:"), "");
+  EXPECT_EQ(said(sweep, "Execution context:"), "");
+  EXPECT_NE(said(sweep, "Execution context (kvu): under concurrency, 0/4 (0%)"), "");
+  EXPECT_NE(said(sweep, "Execution context (plain): under concurrency, 4/4 (100%)"), "");
+  EXPECT_NE(said(sweep, "Serial reproducibility (plain): 1/1"), "");
+}
