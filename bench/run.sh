@@ -16,6 +16,9 @@
 #   7. the web console: the audit page of the seed protocol on two real llama-servers (130 runs)
 #      in chromium, navigation to tables and charts drawn, beside its API reads alone; the
 #      bytes everything the console serves takes, plain and gzip-compressed
+#   8. the load generator: constant arrivals at 100 to 2,000 requests/s against the in-process
+#      fake backend (achieved and served rate, arrival lateness p50/p99, memory), beside a
+#      standard-library asyncio generator on the same schedule               (bench_load)
 #
 # Usage: bench/run.sh [--quick]   (--quick: fewer bursts, 100,000 streams; for a smoke run)
 #   BENCH_STEPS="4 6" bench/run.sh runs only those steps (the table shows what ran)
@@ -67,7 +70,7 @@ bash scripts/bootstrap.sh
 bash scripts/get-llama-server.sh
 say "building ($build, Release)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$(nproc)" --target bench_burst bench_throughput bench_history fake_server logitauditd \
+cmake --build "$build" -j "$(nproc)" --target bench_burst bench_load bench_throughput bench_history fake_server logitauditd \
   logitaudit logitaudit-make-model >/dev/null
 
 python3 - "$parts/machine.json" <<'PY'
@@ -222,6 +225,12 @@ if want 7; then
     --wait --format csv >/dev/null
   node bench/console_bench.mjs "http://127.0.0.1:$p" 1 >"$parts/console.json"
   cat "$parts/console.json" >&2
+fi
+
+if want 8; then
+  say "8 the load generator vs a Python asyncio generator (constant arrivals, fake backend)"
+  "$build/bench/bench_load" --rates 100,500,1000,2000 --seconds "$seconds" --python bench/py_load.py >&2 ||
+    say "the load generator benchmark failed"
 fi
 
 python3 bench/report.py merge "$results/latest.json" "$results/previous.json" "$parts"

@@ -557,9 +557,89 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
           h('td', { class: 'num' }, t.at_first_token), h('td', { class: 'num' }, `${t.at_width_change}/${t.tested}`),
           h('td', { class: 'num' }, rate(t.width_changes, t.positions)), h('td', { class: 'num' }, t.tested ? num(t.p_width_change, 4) : '–'),
           h('td', { class: 'num' }, `${t.at_finish} (${rate(t.finishes, t.positions)})`), h('td', { class: 'num' }, `${t.at_join} (${rate(t.joins, t.positions)})`))))) : null;
-    main.append(findings, predictions, ...[searches, frontier, attribution].filter(Boolean), batching, hist);
+    // A curve or a frontier is the answer of the audit that has one: it leads the page.
+    const curves = loadCurves(report);
+    const frontierChart = frontier && report.frontier.some((r) => r.tokens_per_s !== null) ? h('div', { 'data-testid': 'frontier-chart' }) : null;
+    if (frontierChart) frontier.append(frontierChart);
+    main.append(...[curves.section, frontier].filter(Boolean), findings, predictions, ...[searches, attribution].filter(Boolean), batching, hist);
+    curves.draw();
+    if (frontierChart) {
+      const rows = report.frontier.filter((r) => r.tokens_per_s !== null && r.load_n > 0).sort((a, b) => a.tokens_per_s - b.tokens_per_s);
+      makeChart('frontier', frontierChart, {
+        title: 'logit identity under load against throughput, per configuration',
+        scales: { x: { time: false }, y: { range: [0, 100] } },
+        axes: [{ label: 'tokens/s' }, { label: '% logit-identical' }],
+        series: [{ label: 'tokens/s' }, { label: 'logit-identical %', stroke: '#1f4e79', width: 0, points: { show: true, size: 9 } }],
+      }, [rows.map((r) => r.tokens_per_s), rows.map((r) => 100 * r.load_logit_identical / r.load_n)]);
+    }
     divergenceHistograms(hist, runs.runs);
     main.append(fp, runSection);
+  }
+
+  // Load curves (docs/load.md): per backend and condition, a table of the levels and two charts
+  // on one x axis (the level): the probes' identity with its interval, and the latencies.
+  function loadCurves(report) {
+    const curves = report.load_curves || [];
+    if (!curves.length) return { section: null, draw: () => {} };
+    const fix = (x, d) => (x === null || x === undefined ? '–' : Number(x).toFixed(d));
+    const ms = (l) => (l && l.n ? `${num(l.p50)} / ${num(l.p99)}` : '–');
+    const section = h('section', { 'data-testid': 'load-curves' }, h('h2', null, 'Load curves'));
+    const pending = [];
+    for (const c of curves) {
+      const key = `${c.backend}:${c.condition}`;
+      const levels = c.levels;
+      section.append(h('h3', null, `${c.backend}, ${c.condition} (${c.arrival} arrivals)`),
+        table(['level', 'reached', 'logit-identical', '95% interval', 'token-identical', 'batch width', 'offered req/s', 'achieved req/s',
+          'served req/s', 'output tok/s', 'TTFT p50 / p99 ms', 'ITL p50 / p99 ms', 'TPOT p50 / p99 ms', 'E2E p50 / p99 ms'],
+        levels.map((l) => {
+          const m = l.measurement;
+          return h('tr', { 'data-level': m.label },
+            h('td', null, m.label),
+            h('td', null, m.reached ? badge('reached', 'batched') : h('span', { title: m.not_reached }, badge('not reached', 'flagged'))),
+            h('td', null, l.probes ? `${l.logit_identical}/${l.probes}` : '–', l.flagged ? ` (${l.flagged} counted apart)` : ''),
+            h('td', null, l.probes ? `${Math.round(100 * l.logit_low)}–${Math.round(100 * l.logit_high)}%` : '–'),
+            h('td', null, l.probes ? `${l.token_identical}/${l.probes}` : '–'),
+            h('td', { class: 'num' }, l.probes ? fix(l.mean_width, 1) : '–'),
+            h('td', { class: 'num' }, fix(m.offered_rps, 2)), h('td', { class: 'num' }, fix(m.achieved_rps, 2)),
+            h('td', { class: 'num' }, fix(m.request_throughput, 2)), h('td', { class: 'num' }, fix(m.output_throughput, 0)),
+            h('td', { class: 'num' }, ms(m.ttft_ms)), h('td', { class: 'num' }, ms(m.itl_ms)), h('td', { class: 'num' }, ms(m.tpot_ms)),
+            h('td', { class: 'num' }, ms(m.e2el_ms)));
+        })));
+      const box = h('div', { class: 'load-charts', 'data-testid': 'load-charts' });
+      section.append(box);
+      pending.push(() => {
+        const xs = levels.map((_, i) => i);
+        const labels = levels.map((l) => l.measurement.label);
+        const axisX = { label: 'load level', values: (u, ticks) => ticks.map((t) => (Number.isInteger(t) && labels[t] !== undefined ? labels[t] : '')), splits: () => xs };
+        const reachedOr = (l, v) => (l.measurement.reached && l.probes ? v : null);
+        const sync = uPlot.sync('load:' + key);
+        const cursor = { sync: { key: sync.key } };
+        makeChart('load-identity:' + key, box, {
+          title: 'probes logit-identical to their solo baseline, per level (95% interval)',
+          cursor, scales: { x: { time: false, range: [-0.5, levels.length - 0.5] }, y: { range: [0, 100] } },
+          axes: [axisX, { label: '%' }],
+          series: [{ label: 'level', value: (u, v) => (v === null ? '' : labels[v] || '') },
+            { label: 'logit-identical', stroke: '#1f4e79', width: 2, points: { show: true, size: 8 } },
+            { label: 'interval low', stroke: 'rgba(31,78,121,.35)', dash: [4, 4] },
+            { label: 'interval high', stroke: 'rgba(31,78,121,.35)', dash: [4, 4] },
+            { label: 'token-identical', stroke: '#2e7d32', width: 1.5, points: { show: true, size: 6 } }],
+        }, [xs, levels.map((l) => reachedOr(l, 100 * l.logit_identical / l.probes)), levels.map((l) => reachedOr(l, 100 * l.logit_low)),
+          levels.map((l) => reachedOr(l, 100 * l.logit_high)), levels.map((l) => reachedOr(l, 100 * l.token_identical / l.probes))]);
+        makeChart('load-latency:' + key, box, {
+          title: 'latency per level (every request of the level)',
+          cursor, scales: { x: { time: false, range: [-0.5, levels.length - 0.5] } },
+          axes: [axisX, { label: 'ms' }],
+          series: [{ label: 'level', value: (u, v) => (v === null ? '' : labels[v] || '') },
+            { label: 'TTFT p50', stroke: '#e67800', width: 2, points: { show: true } },
+            { label: 'TTFT p99', stroke: '#e67800', dash: [5, 4] },
+            { label: 'E2E p50', stroke: '#6a1b9a', width: 2, points: { show: true } },
+            { label: 'E2E p99', stroke: '#6a1b9a', dash: [5, 4] },
+            { label: 'TPOT p50', stroke: '#00838f', width: 1.5, points: { show: true } }],
+        }, [xs, levels.map((l) => l.measurement.ttft_ms.p50), levels.map((l) => l.measurement.ttft_ms.p99),
+          levels.map((l) => l.measurement.e2el_ms.p50), levels.map((l) => l.measurement.e2el_ms.p99), levels.map((l) => l.measurement.tpot_ms.p50)]);
+      });
+    }
+    return { section, draw: () => pending.forEach((f) => f()) };
   }
 
   // #/audits/{id}/runs/{run}

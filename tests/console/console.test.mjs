@@ -293,7 +293,29 @@ await check('a threshold search and a sweep: their tables as the report has them
     assert.equal(cells[5], r.tokens_per_s.toFixed(1));
     assert.ok(cells[7].startsWith(r.reproducible ? 'yes' : 'no'), cells[7]);
   }
+  assert.equal(await page.$eval('main section', (e) => e.getAttribute('data-testid')), 'frontier', 'a sweep leads with its frontier');
+  assert.equal(await page.$$eval('[data-testid=frontier-chart] canvas', (c) => c.length) > 0, true, 'the frontier is drawn');
   await shot('frontier');
+  noErrors();
+});
+
+await check('a load curve leads its audit: a row per level as the report has it, identity and latency drawn on one axis', async () => {
+  const loadAudit = Number(process.env.LOAD_AUDIT);
+  const report = await get(`/v1/audits/${loadAudit}/report`);
+  const curve = report.load_curves[0];
+  assert.equal(curve.levels.length, 2, JSON.stringify(report.load_curves));
+  await open(`#/audits/${loadAudit}`);
+  assert.equal(await page.$eval('main section', (e) => e.getAttribute('data-testid')), 'load-curves');
+  for (const l of curve.levels) {
+    const cells = await page.$$eval(`[data-testid=load-curves] tr[data-level="${l.measurement.label}"] td`, (cs) => cs.map((c) => c.textContent));
+    assert.equal(cells[0], l.measurement.label);
+    assert.equal(cells[1], l.measurement.reached ? 'reached' : 'not reached');
+    assert.ok(cells[2].startsWith(l.probes ? `${l.logit_identical}/${l.probes}` : '–'), `${cells[2]} vs ${l.logit_identical}/${l.probes}`);
+    assert.equal(cells[9], l.measurement.output_throughput.toFixed(0));
+  }
+  const charts = await page.$$eval('[data-testid=load-charts] [data-chart]', (c) => c.map((x) => x.getAttribute('data-chart')));
+  assert.deepEqual(charts, [`load-identity:${curve.backend}:${curve.condition}`, `load-latency:${curve.backend}:${curve.condition}`]);
+  await shot('load-curve');
   noErrors();
 });
 
