@@ -31,7 +31,7 @@ double decode_reconstruction::separation() const {
   return static_cast<double>(min_gap_ns) / static_cast<double>(std::max<std::int64_t>(1, max_spread_ns));
 }
 
-decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members) {
+decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members, std::int64_t slots) {
   decode_reconstruction out;
   out.members.resize(members.size());
   bool any = false, server = true;
@@ -119,7 +119,15 @@ decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> mem
       };
       double best = std::numeric_limits<double>::infinity(), second = best;
       int best_start = last + 1;
+      auto full = [&](int s0) {  // a start that would put more sequences in a step than the server has slots
+        if (slots <= 0) return false;
+        for (int p = 0; p < n; ++p)
+          if (auto it = in_step.find(s0 + p); it != in_step.end() && static_cast<std::int64_t>(it->second.size()) >= slots)
+            return true;
+        return false;
+      };
       for (int s0 = first - n; s0 <= last + 1; ++s0) {
+        if (full(s0)) continue;
         double cost = 0;
         for (int p = 0; p < n; ++p) cost += std::abs(static_cast<double>(t[m][static_cast<std::size_t>(p)] - time_of(s0 + p)));
         cost /= n;

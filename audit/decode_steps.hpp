@@ -54,8 +54,10 @@ struct decode_reconstruction {
 };
 
 // Reconstructs the steps of one burst's members (null or failed members: no tokens). Members'
-// client times must share one clock (a burst's do).
-decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members);
+// client times must share one clock (a burst's do). `slots` > 0: the server's slots, which no
+// step can exceed (a one-slot server decodes its requests one after another, whatever the
+// clocks of a loaded machine suggest).
+decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members, std::int64_t slots = -1);
 
 // One request's steps as stored (JSON), and back. The burst-wide figures travel with it.
 struct run_steps {

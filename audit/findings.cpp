@@ -472,7 +472,7 @@ std::vector<base> baselines_of(const audit_plan& plan, const run_index& seen) {
 // whole-burst overlap and the average busy slots say little: it happened when every neighbour
 // shared at least one decode step with the target, and same-length neighbours had the
 // target's prompt length in tokens, as the server counted them.
-void judge_neighbours(const request_group& g, const run_index& seen, burst_verdict& v) {
+void judge_neighbours(const request_group& g, const run_index& seen, std::int64_t slots, burst_verdict& v) {
   std::vector<const logit_stream*> members;
   std::size_t target = 0;
   for (std::size_t r = 0; r < g.requests.size(); ++r) {
@@ -481,7 +481,7 @@ void judge_neighbours(const request_group& g, const run_index& seen, burst_verdi
     if (g.requests[r].compared) target = r;
   }
   std::vector<std::string> why;
-  const auto steps = reconstruct_steps(members);
+  const auto steps = reconstruct_steps(members, slots);
   if (steps.clock == step_clock::none) {
     why.push_back("no decode steps: " + steps.why_not);
   } else {
@@ -529,7 +529,9 @@ void judge_bursts(const audit_plan& plan, const run_index& seen, const evaluatio
     if (auto m = ev.bursts.find(g.index); m != ev.bursts.end()) f.bursts[g.index] = judge_burst(m->second, ev.thresholds);
     else f.bursts[g.index] = burst_verdict{false, 0, 0, std::nullopt, concurrency_measure::none, 0,
                                            "no measurement of this burst was stored"};
-    if (g.kind == condition_kind::neighbours) judge_neighbours(g, seen, f.bursts[g.index]);
+    const auto m = ev.bursts.find(g.index);
+    if (g.kind == condition_kind::neighbours)
+      judge_neighbours(g, seen, m != ev.bursts.end() ? m->second.server_slots : -1, f.bursts[g.index]);
   }
 
 }
@@ -570,7 +572,8 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
         auto it = seen.find({g.index, r});
         members.push_back(it != seen.end() && it->second->stream ? &*it->second->stream : nullptr);
       }
-      steps = reconstruct_steps(members);
+      const auto m = ev.bursts.find(g.index);
+      steps = reconstruct_steps(members, m != ev.bursts.end() ? m->second.server_slots : -1);
     }
     for (std::size_t r = 0; r < g.requests.size(); ++r) {
       const auto& req = g.requests[r];

@@ -574,7 +574,7 @@ class sql_evidence final : public evidence_repository {
       if (gw.group->mode != audit::group_mode::burst) continue;
       std::vector<const audit::logit_stream*> members;
       for (const auto& r : gw.runs) members.push_back(r.stream ? &*r.stream : nullptr);
-      const auto rec = audit::reconstruct_steps(members);
+      const auto rec = audit::reconstruct_steps(members, gw.burst ? gw.burst->server_slots : -1);
       for (std::size_t i = 0; i < gw.runs.size(); ++i) steps[&gw.runs[i]] = audit::steps_to_json(audit::steps_of(rec, i));
     }
     std::vector<run_ref> ok;

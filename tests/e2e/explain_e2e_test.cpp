@@ -75,7 +75,10 @@ std::vector<audit::decode_reconstruction> bursts_of(const measured& m, const std
     std::vector<const audit::logit_stream*> members(g.requests.size(), nullptr);
     for (const auto& r : runs)
       if (r.group == g.index && r.stream) members[r.request] = &*r.stream;
-    out.push_back(audit::reconstruct_steps(members));
+    std::int64_t slots = -1;
+    for (const auto& o : m.outcome.groups)
+      if (o.group == g.index && o.burst) slots = o.burst->server_slots;
+    out.push_back(audit::reconstruct_steps(members, slots));
   }
   return out;
 }

@@ -91,3 +91,19 @@ TEST(decode_steps, the_exact_binomial_tail_matches_its_definition) {
   EXPECT_NEAR(binomial_upper_tail(10, 10, 0.5), 1.0 / 1024, 1e-12);
   EXPECT_DOUBLE_EQ(binomial_upper_tail(5, 4, 0.5), 0.0);
 }
+
+TEST(decode_steps, a_one_slot_server_never_decodes_two_sequences_in_a_step_whatever_a_loaded_clock_says) {
+  // The second request really came after the first (one slot), but its arrivals were so late
+  // on a loaded machine that its times overlap the first's last steps.
+  std::vector<logit_stream> q = {scheduled(0, 16, 1'000'000, 60'000, 0), scheduled(16, 16, 1'000'000, 60'000, 0)};
+  for (auto& t : q[1].client.token_ns) t -= 2'500'000;  // its clock offset: 2.5 steps early
+  std::vector<const logit_stream*> qm = {&q[0], &q[1]};
+  const auto free = reconstruct_steps(qm);
+  int shared = 0;
+  for (const auto& p : free.members[0]) shared += p.width > 1;
+  EXPECT_GT(shared, 0) << "the clocks alone overlap them";
+  const auto one = reconstruct_steps(qm, 1);
+  EXPECT_EQ(one.steps, 32);
+  for (const auto& member : one.members)
+    for (const auto& p : member) EXPECT_EQ(p.width, 1);
+}
