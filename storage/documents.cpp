@@ -685,6 +685,28 @@ audit::load_measurement load_measurement_from(const json& j) {
   return m;
 }
 
+json burst_summary_json(const audit::burst_summary& b) {
+  return {{"bursts", b.bursts},
+          {"batched", b.batched},
+          {"width", b.width},
+          {"expected", b.expected},
+          {"median_measured", b.median_measured ? json(*b.median_measured) : json(nullptr)},
+          {"measured_by", std::string(audit::to_string(b.measured_by))},
+          {"median_overlap", b.median_overlap}};
+}
+
+audit::burst_summary burst_summary_from(const json& b) {
+  audit::burst_summary s;
+  s.bursts = b.at("bursts").get<int>();
+  s.batched = b.at("batched").get<int>();
+  s.width = b.at("width").get<int>();
+  s.expected = b.at("expected").get<double>();
+  if (!b.at("median_measured").is_null()) s.median_measured = b.at("median_measured").get<double>();
+  s.measured_by = audit::parse_concurrency_measure(b.at("measured_by").get<std::string>()).value();
+  s.median_overlap = b.at("median_overlap").get<double>();
+  return s;
+}
+
 }  // namespace
 
 std::string encode_load_measurement(const audit::load_measurement& m) {
@@ -711,22 +733,10 @@ std::string encode_findings_format1(const audit::findings& f) {
            {"flagged_as", std::string(audit::to_string(audit::flag_of(t.kind)))}};
     if (t.not_solo) j["not_solo"] = t.not_solo;        // since schema 7
     if (t.ineffective) j["ineffective"] = t.ineffective;  // since schema 7
-    if (t.bursts)
-      j["batching"] = {{"bursts", t.bursts->bursts},
-                       {"batched", t.bursts->batched},
-                       {"width", t.bursts->width},
-                       {"expected", t.bursts->expected},
-                       {"median_measured", t.bursts->median_measured ? json(*t.bursts->median_measured) : json(nullptr)},
-                       {"measured_by", std::string(audit::to_string(t.bursts->measured_by))},
-                       {"median_overlap", t.bursts->median_overlap}};
+    if (t.bursts) j["batching"] = burst_summary_json(*t.bursts);
     if (!t.widths.empty()) {  // since schema 9
       j["batching_by_width"] = json::array();
-      for (const auto& w : t.widths)
-        j["batching_by_width"].push_back({{"bursts", w.bursts}, {"batched", w.batched}, {"width", w.width},
-                                          {"expected", w.expected},
-                                          {"median_measured", w.median_measured ? json(*w.median_measured) : json(nullptr)},
-                                          {"measured_by", std::string(audit::to_string(w.measured_by))},
-                                          {"median_overlap", w.median_overlap}});
+      for (const auto& w : t.widths) j["batching_by_width"].push_back(burst_summary_json(w));
     }
     return j;
   };
@@ -876,28 +886,8 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
       c.flagged = t.value("flagged", 0);
       c.not_solo = t.value("not_solo", 0);
       c.ineffective = t.value("ineffective", 0);
-      if (auto b = t.find("batching"); b != t.end() && b->is_object()) {
-        audit::burst_summary s;
-        s.bursts = b->at("bursts").get<int>();
-        s.batched = b->at("batched").get<int>();
-        s.width = b->at("width").get<int>();
-        s.expected = b->at("expected").get<double>();
-        if (!b->at("median_measured").is_null()) s.median_measured = b->at("median_measured").get<double>();
-        s.measured_by = audit::parse_concurrency_measure(b->at("measured_by").get<std::string>()).value();
-        s.median_overlap = b->at("median_overlap").get<double>();
-        c.bursts = s;
-      }
-      for (const auto& b : t.value("batching_by_width", json::array())) {
-        audit::burst_summary s;
-        s.bursts = b.at("bursts").get<int>();
-        s.batched = b.at("batched").get<int>();
-        s.width = b.at("width").get<int>();
-        s.expected = b.at("expected").get<double>();
-        if (!b.at("median_measured").is_null()) s.median_measured = b.at("median_measured").get<double>();
-        s.measured_by = audit::parse_concurrency_measure(b.at("measured_by").get<std::string>()).value_or(audit::concurrency_measure::none);
-        s.median_overlap = b.at("median_overlap").get<double>();
-        c.widths.push_back(s);
-      }
+      if (auto b = t.find("batching"); b != t.end() && b->is_object()) c.bursts = burst_summary_from(*b);
+      for (const auto& b : t.value("batching_by_width", json::array())) c.widths.push_back(burst_summary_from(b));
       return c;
     };
     audit::findings f;
