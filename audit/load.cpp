@@ -66,36 +66,49 @@ std::string level_label(const load_settings& s, std::size_t level) {
   }
 }
 
-std::vector<scheduled_request> make_schedule(const load_settings& s, std::size_t level) {
-  std::vector<scheduled_request> out;
-  const double v = level < s.levels.size() ? s.levels[level] : 0;
-  // Each level its own stream of arrivals and lengths, fixed by the seed.
-  std::mt19937_64 rng(s.seed * 1'000'003ull + level);
+schedule_cursor::schedule_cursor(const load_settings& s, std::size_t level)
+    : s_(&s),
+      v_(level < s.levels.size() ? s.levels[level] : 0),
+      // Each level its own stream of arrivals and lengths, fixed by the seed.
+      rng_(s.seed * 1'000'003ull + level),
+      exp_gap_(v_ > 0 ? v_ : 1),
+      gamma_gap_(s.burstiness > 0 ? s.burstiness : 1, 1.0 / ((v_ > 0 ? v_ : 1) * (s.burstiness > 0 ? s.burstiness : 1))) {
+  if (s.arrival == arrival_kind::trace) n_ = s.trace.size();
+  // Concurrency: enough lengths for every request the level could send, taken in order.
+  if (s.arrival == arrival_kind::concurrency)
+    n_ = std::min<std::size_t>(kMaxConcurrencyRequests, static_cast<std::size_t>(v_ + std::ceil(s.duration_s * 500)));
+}
+
+std::optional<scheduled_request> schedule_cursor::next() {
+  const auto& s = *s_;
   if (s.arrival == arrival_kind::trace) {
-    for (const auto& e : s.trace)
-      out.push_back({static_cast<std::int64_t>(e.at_ms * 1e6 / (v > 0 ? v : 1)), e.prompt_tokens, e.output_tokens});
-    return out;
+    if (i_ >= n_) return std::nullopt;
+    const auto& e = s.trace[i_++];
+    return scheduled_request{static_cast<std::int64_t>(e.at_ms * 1e6 / (v_ > 0 ? v_ : 1)), e.prompt_tokens, e.output_tokens};
   }
   if (s.arrival == arrival_kind::concurrency) {
-    // Enough lengths for every request the level could send: the generator takes them in order.
-    const std::size_t n = std::min<std::size_t>(kMaxConcurrencyRequests,
-                                                static_cast<std::size_t>(v + std::ceil(s.duration_s * 500)));
-    for (std::size_t i = 0; i < n; ++i) out.push_back({0, s.prompt_tokens.draw(rng), s.output_tokens.draw(rng)});
-    return out;
+    if (i_ >= n_) return std::nullopt;
+    ++i_;
+    const int prompt = s.prompt_tokens.draw(rng_);
+    return scheduled_request{0, prompt, s.output_tokens.draw(rng_)};
   }
-  if (v <= 0) return out;
-  const double end_s = s.duration_s;
-  double t = 0;
-  std::exponential_distribution<double> exp_gap(v);
-  std::gamma_distribution<double> gamma_gap(s.burstiness, 1.0 / (v * s.burstiness));
-  for (std::size_t i = 1; t < end_s; ++i) {
-    out.push_back({static_cast<std::int64_t>(t * 1e9), s.prompt_tokens.draw(rng), s.output_tokens.draw(rng)});
-    switch (s.arrival) {
-      case arrival_kind::constant: t = static_cast<double>(i) / v; break;  // no drift from summed gaps
-      case arrival_kind::poisson: t += exp_gap(rng); break;
-      default: t += gamma_gap(rng); break;
-    }
+  if (v_ <= 0 || t_ >= s.duration_s) return std::nullopt;
+  scheduled_request r{static_cast<std::int64_t>(t_ * 1e9), 0, 0};
+  r.prompt_tokens = s.prompt_tokens.draw(rng_);
+  r.output_tokens = s.output_tokens.draw(rng_);
+  ++i_;
+  switch (s.arrival) {
+    case arrival_kind::constant: t_ = static_cast<double>(i_) / v_; break;  // no drift from summed gaps
+    case arrival_kind::poisson: t_ += exp_gap_(rng_); break;
+    default: t_ += gamma_gap_(rng_); break;
   }
+  return r;
+}
+
+std::vector<scheduled_request> make_schedule(const load_settings& s, std::size_t level) {
+  std::vector<scheduled_request> out;
+  schedule_cursor c(s, level);
+  while (auto r = c.next()) out.push_back(*r);
   return out;
 }
 
@@ -138,129 +151,262 @@ latency_summary summarize_ms(std::vector<double> v) {
 
 namespace {
 
-struct interval {
-  std::int64_t from, to;
-};
+// The histogram's buckets: exact below 2^11 ns, then 2^10 per octave.
+constexpr int kSubBits = 10;
+constexpr std::int64_t kExactBelow = std::int64_t{1} << (kSubBits + 1);
 
-// The time-weighted count of `spans` over [a, b).
-double mean_count(const std::vector<interval>& spans, std::int64_t a, std::int64_t b) {
-  if (b <= a) return 0;
-  double covered = 0;
-  for (const auto& s : spans) covered += static_cast<double>(std::max<std::int64_t>(0, std::min(b, s.to) - std::max(a, s.from)));
-  return covered / static_cast<double>(b - a);
+std::size_t bucket_of(std::int64_t v) {
+  if (v < kExactBelow) return static_cast<std::size_t>(v);
+  const int e = 63 - __builtin_clzll(static_cast<unsigned long long>(v));  // >= kSubBits + 1
+  const int shift = e - kSubBits;
+  return static_cast<std::size_t>(kExactBelow + (e - kSubBits - 1) * (std::int64_t{1} << kSubBits) +
+                                  ((v >> shift) - (std::int64_t{1} << kSubBits)));
 }
 
-int count_at(const std::vector<interval>& spans, std::int64_t t) {
-  int n = 0;
-  for (const auto& s : spans) n += s.from <= t && t < s.to;
-  return n;
+// The middle of a bucket.
+double bucket_value(std::size_t b) {
+  if (b < static_cast<std::size_t>(kExactBelow)) return static_cast<double>(b);
+  const auto k = static_cast<std::int64_t>(b) - kExactBelow;
+  const std::int64_t octave = k >> kSubBits, sub = k & ((std::int64_t{1} << kSubBits) - 1);
+  const int shift = static_cast<int>(octave) + 1;
+  const double low = static_cast<double>(((std::int64_t{1} << kSubBits) + sub) << shift);
+  return low + static_cast<double>(std::int64_t{1} << shift) / 2;
 }
 
 }  // namespace
 
-load_measurement measure_level(const load_settings& s, std::size_t level, const std::vector<request_timing>& requests,
-                               std::int64_t server_slots, std::int64_t dropped) {
-  load_measurement m;
-  m.level = level < s.levels.size() ? s.levels[level] : 0;
-  m.label = level_label(s, level);
-  m.arrival = s.arrival;
-  m.duration_s = level_duration_s(s, level);
-  m.server_slots = server_slots;
-  m.dropped = dropped;
-  // Background counts; probes are requests too (their latencies count) but not part of the offer.
-  for (const auto& r : requests) m.scheduled += !r.probe;
-  m.scheduled += dropped;
-  const auto window_end = static_cast<std::int64_t>(m.duration_s * 1e9);
+void latency_values::add(std::int64_t ns) {
+  ns = std::max<std::int64_t>(0, ns);
+  ++n_;
+  sum_ += static_cast<double>(ns);
+  if (n_ <= kExactValues) exact_.push_back(ns);
+  else if (!exact_.empty()) std::vector<std::int64_t>().swap(exact_);  // the histogram speaks from now on
+  const auto b = bucket_of(ns);
+  if (b >= buckets_.size()) buckets_.resize(b + 1, 0);
+  ++buckets_[b];
+}
 
-  std::vector<double> ttft, itl, tpot, e2el, lateness;
-  std::vector<interval> spans;
-  std::int64_t first_send = -1, last_send = -1, last_done = -1;
-  for (const auto& r : requests) {
-    m.sent += !r.probe;
-    lateness.push_back(static_cast<double>(r.sent_ns - r.scheduled_ns) / 1e3);
-    first_send = first_send < 0 ? r.sent_ns : std::min(first_send, r.sent_ns);
-    last_send = std::max(last_send, r.sent_ns);
-    if (r.failed || r.done_ns < 0) {
-      ++m.failed;
-      continue;
-    }
-    ++m.completed;
-    spans.push_back({r.sent_ns, r.done_ns});
-    last_done = std::max(last_done, r.done_ns);
-    const auto out_tokens = static_cast<std::int64_t>(r.token_ns.size());
-    m.output_tokens += out_tokens;
-    if (r.prompt_tokens > 0) m.prompt_tokens += r.prompt_tokens;
-    e2el.push_back(static_cast<double>(r.done_ns - r.sent_ns) / 1e6);
-    if (r.first_token_ns >= 0) {
-      ttft.push_back(static_cast<double>(r.first_token_ns - r.sent_ns) / 1e6);
-      if (out_tokens > 1)
-        tpot.push_back(static_cast<double>(r.done_ns - r.first_token_ns) / 1e6 / static_cast<double>(out_tokens - 1));
-    }
-    for (std::size_t i = 1; i < r.token_ns.size(); ++i) itl.push_back(static_cast<double>(r.token_ns[i] - r.token_ns[i - 1]) / 1e6);
+double latency_values::value_at(std::size_t rank) const {
+  std::size_t seen = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    seen += buckets_[b];
+    if (seen > rank) return bucket_value(b);
   }
-  m.ttft_ms = summarize_ms(std::move(ttft));
-  m.itl_ms = summarize_ms(std::move(itl));
-  m.tpot_ms = summarize_ms(std::move(tpot));
-  m.e2el_ms = summarize_ms(std::move(e2el));
-  m.arrival_lateness_us = summarize_ms(std::move(lateness));
+  return buckets_.empty() ? 0 : bucket_value(buckets_.size() - 1);
+}
+
+latency_summary latency_values::summary(double unit_ns) const {
+  if (n_ <= kExactValues) {
+    std::vector<double> v;
+    v.reserve(exact_.size());
+    for (auto x : exact_) v.push_back(static_cast<double>(x) / unit_ns);
+    return summarize_ms(std::move(v));
+  }
+  latency_summary s;
+  s.n = n_;
+  s.mean = sum_ / static_cast<double>(n_) / unit_ns;
+  auto at = [&](double p) {  // numpy's linear interpolation between the closest ranks
+    const double rank = p / 100.0 * static_cast<double>(n_ - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(rank));
+    const double a = value_at(lo), b = value_at(std::min(n_ - 1, lo + 1));
+    return (a + (b - a) * (rank - static_cast<double>(lo))) / unit_ns;
+  };
+  s.p50 = at(50);
+  s.p90 = at(90);
+  s.p99 = at(99);
+  return s;
+}
+
+level_recorder::level_recorder(const load_settings& s, std::size_t level, std::size_t probes)
+    : arrival_(s.arrival), max_in_flight_(s.max_in_flight), probes_(probes) {
+  m_.level = level < s.levels.size() ? s.levels[level] : 0;
+  m_.label = level_label(s, level);
+  m_.arrival = s.arrival;
+  m_.duration_s = level_duration_s(s, level);
+  m_.probes.resize(probes);
+  window_end_ = static_cast<std::int64_t>(m_.duration_s * 1e9);
+  if (s.arrival == arrival_kind::trace) {
+    replay_.resize(s.trace.size());
+    replayed_.resize(s.trace.size(), false);
+  }
+}
+
+void level_recorder::advance(std::int64_t t) {
+  if (t < last_t_) return;  // fed a moment out of order: the count changes now
+  const std::int64_t half = window_end_ / 2;
+  // The count at the middle and at the end of the window: the one that held over them.
+  if (!half_seen_ && t > half) {
+    m_.in_flight_at_half = in_flight_;
+    half_seen_ = true;
+  }
+  if (!end_seen_ && t > window_end_) {
+    m_.in_flight_at_end = in_flight_;
+    end_seen_ = true;
+  }
+  auto overlap = [&](std::int64_t a, std::int64_t b) {
+    return static_cast<double>(std::max<std::int64_t>(0, std::min(t, b) - std::max(last_t_, a)));
+  };
+  area_first_ += in_flight_ * overlap(0, half);
+  area_second_ += in_flight_ * overlap(half, window_end_);
+  last_t_ = t;
+}
+
+void level_recorder::on_send(std::int64_t now_ns, std::int64_t scheduled_ns, std::size_t index, int probe) {
+  advance(now_ns);
+  ++in_flight_;
+  m_.max_in_flight = std::max(m_.max_in_flight, in_flight_);
+  lateness_.add(now_ns - scheduled_ns);
+  first_send_ = first_send_ < 0 ? now_ns : std::min(first_send_, now_ns);
+  if (probe < 0) {
+    ++m_.sent;
+    if (index < replay_.size()) {
+      replay_[index] = {static_cast<double>(now_ns) / 1e6, -1, 0};
+      replayed_[index] = true;
+    }
+  } else if (static_cast<std::size_t>(probe) < probes_.size()) {
+    auto& p = m_.probes[static_cast<std::size_t>(probe)];
+    p.scheduled_ns = scheduled_ns;
+    p.sent_ns = now_ns;
+    probes_[static_cast<std::size_t>(probe)].active = true;
+  }
+  for (auto& p : probes_)
+    if (p.active) p.changes.emplace_back(now_ns, in_flight_);
+}
+
+void level_recorder::on_end(std::int64_t now_ns, const request_timing& r, std::size_t index, int probe) {
+  advance(now_ns);
+  --in_flight_;
+  for (auto& p : probes_)
+    if (p.active) p.changes.emplace_back(now_ns, in_flight_);
+  if (probe < 0 && index < replay_.size())
+    replay_[index] = {replay_[index][0], static_cast<double>(r.prompt_tokens), static_cast<double>(r.token_ns.size())};
+  if (r.failed || r.done_ns < 0) {
+    ++m_.failed;
+  } else {
+    ++m_.completed;
+    last_done_ = std::max(last_done_, r.done_ns);
+    const auto out_tokens = static_cast<std::int64_t>(r.token_ns.size());
+    m_.output_tokens += out_tokens;
+    if (r.prompt_tokens > 0) m_.prompt_tokens += r.prompt_tokens;
+    e2el_.add(r.done_ns - r.sent_ns);
+    if (r.first_token_ns >= 0) {
+      ttft_.add(r.first_token_ns - r.sent_ns);
+      if (out_tokens > 1) tpot_.add((r.done_ns - r.first_token_ns) / (out_tokens - 1));
+    }
+    for (std::size_t i = 1; i < r.token_ns.size(); ++i) itl_.add(r.token_ns[i] - r.token_ns[i - 1]);
+  }
+  if (probe < 0 || static_cast<std::size_t>(probe) >= probes_.size()) return;
+  // The probe's company over its decode (first token to last; sent to done without two tokens).
+  auto& track = probes_[static_cast<std::size_t>(probe)];
+  auto& p = m_.probes[static_cast<std::size_t>(probe)];
+  std::int64_t a = -1, b = -1;
+  if (!r.failed && r.token_ns.size() >= 2) a = r.token_ns.front(), b = r.token_ns.back();
+  else if (!r.failed && r.done_ns > r.sent_ns) a = r.sent_ns, b = r.done_ns;
+  if (b > a && a >= 0) {
+    double covered = 0;
+    for (std::size_t i = 0; i < track.changes.size(); ++i) {
+      const auto from = track.changes[i].first;
+      const auto to = i + 1 < track.changes.size() ? track.changes[i + 1].first : now_ns;
+      // Its own end is the last change: up to it, it was in flight (it counts itself).
+      covered += track.changes[i].second * static_cast<double>(std::max<std::int64_t>(0, std::min(b, to) - std::max(a, from)));
+    }
+    p.in_flight = covered / static_cast<double>(b - a);
+  }
+  track.active = false;
+  std::vector<std::pair<std::int64_t, int>>().swap(track.changes);
+}
+
+load_measurement level_recorder::finish(std::int64_t server_slots) {
+  advance(std::max(last_t_, window_end_ + 1));
+  auto m = std::move(m_);
+  m.server_slots = server_slots;
+  m.dropped = dropped_;
+  m.scheduled = m.sent + dropped_;
+  const auto requests = m.completed + m.failed;
+  m.ttft_ms = ttft_.summary(1e6);
+  m.itl_ms = itl_.summary(1e6);
+  m.tpot_ms = tpot_.summary(1e6);
+  m.e2el_ms = e2el_.summary(1e6);
+  m.arrival_lateness_us = lateness_.summary(1e3);
   // Offered: the level's rate (a trace: its requests over its scaled length); achieved: what left
   // the client over the same time. A fixed concurrency offers what the server takes.
   m.achieved_rps = m.duration_s > 0 ? static_cast<double>(m.sent) / m.duration_s : 0;
-  if (rate_kind(s.arrival)) m.offered_rps = m.level;
-  else if (s.arrival == arrival_kind::trace) m.offered_rps = m.duration_s > 0 ? static_cast<double>(m.scheduled) / m.duration_s : 0;
+  if (rate_kind(arrival_)) m.offered_rps = m.level;
+  else if (arrival_ == arrival_kind::trace) m.offered_rps = m.duration_s > 0 ? static_cast<double>(m.scheduled) / m.duration_s : 0;
   else m.offered_rps = m.achieved_rps;
-  if (first_send >= 0 && last_done > first_send) {
-    m.bench_duration_s = static_cast<double>(last_done - first_send) / 1e9;
+  if (first_send_ >= 0 && last_done_ > first_send_) {
+    m.bench_duration_s = static_cast<double>(last_done_ - first_send_) / 1e9;
     m.request_throughput = static_cast<double>(m.completed) / m.bench_duration_s;
     m.output_throughput = static_cast<double>(m.output_tokens) / m.bench_duration_s;
   }
-  m.mean_in_flight = mean_count(spans, 0, window_end);
-  for (const auto& sp : spans) m.max_in_flight = std::max(m.max_in_flight, count_at(spans, sp.from));
-  m.in_flight_at_half = count_at(spans, window_end / 2);
-  m.in_flight_at_end = count_at(spans, window_end);
-
-  for (const auto& r : requests) {
-    if (!r.probe) continue;
-    probe_context p;
-    p.scheduled_ns = r.scheduled_ns;
-    p.sent_ns = r.sent_ns;
-    if (!r.failed && r.token_ns.size() >= 2) p.in_flight = mean_count(spans, r.token_ns.front(), r.token_ns.back());
-    else if (!r.failed && r.done_ns > r.sent_ns) p.in_flight = mean_count(spans, r.sent_ns, r.done_ns);
+  const std::int64_t half = window_end_ / 2;
+  m.mean_in_flight = window_end_ > 0 ? (area_first_ + area_second_) / static_cast<double>(window_end_) : 0;
+  for (auto& p : m.probes)
     p.width = server_slots > 0 ? std::min(p.in_flight, static_cast<double>(server_slots)) : p.in_flight;
-    m.probes.push_back(p);
-  }
-  if (s.arrival == arrival_kind::trace)
-    for (const auto& r : requests)
-      if (!r.probe)
-        m.replay.push_back({static_cast<double>(r.sent_ns) / 1e6, static_cast<double>(r.prompt_tokens),
-                            static_cast<double>(r.token_ns.size())});
+  for (std::size_t i = 0; i < replay_.size(); ++i)
+    if (replayed_[i]) m.replay.push_back(replay_[i]);
 
   // Whether the level happened as named.
   std::vector<std::string> why;
-  if (dropped > 0)
-    why.push_back(std::to_string(dropped) + " arrivals found the generator's " + std::to_string(s.max_in_flight) +
+  if (dropped_ > 0)
+    why.push_back(std::to_string(dropped_) + " arrivals found the generator's " + std::to_string(max_in_flight_) +
                   " requests in flight (load.max_in_flight) and were not sent: the server's queue grew beyond it");
-  if (m.failed * 20 > static_cast<std::int64_t>(requests.size()))
-    why.push_back(std::to_string(m.failed) + " of " + std::to_string(requests.size()) + " requests failed");
+  if (m.failed * 20 > requests)
+    why.push_back(std::to_string(m.failed) + " of " + std::to_string(requests) + " requests failed");
   if (m.arrival_lateness_us.p99 > 10'000)
     why.push_back("the generator fell behind its schedule (arrival lateness p99 " + fixed(m.arrival_lateness_us.p99 / 1000, 1) +
                   " ms)");
-  if (s.arrival == arrival_kind::concurrency) {
+  if (arrival_ == arrival_kind::concurrency) {
     if (m.mean_in_flight < 0.9 * m.level)
       why.push_back("mean requests in flight " + fixed(m.mean_in_flight, 2) + ", below 90% of " + fixed(m.level, 0));
   } else {
     // A queue that grows without bound: the second half of the level holds far more requests in
     // flight than the first, and more than the server has slots for.
     const double room = server_slots > 0 ? static_cast<double>(server_slots) : 2;
-    const double first = mean_count(spans, 0, window_end / 2), second = mean_count(spans, window_end / 2, window_end);
+    const double first = half > 0 ? area_first_ / static_cast<double>(half) : 0;
+    const double second = window_end_ > half ? area_second_ / static_cast<double>(window_end_ - half) : 0;
     if (second > room && second >= 1.5 * first + 1)
       why.push_back("the server's queue grew: " + fixed(first, 1) + " requests in flight on average in the level's first half, " +
                     fixed(second, 1) + " in its second (" + fixed(room, 0) + " slots)");
   }
-  if (rate_kind(s.arrival) && m.scheduled == 0) why.push_back("no arrival fell within the level's duration");
+  if (rate_kind(arrival_) && m.scheduled == 0) why.push_back("no arrival fell within the level's duration");
   m.reached = why.empty();
   for (std::size_t i = 0; i < why.size(); ++i) m.not_reached += (i ? "; " : "") + why[i];
   return m;
+}
+
+load_measurement measure_level(const load_settings& s, std::size_t level, const std::vector<request_timing>& requests,
+                               std::int64_t server_slots, std::int64_t dropped) {
+  // Every request's send and end, in time order: at one moment, the ends of requests sent
+  // before it, then the sends, then the ends of requests that failed as they were sent.
+  struct event {
+    std::int64_t t;
+    int order;
+    std::size_t request;
+  };
+  std::vector<event> events;
+  std::vector<std::size_t> index(requests.size());
+  std::vector<int> probe(requests.size(), -1);
+  std::size_t background = 0, probes = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const auto& r = requests[i];
+    if (r.probe) probe[i] = static_cast<int>(probes++);
+    else index[i] = background++;
+    const auto end = r.done_ns >= 0 ? std::max(r.done_ns, r.sent_ns) : r.sent_ns;
+    events.push_back({r.sent_ns, 1, i});
+    events.push_back({end, end == r.sent_ns ? 2 : 0, i});
+  }
+  std::stable_sort(events.begin(), events.end(), [](const event& a, const event& b) {
+    return a.t != b.t ? a.t < b.t : a.order < b.order;
+  });
+  level_recorder rec(s, level, probes);
+  for (std::int64_t i = 0; i < dropped; ++i) rec.on_drop();
+  for (const auto& e : events) {
+    const auto& r = requests[e.request];
+    if (e.order != 1) rec.on_end(e.t, r, index[e.request], probe[e.request]);
+    else rec.on_send(e.t, r.scheduled_ns, index[e.request], probe[e.request]);
+  }
+  return rec.finish(server_slots);
 }
 
 std::string describe_curve(const load_curve& c) {

@@ -119,6 +119,25 @@ latency_summary summarize_ms(std::vector<double> values_ms);
 // The p-th percentile (0..100) of `sorted`, linear interpolation.
 double percentile(const std::vector<double>& sorted, double p);
 
+// The values of one latency figure (ns, non-negative), kept in bounded memory: exactly up to
+// kExactValues of them, then as a log-bucketed histogram (exact below 2,048 ns, then 1,024
+// buckets per octave: a percentile within 0.05% of the exact one). The mean is exact.
+class latency_values {
+ public:
+  static constexpr std::size_t kExactValues = 10'000;
+  void add(std::int64_t ns);
+  std::size_t size() const { return n_; }
+  // In `unit_ns` units (1e6: ms, 1e3: us), percentiles as summarize_ms computes them.
+  latency_summary summary(double unit_ns) const;
+
+ private:
+  double value_at(std::size_t rank) const;  // the rank-th smallest (0-based), from the histogram
+  std::size_t n_ = 0;
+  double sum_ = 0;
+  std::vector<std::int64_t> exact_;     // until n_ passes kExactValues
+  std::vector<std::uint64_t> buckets_;  // always
+};
+
 // The probe's company: the time-weighted count of the level's requests in flight over its
 // decode (first token to last), capped at the server's slots: the batch it shared.
 struct probe_context {
@@ -162,8 +181,64 @@ struct load_measurement {
   bool operator==(const load_measurement&) const = default;
 };
 
-// The figures of one level from its requests' timings. `in_flight_cap_hit`: the generator
-// could not send some arrival because max_in_flight were still in flight.
+// The background schedule of one level, one request at a time (make_schedule collects it): a
+// level of any length and rate is generated as it is sent, never held whole.
+class schedule_cursor {
+ public:
+  schedule_cursor(const load_settings& s, std::size_t level);
+  std::optional<scheduled_request> next();
+  std::size_t sent() const { return i_; }  // how many next() has returned
+
+ private:
+  const load_settings* s_;
+  double v_ = 0;
+  std::mt19937_64 rng_;
+  std::exponential_distribution<double> exp_gap_;
+  std::gamma_distribution<double> gamma_gap_;
+  double t_ = 0;
+  std::size_t i_ = 0, n_ = 0;  // n_: concurrency's and a trace's count
+};
+
+// The figures of one level, accumulated while it runs: each request as it is sent and as it
+// ends, in time order. Memory does not grow with the level's length or rate (counters, the
+// latencies' bounded values, the in-flight count's integral; a probe holds the in-flight
+// changes of its own lifetime), except a trace's replay rows (bounded by the trace's limits).
+// "In flight": sent and not yet ended, a failed request until it failed.
+class level_recorder {
+ public:
+  level_recorder(const load_settings& s, std::size_t level, std::size_t probes);
+  // `index`: a background request's place in the schedule (a trace's replay row); probe: its
+  // index among the level's probes, -1 for background.
+  void on_send(std::int64_t now_ns, std::int64_t scheduled_ns, std::size_t index, int probe);
+  // `r` as request_timing describes it (sent_ns as given to on_send); `now_ns`: when it ended.
+  void on_end(std::int64_t now_ns, const request_timing& r, std::size_t index, int probe);
+  void on_drop() { ++dropped_; }
+  int in_flight() const { return in_flight_; }
+  load_measurement finish(std::int64_t server_slots);
+
+ private:
+  void advance(std::int64_t t);  // integrates the in-flight count up to t
+  struct probe_track {
+    std::vector<std::pair<std::int64_t, int>> changes;  // (time, in flight from then on)
+    bool active = false;
+  };
+  arrival_kind arrival_;
+  int max_in_flight_ = 0;
+  load_measurement m_;
+  std::int64_t window_end_ = 0, last_t_ = 0, dropped_ = 0;
+  std::int64_t first_send_ = -1, last_done_ = -1;
+  int in_flight_ = 0;
+  double area_first_ = 0, area_second_ = 0;  // in-flight x ns over the window's halves
+  bool half_seen_ = false, end_seen_ = false;
+  latency_values ttft_, itl_, tpot_, e2el_, lateness_;
+  std::vector<probe_track> probes_;
+  std::vector<std::array<double, 3>> replay_;
+  std::vector<bool> replayed_;
+};
+
+// The figures of one level from its requests' timings, fed to a level_recorder in time order
+// (the tests' and small callers' form). `dropped`: arrivals not sent because max_in_flight
+// were still in flight.
 load_measurement measure_level(const load_settings& s, std::size_t level, const std::vector<request_timing>& requests,
                                std::int64_t server_slots, std::int64_t dropped);
 

@@ -1,6 +1,6 @@
 // One level of background traffic with probes: a dispatcher that wakes at each arrival (or
 // workers that keep a fixed number in flight), one coroutine per request, and the figures of
-// audit::measure_level over what they timed.
+// audit::level_recorder fed as they are sent and end.
 #include "load_generator.hpp"
 
 #include <algorithm>
@@ -8,23 +8,25 @@
 namespace logitaudit::clients {
 namespace {
 
+// What a level holds while it runs: the schedule's cursor and the figures' recorder, never a
+// record per request (a level of any length keeps the same memory).
 struct level_state {
+  level_state(const audit::load_settings& s, std::size_t level, std::size_t probes)
+      : settings(s), cursor(settings, level), recorder(settings, level, probes) {}
+  audit::load_settings settings;
+  audit::schedule_cursor cursor;
+  audit::level_recorder recorder;
   backend* b = nullptr;
-  std::int64_t t0 = 0;  // the level's start, steady ns
+  std::int64_t t0 = 0;      // the level's start, steady ns
   std::int64_t end_ns = 0;  // the schedule's end, from t0
-  std::vector<audit::request_timing> timings;  // background first, then probes
   std::vector<client_result<audit::logit_stream>> probe_results;
-  std::vector<audit::scheduled_request> schedule;
-  std::size_t next = 0;  // concurrency: the next schedule entry to send
   int in_flight = 0;
-  std::int64_t dropped = 0;
   int background_top_k = 1;
   std::uint64_t seed = 1;
   std::int64_t n_vocab = -1;
 };
 
-completion_request background_request(const level_state& st, std::size_t i) {
-  const auto& e = st.schedule[i];
+completion_request background_request(const level_state& st, const audit::scheduled_request& e, std::size_t i) {
   completion_request q;
   q.prompt_ids = audit::background_prompt(e.prompt_tokens, st.seed * 0x100000001b3ull + i, st.n_vocab);
   q.n_predict = e.output_tokens;
@@ -35,9 +37,13 @@ completion_request background_request(const level_state& st, std::size_t i) {
 }
 
 // Sends one request and records what it did; a probe keeps its stream.
-net::awaitable<void> send_one(std::shared_ptr<level_state> st, std::size_t slot, completion_request q, int probe) {
-  auto& rec = st->timings[slot];
+net::awaitable<void> send_one(std::shared_ptr<level_state> st, std::int64_t scheduled_ns, std::size_t index,
+                              completion_request q, int probe) {
+  audit::request_timing rec;
+  rec.scheduled_ns = scheduled_ns;
+  rec.probe = probe >= 0;
   rec.sent_ns = steady_ns() - st->t0;
+  st->recorder.on_send(rec.sent_ns, scheduled_ns, index, probe);
   ++st->in_flight;
   auto res = co_await st->b->complete(std::move(q));
   --st->in_flight;
@@ -53,15 +59,18 @@ net::awaitable<void> send_one(std::shared_ptr<level_state> st, std::size_t slot,
   } else {
     rec.failed = true;
   }
+  st->recorder.on_end(steady_ns() - st->t0, rec, index, probe);
   if (probe >= 0) st->probe_results[static_cast<std::size_t>(probe)] = std::move(res);
 }
 
 // Concurrency: one of `level` workers, each sending the next request as its last one ends.
 net::awaitable<void> worker(std::shared_ptr<level_state> st) {
-  while (steady_ns() - st->t0 < st->end_ns && st->next < st->schedule.size()) {
-    const std::size_t i = st->next++;
-    st->timings[i].scheduled_ns = steady_ns() - st->t0;  // sent when a slot freed: on schedule by definition
-    co_await send_one(st, i, background_request(*st, i), -1);
+  while (steady_ns() - st->t0 < st->end_ns) {
+    const std::size_t i = st->cursor.sent();
+    auto e = st->cursor.next();
+    if (!e) break;
+    // Sent when a slot freed: on schedule by definition.
+    co_await send_one(st, steady_ns() - st->t0, i, background_request(*st, *e, i), -1);
   }
 }
 
@@ -78,30 +87,14 @@ net::awaitable<void> sleep_until(std::int64_t steady_at) {
 net::awaitable<load_level_result> run_load_level(backend& b, audit::load_settings settings, std::size_t level,
                                                  std::vector<completion_request> probes, load_options options) {
   auto ex = co_await net::this_coro::executor;
-  auto st = std::make_shared<level_state>();
+  auto st = std::make_shared<level_state>(settings, level, probes.size());
   st->b = &b;
-  st->schedule = audit::make_schedule(settings, level);
   st->background_top_k = options.background_top_k;
   st->n_vocab = options.n_vocab;
   st->seed = settings.seed * 131 + level;
   const bool fixed_concurrency = settings.arrival == audit::arrival_kind::concurrency;
   const auto probe_at = audit::probe_times_ns(settings, level);
-  const std::size_t background = st->schedule.size();
-  st->timings.resize(background + probes.size());
   st->probe_results.resize(probes.size(), unexpected{client_error{client_errc::cancelled, "not sent"}});
-  for (std::size_t i = 0; i < background; ++i) {
-    auto& t = st->timings[i];
-    t.scheduled_ns = st->schedule[i].at_ns;
-    t.target_prompt_tokens = st->schedule[i].prompt_tokens;
-    t.target_output_tokens = st->schedule[i].output_tokens;
-    t.sent_ns = -1;  // not sent (yet)
-  }
-  for (std::size_t p = 0; p < probes.size(); ++p) {
-    auto& t = st->timings[background + p];
-    t.scheduled_ns = probe_at[p];
-    t.probe = true;
-    t.target_output_tokens = probes[p].n_predict;
-  }
 
   const auto before = co_await b.read_decode_counters();
   st->t0 = steady_ns() + 2'000'000;  // 2 ms to settle before the first arrival
@@ -111,25 +104,34 @@ net::awaitable<load_level_result> run_load_level(backend& b, audit::load_setting
     co_await sleep_until(st->t0);
     for (int w = 0; w < workers; ++w) net::co_spawn(ex, worker(st), net::detached);
   }
-  // The arrivals in time order: background (unless workers send it) and probes.
-  struct arrival {
-    std::int64_t at_ns;
-    std::size_t slot;
-    int probe;
-  };
-  std::vector<arrival> order;
-  if (!fixed_concurrency)
-    for (std::size_t i = 0; i < background; ++i) order.push_back({st->schedule[i].at_ns, i, -1});
-  for (std::size_t p = 0; p < probes.size(); ++p) order.push_back({probe_at[p], background + p, static_cast<int>(p)});
-  std::stable_sort(order.begin(), order.end(), [](const arrival& x, const arrival& y) { return x.at_ns < y.at_ns; });
-  for (const auto& a : order) {
-    co_await sleep_until(st->t0 + a.at_ns);
-    if (a.probe < 0 && st->in_flight >= settings.max_in_flight) {
-      ++st->dropped;  // the server's queue outgrew the cap: this arrival is counted, not sent
+  // The arrivals in time order, the schedule's (unless workers send it) merged with the probes'
+  // (a probe after the background arrival of the same moment).
+  std::optional<audit::scheduled_request> next_background;
+  std::size_t next_index = 0;
+  if (!fixed_concurrency) {
+    next_index = st->cursor.sent();
+    next_background = st->cursor.next();
+  }
+  std::size_t next_probe = 0;
+  while (next_background || next_probe < probes.size()) {
+    const bool probe_now =
+        next_probe < probes.size() && (!next_background || probe_at[next_probe] < next_background->at_ns);
+    const std::int64_t at = probe_now ? probe_at[next_probe] : next_background->at_ns;
+    co_await sleep_until(st->t0 + at);
+    if (probe_now) {
+      const int p = static_cast<int>(next_probe++);
+      net::co_spawn(ex, send_one(st, at, 0, probes[static_cast<std::size_t>(p)], p), net::detached);
       continue;
     }
-    auto q = a.probe >= 0 ? probes[static_cast<std::size_t>(a.probe)] : background_request(*st, a.slot);
-    net::co_spawn(ex, send_one(st, a.slot, std::move(q), a.probe), net::detached);
+    const auto e = *next_background;
+    const std::size_t i = next_index;
+    next_index = st->cursor.sent();
+    next_background = st->cursor.next();
+    if (st->in_flight >= settings.max_in_flight) {
+      st->recorder.on_drop();  // the server's queue outgrew the cap: this arrival is counted, not sent
+      continue;
+    }
+    net::co_spawn(ex, send_one(st, at, i, background_request(*st, e, i), -1), net::detached);
   }
   if (fixed_concurrency) co_await sleep_until(st->t0 + st->end_ns);
   // Every request it sent ends (the drain): each has its own deadlines.
@@ -141,12 +143,8 @@ net::awaitable<load_level_result> run_load_level(backend& b, audit::load_setting
   }
   const auto after = co_await b.read_decode_counters();
 
-  std::vector<audit::request_timing> sent;
-  sent.reserve(st->timings.size());
-  for (auto& t : st->timings)
-    if (t.sent_ns >= 0) sent.push_back(std::move(t));
   load_level_result out;
-  out.measurement = audit::measure_level(settings, level, sent, options.server_slots, st->dropped);
+  out.measurement = st->recorder.finish(options.server_slots);
   if (fixed_concurrency) out.measurement.scheduled = out.measurement.sent;  // it sends what the server takes
   if (before && after && before->tokens_predicted >= 0 && after->tokens_predicted >= before->tokens_predicted)
     out.measurement.server_tokens_predicted = after->tokens_predicted - before->tokens_predicted;

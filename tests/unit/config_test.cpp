@@ -90,7 +90,7 @@ TEST(config, history_thresholds_webhooks_and_model_paths_are_read_and_checked) {
   EXPECT_EQ(c->history.rate_min_history, 5);
   EXPECT_EQ(c->history.confirm_after, 2);
   ASSERT_EQ(c->alerts.webhooks.size(), 1u);
-  EXPECT_EQ(c->alerts.webhooks[0].on, std::vector<audit::alert_kind>{audit::alert_kind::confirmed});
+  EXPECT_EQ(c->alerts.webhooks[0].on, std::vector<logitaudit::audit::alert_kind>{logitaudit::audit::alert_kind::confirmed});
   EXPECT_EQ(c->alerts.attempts, 3);
   auto bad = parse_config(R"({"backends":[{"name":"t","url":"http://127.0.0.1:1","model_path":""}],
     "history":{"confidence":1.5,"rate_shift_q":0,"rate_min_history":0,"colour":1},

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <numeric>
+#include <random>
+#include <tuple>
 
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
@@ -182,6 +184,86 @@ TEST(load_figures, a_queue_that_grows_or_a_concurrency_not_held_is_a_level_not_r
   const auto held = audit::measure_level(c, 0, rs, 8, 0);
   EXPECT_FALSE(held.reached);
   EXPECT_NE(held.not_reached.find("below 90% of 8"), std::string::npos) << held.not_reached;
+}
+
+TEST(load_figures, past_ten_thousand_values_a_figure_keeps_bounded_memory_within_half_a_permille_of_the_exact_percentiles) {
+  // Latencies of a long level: 200,000 values from 50 us to 30 s, spread over six decades.
+  std::mt19937_64 rng(5);
+  std::lognormal_distribution<double> d(std::log(20e6), 1.6);
+  audit::latency_values kept;
+  std::vector<double> exact_ms;
+  for (int i = 0; i < 200'000; ++i) {
+    const auto ns = static_cast<std::int64_t>(std::clamp(d(rng), 5e4, 3e10));
+    kept.add(ns);
+    exact_ms.push_back(static_cast<double>(ns) / 1e6);
+  }
+  const auto want = audit::summarize_ms(exact_ms), got = kept.summary(1e6);
+  EXPECT_EQ(got.n, 200'000u);
+  EXPECT_NEAR(got.mean, want.mean, want.mean * 1e-9) << "the mean is exact";
+  for (auto [g, w] : {std::pair{got.p50, want.p50}, {got.p90, want.p90}, {got.p99, want.p99}}) EXPECT_NEAR(g, w, w * 5e-4);
+  EXPECT_NE(got.p99, want.p99) << "past 10,000 values the histogram speaks (the exact values are gone)";
+
+  audit::latency_values few;  // up to 10,000 values: exactly numpy's figures
+  for (int v : {4, 1, 3, 2}) few.add(v * 1'000'000);
+  EXPECT_DOUBLE_EQ(few.summary(1e6).p50, 2.5);
+  EXPECT_DOUBLE_EQ(few.summary(1e6).p90, 3.7);
+  EXPECT_DOUBLE_EQ(few.summary(1e3).mean, 2500);
+}
+
+TEST(load_figures, a_recorder_fed_as_requests_happen_measures_what_the_timings_measure_afterwards) {
+  // A level of 400 Poisson arrivals at 40/s, each in flight 30-230 ms, two probes among them.
+  auto s = rate(audit::arrival_kind::poisson, 40, 10);
+  s.probes = 2;
+  const auto schedule = audit::make_schedule(s, 0);
+  const auto probe_at = audit::probe_times_ns(s, 0);
+  std::vector<audit::request_timing> rs;
+  std::mt19937_64 rng(3);
+  std::uniform_int_distribution<std::int64_t> late(0, 400'000), life(30'000'000, 230'000'000);
+  auto timed = [&](std::int64_t at, bool probe) {
+    audit::request_timing r;
+    r.scheduled_ns = at;
+    r.sent_ns = at + late(rng);
+    r.probe = probe;
+    const auto first = r.sent_ns + life(rng) / 4, done = r.sent_ns + life(rng);
+    for (int i = 0; i < 8; ++i) r.token_ns.push_back(first + (done - first) * i / 7);
+    r.first_token_ns = first;
+    r.done_ns = done;
+    r.prompt_tokens = 16;
+    return r;
+  };
+  for (const auto& e : schedule) rs.push_back(timed(e.at_ns, false));
+  for (auto at : probe_at) rs.push_back(timed(at, true));
+  rs[7].failed = true, rs[7].done_ns = -1, rs[7].token_ns.clear();
+  const auto after = audit::measure_level(s, 0, rs, 4, 0);
+
+  // The same requests, fed to a recorder in the order a generator sees them happen.
+  struct event {
+    std::int64_t t;
+    int order;
+    std::size_t i;
+  };
+  std::vector<event> ev;
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    ev.push_back({rs[i].sent_ns, 1, i});
+    ev.push_back({rs[i].done_ns >= 0 ? rs[i].done_ns : rs[i].sent_ns, rs[i].done_ns >= 0 ? 0 : 2, i});
+  }
+  std::sort(ev.begin(), ev.end(), [](const event& a, const event& b) { return std::tie(a.t, a.order, a.i) < std::tie(b.t, b.order, b.i); });
+  audit::level_recorder live(s, 0, probe_at.size());
+  for (const auto& e : ev) {
+    const bool probe = rs[e.i].probe;
+    const int p = probe ? static_cast<int>(e.i - schedule.size()) : -1;
+    if (e.order == 1) live.on_send(e.t, rs[e.i].scheduled_ns, e.i, p);
+    else live.on_end(e.t, rs[e.i], e.i, p);
+  }
+  const auto during = live.finish(4);
+  EXPECT_EQ(during, after);
+  EXPECT_EQ(after.sent, static_cast<std::int64_t>(schedule.size()));
+  EXPECT_EQ(after.failed, 1);
+  EXPECT_GT(after.mean_in_flight, 2) << "about 40/s x 130 ms in flight";
+  EXPECT_LT(after.mean_in_flight, 8);
+  ASSERT_EQ(after.probes.size(), 2u);
+  for (const auto& p : after.probes) EXPECT_GE(p.in_flight, 1) << "a probe counts itself";
+  EXPECT_TRUE(after.reached) << after.not_reached;
 }
 
 TEST(load_spec, the_preset_round_trips_and_every_bad_setting_is_refused_naming_its_field) {
