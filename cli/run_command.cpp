@@ -17,6 +17,7 @@
 #include "clients/backend.hpp"
 #include "config/daemon_config.hpp"
 #include "daemon/job_lifecycle.hpp"
+#include "daemon/measurement_thread.hpp"
 #include "daemon/settings.hpp"
 #include "exit_codes.hpp"
 #include "storage/database_lock.hpp"
@@ -150,6 +151,12 @@ int run_audit(const run_args& a) {
   const std::string location = a.db.empty() ? ":memory:" : a.db;
   auto lock = storage::database_lock::acquire(location, "logitaudit run (pid " + std::to_string(::getpid()) + ")");
   if (!lock) throw cli_failure(exit_database, "run: " + lock.error());
+  // This thread runs the audit and times it (daemon/measurement_thread.hpp); the db thread
+  // started below does not inherit the policy.
+  const auto measuring = daemon::raise_this_thread(a.measurement_priority);
+  if (!measuring.realtime && a.measurement_priority > 0)
+    std::cerr << "run: the measuring thread is " << measuring.description << ": under CPU contention its launches and "
+              << "arrivals can be milliseconds late (--measurement-priority 0 silences this)\n";
   clients::net::io_context io;  // declared first, destroyed last: the db thread's tasks end before it
   std::unique_ptr<storage::db_worker> db;
   try {
@@ -219,6 +226,9 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<run_args>();
   auto* cmd = app.add_subcommand("run", "run an audit in this process against the given backends and print the findings");
   cmd->add_option("--preset", args->preset, "spec preset")->check(CLI::IsMember({"seed-protocol", "threshold", "explain", "selftest", "load-curve"}));
+  cmd->add_option("--measurement-priority", args->measurement_priority,
+                  "SCHED_FIFO priority of the thread that times the audit (0: the ordinary scheduler; default 10)")
+      ->check(CLI::Range(0, 99));
   cmd->add_option("--load-trace", args->load_trace,
                   "a recorded trace (JSON Lines, a JSON array or CSV of at_ms,prompt_tokens,output_tokens; docs/load.md): "
                   "a load condition that replays it with probes")

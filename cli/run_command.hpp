@@ -14,6 +14,7 @@ namespace logitaudit::cli {
 
 struct run_args {
   std::string preset = "seed-protocol";
+  int measurement_priority = 10;  // of the thread that times the audit (daemon/measurement_thread.hpp)
   std::string spec_file;
   std::vector<std::string> backends;  // NAME=URL or URL
   std::string api = "llama";

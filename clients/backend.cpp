@@ -138,6 +138,7 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
     if (c->company) f->observed["canary_company"] = audit::fixed(*c->company, 2);
   }
   for (const auto& [k, v] : written_.facts()) f->observed[k] = v;
+  f->observed["measurement_thread"] = this_thread_scheduling();  // the thread that times this audit
   co_return f;
 }
 

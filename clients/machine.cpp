@@ -3,11 +3,16 @@
 
 #include "audit/spec.hpp"
 
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <map>
 #include <cstdio>
 #include <fstream>
@@ -233,6 +238,44 @@ std::string listed_devices(const std::string& executable, const std::vector<std:
     devices += (devices.empty() ? "" : "; ") + one_line(name);
   }
   return devices.empty() ? "none" : devices;
+}
+
+namespace {
+
+// sched_setattr(2)'s argument; glibc 2.36 declares neither it nor the calls.
+struct sched_attr_v1 {
+  std::uint32_t size = sizeof(sched_attr_v1);
+  std::uint32_t sched_policy = SCHED_OTHER;
+  std::uint64_t sched_flags = 0;
+  std::int32_t sched_nice = 0;
+  std::uint32_t sched_priority = 0;
+  std::uint64_t sched_runtime = 0, sched_deadline = 0, sched_period = 0;
+  std::uint32_t sched_util_min = 0, sched_util_max = 0;
+};
+
+}  // namespace
+
+std::string this_thread_scheduling() {
+  sched_attr_v1 a;
+  if (::syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0) return "unknown";
+  switch (a.sched_policy) {
+    case SCHED_FIFO: return "SCHED_FIFO " + std::to_string(a.sched_priority);
+    case SCHED_RR: return "SCHED_RR " + std::to_string(a.sched_priority);
+    default: break;
+  }
+  std::string s = a.sched_policy == SCHED_BATCH ? "SCHED_BATCH" : a.sched_policy == SCHED_IDLE ? "SCHED_IDLE" : "SCHED_OTHER";
+  s += " nice " + std::to_string(a.sched_nice);
+  if (a.sched_runtime > 0) s += " slice " + std::to_string(a.sched_runtime / 1000) + " us";
+  return s;
+}
+
+bool set_this_thread_slice(std::uint64_t ns) {
+  sched_attr_v1 a;
+  if (::syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0 || a.sched_policy != SCHED_OTHER) return false;
+  a.size = sizeof a;
+  a.sched_flags = 0x01;  // SCHED_FLAG_RESET_ON_FORK: what it starts runs with the default slice
+  a.sched_runtime = ns;
+  return ::syscall(SYS_sched_setattr, 0, &a, 0) == 0;
 }
 
 }  // namespace logitaudit::clients

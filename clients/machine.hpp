@@ -5,6 +5,7 @@
 // fingerprint taken after a migration names the new machine.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -45,6 +46,14 @@ std::vector<std::string_view> cpu_variant_needs(std::string_view name);
 // cannot, the features it lacks ("" when it can run it).
 std::string cpu_variant_lacks(std::string_view name, const machine_facts& host);
 std::vector<std::string> runnable_cpu_variants(const machine_facts& host);
+
+// The calling thread's scheduling, as a fingerprint observes the thread that measured it:
+// "SCHED_FIFO 10", "SCHED_OTHER nice 0 slice 100 us" (daemon/measurement_thread.hpp says why
+// it matters; the slice where the kernel reports one: EEVDF, Linux 6.6 on).
+std::string this_thread_scheduling();
+// Asks the fair scheduler for a slice of `ns` for the calling thread (sched_setattr; any thread
+// may, on Linux 6.12 on): a short slice runs it sooner after it wakes. False where refused.
+bool set_this_thread_slice(std::uint64_t ns);
 
 // A fact as the fingerprint stores it: one line, no tab.
 std::string one_line(std::string_view s);

@@ -387,7 +387,7 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   daemon_config c;
   unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
                        "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed", "fleet",
-                       "retention"},
+                       "retention", "measurement_priority"},
                p);
   read(j, "log_file", "", c.log_file, p);
   std::string interrupted = "resume";
@@ -401,6 +401,11 @@ expected<daemon_config, std::vector<config_problem>> parse_config(const std::str
   read(j, "max_running_jobs", "", c.max_running_jobs, p);
   read(j, "read_cache_bytes", "", c.read_cache_bytes, p);
   read(j, "protect_reads", "", c.protect_reads, p);
+  if (auto m = j.find("measurement_priority"); m != j.end()) {
+    if (!m->is_number_integer() || m->get<std::int64_t>() < 0 || m->get<std::int64_t>() > 99)
+      p.push_back({"measurement_priority", "must be an integer from 0 (the ordinary scheduler) to 99 (SCHED_FIFO's highest)"});
+    else c.measurement_priority = m->get<int>();
+  }
   read_tokens(j, c, p);
   read_backends(j, c, p);
   read_limits(j, c, p);

@@ -114,6 +114,9 @@ struct daemon_config {
   managed_config managed;
   fleet_config fleet;  // used when `database` is a PostgreSQL URL
   std::string log_file;  // empty: standard error; reopened on SIGHUP
+  // The SCHED_FIFO priority asked for the audits' thread, which times bursts and load arrivals
+  // (daemon/measurement_thread.hpp); 0: the ordinary scheduler.
+  int measurement_priority = 10;
   interrupted_policy interrupted_jobs = interrupted_policy::resume;
 };
 

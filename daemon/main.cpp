@@ -10,10 +10,12 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
+#include <future>
 #include <sstream>
 #include <thread>
 
 #include "assembly.hpp"
+#include "measurement_thread.hpp"
 #include "clients/api_registry.hpp"
 #include "config/daemon_config.hpp"
 
@@ -183,7 +185,20 @@ int main(int argc, char** argv) {
   boost::asio::io_context io(1);      // the API, the queue, the scheduler
   boost::asio::io_context audits(1);  // every audit's backend I/O
   auto audits_work = boost::asio::make_work_guard(audits);
-  std::thread audit_thread([&audits] { audits.run(); });
+  // The audits' thread measures: it asks for SCHED_FIFO before its first audit, else a short
+  // slice (daemon/measurement_thread.hpp).
+  std::promise<daemon::measurement_scheduling> raised;
+  std::thread audit_thread([&audits, &raised, priority = conf->measurement_priority] {
+    raised.set_value(daemon::raise_this_thread(priority));
+    audits.run();
+  });
+  if (const auto s = raised.get_future().get(); s.realtime || conf->measurement_priority == 0)
+    spdlog::info("the audits' thread (bursts, load arrivals): {}", s.description);
+  else
+    spdlog::warn("the audits' thread (bursts, load arrivals): {}: under CPU contention its launches and arrivals can "
+                 "be milliseconds late (grant CAP_SYS_NICE or an RLIMIT_RTPRIO of {}, or set measurement_priority 0 "
+                 "to silence this)",
+                 s.description, conf->measurement_priority);
   {
     daemon::assembly parts(*conf, db, database->fleet, io.get_executor(), audits.get_executor(), hooks_of(*in));
     try {

@@ -112,6 +112,8 @@ TEST(bundle_e2e, an_audit_exported_from_sqlite_is_imported_into_postgresql_with_
   const auto fps = ci.call(http::verb::get, "/v1/audits/" + std::to_string(local) + "/fingerprints").json()["fingerprints"];
   ASSERT_EQ(fps.size(), 2u);
   EXPECT_FALSE(fps[0]["machine"].value("cpu_model", "").empty()) << "the machine travels with the fingerprint";
+  EXPECT_EQ(fps[0]["observed"].value("measurement_thread", "").rfind("SCHED_", 0), 0u)
+      << "and the scheduling of the thread that measured: " << fps[0].dump();
   EXPECT_EQ(ci.call(http::verb::get, "/v1/audits/" + std::to_string(local) + "/runs").json()["runs"].size(), 65u);
 
   // Verified where it now lives, and exported again from there, with the first origin.

@@ -50,6 +50,18 @@ TEST(config, unknown_keys_and_bad_values_are_named_all_at_once) {
   EXPECT_FALSE(parse_config("{"));
 }
 
+TEST(config, the_measuring_threads_priority_is_0_to_99) {
+  EXPECT_EQ(parse_config("{}")->measurement_priority, 10) << "SCHED_FIFO 10 by default";
+  EXPECT_EQ(parse_config(R"({"measurement_priority":0})")->measurement_priority, 0);
+  EXPECT_EQ(parse_config(R"({"measurement_priority":99})")->measurement_priority, 99);
+  for (const char* bad : {R"({"measurement_priority":100})", R"({"measurement_priority":-1})", R"({"measurement_priority":"high"})",
+                          R"({"measurement_priority":1.5})"}) {
+    auto c = parse_config(bad);
+    ASSERT_FALSE(c) << bad;
+    EXPECT_TRUE(names(c.error(), "measurement_priority")) << bad;
+  }
+}
+
 // Every limit a spec is checked against is a key, and reaches the spec limits.
 TEST(config, every_spec_limit_and_evidence_threshold_is_a_key) {
   auto c = parse_config(R"({"limits":{"max_prompts":3,"max_n_predict":64,"max_top_k":4,"max_concurrency":16,

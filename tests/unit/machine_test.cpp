@@ -2,8 +2,11 @@
 // --list-devices read as the fingerprint records them; this host read for real.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "clients/llama_process.hpp"
 #include "clients/machine.hpp"
+#include "daemon/measurement_thread.hpp"
 
 using namespace logitaudit;
 
@@ -82,4 +85,29 @@ TEST(machine, a_cpu_variant_runs_where_the_cpu_has_every_feature_it_was_built_fo
   const auto xeon = clients::machine_from(kXeon, "6.1", "x86_64");
   EXPECT_EQ(clients::runnable_cpu_variants(xeon).back(), "sapphirerapids");
   EXPECT_EQ(clients::cpu_variant_lacks("alderlake", xeon), "avx_vnni") << "the Xeon above lists no avx_vnni";
+}
+
+TEST(machine, the_measuring_thread_asks_for_sched_fifo_and_nothing_it_starts_inherits_it) {
+  daemon::measurement_scheduling got;
+  std::string after, child;
+  std::thread measuring([&] {
+    got = daemon::raise_this_thread(10);
+    after = clients::this_thread_scheduling();
+    std::thread([&] { child = clients::this_thread_scheduling(); }).join();
+  });
+  measuring.join();
+  if (got.realtime) {
+    EXPECT_EQ(after, "SCHED_FIFO 10");
+  } else {  // refused (no CAP_SYS_NICE, RLIMIT_RTPRIO 0): the reason is said, the thread stays fair
+    EXPECT_NE(got.description.find("SCHED_FIFO 10 refused: "), std::string::npos) << got.description;
+    EXPECT_EQ(after.rfind("SCHED_OTHER", 0), 0u) << after;
+  }
+  EXPECT_EQ(got.description.rfind(after, 0), 0u) << "the description starts with what the thread is: " << got.description;
+  EXPECT_EQ(child.rfind("SCHED_OTHER nice 0", 0), 0u) << "a thread it starts is reset: " << child;
+  EXPECT_EQ(child.find("slice 100 us"), std::string::npos) << child;
+
+  std::thread plain([&] { got = daemon::raise_this_thread(0); });
+  plain.join();
+  EXPECT_FALSE(got.realtime);
+  EXPECT_NE(got.description.find("(measurement_priority 0)"), std::string::npos) << got.description;
 }
