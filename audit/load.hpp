@@ -172,6 +172,11 @@ struct load_measurement {
   // requests processed, deltas of its counters; -1 when it has none.
   double server_tokens_predicted = -1;
   double server_busy_slots_per_decode = -1;
+  // The server's gauges (requests_processing + requests_deferred), read every 250 ms while the
+  // schedule runs, and the generator's own requests in flight at the same moments: the means
+  // of both (-1: the server has no such gauges), over `server_samples` readings.
+  double server_in_flight = -1, sampled_in_flight = -1;
+  int server_samples = 0;
   // A trace's achieved requests, in trace order: [sent offset ms, prompt tokens (server's),
   // output tokens]; empty for the other arrivals (they are never stored per request).
   std::vector<std::array<double, 3>> replay;

@@ -218,7 +218,7 @@ grid load_identity_grid(const load_curve& c) {
 
 grid load_latency_grid(const load_curve& c) {
   grid g{{"level", "requests", "TTFT ms p50/p90/p99", "ITL ms", "TPOT ms", "E2E ms", "in flight mean/max",
-          "arrival lateness us p99", "server tokens"}};
+          "arrival lateness us p99", "server tokens", "server in flight"}};
   for (const auto& l : c.levels) {
     const auto& m = l.measurement;
     g.push_back({m.label,
@@ -227,7 +227,8 @@ grid load_latency_grid(const load_curve& c) {
                  ms3(m.ttft_ms), ms3(m.itl_ms), ms3(m.tpot_ms), ms3(m.e2el_ms),
                  fixed(m.mean_in_flight, 1) + "/" + std::to_string(m.max_in_flight), fixed(m.arrival_lateness_us.p99, 0),
                  m.server_tokens_predicted >= 0 ? fixed(m.server_tokens_predicted, 0) + " (ours " + std::to_string(m.output_tokens) + ")"
-                                                : "-"});
+                                                : "-",
+                 m.server_in_flight >= 0 ? fixed(m.server_in_flight, 2) + " (ours " + fixed(m.sampled_in_flight, 2) + ")" : "-"});
   }
   return g;
 }

@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   std::printf("generator thread: %s\n", clients::this_thread_scheduling().c_str());
   test_support::fake_knobs k;
   k.total_slots = 4096;
+  k.record_arrivals = false;  // the fake shares this process: its memory must not grow with the run either
   test_support::fake_backend fake(k);
   std::printf("load generator against the in-process fake backend (%s), constant arrivals, %.0f s a level, "
               "answers of 4 streamed tokens\n",

@@ -3,7 +3,8 @@
 # from. One logitauditd per scheduling of its audits' thread (measurement_priority 0: ordinary;
 # 10: SCHED_FIFO; 10 as an unprivileged user: refused, so the short slice), each against the
 # fake backend: a 64-wide burst audit idle, then beside 50 wrk connections of API reads another
-# one and a load audit (constant 500 requests/s for 8 s). Prints one JSON line per scheduling.
+# one and a load audit (constant 500 requests/s for 8 s). Prints one JSON line per scheduling
+# and writes them to OUT_JSON as one object, by scheduling.
 # Usage: bench/measuring_thread.sh BUILD_DIR OUT_JSON
 set -uo pipefail
 build=$1 out=$2
@@ -20,7 +21,7 @@ for _ in $(seq 100); do [[ -s $tmp/fake.url ]] && break; sleep 0.05; done
 fake=$(head -1 "$tmp/fake.url")
 burst='{"preset":"seed-protocol","backends":["f"],"n_predict":8,"prompts":["a b","c d"],"conditions":[{"name":"concurrent_c64","kind":"concurrent","concurrency":64,"replicates":10},{"name":"k","kind":"control_prompt"}],"predictions":[]}'
 load='{"preset":"seed-protocol","backends":["f"],"n_predict":8,"prompts":["a b","c d"],"conditions":[{"name":"l","kind":"load","load":{"arrival":"constant","levels":[500],"duration_s":8,"probes":2,"prompt_tokens":{"values":[8]},"output_tokens":{"values":[4]},"max_in_flight":256}},{"name":"k","kind":"control_prompt"}],"predictions":[]}'
-: >"$out"
+: >"$tmp/lines"
 one() {  # NAME PRIORITY [RUNAS...]
   local name=$1 prio=$2; shift 2
   local d=$tmp/$name p u
@@ -49,7 +50,7 @@ LUA
   curl -sf "$u/v1/audits/$level/report" >"$d/level.json"
   curl -sf "$u/v1/audits/$level/fingerprints" >"$d/fp.json"
   kill "$dp"; wait "$dp" 2>/dev/null
-  python3 - "$name" "$d" >>"$out" <<'PY'
+  python3 - "$name" "$d" >>"$tmp/lines" <<'PY'
 import json, subprocess, sys
 name, d = sys.argv[1:3]
 run = lambda *a: json.loads(subprocess.check_output(["python3", "bench/report.py", *a]))
@@ -75,4 +76,5 @@ one ordinary 0
 one fifo 10
 nobody=$(id -u nobody 2>/dev/null || echo 65534)
 one unprivileged 10 setpriv --reuid="$nobody" --regid="$nobody" --clear-groups
-cat "$out"
+cat "$tmp/lines"
+python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; json.dump({r["scheduling"]: r for r in rows}, open(sys.argv[2], "w"), indent=2)' "$tmp/lines" "$out"

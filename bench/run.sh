@@ -19,6 +19,10 @@
 #   8. the load generator: constant arrivals at 100 to 2,000 requests/s against the in-process
 #      fake backend (achieved and served rate, arrival lateness p50/p99, memory), beside a
 #      standard-library asyncio generator on the same schedule               (bench_load)
+#   9. the measuring thread under API load: the daemon with its audits' thread ordinary, at
+#      SCHED_FIFO, and refused it (an unprivileged user: the short slice); a 64-wide burst's
+#      launch spread and a 500 requests/s load level's arrival lateness beside 50 wrk
+#      connections of API reads                                        (bench/measuring_thread.sh)
 #
 # Usage: bench/run.sh [--quick]   (--quick: fewer bursts, 100,000 streams; for a smoke run)
 #   BENCH_STEPS="4 6" bench/run.sh runs only those steps (the table shows what ran)
@@ -45,7 +49,7 @@ wait_url() {  # URL [LOG]
   [[ -n ${2:-} ]] && tail -20 "$2" >&2
   exit 1
 }
-want() { [[ " ${BENCH_STEPS:-1 2 3 4 5 6 7} " == *" $1 "* ]]; }  # BENCH_STEPS="4 6" runs only those
+want() { [[ " ${BENCH_STEPS:-1 2 3 4 5 6 7 8 9} " == *" $1 "* ]]; }  # BENCH_STEPS="4 6" runs only those
 rss() { python3 bench/report.py rss "$1"; }
 # Starts logitauditd on DB with extra args; sets $daemon_pid and $daemon_url.
 start_daemon() {
@@ -231,6 +235,11 @@ if want 8; then
   say "8 the load generator vs a Python asyncio generator (constant arrivals, fake backend)"
   "$build/bench/bench_load" --rates 100,500,1000,2000 --seconds "$seconds" --python bench/py_load.py >&2 ||
     say "the load generator benchmark failed"
+fi
+
+if want 9; then
+  say "9 the measuring thread under API load: ordinary, SCHED_FIFO, unprivileged (short slice)"
+  bash bench/measuring_thread.sh "$build" "$parts/measuring.json" >&2 || say "the measuring-thread benchmark failed"
 fi
 
 python3 bench/report.py merge "$results/latest.json" "$results/previous.json" "$parts"

@@ -62,6 +62,7 @@ struct decode_counters {
   double busy_slots_per_decode = 0;
   double requests_processing = -1;  // the server's gauge now; -1: not reported
   double tokens_predicted = -1;     // the server's count of tokens it generated; -1: not reported
+  double requests_deferred = -1;    // the server's gauge of queued requests now; -1: not reported
 };
 
 // The server's busy slots per decode between two readings (1 when one request ran alone);

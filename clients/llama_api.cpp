@@ -287,7 +287,8 @@ class llama_api final : public backend_api {
     auto busy = metric_value(x->body, "llamacpp:n_busy_slots_per_decode");
     if (!decodes || !busy) co_return std::nullopt;
     co_return decode_counters{*decodes, *busy, metric_value(x->body, "llamacpp:requests_processing").value_or(-1),
-                              metric_value(x->body, "llamacpp:tokens_predicted_total").value_or(-1)};
+                              metric_value(x->body, "llamacpp:tokens_predicted_total").value_or(-1),
+                              metric_value(x->body, "llamacpp:requests_deferred").value_or(-1)};
   }
 };
 

@@ -21,6 +21,9 @@ struct level_state {
   std::int64_t end_ns = 0;  // the schedule's end, from t0
   std::vector<client_result<audit::logit_stream>> probe_results;
   int in_flight = 0;
+  bool sampling = false;  // the server's gauges are being read
+  double server_sum = 0, ours_sum = 0;
+  int samples = 0;
   int background_top_k = 1;
   std::uint64_t seed = 1;
   std::int64_t n_vocab = -1;
@@ -74,6 +77,24 @@ net::awaitable<void> worker(std::shared_ptr<level_state> st) {
   }
 }
 
+net::awaitable<void> sleep_until(std::int64_t steady_at);
+
+// Every 250 ms while the schedule runs: the server's own count of the requests it holds
+// (processing + deferred) beside the generator's, at the same moment (the mean of its count
+// before and after the reading).
+net::awaitable<void> sample_server(std::shared_ptr<level_state> st) {
+  for (std::int64_t at = 125'000'000; at < st->end_ns; at += 250'000'000) {
+    co_await sleep_until(st->t0 + at);
+    const int before = st->in_flight;
+    const auto c = co_await st->b->read_decode_counters();
+    if (!c || c->requests_processing < 0) break;  // a server without the gauges
+    st->server_sum += c->requests_processing + std::max(0.0, c->requests_deferred);
+    st->ours_sum += (before + st->in_flight) / 2.0;
+    ++st->samples;
+  }
+  st->sampling = false;
+}
+
 net::awaitable<void> sleep_until(std::int64_t steady_at) {
   auto ex = co_await net::this_coro::executor;
   const auto now = steady_ns();
@@ -99,6 +120,8 @@ net::awaitable<load_level_result> run_load_level(backend& b, audit::load_setting
   const auto before = co_await b.read_decode_counters();
   st->t0 = steady_ns() + 2'000'000;  // 2 ms to settle before the first arrival
   st->end_ns = static_cast<std::int64_t>(audit::level_duration_s(settings, level) * 1e9);
+  st->sampling = true;
+  net::co_spawn(ex, sample_server(st), net::detached);
   if (fixed_concurrency) {
     const int workers = static_cast<int>(settings.levels[level]);
     co_await sleep_until(st->t0);
@@ -139,7 +162,7 @@ net::awaitable<load_level_result> run_load_level(backend& b, audit::load_setting
     // Give just-spawned requests their first step before counting them.
     net::steady_timer pause(ex, std::chrono::milliseconds(5));
     co_await pause.async_wait(token_t{});
-    if (st->in_flight == 0) break;
+    if (st->in_flight == 0 && !st->sampling) break;
   }
   const auto after = co_await b.read_decode_counters();
 
@@ -150,6 +173,11 @@ net::awaitable<load_level_result> run_load_level(backend& b, audit::load_setting
     out.measurement.server_tokens_predicted = after->tokens_predicted - before->tokens_predicted;
   if (before && after)
     if (auto busy = busy_slots_between(*before, *after)) out.measurement.server_busy_slots_per_decode = *busy;
+  if (st->samples > 0) {
+    out.measurement.server_samples = st->samples;
+    out.measurement.server_in_flight = st->server_sum / st->samples;
+    out.measurement.sampled_in_flight = st->ours_sum / st->samples;
+  }
   out.probes = std::move(st->probe_results);
   co_return out;
 }

@@ -639,6 +639,9 @@ json load_measurement_json(const audit::load_measurement& m) {
             {"probes", std::move(probes)},
             {"server_tokens_predicted", m.server_tokens_predicted},
             {"server_busy_slots_per_decode", m.server_busy_slots_per_decode},
+            {"server_in_flight", m.server_in_flight},
+            {"sampled_in_flight", m.sampled_in_flight},
+            {"server_samples", m.server_samples},
             {"reached", m.reached},
             {"not_reached", m.not_reached}};
   if (!m.replay.empty()) j["replay"] = m.replay;
@@ -679,6 +682,9 @@ audit::load_measurement load_measurement_from(const json& j) {
                         p.at("width").get<double>()});
   m.server_tokens_predicted = j.at("server_tokens_predicted").get<double>();
   m.server_busy_slots_per_decode = j.at("server_busy_slots_per_decode").get<double>();
+  m.server_in_flight = j.value("server_in_flight", -1.0);  // absent before 2026-12-02
+  m.sampled_in_flight = j.value("sampled_in_flight", -1.0);
+  m.server_samples = j.value("server_samples", 0);
   m.reached = j.at("reached").get<bool>();
   m.not_reached = j.at("not_reached").get<std::string>();
   if (auto r = j.find("replay"); r != j.end()) m.replay = r->get<std::vector<std::array<double, 3>>>();
