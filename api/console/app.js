@@ -590,7 +590,8 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
       const levels = c.levels;
       section.append(h('h3', null, `${c.backend}, ${c.condition} (${c.arrival} arrivals)`),
         table(['level', 'reached', 'logit-identical', '95% interval', 'token-identical', 'batch width', 'offered req/s', 'achieved req/s',
-          'served req/s', 'output tok/s', 'TTFT p50 / p99 ms', 'ITL p50 / p99 ms', 'TPOT p50 / p99 ms', 'E2E p50 / p99 ms'],
+          'served req/s', 'output tok/s', 'TTFT p50 / p99 ms', 'ITL p50 / p99 ms', 'TPOT p50 / p99 ms', 'E2E p50 / p99 ms',
+          'in flight mean / max', 'server holds (ours)', 'lateness p99 µs'],
         levels.map((l) => {
           const m = l.measurement;
           return h('tr', { 'data-level': m.label },
@@ -603,7 +604,11 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
             h('td', { class: 'num' }, fix(m.offered_rps, 2)), h('td', { class: 'num' }, fix(m.achieved_rps, 2)),
             h('td', { class: 'num' }, fix(m.request_throughput, 2)), h('td', { class: 'num' }, fix(m.output_throughput, 0)),
             h('td', { class: 'num' }, ms(m.ttft_ms)), h('td', { class: 'num' }, ms(m.itl_ms)), h('td', { class: 'num' }, ms(m.tpot_ms)),
-            h('td', { class: 'num' }, ms(m.e2el_ms)));
+            h('td', { class: 'num' }, ms(m.e2el_ms)),
+            h('td', { class: 'num' }, `${fix(m.mean_in_flight, 1)} / ${m.max_in_flight}`),
+            h('td', { class: 'num', title: 'requests_processing + requests_deferred, read every 250 ms, beside the generator\'s count then' },
+              m.server_in_flight >= 0 ? `${fix(m.server_in_flight, 2)} (${fix(m.sampled_in_flight, 2)})` : '–'),
+            h('td', { class: 'num' }, fix(m.arrival_lateness_us && m.arrival_lateness_us.p99, 0)));
         })));
       const box = h('div', { class: 'load-charts', 'data-testid': 'load-charts' });
       section.append(box);

@@ -312,6 +312,8 @@ await check('a load curve leads its audit: a row per level as the report has it,
     assert.equal(cells[1], l.measurement.reached ? 'reached' : 'not reached');
     assert.ok(cells[2].startsWith(l.probes ? `${l.logit_identical}/${l.probes}` : '–'), `${cells[2]} vs ${l.logit_identical}/${l.probes}`);
     assert.equal(cells[9], l.measurement.output_throughput.toFixed(0));
+    const m = l.measurement;  // the server's own count of the requests it held, beside the generator's
+    assert.equal(cells[15], m.server_in_flight >= 0 ? `${m.server_in_flight.toFixed(2)} (${m.sampled_in_flight.toFixed(2)})` : '–');
   }
   const charts = await page.$$eval('[data-testid=load-charts] [data-chart]', (c) => c.map((x) => x.getAttribute('data-chart')));
   assert.deepEqual(charts, [`load-identity:${curve.backend}:${curve.condition}`, `load-latency:${curve.backend}:${curve.condition}`]);
