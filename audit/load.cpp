@@ -353,7 +353,7 @@ load_measurement level_recorder::finish(std::int64_t server_slots) {
                   " requests in flight (load.max_in_flight) and were not sent: the server's queue grew beyond it");
   if (m.failed * 20 > requests)
     why.push_back(std::to_string(m.failed) + " of " + std::to_string(requests) + " requests failed");
-  if (m.arrival_lateness_us.p99 > 10'000)
+  if (m.arrival_lateness_us.p99 > kMaxArrivalLatenessP99Us)
     why.push_back("the generator fell behind its schedule (arrival lateness p99 " + fixed(m.arrival_lateness_us.p99 / 1000, 1) +
                   " ms)");
   if (arrival_ == arrival_kind::concurrency) {

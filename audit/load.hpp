@@ -147,6 +147,10 @@ struct probe_context {
   bool operator==(const probe_context&) const = default;
 };
 
+// A level whose arrivals were sent later than scheduled by more than this at p99 was not
+// reached: the generator fell behind, so the traffic was not the level's.
+inline constexpr double kMaxArrivalLatenessP99Us = 10'000;
+
 // What one level measured: stored per level (storage: load_levels), the background's only trace.
 struct load_measurement {
   std::string label;      // level_label

@@ -7,10 +7,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -120,11 +124,40 @@ TEST(harness_e2e, a_peaked_model_over_few_tokens_has_ineffective_controls_with_r
   // Neither another seed nor another temperature can move a sample the top token holds at
   // p > 0.999: both controls say so, in numbers, and are counted apart; the prompt control
   // diverged, which shows that the comparator sees differences.
+  // The reason's counts are the stored baseline's: recomputed here from its top-k, as the
+  // reason defines them (min_p 0.05 of the top, the 0.95 nucleus, then the temperature), never
+  // a literal, since how peaked the model comes out is this machine's.
   int ineffective = 0;
+  const auto runs = outcome.runs();
   for (const auto& v : f.verdicts) {
     if (v.condition != "control_seed" && v.condition != "control_temperature") continue;
     ASSERT_EQ(v.flag, audit::evidence_flag::control_ineffective) << v.condition << ": " << v.flag_reason;
-    EXPECT_NE(v.flag_reason.find("p > 0.999 at 16 of 16 positions"), std::string::npos) << v.flag_reason;
+    const auto& g = plan.groups[v.group];
+    const auto& req = g.requests[v.request];
+    const auto& base = plan.baselines[static_cast<std::size_t>(req.baseline)];
+    const audit::logit_stream* baseline = nullptr;
+    for (const auto& r : runs)
+      if (r.group == base.group && r.stream) baseline = &*r.stream;
+    ASSERT_NE(baseline, nullptr);
+    const double temperature = v.condition == "control_seed" ? base.params.temperature : req.params.temperature;
+    int peaked = 0;
+    for (const auto& t : baseline->tokens) {
+      std::vector<double> p;
+      for (const auto& e : t.top) p.push_back(std::exp(e.logprob));
+      std::sort(p.begin(), p.end(), std::greater<>());
+      double total = 0, mass = 0, z = 0;
+      for (double x : p) total += x;
+      std::vector<double> kept;
+      for (double x : p) {
+        if (x < 0.05 * p.front()) break;
+        kept.push_back(x);
+        if ((mass += x) >= 0.95 * total) break;
+      }
+      for (double x : kept) z += std::pow(x, 1.0 / temperature);
+      peaked += std::pow(kept.front(), 1.0 / temperature) / z > 0.999;
+    }
+    const std::string counts = "p > 0.999 at " + std::to_string(peaked) + " of " + std::to_string(baseline->tokens.size()) + " positions";
+    EXPECT_NE(v.flag_reason.find(counts), std::string::npos) << v.flag_reason << " (the stored baseline gives " << counts << ")";
     EXPECT_NE(v.flag_reason.find("changes a sample with probability"), std::string::npos) << v.flag_reason;
     EXPECT_TRUE(has_sentence(f, "Control ineffective: " + v.condition));
     ++ineffective;
