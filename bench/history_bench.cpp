@@ -13,6 +13,7 @@
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
+#include "storage/sql.hpp"
 #include "storage/db_worker.hpp"
 #include "storage/documents.hpp"
 
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
   w.flush();
   const auto bytes = w.submit([postgres, db](storage::store& s) -> double {
                         if (postgres) {
-                          auto& q = s.connection().prepare("SELECT pg_database_size(current_database())");
+                          auto& q = dynamic_cast<storage::sql_backed&>(s).connection().prepare(
+                              "SELECT pg_database_size(current_database())");
                           q.step();
                           const auto n = q.integer(0);
                           q.reset();
