@@ -233,6 +233,7 @@ json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_compa
     json j = {{"backend", p.key.backend}, {"prompt", p.key.prompt}, {"temperature", p.key.temperature},
               {"in_a", p.in_a},           {"in_b", p.in_b}};
     if (p.key.seed) j["seed"] = *p.key.seed;
+    if (!p.not_solo.empty()) j["not_solo"] = p.not_solo;
     if (p.result) {
       ++compared;
       logit += p.result->logit_identical;

@@ -24,6 +24,9 @@ struct baseline_key {
 struct baseline_stream {
   baseline_key key;
   logit_stream stream;
+  // The server's busy slots per decode while it ran (nullopt: no counters): with the stream's
+  // own cache_n, the evidence that it was alone (not_solo_reason, evidence.hpp).
+  std::optional<double> company;
 };
 
 }  // namespace logitaudit::audit

@@ -11,14 +11,19 @@
 
 #include "baseline_stream.hpp"
 #include "compare.hpp"
+#include "evidence.hpp"
 #include "findings.hpp"
 
 namespace logitaudit::audit {
 
 struct baseline_pair {
   baseline_key key;
-  std::optional<comparison> result;  // absent: the baseline is in only one of the audits
+  std::optional<comparison> result;  // absent: in only one of the audits, or not shown solo
   bool in_a = false, in_b = false;
+  // Why the pair is not compared although both audits have it: a side whose evidence says it
+  // was not alone ("a: ...", "b: ..."). A batch or a cache moves such numbers, not a change of
+  // the server. Empty: compared, or in one audit only.
+  std::string not_solo;
 };
 
 struct baseline_comparison {
@@ -26,10 +31,12 @@ struct baseline_comparison {
   std::map<std::string, std::vector<std::string>> fingerprint_differences;  // backends in both, by name
 };
 
-// The baselines of audit `a` against those of audit `b`, and each shared backend's fingerprint
-// (before each audit) against the other's.
+// The baselines of audit `a` against those of audit `b` (a pair only where both sides' evidence
+// says they were alone), and each shared backend's fingerprint (before each audit) against the
+// other's.
 baseline_comparison compare_baselines(const std::vector<baseline_stream>& a, const std::vector<baseline_stream>& b,
                                       const std::map<std::string, backend_fingerprints>& fingerprints_a,
-                                      const std::map<std::string, backend_fingerprints>& fingerprints_b);
+                                      const std::map<std::string, backend_fingerprints>& fingerprints_b,
+                                      const evidence_thresholds& thresholds);
 
 }  // namespace logitaudit::audit

@@ -114,4 +114,12 @@ reuse_verdict judge_cache_reuse(const logit_stream& s, const evidence_thresholds
   return v;
 }
 
+std::string not_solo_reason(std::optional<double> company, std::int64_t cached_tokens, const evidence_thresholds& t) {
+  if (company && *company > t.max_solo_busy_slots)
+    return "the server's busy slots per decode were " + fixed(*company, 2) + " while it ran: other requests shared its batch";
+  if (cached_tokens > 0)
+    return std::to_string(cached_tokens) + " of its prompt tokens came from the server's cache, written by another request";
+  return "";
+}
+
 }  // namespace logitaudit::audit

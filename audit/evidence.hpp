@@ -90,4 +90,12 @@ struct reuse_verdict {
 
 reuse_verdict judge_cache_reuse(const logit_stream& s, const evidence_thresholds& t);
 
+// Why a request that claims to be alone (a solo baseline, a canary) was not, by its own
+// evidence: the server's busy slots per decode while it ran above max_solo_busy_slots, or
+// prompt tokens served from a cache (`cached_tokens`: the server's timings.cache_n, never its
+// tokens_cached, which counts what the slot holds; -1: not said).
+// Empty when its evidence says solo, or says nothing against it. Only such a request's numbers
+// can witness a change of the server: a batch or a cache moves the others'.
+std::string not_solo_reason(std::optional<double> company, std::int64_t cached_tokens, const evidence_thresholds& t);
+
 }  // namespace logitaudit::audit

@@ -597,11 +597,10 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
         if (steps && steps->clock != step_clock::none) attach_steps(steps_of(*steps, r), v);
         const double solo = ev.thresholds.max_solo_busy_slots;
         const auto& company = it->second->company;
-        if (b.company && *b.company > solo) {
+        if (const auto why = not_solo_reason(b.company, b.stream->server.cache_n, ev.thresholds); !why.empty()) {
           v.flag = evidence_flag::not_solo;
           v.company = b.company;
-          v.flag_reason = "its solo baseline was not alone: the server's busy slots per decode were " +
-                          fixed(*b.company, 2) + " while it ran";
+          v.flag_reason = "its solo baseline was not alone: " + why;
         } else if (g.mode == group_mode::serial && company && *company > solo) {
           v.flag = evidence_flag::not_solo;
           v.company = company;
@@ -868,7 +867,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   f.load_curves = load_curves(spec, plan, ev, f);
   f.frontier = frontier_rows(spec, plan, f);
 
-  if (ev.reference) f.reference = judge_against_reference(spec, plan, runs, *ev.reference, ev.fingerprints);
+  if (ev.reference) f.reference = judge_against_reference(spec, plan, runs, *ev.reference, ev.fingerprints, ev.thresholds);
 
   write_sentences(spec, plan, f);
   write_harness_sentences(f);

@@ -30,7 +30,9 @@ std::vector<std::string> fingerprint_differences(const backend_fingerprint& a,
     auto it = b.machine.find(key);
     if (it != b.machine.end() && it->second != value) d.push_back("machine:" + key);
   }
-  if (!a.canary_logit_digest.empty() && !b.canary_logit_digest.empty() &&
+  // A canary that had company (canary_undecided) is not a solo reading: a batch moves it.
+  const bool solo = !a.observed.contains("canary_undecided") && !b.observed.contains("canary_undecided");
+  if (solo && !a.canary_logit_digest.empty() && !b.canary_logit_digest.empty() &&
       (a.canary_logit_digest != b.canary_logit_digest || a.canary_token_digest != b.canary_token_digest))
     d.push_back("canary");
   return d;

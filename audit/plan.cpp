@@ -49,7 +49,7 @@ class planner {
     request_group g;
     g.backend = backend;
     g.is_baseline = true;
-    g.condition = "baseline";
+    g.condition = kBaselineCondition;
     g.mode = group_mode::serial;
     g.requests.push_back({prompt, params, false, 0, false, -1});
     baseline_groups_.push_back({id, std::move(g)});

@@ -33,11 +33,14 @@ struct planned_request {
 // background traffic of one level of a load condition (its `replicate` is the level's index).
 enum class group_mode { serial, burst, load };
 
+// The condition name of every baseline group.
+inline constexpr const char* kBaselineCondition = "baseline";
+
 struct request_group {
   std::size_t index = 0;
   std::string backend;
   bool is_baseline = false;
-  std::string condition;  // "baseline" for baseline groups
+  std::string condition;  // kBaselineCondition for baseline groups
   condition_kind kind = condition_kind::repeat;
   int replicate = 0;
   group_mode mode = group_mode::serial;

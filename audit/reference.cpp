@@ -45,8 +45,8 @@ std::string sentence_of(const reference_findings& r, const reference_evidence& r
   if (!ref.found) return s + "not comparable: audit " + std::to_string(r.audit) + " is not in this database.";
   int solo_n = 0, solo_k = 0, load_n = 0, load_k = 0, apart = 0;
   for (const auto& t : r.pooled) {
-    (t.condition == "baseline" ? solo_n : load_n) += t.n;
-    (t.condition == "baseline" ? solo_k : load_k) += t.logit_matches;
+    (t.condition == kBaselineCondition ? solo_n : load_n) += t.n;
+    (t.condition == kBaselineCondition ? solo_k : load_k) += t.logit_matches;
     apart += t.not_comparable;
   }
   s += "solo " + std::to_string(solo_k) + "/" + std::to_string(solo_n) + " baseline stream(s) match bit for bit, the rest " +
@@ -81,18 +81,19 @@ std::string_view to_string(reference_outcome o) {
 
 bool reference_findings::all_match() const {
   return std::all_of(pooled.begin(), pooled.end(), [](const reference_tally& t) {
-    return t.logit_matches == t.n && t.not_comparable == 0;
+    return t.condition != kBaselineCondition || (t.logit_matches == t.n && t.not_comparable == 0);
   });
 }
 
 reference_findings judge_against_reference(const audit_spec& spec, const audit_plan& plan,
                                            const std::vector<observed_run>& runs, const reference_evidence& ref,
-                                           const std::map<std::string, backend_fingerprints>& fingerprints) {
+                                           const std::map<std::string, backend_fingerprints>& fingerprints,
+                                           const evidence_thresholds& thresholds) {
   reference_findings out;
   out.audit = ref.audit;
   out.origin = ref.origin;
   // The tallies in spec order, the solo baselines first.
-  out.pooled.push_back({"baseline"});
+  out.pooled.push_back({kBaselineCondition});
   for (const auto& c : spec.conditions)
     if (!is_control(c.kind) && c.kind != condition_kind::throughput) out.pooled.push_back({c.name});
   std::string shape;  // why nothing is comparable, when the whole audit is not
@@ -101,8 +102,14 @@ reference_findings judge_against_reference(const audit_spec& spec, const audit_p
     shape = "the reference ran " + std::to_string(ref.n_predict) + " tokens a request, this audit " + std::to_string(plan.n_predict);
   else if (ref.top_k != plan.top_k)
     shape = "the reference asked for top-" + std::to_string(ref.top_k) + ", this audit top-" + std::to_string(plan.top_k);
+  // The reference's solo streams, and why a request's was not alone (then it witnesses nothing).
   std::map<request_key, const baseline_stream*> solo;
-  for (const auto& b : ref.baselines) solo.emplace(request_key{b.key.prompt, b.key.temperature, b.key.seed}, &b);
+  std::map<request_key, std::string> not_alone;
+  for (const auto& b : ref.baselines) {
+    const request_key k{b.key.prompt, b.key.temperature, b.key.seed};
+    if (auto why = not_solo_reason(b.company, b.stream.server.cache_n, thresholds); !why.empty()) not_alone.emplace(k, why);
+    else solo.emplace(k, &b);
+  }
   std::map<const baseline_stream*, stream_digests> digests;
   for (const auto& r : runs) {
     if (!r.stream || r.group >= plan.groups.size()) continue;
@@ -111,8 +118,10 @@ reference_findings judge_against_reference(const audit_spec& spec, const audit_p
     const auto& q = g.requests[r.request];
     if (!g.is_baseline && (!q.compared || is_control(g.kind) || g.kind == condition_kind::throughput)) continue;
     reference_verdict v{r.group, r.request};
-    auto& t = tally_of(out.pooled, g.is_baseline ? "baseline" : g.condition);
+    auto& t = tally_of(out.pooled, g.is_baseline ? kBaselineCondition : g.condition);
     const auto it = solo.find(key_of(q));
+    const auto lonely = not_alone.find(key_of(q));
+    const std::string mine = g.is_baseline ? not_solo_reason(r.company, r.stream->server.cache_n, thresholds) : "";
     // The same prompt must render to the same tokens on both servers to be the same request.
     std::string rendering;
     if (auto fp = fingerprints.find(g.backend); it != solo.end() && fp != fingerprints.end())
@@ -122,10 +131,12 @@ reference_findings judge_against_reference(const audit_spec& spec, const audit_p
         if (a != theirs->prompt_token_hashes.end() && b != fp->second.before.prompt_token_hashes.end() && a->second != b->second)
           rendering = "the prompt renders to other tokens here than on the reference's server";
       }
-    if (!shape.empty() || it == solo.end() || !rendering.empty()) {
-      v.reason = !shape.empty()         ? shape
-                 : it == solo.end()     ? "the reference has no such request (prompt and sampling)"
-                                        : rendering;
+    if (!shape.empty() || it == solo.end() || !rendering.empty() || !mine.empty()) {
+      v.reason = !shape.empty()            ? shape
+                 : lonely != not_alone.end() ? "the reference's solo stream of this request was not alone: " + lonely->second
+                 : it == solo.end()        ? "the reference has no such request (prompt and sampling)"
+                 : !rendering.empty()      ? rendering
+                                           : "this audit's baseline was not alone: " + mine;
       ++t.not_comparable;
     } else {
       auto d = digests.find(it->second);

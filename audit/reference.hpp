@@ -11,6 +11,7 @@
 
 #include "baseline_stream.hpp"
 #include "compare.hpp"
+#include "evidence.hpp"
 #include "fingerprint.hpp"
 #include "plan.hpp"
 #include "spec.hpp"
@@ -57,14 +58,19 @@ struct reference_findings {
   // fingerprint ("machine:cpu_features", "build_info", ...).
   std::map<std::string, std::vector<std::string>> fingerprint_differences;
   std::string sentence;
+  // The gate: every solo baseline (shown alone on both sides) matches its reference bit for
+  // bit and none is not comparable. Streams under load are reported, never gated: a batch
+  // moves them on a server that is not batch-invariant, changed or not.
   bool all_match() const;
 };
 
 // Judges every stream of `runs` against `ref`. Streams of a request the reference has no solo
-// stream for, and every stream when the lengths or top-k differ, are not comparable, with the
-// reason.
+// stream for (or only one whose evidence says it was not alone), a baseline of this audit that
+// was not alone, and every stream when the lengths or top-k differ, are not comparable, with
+// the reason.
 reference_findings judge_against_reference(const audit_spec& spec, const audit_plan& plan,
                                            const std::vector<observed_run>& runs, const reference_evidence& ref,
-                                           const std::map<std::string, backend_fingerprints>& fingerprints);
+                                           const std::map<std::string, backend_fingerprints>& fingerprints,
+                                           const evidence_thresholds& thresholds);
 
 }  // namespace logitaudit::audit

@@ -80,7 +80,7 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
       service_(db, lifecycle_, queue_, {hooks.version, storage::redact_url(conf.database), host_name(), ""},
                conf.max_bundle_bytes),
       scheduler_(api, db, service_, lifecycle_),
-      history_(db, conf.history),
+      history_(db, conf.history, conf.evidence),
       alerts_(api, db, history_, alert_settings_of(conf)),
       retention_(api, db, conf.retention.stream_bytes_days, std::chrono::seconds(conf.retention.interval_s)) {
   if (hooks.clock) scheduler_.now = hooks.clock;

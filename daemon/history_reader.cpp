@@ -31,6 +31,7 @@ std::optional<audit::reference_summary> reference_of(const audit::audit_spec& sp
     const bool baseline = plan.groups[v.group].is_baseline;
     if (v.outcome == audit::reference_outcome::not_comparable) {
       ++r.not_comparable;
+      r.baselines_not_comparable += baseline;
       continue;
     }
     const bool match = v.outcome == audit::reference_outcome::matches_reference;
@@ -44,7 +45,8 @@ std::optional<audit::reference_summary> reference_of(const audit::audit_spec& sp
   return r;
 }
 
-audit::series_audit load_series_audit(storage::store& s, const storage::job_record& job, const std::string& backend) {
+audit::series_audit load_series_audit(storage::store& s, const storage::job_record& job, const std::string& backend,
+                                      const audit::evidence_thresholds& evidence) {
   audit::series_audit a;
   a.job = job.id;
   a.time = job.created_at;
@@ -83,7 +85,11 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
   filter.backend = backend;
   for (const auto& r : s.evidence().runs(job.id, filter)) {
     if (!r.compared) {
-      if (r.ok && r.digests) a.baselines[baseline_label(r)] = {r.digests->logit.hex(), r.digests->token.hex()};
+      // Uncompared runs that are not baselines (cache primers, cross-batch fillers, neighbours)
+      // had a batch or a cache by design; a baseline that had company or a cache says nothing.
+      const bool solo = r.condition == audit::kBaselineCondition &&
+                        audit::not_solo_reason(r.company, r.server.cache_n, evidence).empty();
+      if (solo && r.ok && r.digests) a.baselines[baseline_label(r)] = {r.digests->logit.hex(), r.digests->token.hex()};
       continue;
     }
     auto& c = counts_of(r.condition);
@@ -107,13 +113,13 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
 }
 
 net::awaitable<std::vector<api::series_view>> history_reader::series(storage::series_filter filter, int audits) {
-  auto load = [filter, audits, t = thresholds_](storage::store& s) {
+  auto load = [filter, audits, t = thresholds_, e = evidence_](storage::store& s) {
     std::vector<api::series_view> out;
     for (auto& summary : s.jobs().series(filter)) {
       api::series_view v;
       v.thresholds = t;
       for (const auto& job : s.jobs().series_jobs(summary.key, audits)) {
-        v.audits.push_back(load_series_audit(s, job, summary.key.backend));
+        v.audits.push_back(load_series_audit(s, job, summary.key.backend, e));
         v.predictions[job.id] = s.jobs().predictions(job.id);
       }
       v.history = audit::analyse_series(v.audits, t);

@@ -138,7 +138,7 @@ net::awaitable<expected<audit::baseline_comparison, api::service_error>> job_ser
   for (auto [exists, name, id] : {std::tuple{x.exists, "a", a}, std::tuple{y.exists, "b", b}})
     if (!exists)
       co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no audit with id " + std::to_string(id), name)};
-  co_return audit::compare_baselines(x.baselines, y.baselines, x.fingerprints, y.fingerprints);
+  co_return audit::compare_baselines(x.baselines, y.baselines, x.fingerprints, y.fingerprints, lifecycle_.config().evidence);
 }
 
 net::awaitable<expected<std::int64_t, api::service_error>> job_service::remove(std::int64_t id) {

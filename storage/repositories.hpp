@@ -66,7 +66,8 @@ class evidence_repository {
   virtual std::map<std::size_t, audit::load_measurement> load_levels(std::int64_t job) = 0;
   virtual std::vector<fingerprint_record> fingerprint_records(std::int64_t job) = 0;
   virtual std::map<std::string, audit::backend_fingerprints> fingerprints(std::int64_t job) = 0;
-  // The job's solo baselines that succeeded, decoded.
+  // The job's solo baselines that succeeded, decoded, each with its evidence of being alone
+  // (judged by the reader: audit::not_solo_reason).
   virtual std::vector<audit::baseline_stream> baselines(std::int64_t job) = 0;
   // The stored bytes and digests of every ok run, as written.
   virtual std::vector<stored_stream> stored_streams(std::int64_t job) = 0;

@@ -770,8 +770,8 @@ class sql_evidence final : public evidence_repository {
 
   std::vector<audit::baseline_stream> baselines(std::int64_t job) override {
     std::vector<audit::baseline_stream> out;
-    for (auto& [r, stream] : decoded_runs(job, "baseline"))
-      if (stream) out.push_back({{r.backend, r.prompt, r.temperature, r.seed}, std::move(*stream)});
+    for (auto& [r, stream] : decoded_runs(job, audit::kBaselineCondition))
+      if (stream) out.push_back({{r.backend, r.prompt, r.temperature, r.seed}, std::move(*stream), r.company});
     return out;
   }
 

@@ -597,7 +597,7 @@ TEST(baselines, two_audits_baselines_are_matched_by_backend_prompt_and_sampling)
   std::map<std::string, backend_fingerprints> fa, fb;
   fa["tiny"].before.build_info = "b1";
   fb["tiny"].before.build_info = "b2";
-  const auto c = compare_baselines(a, b, fa, fb);
+  const auto c = compare_baselines(a, b, fa, fb, {});
   ASSERT_EQ(c.baselines.size(), 3u);
   const auto& p = c.baselines[0];
   EXPECT_EQ(p.key.prompt, "p");

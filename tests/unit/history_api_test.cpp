@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -201,6 +202,51 @@ TEST(history_api, numbers_that_change_and_come_back_under_one_fingerprint_in_sta
   EXPECT_NE(back["sentence"].get<std::string>().find("a change and its reversal, not noise"), std::string::npos) << back.dump();
   EXPECT_EQ(s["state"], "reverted");
   EXPECT_EQ(s["segments"].size(), 1u) << "the fingerprint never changed";
+}
+
+// The false alarm of an unchanged server where batching moves the numbers (issue 36): a burst's
+// members, the cross-batch fillers among them, move with their batch from one audit to the
+// next, and a cache primer with whatever its slot held. None is a solo baseline, so none is
+// evidence of a server change: the series compares the solo baselines alone. The fake moves
+// overlapping answers on one night and not on the next, so the fillers differ, a divergence
+// the test controls.
+TEST(history_api, numbers_a_batch_moves_are_never_evidence_of_a_server_change) {
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"f", fake.url()}};
+  test_support::daemon_harness d(o);
+  const std::string spec =
+      R"({"preset":"seed-protocol","backends":["f"],"n_predict":4,"prompts":["a b","c d"],"predictions":[],)"
+      R"("conditions":[{"name":"repeat","kind":"repeat","replicates":2},{"name":"xb","kind":"cross_batch","concurrency":4},)"
+      R"({"name":"cache","kind":"cache_reuse"},{"name":"k","kind":"control_prompt"}]})";
+  auto knobs = fake.knobs();
+  knobs.delay = test_support::overlapping_delay;  // every burst really overlaps, on any machine
+  for (bool moves : {true, false}) {
+    knobs.jitter_when_overlapping = moves;
+    fake.set_knobs(knobs);
+    EXPECT_EQ(d.run(spec)["status"], "done");
+  }
+  const auto s = d.call(http::verb::get, "/v1/series?backend=f").json()["series"][0];
+  const auto& t = s["timeline"];
+  ASSERT_EQ(t.size(), 2u) << s.dump();
+  // The fillers did move between the two audits (the stored runs say so), and were not counted.
+  auto filler_digests = [&](std::int64_t audit) {
+    std::set<std::string> out;
+    const auto runs = d.call(http::verb::get, "/v1/audits/" + std::to_string(audit) + "/runs?condition=xb").json();
+    for (const auto& r : runs["runs"])
+      if (!r["compared"].get<bool>()) out.insert(r["digests"]["logit"].get<std::string>());
+    return out;
+  };
+  const auto first = filler_digests(t[0]["audit"]), second = filler_digests(t[1]["audit"]);
+  ASSERT_FALSE(first.empty());
+  EXPECT_NE(first, second) << "the batch moved the fillers' numbers on the first night only";
+  for (const auto& a : t)
+    for (const auto& b : a["baselines"]) {
+      EXPECT_EQ(b["label"].get<std::string>().find("Unrelated request"), std::string::npos) << "a filler is no baseline: " << a.dump();
+    }
+  EXPECT_EQ(t[1]["baselines_equal_previous"]["equal"], t[1]["baselines_equal_previous"]["n"]) << t[1].dump();
+  EXPECT_GT(t[1]["baselines_equal_previous"]["n"].get<int>(), 0);
+  EXPECT_EQ(t[1]["transition"]["classification"], "unchanged") << t[1].dump();
 }
 
 TEST(history_api, numbers_that_come_and_go_in_audits_whose_repeats_differ_are_intermittent) {
