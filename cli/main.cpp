@@ -2,6 +2,9 @@
 // wires them and turns every failure into one line on stderr and a documented exit code
 // (exit_codes.hpp).
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 
 #include "bundle_commands.hpp"
@@ -15,6 +18,9 @@
 
 int main(int argc, char** argv) {
   using namespace logitaudit::cli;
+  // Logs go to stderr: stdout carries only what a command prints, so that `--format json` and
+  // `--json` are exactly one JSON document a pipe can parse.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("logitaudit"));
   CLI::App app{
       "logitaudit: audits whether LLM servers return bit-identical logprobs under load.\n"
       "Daemon commands talk to logitauditd (--server, $LOGITAUDIT_SERVER; token $LOGITAUDIT_TOKEN).\n"

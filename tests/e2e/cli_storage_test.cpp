@@ -2,6 +2,7 @@
 // killed with SIGKILL in the middle resumes to exactly the planned streams, none twice,
 // and the independent verifiers (C++ and Python) agree with everything stored.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -107,6 +108,17 @@ TEST(cli_storage_e2e, a_killed_run_resumes_to_exactly_the_planned_streams) {
   ASSERT_EQ(run_cli({"db", "vacuum", db.string()}, &out), 0) << out;
   EXPECT_EQ(run_cli({"verify", "/nonexistent.db"}, &out), 4);
   for (const char* s : {"", "-wal", "-shm", ".bak", ".lock"}) fs::remove(db.string() + s);
+
+  // --format json is one JSON document on stdout, whatever the run logs (to stderr), so that a
+  // pipe (jq) parses it.
+  std::string doc;
+  const std::string json_cmd = std::string("'") + LOGITAUDIT_CLI + "' run --n-predict 4 --format json --backend '" + backend + "' 2>/dev/null";
+  std::FILE* j = ::popen(json_cmd.c_str(), "r");
+  while (std::fgets(buf, sizeof buf, j)) doc += buf;
+  EXPECT_EQ(::pclose(j), 0) << doc;
+  const auto parsed = nlohmann::json::parse(doc, nullptr, false);
+  EXPECT_FALSE(parsed.is_discarded()) << "stdout is not one JSON document: " << doc.substr(0, 300);
+  EXPECT_TRUE(parsed.contains("pooled")) << doc.substr(0, 300);
 }
 
 TEST(cli_storage_e2e, exit_codes_for_bad_arguments_and_unreachable_backends) {
