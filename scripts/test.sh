@@ -5,11 +5,14 @@
 # fuzz target. The TSan and fuzz builds compile at a lower priority while the suite runs, since
 # the suite leaves the cores idle whenever it waits on a server.
 # Usage: scripts/test.sh [extra ctest arguments, e.g. -L unit]
+#        scripts/test.sh --hostile   every real-server test on other ggml CPU variants and busy cores
+#                                    (scripts/hostile.sh, docs/reliability.md)
 #   LOGITAUDIT_SANITIZERS=0   a plain optimized build instead, and no TSan or fuzz stage
 #   LOGITAUDIT_BUILD_DIR      the suite's build folder (default build-test; build with SANITIZERS=0)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+if [[ ${1:-} == --hostile ]]; then shift; exec bash scripts/hostile.sh "$@"; fi
 started=$(date +%s)
 step() { echo "== $* ($(date +%H:%M:%S), $(( $(date +%s) - started )) s)"; }
 sanitizers=${LOGITAUDIT_SANITIZERS:-1}
@@ -40,8 +43,11 @@ if [[ $sanitizers == 1 ]]; then
   # The TSan and fuzz builds start now at the lowest priority: they take only what the main
   # build and the suite leave idle (its links, its last long unity units, the suite's waits on
   # servers), and every core once those are done.
-  (nice -n 19 cmake -S . -B build-tsan "${sanitized[@]}" -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DLOGITAUDIT_SANITIZE=thread >/dev/null &&
-   nice -n 19 cmake --build build-tsan -j "$(nproc)" --target unit_tests crash_writer) >"$logs/tsan-build.log" 2>&1 &
+  # It also compiles every benchmark (bench/), which no other build of this script does, so
+  # that none can stop compiling unseen (bench_history did, for a week).
+  (nice -n 19 cmake -S . -B build-tsan "${sanitized[@]}" -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DLOGITAUDIT_SANITIZE=thread \
+     -DLOGITAUDIT_BENCH=ON >/dev/null &&
+   nice -n 19 cmake --build build-tsan -j "$(nproc)" --target unit_tests crash_writer benchmarks) >"$logs/tsan-build.log" 2>&1 &
   background+=($!)
   (LOGITAUDIT_FUZZ_OPT=-O0 nice -n 19 bash scripts/fuzz.sh --build-only) >"$logs/fuzz-build.log" 2>&1 &
   background+=($!)
