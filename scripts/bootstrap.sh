@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs exactly the Debian 12 packages that logitaudit's build and tests need.
 # Idempotent: when everything is present it changes nothing and returns at once.
-# Usage: scripts/bootstrap.sh [--test]
+# Usage: scripts/bootstrap.sh [--test | --demo]
 #   --test  also what only the test command uses: Debian's chromium for the console's browser
 #           tests, and the test-only npm tools of tests/console (npm ci, from its lockfile)
+#   --demo  only what scripts/demo.sh builds and runs (no test, fuzz, benchmark or unit tooling)
 set -euo pipefail
 tests=0
+demo=0
 [[ ${1:-} == --test ]] && tests=1
+[[ ${1:-} == --demo ]] && demo=1
 
 packages=(
   g++ cmake ninja-build pkg-config  # toolchain
@@ -14,9 +17,11 @@ packages=(
   nlohmann-json3-dev libsqlite3-dev libxxhash-dev libspdlog-dev libcli11-dev
   libssl-dev                        # https backends, sha256 of model files, HMAC-SHA256 of webhook payloads
   libpq-dev                         # the PostgreSQL store (fleets)
-  libgtest-dev                      # GoogleTest
   python3                           # the independent verifier and the Python baseline clients
   curl                              # health checks in scripts/demo.sh
+)
+[[ $demo -eq 1 ]] || packages+=(
+  libgtest-dev                      # GoogleTest
   clang libclang-rt-14-dev          # libFuzzer targets (scripts/fuzz.sh)
   systemd                           # systemd-analyze verify of daemon/logitauditd.service
   wrk                               # the HTTP load baseline of bench/run.sh
