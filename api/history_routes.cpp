@@ -161,6 +161,7 @@ json series_json(const series_view& v) {
                    {"baselines", {{"equal", a.reference->baselines_matching}, {"n", a.reference->baselines}}},
                    {"streams", {{"equal", a.reference->streams_matching}, {"n", a.reference->streams}}},
                    {"not_comparable", a.reference->not_comparable},
+                   {"baselines_not_comparable", a.reference->baselines_not_comparable},
                    {"all_match", a.reference->all_match()},
                    {"differing_fields", a.reference->differing_fields}};
     json baselines = json::array();

@@ -42,8 +42,11 @@ struct reference_summary {
   int not_comparable = 0, baselines_not_comparable = 0;
   std::vector<std::string> differing_fields;  // this backend's fingerprint against the reference's
   // The gate (reference_findings::all_match): the solo baselines alone; streams under load move
-  // with the batch on a server that is not batch-invariant, and are reported, not gated.
-  bool all_match() const { return baselines_matching == baselines && baselines_not_comparable == 0; }
+  // with the batch on a server that is not batch-invariant, and are reported, not gated. Three
+  // states: all matched (and at least one was compared); a mismatch (a solo baseline differs,
+  // what alerts); else undecided (a baseline not alone, or none compared), which never alerts.
+  bool all_match() const { return baselines > 0 && baselines_matching == baselines && baselines_not_comparable == 0; }
+  bool mismatch() const { return baselines_matching < baselines; }
 };
 
 // One audit of a series, as stored.

@@ -80,9 +80,8 @@ std::string_view to_string(reference_outcome o) {
 }
 
 bool reference_findings::all_match() const {
-  return std::all_of(pooled.begin(), pooled.end(), [](const reference_tally& t) {
-    return t.condition != kBaselineCondition || (t.logit_matches == t.n && t.not_comparable == 0);
-  });
+  const auto solo = std::find_if(pooled.begin(), pooled.end(), [](const reference_tally& t) { return t.condition == kBaselineCondition; });
+  return solo != pooled.end() && solo->n > 0 && solo->logit_matches == solo->n && solo->not_comparable == 0;
 }
 
 reference_findings judge_against_reference(const audit_spec& spec, const audit_plan& plan,

@@ -239,9 +239,9 @@ net::awaitable<audit::backend_fingerprint> retake_busy_canary(backend& b, audit:
   // Never idle: the canary is no solo reading, so no comparison (within the audit or across
   // audits, audit::fingerprint_differences) may rest on it.
   f.observed["canary_undecided"] =
-        "the server was never idle within " + audit::fixed(o.idle_wait.count() / 1000.0, 0) + " s (" +
-        (last_busy >= 0 ? audit::fixed(last_busy, 0) + " requests processing" : std::string("no counters")) +
-        "; the canary had busy slots per decode " + f.observed["canary_company"] + ")";
+      "the server was never idle within " + audit::fixed(o.idle_wait.count() / 1000.0, 0) + " s (" +
+      (last_busy >= 0 ? audit::fixed(last_busy, 0) + " requests processing" : std::string("no counters")) +
+      "; the canary had busy slots per decode " + f.observed["canary_company"] + ")";
   co_return f;
 }
 

@@ -39,11 +39,13 @@ std::vector<alert> alerts_of(const api::series_view& v, std::int64_t job) {
   }
   // A nightly gate: this audit stopped matching its reference (the audit before it did, or it
   // is the first).
-  if (at->ended && at->reference && !at->reference->all_match()) {
+  // A gate undecided (a solo baseline that was not alone) is no mismatch: only numbers that
+  // witness the server alert.
+  if (at->ended && at->reference && at->reference->mismatch()) {
     const audit::series_audit* prior = nullptr;
     for (auto it = v.audits.begin(); it != at; ++it)
       if (it->ended && it->reference) prior = &*it;
-    if (!prior || prior->reference->all_match()) out.push_back({audit::alert_kind::reference_mismatch, into});
+    if (!prior || !prior->reference->mismatch()) out.push_back({audit::alert_kind::reference_mismatch, into});
   }
   // An earlier transition this audit revised: its alert, sent then, is out of date.
   for (const auto& t : v.history.transitions)

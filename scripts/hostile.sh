@@ -24,6 +24,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# bash skips the EXIT trap when a signal ends it while it waits on ctest: exit on them instead.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 bash scripts/bootstrap.sh --test
 bash scripts/get-llama-server.sh
@@ -42,11 +45,11 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 best_variant() {
   local port log=$work/best.log
   port=$(free_port)
-  "$server" -m "$model" -np 1 -t 2 -c 512 --host 127.0.0.1 --port "$port" -lv 4 >"$log" 2>&1 &
+  env -u LOGITAUDIT_CPU_VARIANT "$server" -m "$model" -np 1 -t 2 -c 512 --host 127.0.0.1 --port "$port" -lv 4 >"$log" 2>&1 &
   server_pid=$!
   for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
   kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null || true; server_pid=""
-  grep -o 'libggml-cpu-[a-z0-9_]*\.so' "$log" | head -1 | sed 's/libggml-cpu-//; s/\.so//'
+  { grep -o 'libggml-cpu-[a-z0-9_]*\.so' "$log" || true; } | head -1 | sed 's/libggml-cpu-//; s/\.so//'
 }
 
 # moves | holds | undecided | cannot-run: what bursts of 8 identical requests do to the logits
@@ -91,6 +94,7 @@ PY
 read -r moving holding <<<"${LOGITAUDIT_HOSTILE_VARIANTS:-}"
 if [[ -z ${moving:-} || -z ${holding:-} ]]; then
   best=$(best_variant)
+  [[ -n $best ]] || { echo "hostile: llama-server's log names no ggml CPU variant ($work/best.log)" >&2; exit 1; }
   step "probing ggml CPU variants other than this host's own ($best)"
   moving=""; holding=""
   for v in $(ls "$repo/.cache/llama.cpp/root/usr/lib/x86_64-linux-gnu/ggml/backends0" | sed -n 's/^libggml-cpu-\(.*\)\.so$/\1/p'); do
@@ -102,12 +106,12 @@ if [[ -z ${moving:-} || -z ${holding:-} ]]; then
     [[ $verdict == holds && -z $holding ]] && holding=$v
   done
   [[ -n $moving ]] || { moving=$best; echo "   no other variant moves the numbers here: $best (this host's own) stands in"; }
-  [[ -n $holding ]] || { holding=sse42; echo "   no variant here keeps bursts logit-identical: sse42 stands in (its bursts move too)"; }
+  [[ -n $holding ]] || { holding=$best; echo "   no variant here keeps bursts logit-identical: $best (this host's own) stands in"; }
 fi
 
 step "busy processes on all $(nproc) cores"
 for _ in $(seq "$(nproc)"); do
-  (trap - EXIT; while :; do :; done) &
+  (trap - EXIT; while kill -0 $$ 2>/dev/null; do :; done) &  # ends with this script, however it ends
   busy+=($!)
 done
 

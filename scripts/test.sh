@@ -33,7 +33,7 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 # CPU-heavy tests twice as slow). The fuzz build (clang, whose -Og is -O1) is at -O0 for its
 # 10-second smoke runs.
 sanitized=(-G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16
-           -DLOGITAUDIT_BENCH=OFF)
+           -DLOGITAUDIT_BENCH=OFF -DBUILD_TESTING=ON)
 background=()
 stop_background() { for p in "${background[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap stop_background EXIT
@@ -59,12 +59,14 @@ if [[ $sanitizers == 1 ]]; then
 else
   build=${LOGITAUDIT_BUILD_DIR:-build}
   step "build ($build)"
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  # BUILD_TESTING=ON: the demo configures build/ without tests, and a cached OFF would leave
+  # ctest nothing to run (--no-tests=error below makes that a failure, never "all passed").
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
 fi
 cmake --build "$build" -j "$(nproc)"
 
 step "tests"
-(cd "$build" && ctest --output-on-failure -j 2 --timeout 900 "$@")
+(cd "$build" && ctest --output-on-failure --no-tests=error -j 2 --timeout 900 "$@")
 if [[ $sanitizers != 1 ]]; then step "all passed"; exit 0; fi
 
 step "waiting for the TSan and fuzz builds"

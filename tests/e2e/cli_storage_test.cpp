@@ -114,8 +114,10 @@ TEST(cli_storage_e2e, a_killed_run_resumes_to_exactly_the_planned_streams) {
   std::string doc;
   const std::string json_cmd = std::string("'") + LOGITAUDIT_CLI + "' run --n-predict 4 --format json --backend '" + backend + "' 2>/dev/null";
   std::FILE* j = ::popen(json_cmd.c_str(), "r");
+  ASSERT_NE(j, nullptr);
   while (std::fgets(buf, sizeof buf, j)) doc += buf;
-  EXPECT_EQ(::pclose(j), 0) << doc;
+  const int status = ::pclose(j);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) <= 1) << "0, or 1 for findings that are not valid: " << doc.substr(0, 300);
   const auto parsed = nlohmann::json::parse(doc, nullptr, false);
   EXPECT_FALSE(parsed.is_discarded()) << "stdout is not one JSON document: " << doc.substr(0, 300);
   EXPECT_TRUE(parsed.contains("pooled")) << doc.substr(0, 300);

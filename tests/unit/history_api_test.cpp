@@ -399,8 +399,6 @@ TEST(history_api, a_gate_that_stops_matching_its_reference_alerts_and_the_timeli
   EXPECT_EQ(receiver.requests().size(), 1u);
 }
 
-// Nothing is lost: a delivery an earlier process left pending (one attempt made) is resumed
-// when the daemon starts, and counts its attempts on.
 // The gate rests on the solo baselines alone: on a server whose batches move the numbers, the
 // gate's bursts differ from the reference's solo streams every night, changed or not, and are
 // reported beside the gate, never as a mismatch.
@@ -437,6 +435,8 @@ TEST(history_api, a_gate_whose_bursts_move_with_their_batch_still_matches_its_re
   EXPECT_TRUE(log["deliveries"].empty()) << "no reference_mismatch for numbers a batch moved: " << log.dump();
 }
 
+// Nothing is lost: a delivery an earlier process left pending (one attempt made) is resumed
+// when the daemon starts, and counts its attempts on.
 TEST(history_api, a_delivery_left_pending_by_a_stopped_daemon_is_resumed_at_start) {
   const std::string secret = "another-secret-of-enough-length";
   webhook_receiver receiver(secret, 0);
