@@ -228,12 +228,15 @@ json schedule_json(const storage::schedule_record& v) {
 
 json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_comparison& c) {
   json out = {{"a", a}, {"b", b}, {"baselines", json::array()}, {"fingerprint_differences", c.fingerprint_differences}};
-  int compared = 0, logit = 0, token = 0;
+  int compared = 0, logit = 0, token = 0, not_solo = 0;
   for (const auto& p : c.baselines) {
     json j = {{"backend", p.key.backend}, {"prompt", p.key.prompt}, {"temperature", p.key.temperature},
               {"in_a", p.in_a},           {"in_b", p.in_b}};
     if (p.key.seed) j["seed"] = *p.key.seed;
-    if (!p.not_solo.empty()) j["not_solo"] = p.not_solo;
+    if (!p.not_solo.empty()) {
+      ++not_solo;
+      j["not_solo"] = p.not_solo;
+    }
     if (p.result) {
       ++compared;
       logit += p.result->logit_identical;
@@ -247,7 +250,7 @@ json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_compa
     }
     out["baselines"].push_back(j);
   }
-  out["summary"] = {{"compared", compared}, {"logit_identical", logit}, {"token_identical", token}};
+  out["summary"] = {{"compared", compared}, {"logit_identical", logit}, {"token_identical", token}, {"not_solo", not_solo}};
   return out;
 }
 

@@ -131,11 +131,14 @@ reference_findings judge_against_reference(const audit_spec& spec, const audit_p
           rendering = "the prompt renders to other tokens here than on the reference's server";
       }
     if (!shape.empty() || it == solo.end() || !rendering.empty() || !mine.empty()) {
-      v.reason = !shape.empty()            ? shape
-                 : lonely != not_alone.end() ? "the reference's solo stream of this request was not alone: " + lonely->second
-                 : it == solo.end()        ? "the reference has no such request (prompt and sampling)"
-                 : !rendering.empty()      ? rendering
-                                           : "this audit's baseline was not alone: " + mine;
+      // The reference's own lack of company is the reason only when none of its backends has a
+      // solo stream of this request (two of them can share a prompt and sampling).
+      v.reason = !shape.empty()               ? shape
+                 : it == solo.end() && lonely != not_alone.end()
+                     ? "the reference's solo stream of this request was not alone: " + lonely->second
+                 : it == solo.end()          ? "the reference has no such request (prompt and sampling)"
+                 : !rendering.empty()        ? rendering
+                                             : "this audit's baseline was not alone: " + mine;
       ++t.not_comparable;
     } else {
       auto d = digests.find(it->second);

@@ -649,7 +649,10 @@ void add_compare(CLI::App& app) {
     } else {
       std::cout << "audit " << (*ids)[0] << " vs " << (*ids)[1] << ": " << sum.value("compared", 0)
                 << " shared baselines, " << sum.value("logit_identical", 0) << " logit-identical, "
-                << sum.value("token_identical", 0) << " token-identical\n";
+                << sum.value("token_identical", 0) << " token-identical";
+      if (const int n = sum.value("not_solo", 0); n > 0)
+        std::cout << "; " << n << " in both not compared, since a side was not alone (NOT-SOLO below)";
+      std::cout << "\n";
       for (const auto& [backend, diffs] : out["fingerprint_differences"].items())
         std::cout << backend << ": "
                   << (diffs.empty() ? "same server fingerprint (model, build, settings)" : "fingerprint changed: " + join(diffs, "; "))
@@ -659,7 +662,11 @@ void add_compare(CLI::App& app) {
         std::string prompt = text(b, "prompt");
         if (prompt.size() > 32) prompt = prompt.substr(0, 29) + "...";
         const bool both = b.contains("logit_identical");
-        const std::string in = b.value("in_a", false) ? "only in " + std::to_string((*ids)[0]) : "only in " + std::to_string((*ids)[1]);
+        // Not compared: in one audit only, or in both with a side that was not alone (its reason
+        // is in --json's not_solo).
+        const std::string in = b.contains("not_solo")     ? "NOT-SOLO"
+                               : b.value("in_a", false) ? "only in " + std::to_string((*ids)[0])
+                                                        : "only in " + std::to_string((*ids)[1]);
         t.add({text(b, "backend"), prompt, logprob(b["temperature"]), b.contains("seed") ? text(b, "seed") : "-",
                both ? (b.value("logit_identical", false) ? "same" : "DIFF") : in,
                both ? (b.value("token_identical", false) ? "same" : "DIFF") : "-",

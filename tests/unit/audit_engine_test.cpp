@@ -10,8 +10,10 @@
 #include "audit/evidence.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
+#include "audit/reference.hpp"
 #include "audit/report.hpp"
 #include "audit/stream_encoding.hpp"
+#include "api/record_json.hpp"
 #include "api/spec_json.hpp"
 #include "storage/documents.hpp"
 #include "support/synthetic.hpp"
@@ -608,4 +610,63 @@ TEST(baselines, two_audits_baselines_are_matched_by_backend_prompt_and_sampling)
   EXPECT_TRUE(c.baselines[1].in_b && !c.baselines[1].in_a && !c.baselines[1].result);
   EXPECT_TRUE(c.baselines[2].in_a && !c.baselines[2].in_b);
   EXPECT_EQ(c.fingerprint_differences.at("tiny"), std::vector<std::string>{"build_info"});
+}
+
+// A baseline that had company, or reused the cache, is in both audits but is not evidence: it is
+// not compared, says why, and is counted apart in /v1/compare's summary (not "only in A").
+// A reference whose two backends share a request, one alone and one not, has a solo stream of
+// it: when this audit's own baseline had company, that is the reason, never the reference's.
+TEST(reference, the_reason_a_baseline_is_not_comparable_is_the_side_that_was_not_alone) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  const auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  reference_evidence ref{.audit = 7, .found = true, .n_predict = plan.n_predict, .top_k = plan.top_k};
+  std::size_t baselines = 0;
+  for (auto& r : runs) {
+    const auto& g = plan.groups[r.group];
+    if (!g.is_baseline) continue;
+    const auto& q = g.requests[r.request];
+    r.company = 3.0;  // this audit's baseline shared the server's batch
+    for (const auto& [backend, company] : {std::pair{"x", 1.0}, std::pair{"y", 4.0}})
+      ref.baselines.push_back({{backend, q.prompt, q.params.temperature, q.params.seed}, *r.stream, company});
+    ++baselines;
+  }
+  ASSERT_GT(baselines, 0u);
+  const auto f = judge_against_reference(spec, plan, runs, ref, {}, {});
+  std::size_t judged = 0;
+  for (const auto& v : f.verdicts) {
+    if (!plan.groups[v.group].is_baseline) continue;
+    ++judged;
+    EXPECT_EQ(v.outcome, reference_outcome::not_comparable);
+    EXPECT_EQ(v.reason.rfind("this audit's baseline was not alone: ", 0), 0u) << v.reason;
+  }
+  EXPECT_EQ(judged, baselines);
+  EXPECT_FALSE(f.all_match()) << "a gate of baselines that were not alone decides nothing";
+}
+
+TEST(baselines, a_side_that_was_not_alone_is_named_and_never_compared) {
+  const auto x = stream_of({1, 2, 3});
+  auto cached = x;
+  cached.server.cache_n = 5;
+  std::vector<baseline_stream> a = {{{"tiny", "p", 0, std::nullopt}, x, 1.0}, {{"tiny", "q", 0, std::nullopt}, x, 1.0},
+                                    {{"tiny", "r", 0, std::nullopt}, x, 1.0}};
+  std::vector<baseline_stream> b = {{{"tiny", "p", 0, std::nullopt}, x, 4.0}, {{"tiny", "q", 0, std::nullopt}, cached, 1.0},
+                                    {{"tiny", "r", 0, std::nullopt}, x, 1.0}};
+  const auto c = compare_baselines(a, b, {}, {}, {});
+  ASSERT_EQ(c.baselines.size(), 3u);
+  for (int i : {0, 1}) {
+    const auto& p = c.baselines[i];
+    EXPECT_TRUE(p.in_a && p.in_b);
+    EXPECT_FALSE(p.result) << "not compared";
+    EXPECT_EQ(p.not_solo.rfind("b: ", 0), 0u) << "names the side: " << p.not_solo;
+  }
+  EXPECT_NE(c.baselines[0].not_solo.find("busy"), std::string::npos) << c.baselines[0].not_solo;
+  EXPECT_NE(c.baselines[1].not_solo.find("cache"), std::string::npos) << c.baselines[1].not_solo;
+  ASSERT_TRUE(c.baselines[2].result);
+  EXPECT_TRUE(c.baselines[2].not_solo.empty());
+  const auto j = logitaudit::api::comparison_json(1, 2, c);
+  EXPECT_EQ(j["summary"]["compared"], 1);
+  EXPECT_EQ(j["summary"]["not_solo"], 2);
+  EXPECT_EQ(j["baselines"][0]["not_solo"], c.baselines[0].not_solo);
+  EXPECT_FALSE(j["baselines"][0].contains("logit_identical"));
 }

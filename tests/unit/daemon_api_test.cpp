@@ -257,6 +257,7 @@ TEST_F(daemon_api, two_jobs_compare_baseline_by_baseline) {
   auto j = c.json();
   EXPECT_EQ(j["summary"]["compared"], 6) << "3 prompts, greedy and seeded";
   EXPECT_EQ(j["summary"]["logit_identical"], 6) << "the fake's solo answers repeat exactly";
+  EXPECT_EQ(j["summary"]["not_solo"], 0) << "each job ran alone on its backend";
   EXPECT_TRUE(j["fingerprint_differences"]["a"].empty()) << j.dump();
   expect_error(call(http::verb::get, "/v1/compare?a=" + std::to_string(a)), 400, "invalid_query", "b");
   expect_error(call(http::verb::get, "/v1/compare?a=999&b=" + std::to_string(b)), 404, "not_found", "a");
