@@ -42,6 +42,8 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 say() { echo "bench: $*" >&2; }
+failed=()  # steps whose benchmark failed: the table is still printed, and the run exits 1
+failure() { say "$*"; failed+=("$*"); }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_url() {  # URL [LOG]
   for _ in $(seq 1 600); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
@@ -74,8 +76,9 @@ bash scripts/bootstrap.sh
 bash scripts/get-llama-server.sh
 say "building ($build, Release)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$(nproc)" --target bench_burst bench_load bench_throughput bench_history fake_server logitauditd \
-  logitaudit logitaudit-make-model >/dev/null
+# Every benchmark program (the `benchmarks` target, which the test command also compiles) and
+# the programs the steps run.
+cmake --build "$build" -j "$(nproc)" --target benchmarks logitauditd logitaudit logitaudit-make-model >/dev/null
 
 python3 - "$parts/machine.json" <<'PY'
 import json, os, platform, sys, datetime
@@ -86,17 +89,17 @@ json.dump({"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timesp
 PY
 
 if want 1; then
-  say "1/6 arrival spread ($bursts bursts per level)"
+  say "1/9 arrival spread ($bursts bursts per level)"
   "$build/bench/bench_burst" "$bursts" --json "$parts/burst.json" >&2
 fi
 
 if want 2; then
-  say "2/6 throughput vs wrk"
+  say "2/9 throughput vs wrk"
   "$build/bench/bench_throughput" --seconds "$seconds" --json "$parts/throughput.json" >&2
 fi
 
 if want 3; then
-  say "3/6 overhead on a real llama-server (tiny)"
+  say "3/9 overhead on a real llama-server (tiny)"
   mkdir -p .cache/models
   [[ -f .cache/models/tiny.gguf ]] || "$build/tools/logitaudit-make-model" --preset tiny --seed 7 --out .cache/models/tiny.gguf >&2
   p=$(port)
@@ -109,7 +112,7 @@ if want 3; then
   # What streaming costs (bursts stream so that their decode steps can be reconstructed):
   # plain and streamed bursts alternately, on the same server, in one run.
   "$build/bench/bench_streaming" --url "http://127.0.0.1:$p" --bursts "$bursts" --width 4 --n-predict 64 \
-    --json "$parts/streaming.json" >&2 || say "the streaming benchmark had failures"
+    --json "$parts/streaming.json" >&2 || failure "the streaming benchmark had failures"
   kill "$llama_pid"
   cat "$parts/overhead.json" >&2
 fi
@@ -122,15 +125,15 @@ if want 5 || want 6; then
   fake=$(head -1 "$tmp/fake.url")
   start_daemon "$tmp/empty.db" --backend "f=$fake"
   if want 5; then
-    say "5/6 memory: idle, and during a 256-wide burst audit"
+    say "5/9 memory: idle, and during a 256-wide burst audit"
     idle_mb=$(rss "$daemon_pid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["rss_mb"])')
     id=$(submit '{"preset":"seed-protocol","backends":["f"],"n_predict":8,"prompts":["a b","c d"],"conditions":[{"name":"c256","kind":"concurrent","concurrency":256,"replicates":3},{"name":"k","kind":"control_prompt"}],"predictions":[]}')
-    [[ $(wait_audit "$id") == done ]] || say "the 256-wide audit did not finish cleanly"
+    [[ $(wait_audit "$id") == done ]] || failure "the 256-wide audit did not finish cleanly"
     burst_mb=$(rss "$daemon_pid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_mb"])')
     memory="{\"idle_mb\": $idle_mb, \"burst_peak_mb\": $burst_mb}"
   fi
   if want 6; then
-    say "6/6 load: 50 connections of API reads during a 64-wide burst audit"
+    say "6/9 load: 50 connections of API reads during a 64-wide burst audit"
     spec64='{"preset":"seed-protocol","backends":["f"],"n_predict":8,"prompts":["a b","c d"],"conditions":[{"name":"concurrent_c64","kind":"concurrent","concurrency":64,"replicates":10},{"name":"k","kind":"control_prompt"}],"predictions":[]}'
     t0=$(date +%s.%N); idle_id=$(submit "$spec64"); wait_audit "$idle_id" >/dev/null; t1=$(date +%s.%N)
     curl -sf "$daemon_url/v1/audits/$idle_id/bursts" >"$tmp/idle_bursts.json"
@@ -147,7 +150,7 @@ LUA
     wrk_pid=$!
     sleep 1
     t2=$(date +%s.%N)
-    [[ $(submit "$spec64") == "$loaded_id" ]] || say "unexpected audit id"
+    [[ $(submit "$spec64") == "$loaded_id" ]] || failure "unexpected audit id"
     wait_audit "$loaded_id" >/dev/null
     t3=$(date +%s.%N)
     wait "$wrk_pid" || true
@@ -169,7 +172,7 @@ PY
 fi
 
 if want 4; then
-  say "4/6 the API over $history stored streams (100 connections), SQLite then PostgreSQL"
+  say "4/9 the API over $history stored streams (100 connections), SQLite then PostgreSQL"
   "$build/bench/bench_history" "$tmp/history.db" "$history" >"$tmp/history.txt"
   cat "$tmp/history.txt" >&2
   last=$(tail -1 "$tmp/history.txt")
@@ -206,7 +209,7 @@ echo "$memory" >"$parts/memory.json"
 [[ -f $results/latest.json ]] && cp "$results/latest.json" "$results/previous.json"
 echo
 if want 7; then
-  say "7/7 the console's audit page (130 runs) in chromium"
+  say "7/9 the console's audit page (130 runs) in chromium"
   bash scripts/bootstrap.sh --test
   mkdir -p .cache/models
   declare -A llama_url
@@ -232,16 +235,20 @@ if want 7; then
 fi
 
 if want 8; then
-  say "8 the load generator vs a Python asyncio generator (constant arrivals, fake backend)"
+  say "8/9 the load generator vs a Python asyncio generator (constant arrivals, fake backend)"
   "$build/bench/bench_load" --rates 100,500,1000,2000 --seconds "$seconds" --python bench/py_load.py >&2 ||
-    say "the load generator benchmark failed"
+    failure "the load generator benchmark failed"
 fi
 
 if want 9; then
-  say "9 the measuring thread under API load: ordinary, SCHED_FIFO, unprivileged (short slice)"
-  bash bench/measuring_thread.sh "$build" "$parts/measuring.json" >&2 || say "the measuring-thread benchmark failed"
+  say "9/9 the measuring thread under API load: ordinary, SCHED_FIFO, unprivileged (short slice)"
+  bash bench/measuring_thread.sh "$build" "$parts/measuring.json" >&2 || failure "the measuring-thread benchmark failed"
 fi
 
 python3 bench/report.py merge "$results/latest.json" "$results/previous.json" "$parts"
 echo
 echo "written: $results/latest.json (previous: $results/previous.json)"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  printf 'bench: FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi

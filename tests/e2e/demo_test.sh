@@ -18,12 +18,21 @@ trap cleanup EXIT
 before=$(pgrep -x llama-server | sort || true)
 bash scripts/demo.sh >"$state/out.txt" 2>"$state/err.txt" || { cat "$state/err.txt" >&2; fail "demo exited $?"; }
 expect "$state/out.txt" "Pooled over 2 backend(s):"
-expect "$state/out.txt" " repeat_greedy             60/60 (100%)     60/60 (100%)"
+# What the run measured is the machine's (solo repeats and bursts on this CPU and ggml variant):
+# the test asserts that the report says it consistently, never what it was. The solo-repeat row
+# and prediction P1 (solo repeats are bit-identical) must agree; a prediction whose evidence did
+# not happen (a burst that did not batch on a busy machine) is UNDECIDED, never missing.
 expect "$state/out.txt" "tiny:"
 expect "$state/out.txt" "small:"
 [[ $(grep -c -- "<- control: diverged" "$state/out.txt") -ge 3 ]] || fail "three diverged controls in the pooled table"
-for p in P1 P2 P3 P4; do grep -qE "^ $p (HELD|FAILED) " "$state/out.txt" || fail "prediction $p not evaluated"; done
-expect "$state/out.txt" " P1 HELD"
+for p in P1 P2 P3 P4; do grep -qE "^ $p (HELD|FAILED|UNDECIDED) " "$state/out.txt" || fail "prediction $p not evaluated"; done
+repeat_row() {  # FILE -> "identical compared" of the pooled solo-repeat row's logit column
+  sed -nE 's/^ repeat_greedy +([0-9]+)\/([0-9]+) \(.*/\1 \2/p' "$1" | head -1
+}
+read -r same compared <<<"$(repeat_row "$state/out.txt")"
+[[ -n ${compared:-} && $compared -gt 0 ]] || { cat "$state/out.txt" >&2; fail "no pooled repeat_greedy row with compared streams"; }
+p1=$([[ $same == "$compared" ]] && echo HELD || echo FAILED)
+expect "$state/out.txt" " P1 $p1"
 expect "$state/err.txt" "done 130/130 (100%)  failed 0"
 ls "$state"/*.pid >/dev/null 2>&1 && fail "pid files left after a run without --keep"
 for log in "$state"/llama-*.log "$state"/logitauditd.log; do
@@ -49,7 +58,8 @@ assert "quick" in audits[0]["tags"] and "demo" in audits[1]["tags"], audits
 PY
 bash scripts/demo.sh --quick --keep >"$state/out3.txt" 2>"$state/err3.txt" || { cat "$state/err3.txt" >&2; fail "reuse run"; }
 expect "$state/err3.txt" "reusing the kept llama-server(s) and logitauditd at $url"
-expect "$state/out3.txt" " repeat_greedy             30/30 (100%)     30/30 (100%)"
+read -r same compared <<<"$(repeat_row "$state/out3.txt")"
+[[ -n ${compared:-} && $compared -gt 0 ]] || { cat "$state/out3.txt" >&2; fail "no repeat_greedy row in the reuse run"; }
 [[ $(cat "$state"/*.pid | sort) == $(echo "$pids" | sort) ]] || fail "the reuse run started new processes"
 bash scripts/demo.sh --stop 2>/dev/null
 for p in $pids; do
