@@ -71,8 +71,10 @@ class job_queue {
 
   bool is_running(std::int64_t id) const { return running_.count(id) > 0; }
   bool busy(const std::string& backend) const { return busy_backends_.count(backend) > 0; }
-  // Holds `backend` for work other than an audit (a repro): no audit starts on it until it is
-  // released. False when something holds it already.
+  // Where audits run: the measuring thread, whose bursts no API request can delay.
+  const net::any_io_executor& audits() const { return audits_; }
+  // Holds `backend` for work other than an audit (a repro, a selftest): no audit starts on it
+  // until it is released. False when something holds it already.
   bool hold(const std::string& backend) { return busy_backends_.insert(backend).second; }
   void release(const std::string& backend) {
     busy_backends_.erase(backend);

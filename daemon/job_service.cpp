@@ -179,12 +179,21 @@ net::awaitable<expected<storage::selftest_record, api::service_error>> job_servi
   auto it = lifecycle_.config().backends.find(name);
   if (it == lifecycle_.config().backends.end())
     co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no configured backend named '" + name + "'", "backend")};
-  // Its answers would be an audit's neighbours, and the audit's would be the selftest's.
-  if (queue_.busy(name))
+  // Its answers would be an audit's neighbours, and the audit's would be the selftest's: it holds
+  // the backend through the queue for its whole length (an audit submitted meanwhile waits), and
+  // sends on the measuring thread, as an audit does.
+  if (!queue_.hold(name))
     co_return unexpected{api::make_error(api::service_errc::conflict, "backend_busy",
-                                         "an audit holds backend '" + name + "'; try again when it ends", "backend")};
-  const clients::selftest_options options;  // named: GCC 12 mis-destroys a braced temporary in a co_await
-  auto result = co_await clients::run_selftest(it->second, options);
+                                         "an audit or a repro holds backend '" + name + "'; try again when it ends", "backend")};
+  clients::selftest_result result;
+  try {
+    const clients::selftest_options options;  // named: GCC 12 mis-destroys a braced temporary in a co_await
+    result = co_await net::co_spawn(queue_.audits(), clients::run_selftest(it->second, options), net::use_awaitable);
+  } catch (...) {
+    queue_.release(name);
+    throw;
+  }
+  queue_.release(name);
   int ran = 0;
   for (const auto& c : result.power.cases) ran += c.got.has_value();
   if (ran == 0)

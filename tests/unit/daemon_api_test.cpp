@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include <boost/asio.hpp>
@@ -245,6 +246,34 @@ TEST_F(daemon_api, jobs_on_one_backend_never_overlap_and_a_queued_job_can_be_can
   auto next = call(http::verb::get, page["next"].get<std::string>()).json();
   ASSERT_EQ(next["audits"].size(), 1u);
   EXPECT_EQ(next["audits"][0]["id"], ids[0]);
+}
+
+TEST_F(daemon_api, an_audit_submitted_during_a_selftest_of_its_backend_waits_for_it) {
+  // The selftest's requests would be the audit's neighbours: it holds backend a through the
+  // queue until it has answered, and the audit starts after that.
+  auto k = fake_a_->knobs();
+  k.delay = std::chrono::milliseconds(20);  // the selftest's ~70 requests, one after another
+  fake_a_->set_knobs(k);
+  auto selftest = std::async(std::launch::async, [this] { return call(http::verb::post, "/v1/backends/a/selftest"); });
+  while (fake_a_->request_arrivals().empty() && selftest.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready) {
+  }
+  ASSERT_FALSE(fake_a_->request_arrivals().empty()) << "the selftest sent nothing";
+  const auto id = call(http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
+  ASSERT_NE(selftest.wait_for(std::chrono::seconds(0)), std::future_status::ready) << "the selftest ended before the audit came";
+  const auto self = selftest.get();
+  ASSERT_EQ(self.status, 200u) << self.body;
+  const auto end = wait_done(id);
+  EXPECT_EQ(end["status"], "done") << end.dump();
+  EXPECT_GE(end["started_at"].get<std::string>(), self.json()["taken_at"].get<std::string>())
+      << "the audit started while the selftest still sent to its backend";
+  // And the other way round: a selftest of a backend an audit holds is refused, by name.
+  const auto held = call(http::verb::post, "/v1/audits", kSmallJob).json()["id"].get<std::int64_t>();
+  while (call(http::verb::get, "/v1/audits/" + std::to_string(held)).json()["status"] == "queued") {
+  }
+  const auto refused = call(http::verb::post, "/v1/backends/a/selftest");
+  if (call(http::verb::get, "/v1/audits/" + std::to_string(held)).json()["status"] == "running")
+    expect_error(refused, 409, "backend_busy", "backend");
+  wait_done(held);
 }
 
 TEST_F(daemon_api, two_jobs_compare_baseline_by_baseline) {
