@@ -101,13 +101,16 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
   const int log_fd = ::open(p->log_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return unexpected{"cannot open log file " + p->log_file_.string()};
   const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  // vfork: the child borrows this process's memory until it execs, where a fork() of a daemon
+  // with hundreds of MiB resident copied its page tables and then faulted on every page either
+  // side wrote. posix_spawn would do the same, but cannot ask for the parent-death signal.
+  const pid_t pid = ::vfork();
   if (pid < 0) {
     ::close(log_fd);
-    return unexpected{std::string("fork failed")};
+    return unexpected{std::string("vfork failed")};
   }
   if (pid == 0) {
-    // Child: only async-signal-safe calls until exec.
+    // Child: system calls only until exec (it runs on the parent's stack, which waits).
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     ::dup2(log_fd, STDOUT_FILENO);

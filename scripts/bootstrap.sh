@@ -23,6 +23,7 @@ packages=(
 [[ $demo -eq 1 ]] || packages+=(
   libgtest-dev                      # GoogleTest
   clang libclang-rt-14-dev          # libFuzzer targets (scripts/fuzz.sh)
+  lld                               # scripts/test.sh's links: a seventh of ld's time
   systemd                           # systemd-analyze verify of daemon/logitauditd.service
   wrk                               # the HTTP load baseline of bench/run.sh
   prometheus                        # promtool: the tests check /metrics with Prometheus' own parser

@@ -8,9 +8,10 @@
 #   --merge       fold what was found back into tests/fuzz/corpus (minimized)
 #   --build-only  build the targets and stop (scripts/test.sh builds them beside the suite)
 # Targets: spec completion openai cron http (default: all).
-#   LOGITAUDIT_FUZZ_OPT  the optimisation of a new build folder (default -O1; scripts/test.sh's
-#                        10-second smoke runs use -O0, which compiles in 40% less time). A
-#                        folder keeps what it was configured with: remove it to change.
+#   LOGITAUDIT_FUZZ_OPT  the optimisation of a new build folder (default -O1). A folder keeps
+#                        what it was configured with: remove it to change.
+#   LOGITAUDIT_FUZZ_BUILD_DIR  the build folder (default build-fuzz); scripts/test.sh points it
+#                        at its own ASan+UBSan build, which links the targets too.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

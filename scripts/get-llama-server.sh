@@ -21,11 +21,15 @@ die() { echo "get-llama-server: $*" >&2; exit 1; }
 # CPU backend NAME alone (libggml-cpu-NAME.so): ggml loads the backends beside its executable,
 # which under the loader is the loader's folder, so a folder per variant holds a copy of the
 # loader and that one library (docs/frontier-cpu.md: other CPU generations on one host).
+# LOGITAUDIT_LLAMA_SERVER_ARGS="ARG ..." goes before llama-server's own arguments, so that the
+# caller's win: scripts/test.sh sets "--poll 0" there (docs/reliability.md).
 write_wrappers() {
   local L=$root/usr/lib/x86_64-linux-gnu
   mkdir -p "$bin"
   for tool in llama-server llama-quantize; do
     [[ -x $root/usr/bin/$tool ]] || die "$tool not found in llama.cpp-tools"
+    local extra=''
+    [[ $tool == llama-server ]] && extra='${LOGITAUDIT_LLAMA_SERVER_ARGS:-} '
     cat > "$bin/$tool" <<WRAP
 #!/bin/sh
 # Runs Debian sid's $tool with sid's own loader and libraries (see scripts/get-llama-server.sh).
@@ -41,7 +45,7 @@ if [ -n "\${LOGITAUDIT_CPU_VARIANT:-}" ]; then
   [ -e "\$V/libggml-cpu-\$LOGITAUDIT_CPU_VARIANT.so" ] || ln -sf "\$lib" "\$V/libggml-cpu-\$LOGITAUDIT_CPU_VARIANT.so"
   loader="\$V/ld-linux-x86-64.so.2"
 fi
-exec "\$loader" --library-path "\$L:\$L/ggml:\$L/llama" '$root/usr/bin/$tool' "\$@"
+exec "\$loader" --library-path "\$L:\$L/ggml:\$L/llama" '$root/usr/bin/$tool' $extra"\$@"
 WRAP
     chmod +x "$bin/$tool"
   done

@@ -2,10 +2,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <tuple>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -20,9 +23,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A command line and an environment made before fork(): between fork and exec the child of a
-// threaded test process may only make async-signal-safe calls (a malloc there can deadlock on a
-// lock another thread held at the fork: a daemon that never printed a line, once in CI).
+// A command line and an environment, started with posix_spawn: the child shares the test
+// process's memory until it execs, where a fork() of an ASan test process of hundreds of MiB
+// copied its page tables and then faulted on every page it wrote (and its child could deadlock
+// on a lock another thread held at the fork: a daemon that never printed a line, once in CI).
 struct prepared_exec {
   std::vector<std::string> env_text;
   std::vector<char*> args, envp;
@@ -37,9 +41,16 @@ struct prepared_exec {
     for (auto& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
   }
-  [[noreturn]] void exec() {
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
+  // Starts the command with its standard streams opened as `fds` says (each: fd, path, flags).
+  pid_t spawn(const std::vector<std::tuple<int, std::string, int>>& fds) {
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    for (const auto& [fd, path, flags] : fds) ::posix_spawn_file_actions_addopen(&actions, fd, path.c_str(), flags, 0644);
+    pid_t pid = -1;
+    const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+    ::posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error(std::string("cannot start ") + args[0] + ": " + std::strerror(rc));
+    return pid;
   }
 };
 
@@ -61,16 +72,9 @@ process_result run_process(const std::vector<std::string>& argv, const std::map<
   const fs::path out = dir / "out", err = dir / "err", in = dir / "in";
   if (input) std::ofstream(in) << *input;
   prepared_exec command(argv, env);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int i = ::open(input ? in.c_str() : "/dev/null", O_RDONLY);
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(i, STDIN_FILENO);
-    ::dup2(o, STDOUT_FILENO);
-    ::dup2(e, STDERR_FILENO);
-    command.exec();
-  }
+  const pid_t pid = command.spawn({{STDIN_FILENO, input ? in.string() : "/dev/null", O_RDONLY},
+                                   {STDOUT_FILENO, out.string(), O_WRONLY | O_CREAT | O_TRUNC},
+                                   {STDERR_FILENO, err.string(), O_WRONLY | O_CREAT | O_TRUNC}});
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (::waitpid(pid, &status, WNOHANG) == 0) {
@@ -92,13 +96,8 @@ daemon_process::daemon_process(const std::string& binary, std::vector<std::strin
   std::vector<std::string> argv = {binary, "--listen", "127.0.0.1:" + std::to_string(port_)};
   argv.insert(argv.end(), args.begin(), args.end());
   prepared_exec command(argv, env);
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    command.exec();
-  }
+  pid_ = command.spawn({{STDOUT_FILENO, log.string(), O_WRONLY | O_CREAT | O_APPEND},
+                        {STDERR_FILENO, log.string(), O_WRONLY | O_CREAT | O_APPEND}});
   for (int i = 0; i < 2400; ++i) {
     try {
       if (http_call(port_, boost::beast::http::verb::get, "/readyz").status == 200) return;
