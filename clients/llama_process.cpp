@@ -1,4 +1,4 @@
-// fork/exec of llama-server with its output in a log file, and a deadline-bound wait
+// vfork/exec of llama-server with its output in a log file, and a deadline-bound wait
 // for /health; the child dies with us (PR_SET_PDEATHSIG) so a crashed test leaks nothing.
 #include "llama_process.hpp"
 
@@ -84,7 +84,7 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  // The child's environment, built here: between fork and exec only async-signal-safe calls.
+  // The child's environment, built here: between vfork and exec only system calls.
   std::vector<std::string> env_text;
   for (char** e = environ; e && *e; ++e) {
     const std::string_view entry(*e);
@@ -104,13 +104,29 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
   // vfork: the child borrows this process's memory until it execs, where a fork() of a daemon
   // with hundreds of MiB resident copied its page tables and then faulted on every page either
   // side wrote. posix_spawn would do the same, but cannot ask for the parent-death signal.
+  // Signals stay blocked across it, as glibc's posix_spawn keeps them: a handler of ours (the
+  // daemon's SIGTERM) must not run in the child, on the parent's stack.
+  sigset_t all, before;
+  ::sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &before);
   const pid_t pid = ::vfork();
+  if (pid != 0) ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (pid < 0) {
     ::close(log_fd);
     return unexpected{std::string("vfork failed")};
   }
   if (pid == 0) {
-    // Child: system calls only until exec (it runs on the parent's stack, which waits).
+    // Child: system calls only until exec (it runs on the parent's stack, which waits). Every
+    // caught signal back to its default, then the parent's mask, which exec keeps.
+    for (int s = 1; s < NSIG; ++s) {
+      struct sigaction old {};
+      if (::sigaction(s, nullptr, &old) == 0 && old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL) {
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        ::sigaction(s, &dfl, nullptr);
+      }
+    }
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     ::dup2(log_fd, STDOUT_FILENO);

@@ -85,10 +85,11 @@ background=()
 step "concurrency-heavy tests under TSan, beside the fuzz targets (10 s each)"
 # Two runs of the fuzz targets beside the TSan tests (mostly waiting on sockets): `http` alone,
 # whose corpus takes 40 s to replay at -O0 before its 10 s begin, and the other five.
-fuzz() { LOGITAUDIT_FUZZ_BUILD_DIR=$build LOGITAUDIT_FUZZ_OUT=$build/fuzz-out bash scripts/fuzz.sh --seconds 10 "$@"; }
-fuzz http >"$build/logs/fuzz-http.log" 2>&1 &
+# The targets are built already (they are in `all`), so the two runs' builds have nothing to do.
+export LOGITAUDIT_FUZZ_BUILD_DIR=$build LOGITAUDIT_FUZZ_OUT=$build/fuzz-out
+bash scripts/fuzz.sh --seconds 10 http >"$build/logs/fuzz-http.log" 2>&1 &
 fuzz_http=$!
-fuzz spec completion openai cron bundle >"$build/logs/fuzz.log" 2>&1 &
+bash scripts/fuzz.sh --seconds 10 spec completion openai cron bundle >"$build/logs/fuzz.log" 2>&1 &
 fuzz_rest=$!
 background+=($fuzz_http $fuzz_rest)
 (cd build-tsan && ctest --output-on-failure -j 2 --timeout 900 -L unit \

@@ -8,11 +8,11 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <tuple>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include "clients/llama_process.hpp"
 #include "support/http_call.hpp"
