@@ -141,21 +141,26 @@ net::awaitable<void> scheduler::fire(storage::schedule_record r, std::int64_t fi
 }
 
 net::awaitable<void> scheduler::loop() {
-  // Fires missed while the daemon was down: once now, or skipped, as each schedule says.
+  // Fires missed while the daemon was down: once now, or skipped, as each schedule says. The
+  // clock is read once, before the schedules: a fire that falls due while this pass runs was
+  // not missed, and is left to the loop below (or, in a fleet, to whichever member looks
+  // first); the next fire after a later clock would skip it.
+  const std::int64_t started = now();
   auto load = [](storage::store& s) { return s.schedules().list(); };
   for (auto r : co_await on_db(db_, std::move(load))) {
-    if (!r.enabled || !r.next_fire_unix || *r.next_fire_unix > now()) continue;
+    if (!r.enabled || !r.next_fire_unix || *r.next_fire_unix > started) continue;
     switch (r.missed) {
       case audit::missed_fire_policy::run_once:
-        spdlog::info("schedule {}: a fire was missed while the daemon was down; running it once now", r.id);
+        spdlog::info("schedule {}: the fire at {} was missed while the daemon was down; running it once now", r.id,
+                     *r.next_fire_unix);
         co_await fire(r, *r.next_fire_unix);
-        r.last_fire_unix = now();
+        r.last_fire_unix = started;
         break;
       case audit::missed_fire_policy::skip:
-        spdlog::info("schedule {}: a fire was missed while the daemon was down; skipped", r.id);
+        spdlog::info("schedule {}: the fire at {} was missed while the daemon was down; skipped", r.id, *r.next_fire_unix);
         break;
     }
-    if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, now(), r.timezone);
+    if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, started, r.timezone);
     auto save = [r](storage::store& s) { return s.schedules().save(r); };
     co_await on_db(db_, std::move(save));
   }
