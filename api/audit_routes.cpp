@@ -420,23 +420,9 @@ net::awaitable<api_response> route_get_info(state_ptr st, request_context) {
 
 // GET /v1/presets
 net::awaitable<api_response> route_get_presets(request_context) {
-  static const std::map<std::string, std::string> descriptions = {
-      {"seed-protocol", "The seed audit: its conditions, positive controls and four predictions"},
-      {"threshold", "A concurrency-threshold search up to width 8 (SAME/DIFFERENT/UNKNOWN per width) with a prompt control"},
-      {"sweep", "The seed's greedy conditions and a throughput probe on managed llama-servers, over a matrix of settings "
-                "(give sweep.models and the axes to vary)"},
-      {"explain", "Attribution experiments at width 4: identical neighbours, other prompts of the same length, other "
-                  "lengths, a neighbour that finishes early, one that joins late, the target in another slot; serial "
-                  "repeats and a prompt control"},
-      {"selftest", "Each backend's selftest (seeded faults on every path, stored) and a short audit that cites it: serial "
-                   "repeats, a burst of 4 and a prompt control, each solo group after the server went quiet"},
-      {"load-curve", "Probes in Poisson background traffic at 0.5, 1, 2, 4 and 8 requests/s (prompts of 16/64/256 "
-                     "tokens, answers of 16/32/64), 20 s and 6 probes a level: identity and latency per level "
-                     "(docs/load.md); serial repeats and a prompt control"}};
   json out = {{"presets", json::array()}};
-  for (const auto& name : audit::preset_names())
-    out["presets"].push_back({{"name", name}, {"description", descriptions.at(name)},
-                              {"spec", json::parse(spec_to_json(*audit::preset(name)))}});
+  for (const auto& p : audit::presets())
+    out["presets"].push_back({{"name", p.name}, {"description", p.description}, {"spec", json::parse(spec_to_json(p.make()))}});
   co_return json_response(200, dump(out));
 }
 

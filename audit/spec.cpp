@@ -224,17 +224,46 @@ audit_spec load_curve_preset(std::vector<backend_ref> backends) {
   return s;
 }
 
+namespace {
+
+constexpr preset_info kPresets[] = {
+    {"seed-protocol", "The seed audit: its conditions, positive controls and four predictions", true,
+     [] { return seed_protocol({}); }},
+    {"threshold", "A concurrency-threshold search up to width 8 (SAME/DIFFERENT/UNKNOWN per width) with a prompt control",
+     true, [] { return threshold_preset({}); }},
+    {"sweep",
+     "The seed's greedy conditions and a throughput probe on managed llama-servers, over a matrix of settings "
+     "(give sweep.models and the axes to vary)",
+     false, sweep_preset},
+    {"explain",
+     "Attribution experiments at width 4: identical neighbours, other prompts of the same length, other lengths, a "
+     "neighbour that finishes early, one that joins late, the target in another slot; serial repeats and a prompt "
+     "control",
+     true, [] { return explain_preset({}); }},
+    {"selftest",
+     "Each backend's selftest (seeded faults on every path, stored) and a short audit that cites it: serial repeats, a "
+     "burst of 4 and a prompt control, each solo group after the server went quiet",
+     true, [] { return selftest_preset({}); }},
+    {"load-curve",
+     "Probes in Poisson background traffic at 0.5, 1, 2, 4 and 8 requests/s (prompts of 16/64/256 tokens, answers of "
+     "16/32/64), 20 s and 6 probes a level: identity and latency per level (docs/load.md); serial repeats and a prompt "
+     "control",
+     true, [] { return load_curve_preset({}); }},
+};
+
+}  // namespace
+
+std::span<const preset_info> presets() { return kPresets; }
+
 std::vector<std::string> preset_names() {
-  return {"seed-protocol", "threshold", "sweep", "explain", "selftest", "load-curve"};
+  std::vector<std::string> names;
+  for (const auto& p : kPresets) names.emplace_back(p.name);
+  return names;
 }
 
 std::optional<audit_spec> preset(std::string_view name) {
-  if (name == "seed-protocol") return seed_protocol({});
-  if (name == "threshold") return threshold_preset({});
-  if (name == "sweep") return sweep_preset();
-  if (name == "explain") return explain_preset({});
-  if (name == "selftest") return selftest_preset({});
-  if (name == "load-curve") return load_curve_preset({});
+  for (const auto& p : kPresets)
+    if (p.name == name) return p.make();
   return std::nullopt;
 }
 

@@ -209,7 +209,16 @@ audit_spec load_curve_preset(std::vector<backend_ref> backends);
 // over the matrix the submission gives (an empty matrix until then).
 audit_spec sweep_preset();
 
-// The presets' names, for messages and the API.
+// A preset: a named spec to start from. This table is the only list of them: the spec reader,
+// GET /v1/presets, the OpenAPI document and both CLIs take theirs from it, so a new preset is
+// its function above and one row here (spec.cpp).
+struct preset_info {
+  std::string_view name;
+  std::string_view description;  // one sentence, for GET /v1/presets
+  bool runs_as_is;               // false: a submission must add to it (a sweep's matrix)
+  audit_spec (*make)();
+};
+std::span<const preset_info> presets();
 std::vector<std::string> preset_names();
 std::optional<audit_spec> preset(std::string_view name);
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clients/api_registry.hpp"
 #include "clients/selftest.hpp"
 #include "daemon_client.hpp"
 #include "remote_commands.hpp"
@@ -142,7 +143,7 @@ void add_selftest_command(CLI::App& app) {
                   "tested and stored by the daemon (--server)")
       ->required();
   cmd->add_option("--server", a->server, "logitauditd URL for a bare NAME (default: $LOGITAUDIT_SERVER, else http://127.0.0.1:8700)");
-  cmd->add_option("--api", a->run.api, "API kind of the server")->check(CLI::IsMember({"llama", "openai"}));
+  cmd->add_option("--api", a->run.api, "API kind of the server")->check(CLI::IsMember(clients::api_kinds().names()));
   cmd->add_option("--ca-file", a->run.ca_file, "PEM file of the CAs that sign an https server's certificate");
   cmd->add_option("--n-predict", a->run.n_predict, "tokens per request (default 16)")->check(CLI::Range(2, 4096));
   cmd->add_option("--top-k", a->run.top_k, "top logprobs per token (default 5)")->check(CLI::Range(2, 100));

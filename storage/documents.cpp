@@ -427,7 +427,11 @@ expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::st
   std::string preset;
   if (r.text(j, "preset", "", preset)) {
     if (auto p = audit::preset(preset)) s = std::move(*p);
-    else r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: seed-protocol, threshold, sweep, explain, selftest)");
+    else {
+      std::string known;
+      for (const auto& p : audit::presets()) known += (known.empty() ? "" : ", ") + std::string(p.name);
+      r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: " + known + ")");
+    }
   }
   if (auto it = j.find("backends"); it != j.end()) {
     if (it->is_array()) read_backends(r, *it, s);

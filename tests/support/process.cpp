@@ -6,13 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-#include <tuple>
 
 #include "clients/llama_process.hpp"
 #include "support/http_call.hpp"
@@ -41,16 +41,36 @@ struct prepared_exec {
     for (auto& e : env_text) envp.push_back(e.data());
     envp.push_back(nullptr);
   }
-  // Starts the command with its standard streams opened as `fds` says (each: fd, path, flags).
-  pid_t spawn(const std::vector<std::tuple<int, std::string, int>>& fds) {
+  // A standard stream of the child, opened from `path` with `flags`.
+  struct stream {
+    int fd;
+    std::string path;
+    int flags;
+  };
+  pid_t spawn(const std::vector<stream>& streams) {
     posix_spawn_file_actions_t actions;
-    ::posix_spawn_file_actions_init(&actions);
-    for (const auto& [fd, path, flags] : fds) ::posix_spawn_file_actions_addopen(&actions, fd, path.c_str(), flags, 0644);
+    int rc = ::posix_spawn_file_actions_init(&actions);
+    for (const auto& s : streams)
+      if (rc == 0) rc = ::posix_spawn_file_actions_addopen(&actions, s.fd, s.path.c_str(), s.flags, 0644);
     pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+    if (rc == 0) rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
     ::posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error(std::string("cannot start ") + args[0] + ": " + std::strerror(rc));
     return pid;
+  }
+};
+
+// A folder removed when it goes out of scope, whatever ends the scope.
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    char tmpl[] = "/tmp/logitaudit-proc-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
   }
 };
 
@@ -67,9 +87,8 @@ int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + 
 
 process_result run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                            std::chrono::seconds limit, const std::string* input) {
-  char tmpl[] = "/tmp/logitaudit-proc-XXXXXX";
-  const fs::path dir = ::mkdtemp(tmpl);
-  const fs::path out = dir / "out", err = dir / "err", in = dir / "in";
+  const temp_dir dir;
+  const fs::path out = dir.path / "out", err = dir.path / "err", in = dir.path / "in";
   if (input) std::ofstream(in) << *input;
   prepared_exec command(argv, env);
   const pid_t pid = command.spawn({{STDIN_FILENO, input ? in.string() : "/dev/null", O_RDONLY},
@@ -85,9 +104,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::map<
     }
     std::this_thread::sleep_for(10ms);  // waitpid with a deadline: a child's exit has no awaitable here
   }
-  process_result r{decode(status), slurp(out), slurp(err)};
-  fs::remove_all(dir);
-  return r;
+  return {decode(status), slurp(out), slurp(err)};
 }
 
 daemon_process::daemon_process(const std::string& binary, std::vector<std::string> args, const fs::path& log,
