@@ -29,6 +29,7 @@ std::vector<std::string> enum_values(const std::string& name) {
   if (name == "$presets") return audit::preset_names();
   if (name == "$arrival_kinds") return audit::names_of(audit::kArrivalKinds);
   if (name == "$job_statuses") return audit::names_of(audit::kJobStatuses);
+  if (name == "$missed_fire_policies") return audit::names_of(audit::kMissedFirePolicies);
   if (name == "$ggml_cpu_variants") return {audit::kGgmlCpuVariants.begin(), audit::kGgmlCpuVariants.end()};
   throw std::logic_error("openapi_schemas.json names an unknown enum " + name);
 }

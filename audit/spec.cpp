@@ -1,4 +1,4 @@
-// The seed-protocol preset and spec validation.
+// The presets (one table, kPresets), spec validation and sweep expansion.
 #include "spec.hpp"
 
 #include <algorithm>

@@ -209,18 +209,19 @@ audit_spec load_curve_preset(std::vector<backend_ref> backends);
 // over the matrix the submission gives (an empty matrix until then).
 audit_spec sweep_preset();
 
-// A preset: a named spec to start from. This table is the only list of them: the spec reader,
-// GET /v1/presets, the OpenAPI document and both CLIs take theirs from it, so a new preset is
-// its function above and one row here (spec.cpp).
+// A preset: a named spec to start from. Its table (kPresets in spec.cpp) is the only list of
+// them: the spec reader, GET /v1/presets, the OpenAPI document and both CLIs read it, so a new
+// preset is a row there and the function that builds its spec (which spec.cpp can keep to
+// itself).
 struct preset_info {
   std::string_view name;
   std::string_view description;  // one sentence, for GET /v1/presets
   bool runs_as_is;               // false: a submission must add to it (a sweep's matrix)
   audit_spec (*make)();
 };
-std::span<const preset_info> presets();
+std::span<const preset_info> presets();  // in the order GET /v1/presets lists them
 std::vector<std::string> preset_names();
-std::optional<audit_spec> preset(std::string_view name);
+std::optional<audit_spec> preset(std::string_view name);  // nullopt: no preset of that name
 
 // The widths a search visits: its own list, else 2..min(8, concurrency), then ~1.5x steps.
 std::vector<int> search_widths(const condition& c);

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "audit/enum_names.hpp"
 #include "audit/spec.hpp"
 #include "audit/states.hpp"
 #include "clients/api_registry.hpp"
@@ -91,12 +92,6 @@ const CLI::Validator positive_id(
     "ID");
 
 std::string id_path(const char* collection, std::int64_t id) { return std::string(collection) + "/" + std::to_string(id); }
-
-std::vector<std::string> status_names() {
-  std::vector<std::string> out;
-  for (auto st : audit::kJobStatuses) out.emplace_back(audit::to_string(st));
-  return out;
-}
 
 // --- specs from a file, a preset and overrides (submit, schedule add) ----------------------
 
@@ -502,7 +497,7 @@ void add_list(CLI::App& app) {
   auto a = std::make_shared<list_args>();
   auto* sub = app.add_subcommand("list", "list audits, newest first");
   add_common(sub, a->common);
-  sub->add_option("--status", a->status, "only audits with this status")->check(CLI::IsMember(status_names()));
+  sub->add_option("--status", a->status, "only audits with this status")->check(CLI::IsMember(audit::names_of(audit::kJobStatuses)));
   sub->add_option("--tag", a->tag, "only audits with this tag");
   sub->add_option("--before", a->before, "only audits older than this id (paging)")->check(positive_id);
   sub->add_option("--limit", a->limit, "at most this many (1-500)")->check(CLI::Range(1, 500));
@@ -790,7 +785,7 @@ void add_schedule(CLI::App& app) {
   add_spec_options(add, a->spec);
   add->add_option("--cron", a->cron, "five-field cron expression, e.g. '0 3 * * *'")->required();
   add->add_option("--timezone", a->timezone, "IANA time zone of the cron expression (default UTC)");
-  add->add_option("--missed", a->missed, "after downtime: run_once (default) or skip")->check(CLI::IsMember({"run_once", "skip"}));
+  add->add_option("--missed", a->missed, "after downtime: run_once (default) or skip")->check(CLI::IsMember(audit::names_of(audit::kMissedFirePolicies)));
   add->add_flag("--disabled", a->disabled, "create it paused");
   add->callback([a] {
     json body = {{"cron", a->cron}, {"timezone", a->timezone}, {"spec", build_spec(a->spec)}};

@@ -140,6 +140,14 @@ net::awaitable<void> scheduler::fire(storage::schedule_record r, std::int64_t fi
   if (on_fire) on_fire(r.id, job ? job->id : 0);
 }
 
+net::awaitable<void> scheduler::advance(const storage::schedule_record& r, std::int64_t from) {
+  auto move_on = [id = r.id, from, next = r.next_fire_unix, last = r.last_fire_unix](storage::store& s) {
+    return s.schedules().advance(id, from, next, last);
+  };
+  if (!co_await on_db(db_, std::move(move_on)))
+    spdlog::debug("schedule {}: moved on from {} already (another daemon, or an edit)", r.id, from);
+}
+
 net::awaitable<void> scheduler::loop() {
   // Fires missed while the daemon was down: once now, or skipped, as each schedule says. The
   // clock is read once, before the schedules: a fire that falls due while this pass runs was
@@ -160,9 +168,9 @@ net::awaitable<void> scheduler::loop() {
         spdlog::info("schedule {}: the fire at {} was missed while the daemon was down; skipped", r.id, *r.next_fire_unix);
         break;
     }
+    const auto due = *r.next_fire_unix;
     if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, started, r.timezone);
-    auto save = [r](storage::store& s) { return s.schedules().save(r); };
-    co_await on_db(db_, std::move(save));
+    co_await advance(r, due);
   }
   while (!stopping_) {
     auto load_all = [](storage::store& s) { return s.schedules().list(); };
@@ -171,11 +179,11 @@ net::awaitable<void> scheduler::loop() {
     for (auto& r : all) {
       if (!r.enabled || !r.next_fire_unix) continue;
       if (*r.next_fire_unix <= now()) {
-        co_await fire(r, *r.next_fire_unix);
-        r.last_fire_unix = *r.next_fire_unix;
-        if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, *r.next_fire_unix, r.timezone);
-        auto save = [r](storage::store& s) { return s.schedules().save(r); };
-        co_await on_db(db_, std::move(save));
+        const auto due = *r.next_fire_unix;
+        co_await fire(r, due);
+        r.last_fire_unix = due;
+        if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, due, r.timezone);
+        co_await advance(r, due);
       }
       if (r.next_fire_unix) soonest = std::min(soonest, *r.next_fire_unix);
     }

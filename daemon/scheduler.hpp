@@ -40,6 +40,9 @@ class scheduler final : public api::schedule_service {
   net::awaitable<void> loop();
   // Submits the schedule's job for its fire at `fire_unix`, unless a daemon did already.
   net::awaitable<void> fire(storage::schedule_record r, std::int64_t fire_unix);
+  // Stores `r`'s next and last fire, unless its stored next fire is no longer `from` (another
+  // daemon of the fleet moved it on, or an edit changed it): an old record never moves it back.
+  net::awaitable<void> advance(const storage::schedule_record& r, std::int64_t from);
   // Checks cron, zone and the spec's backends, fills the next fire time; the problems name
   // their fields.
   std::vector<audit::spec_problem> prepare(storage::schedule_record& r, std::optional<audit::audit_spec> spec);

@@ -427,11 +427,8 @@ expected<audit::audit_spec, std::vector<spec_problem>> read_spec_format1(std::st
   std::string preset;
   if (r.text(j, "preset", "", preset)) {
     if (auto p = audit::preset(preset)) s = std::move(*p);
-    else {
-      std::string known;
-      for (const auto& p : audit::presets()) known += (known.empty() ? "" : ", ") + std::string(p.name);
-      r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: " + known + ")");
-    }
+    else
+      r.problem("preset", "unknown preset '" + preset.substr(0, 64) + "' (known: " + audit::comma_list(audit::preset_names()) + ")");
   }
   if (auto it = j.find("backends"); it != j.end()) {
     if (it->is_array()) read_backends(r, *it, s);

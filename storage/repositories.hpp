@@ -83,6 +83,11 @@ class schedule_repository {
   virtual ~schedule_repository() = default;
   // Inserts (id 0) or updates; returns the id.
   virtual std::int64_t save(const schedule_record& r) = 0;
+  // Moves schedule `id`'s next fire from `from` to `next` and records its last fire, only if
+  // its next fire is still `from`: false when another daemon (or an edit) moved it meanwhile,
+  // whose newer record then stands.
+  virtual bool advance(std::int64_t id, std::int64_t from, std::optional<std::int64_t> next,
+                       std::optional<std::int64_t> last_fire) = 0;
   virtual std::optional<schedule_record> get(std::int64_t id) = 0;
   virtual std::vector<schedule_record> list() = 0;
   // Its jobs stay, unlinked; false when there was none.

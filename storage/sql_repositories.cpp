@@ -937,6 +937,14 @@ class sql_schedules final : public schedule_repository {
     return r.id;
   }
 
+  bool advance(std::int64_t id, std::int64_t from, std::optional<std::int64_t> next,
+               std::optional<std::int64_t> last_fire) override {
+    auto& s = db_.prepare("UPDATE schedules SET next_fire_unix = ?, last_fire_unix = ? WHERE id = ? AND next_fire_unix = ?");
+    s.bind(1, next).bind(2, last_fire).bind(3, id).bind(4, from);
+    s.run();
+    return db_.changes() > 0;
+  }
+
   std::optional<schedule_record> get(std::int64_t id) override {
     auto& s = db_.prepare(std::string("SELECT ") + kScheduleColumns + " FROM schedules WHERE id = ?");
     s.bind(1, id);

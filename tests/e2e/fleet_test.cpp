@@ -90,7 +90,11 @@ TEST(fleet_e2e, three_daemons_killed_at_random_store_every_stream_and_every_fire
   std::ofstream(conf) << R"({"backends":[{"name":"b1","url":")" << s1->url() << R"("},{"name":"b2","url":")" << s2->url()
                       << R"("}],"fleet":{"lease_ttl_s":2,"heartbeat_s":1}})";
   std::int64_t now = 1800000030;  // half a minute past a minute
-  const auto set_clock = [&] { std::ofstream(clock) << now; };
+  // Written aside and renamed into place: a daemon never reads a half-written clock.
+  const auto set_clock = [&] {
+    std::ofstream(dir / "clock.next") << now;
+    fs::rename(dir / "clock.next", clock);
+  };
   set_clock();
   std::vector<std::unique_ptr<test_support::daemon_process>> daemons(3);
   const auto start = [&](std::size_t i) {

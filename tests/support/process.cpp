@@ -1,3 +1,5 @@
+// The test support's child processes: a command run to its end with its output captured
+// (run_process), and a logitauditd started on a free port and stopped (daemon_process).
 #include "process.hpp"
 
 #include <fcntl.h>
@@ -50,6 +52,7 @@ struct prepared_exec {
   pid_t spawn(const std::vector<stream>& streams) {
     posix_spawn_file_actions_t actions;
     int rc = ::posix_spawn_file_actions_init(&actions);
+    if (rc != 0) throw std::runtime_error(std::string("cannot start ") + args[0] + ": " + std::strerror(rc));
     for (const auto& s : streams)
       if (rc == 0) rc = ::posix_spawn_file_actions_addopen(&actions, s.fd, s.path.c_str(), s.flags, 0644);
     pid_t pid = -1;
@@ -68,6 +71,8 @@ struct temp_dir {
     if (!::mkdtemp(tmpl)) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
     path = tmpl;
   }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
   ~temp_dir() {
     std::error_code ignored;
     fs::remove_all(path, ignored);

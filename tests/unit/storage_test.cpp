@@ -387,6 +387,27 @@ TEST_P(storage_suite, schedules_are_saved_listed_and_removed_and_keep_their_jobs
   EXPECT_FALSE(s().jobs().get(job)->schedule_id) << "its jobs stay, unlinked";
 }
 
+// Two daemons that read the schedule at once both fire its due minute (one of them gets
+// already_fired) and both move it on: the second move finds it moved and changes nothing, so a
+// daemon late with an old record cannot move the schedule back, nor undo an edit.
+TEST_P(storage_suite, a_schedule_moves_on_from_the_fire_it_was_read_at_and_never_back) {
+  storage::schedule_record r;
+  r.cron = "* * * * *";
+  r.spec_json = "{}";
+  r.next_fire_unix = 1798761600;
+  r.id = s().schedules().save(r);
+  EXPECT_TRUE(s().schedules().advance(r.id, 1798761600, 1798761660, 1798761600));
+  EXPECT_FALSE(s().schedules().advance(r.id, 1798761600, 1798761660, 1798761600)) << "moved already";
+  EXPECT_TRUE(s().schedules().advance(r.id, 1798761660, 1798761720, 1798761660));
+  EXPECT_FALSE(s().schedules().advance(r.id, 1798761600, 1798761660, 1798761600)) << "an old record moves nothing back";
+  auto back = s().schedules().get(r.id);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->next_fire_unix, 1798761720);
+  EXPECT_EQ(back->last_fire_unix, 1798761660);
+  EXPECT_EQ(back->cron, "* * * * *") << "only the fire times change";
+  EXPECT_FALSE(s().schedules().advance(r.id + 1, 1798761720, 1798761780, std::nullopt)) << "no such schedule";
+}
+
 TEST_P(storage_suite, a_schedule_fire_gets_one_job_whoever_fires_it) {
   storage::schedule_record r;
   r.cron = "*/5 * * * *";
