@@ -92,7 +92,17 @@ PY
 }
 
 read -r moving holding <<<"${LOGITAUDIT_HOSTILE_VARIANTS:-}"
-if [[ -z ${moving:-} || -z ${holding:-} ]]; then
+if [[ -n ${moving:-} && -n ${holding:-} ]]; then
+  # Variants named by hand: each must load on this host (ggml refuses a variant whose
+  # instructions the CPU lacks, and every server of the run would then fail to start).
+  for v in "$moving" "$holding"; do
+    verdict=$(probe "$v")
+    [[ $verdict != cannot-run ]] ||
+      { echo "hostile: ggml's CPU variant '$v' does not run on this host; llama-server said:" >&2
+        grep -m 3 ' E ' "$work/probe-$v.log" >&2 || tail -3 "$work/probe-$v.log" >&2; exit 1; }
+    echo "   $v: $verdict"
+  done
+else
   best=$(best_variant)
   [[ -n $best ]] || { echo "hostile: llama-server's log names no ggml CPU variant ($work/best.log)" >&2; exit 1; }
   step "probing ggml CPU variants other than this host's own ($best)"
