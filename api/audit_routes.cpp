@@ -155,7 +155,7 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   // The findings were stored as this JSON when the audit ended; the other formats render them.
   std::string body = j->findings_json;
   if (format != "json") {
-    auto f = storage::decode_findings(j->findings_json);
+    const auto& f = j->findings;
     if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
     body = format == "text" ? audit::render_text(*f) : format == "markdown" ? audit::render_markdown(*f) : audit::render_csv(*f);
   }

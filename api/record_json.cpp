@@ -1,7 +1,6 @@
 // Record -> JSON.
 #include "record_json.hpp"
 
-#include "audit/decode_steps.hpp"
 #include "spec_json.hpp"
 #include "storage/documents.hpp"
 
@@ -25,8 +24,8 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 json job_json(const storage::job_record& j) {
   const std::string self = "/v1/audits/" + std::to_string(j.id);
   json backends = json::array();
-  if (auto spec = storage::decode_spec(j.spec_json))
-    for (const auto& b : spec->backends) backends.push_back(b.name);
+  if (j.spec)
+    for (const auto& b : j.spec->backends) backends.push_back(b.name);
   json out = {{"id", j.id},
               {"status", std::string(audit::to_string(j.status))},
               {"progress", {{"done", j.done_requests}, {"total", j.total_requests}, {"failed", j.failed_requests}}},
@@ -54,18 +53,15 @@ json job_json(const storage::job_record& j) {
   if (!j.error.empty()) out["error"] = j.error;
   // What the findings say in brief, for lists: validity, each prediction's outcome, runs apart.
   out["result"] = nullptr;
-  if (!j.findings_json.empty()) {
-    const json f = json::parse(j.findings_json, nullptr, false);
-    if (f.is_object()) {
-      json predictions = json::array();
-      for (const auto& p : f.value("predictions", json::array()))
-        predictions.push_back({{"id", p.value("id", "")}, {"outcome", p.value("outcome", "")}});
-      out["result"] = {{"valid", f.value("valid", false)},
-                       {"invalid_reason", f.value("invalid_reason", "")},
-                       {"predictions", predictions},
-                       {"failed_runs", f.value("failed_runs", 0)},
-                       {"flagged_runs", f.value("flagged_runs", 0)}};
-    }
+  if (const auto& f = j.findings) {
+    json predictions = json::array();
+    for (const auto& p : f->predictions)
+      predictions.push_back({{"id", p.claim.id}, {"outcome", std::string(audit::to_string(p.outcome))}});
+    out["result"] = {{"valid", f->valid},
+                     {"invalid_reason", f->invalid_reason},
+                     {"predictions", predictions},
+                     {"failed_runs", f->failed_runs},
+                     {"flagged_runs", f->flagged_runs}};
   }
   return out;
 }
@@ -123,7 +119,7 @@ json run_json(const storage::run_record& r) {
   if (r.company) j["company"] = *r.company;
   // The server's decode steps this request was in: per position its step, the step's width,
   // and the joins and finishes of the burst's other requests (audit/decode_steps.hpp).
-  if (auto st = audit::steps_from_json(r.decode_steps)) {
+  if (const auto& st = r.decode_steps) {
     json width = json::array(), step = json::array(), events = json::array();
     for (std::size_t p = 0; p < st->positions.size(); ++p) {
       step.push_back(st->positions[p].step);
@@ -219,7 +215,7 @@ json schedule_json(const storage::schedule_record& v) {
           {"enabled", v.enabled},
           {"missed", std::string(audit::to_string(v.missed))},
           {"created_at", v.created_at},
-          {"spec", json::parse(v.spec_json, nullptr, false)},
+          {"spec", v.spec ? json::parse(spec_to_json(*v.spec)) : json(nullptr)},
           {"next_fire_unix", maybe(v.next_fire_unix)},
           {"last_fire_unix", maybe(v.last_fire_unix)},
           {"links",

@@ -4,12 +4,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 
 namespace logitaudit::audit {
 namespace {
-
-using json = nlohmann::json;
 
 std::int64_t ms_to_ns(double ms) { return static_cast<std::int64_t>(std::llround(ms * 1e6)); }
 
@@ -200,74 +197,6 @@ run_steps steps_of(const decode_reconstruction& r, std::size_t member) {
   s.steps = r.steps;
   s.separation = std::min(r.separation(), 1e9);
   return s;
-}
-
-std::string steps_to_json(const run_steps& s) {
-  if (s.clock == step_clock::none) return "";
-  json step = json::array(), width = json::array(), events = json::array();
-  for (std::size_t p = 0; p < s.positions.size(); ++p) {
-    step.push_back(s.positions[p].step);
-    width.push_back(s.positions[p].width);
-    for (const auto& e : s.positions[p].events)
-      events.push_back({p, e.what == step_event::kind::joined ? "joined" : "finished", e.member});
-  }
-  return json{{"clock", to_string(s.clock)}, {"steps", s.steps}, {"separation", s.separation},
-              {"step", step}, {"width", width}, {"events", events}}
-      .dump();
-}
-
-std::optional<run_steps> steps_from_json(std::string_view text) {
-  if (text.empty()) return std::nullopt;
-  const json j = json::parse(text, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  try {
-    run_steps s;
-    const auto clock = j.at("clock").get<std::string>();
-    s.clock = clock == "server" ? step_clock::server : clock == "client" ? step_clock::client : step_clock::none;
-    s.steps = j.at("steps").get<int>();
-    s.separation = j.at("separation").get<double>();
-    const auto& step = j.at("step");
-    const auto& width = j.at("width");
-    if (step.size() != width.size()) return std::nullopt;
-    s.positions.resize(step.size());
-    for (std::size_t p = 0; p < step.size(); ++p) {
-      s.positions[p].step = step[p].get<int>();
-      s.positions[p].width = width[p].get<int>();
-    }
-    for (const auto& e : j.at("events")) {
-      const auto p = e.at(0).get<std::size_t>();
-      if (p >= s.positions.size()) return std::nullopt;
-      s.positions[p].events.push_back(
-          {e.at(1).get<std::string>() == "joined" ? step_event::kind::joined : step_event::kind::finished,
-           e.at(2).get<std::size_t>()});
-    }
-    return s;
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
-}
-
-std::string token_times_to_json(const logit_stream& s) {
-  if (s.client.token_ns.empty()) return "";
-  json arrival = json::array();
-  for (auto t : s.client.token_ns) arrival.push_back(t - s.client.write_ns);
-  json j = {{"arrival_ns", arrival}};
-  if (!s.server_token_ms.empty()) j["server_ms"] = s.server_token_ms;
-  return j.dump();
-}
-
-void set_token_times(logit_stream& s, std::string_view text) {
-  if (text.empty()) return;
-  const json j = json::parse(text, nullptr, false);
-  if (!j.is_object()) return;
-  try {
-    s.client.token_ns.clear();
-    for (const auto& t : j.at("arrival_ns")) s.client.token_ns.push_back(s.client.write_ns + t.get<std::int64_t>());
-    if (auto it = j.find("server_ms"); it != j.end()) s.server_token_ms = it->get<std::vector<double>>();
-  } catch (const json::exception&) {
-    s.client.token_ns.clear();
-    s.server_token_ms.clear();
-  }
 }
 
 std::optional<divergence_step> step_at(const run_steps& s, int position) {

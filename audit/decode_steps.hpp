@@ -59,7 +59,7 @@ struct decode_reconstruction {
 // clocks of a loaded machine suggest).
 decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members, std::int64_t slots = -1);
 
-// One request's steps as stored (JSON), and back. The burst-wide figures travel with it.
+// One request's steps, with the burst-wide figures (stored by storage/stream_documents.hpp).
 struct run_steps {
   step_clock clock = step_clock::none;
   std::vector<position_step> positions;
@@ -68,14 +68,6 @@ struct run_steps {
   bool operator==(const run_steps&) const = default;
 };
 run_steps steps_of(const decode_reconstruction& r, std::size_t member);
-std::string steps_to_json(const run_steps& s);
-std::optional<run_steps> steps_from_json(std::string_view text);
-
-// A stream's token times as stored (JSON: arrival ns after its write, and the server's ms),
-// and back into the stream.
-std::string token_times_to_json(const logit_stream& s);
-void set_token_times(logit_stream& s, std::string_view text);
-
 // The attribution of a first difference at `position`: the widths there and just before, and
 // what happened between (joins and finishes). nullopt when the steps do not reach it.
 struct divergence_step {

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "api/spec_json.hpp"
 #include "audit/plan.hpp"
 #include "audit/search.hpp"
 #include "audit/stream_encoding.hpp"
@@ -272,13 +271,13 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
   const bool finished = job_row && audit::has_findings(job_row->status) && !job_row->findings_json.empty();
   const auto judged = judge_identities(e, digests, finished, rep);
   if (!finished) return;
-  auto spec = storage::decode_spec(job_row->spec_json);
+  const auto& spec = job_row->spec;
   if (!spec) {
     rep.problems.push_back("job " + std::to_string(job) + ": the stored spec does not parse");
     return;
   }
   verify_predictions(store, job, *spec, judged, rep);
-  const auto stored_findings = storage::decode_findings(job_row->findings_json);
+  const auto& stored_findings = job_row->findings;
   if (!stored_findings) return;
   const auto plan = audit::make_plan(*spec);
   verify_searches(e, *spec, plan, *stored_findings, judged, rep);

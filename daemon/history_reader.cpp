@@ -1,13 +1,9 @@
 // Stored audits -> the history's plain values, on the db thread.
 #include "history_reader.hpp"
 
-#include <nlohmann/json.hpp>
-
-#include "api/spec_json.hpp"
 #include "audit/numbers.hpp"
 #include "audit/plan.hpp"
 #include "db_call.hpp"
-#include "storage/documents.hpp"
 
 namespace logitaudit::daemon {
 
@@ -21,7 +17,7 @@ std::string baseline_label(const storage::run_record& r) {
 // This backend's streams against the spec's reference, from the stored findings.
 std::optional<audit::reference_summary> reference_of(const audit::audit_spec& spec, const storage::job_record& job,
                                                      const std::string& backend) {
-  const auto f = storage::decode_findings(job.findings_json);
+  const auto& f = job.findings;
   if (!f || !f->reference) return std::nullopt;
   const auto plan = audit::make_plan(spec);
   audit::reference_summary r;
@@ -52,12 +48,9 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
   a.time = job.created_at;
   a.status = job.status;
   a.ended = job.status == audit::job_status::done;
-  if (!job.findings_json.empty()) {
-    const auto f = nlohmann::json::parse(job.findings_json, nullptr, false);
-    if (f.is_object()) {
-      a.valid = f.value("valid", false);
-      a.invalid_reason = f.value("invalid_reason", "");
-    }
+  if (job.findings) {
+    a.valid = job.findings->valid;
+    a.invalid_reason = job.findings->invalid_reason;
   }
   for (auto& r : s.evidence().fingerprint_records(job.id)) {
     if (r.backend != backend) continue;
@@ -68,14 +61,14 @@ audit::series_audit load_series_audit(storage::store& s, const storage::job_reco
 
   // The spec names each condition and says which are controls, in its order.
   std::map<std::string, std::size_t> index;
-  const auto spec = storage::decode_spec(job.spec_json);
+  const auto& spec = job.spec;
   if (spec) {
     for (const auto& c : spec->conditions) {
       index[c.name] = a.conditions.size();
       a.conditions.push_back({c.name, audit::is_control(c.kind), c.kind == audit::condition_kind::repeat});
     }
   }
-  if (spec && spec->reference_audit && !job.findings_json.empty()) a.reference = reference_of(*spec, job, backend);
+  if (spec && spec->reference_audit && job.findings) a.reference = reference_of(*spec, job, backend);
   auto counts_of = [&](const std::string& condition) -> audit::condition_counts& {
     auto [it, fresh] = index.try_emplace(condition, a.conditions.size());
     if (fresh) a.conditions.push_back({condition});

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-#include "api/spec_json.hpp"
 #include "audit/plan.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/llama_api.hpp"
@@ -112,7 +111,10 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
   nj.tags = spec.tags;
   nj.schedule_id = schedule;
   nj.fire_unix = fire_unix;
-  for (const auto& b : spec.backends) nj.backends.push_back(b.name);
+  for (const auto& b : spec.backends) {
+    nj.backends.push_back(b.name);
+    nj.starts_servers = nj.starts_servers || b.managed.has_value();
+  }
   const int max_queued = config_.max_queued_jobs;
   // Counting the queue and inserting happen in one task on the db thread: nothing queues in
   // between.
@@ -400,7 +402,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     co_return end;
   }
   auto& [row, stored] = *started;
-  auto spec = storage::decode_spec(row.spec_json);
+  const auto& spec = row.spec;
   expected<std::map<std::string, clients::backend_config>, std::string> configs =
       unexpected{std::string("the stored spec does not parse")};
   if (spec) configs = client_configs(*spec);

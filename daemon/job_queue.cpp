@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-#include "api/spec_json.hpp"
 #include "db_call.hpp"
 
 namespace logitaudit::daemon {
@@ -141,24 +140,17 @@ void job_queue::ended(const std::shared_ptr<running_job>& job, std::exception_pt
   wake();
 }
 
-std::vector<std::string> job_queue::backends_of(const std::string& spec_json) {
-  std::vector<std::string> backends;
-  bool managed = false;
-  if (auto spec = api::read_spec(spec_json))
-    for (const auto& b : spec->backends) {
-      backends.push_back(b.name);
-      managed = managed || b.managed.has_value();
-    }
+std::vector<std::string> job_queue::backends_of(storage::job_holding job) {
   // Servers the daemon starts share this machine's cores: one job with them at a time.
-  if (managed) backends.push_back(managed_servers_key);
-  return backends;
+  if (job.starts_servers) job.backends.push_back(managed_servers_key);
+  return std::move(job.backends);
 }
 
 net::awaitable<void> job_queue::dispatch_loop() {
   if (!config_.fleet) {
     // Jobs an earlier process left running come first, in their order. (In a fleet they are
     // leased like the others once their daemon's lease expires.)
-    auto find_left = [](storage::store& s) { return s.jobs().with_status(audit::job_status::running); };
+    auto find_left = [](storage::store& s) { return s.jobs().holdings(audit::job_status::running); };
     for (const auto& r : co_await on_db(db_, std::move(find_left))) {
       const bool resume = config_.resume_interrupted;
       spdlog::info("audit {} was left running; {}", r.id, resume ? "resuming it" : "marking it interrupted");
@@ -186,15 +178,16 @@ net::awaitable<void> job_queue::dispatch_loop() {
 net::awaitable<void> job_queue::dispatch_once() {
   if (static_cast<int>(running_.size()) >= config_.max_running_jobs) co_return;
   if (config_.fleet) co_return co_await dispatch_leased();
-  auto load_queued = [](storage::store& s) { return s.jobs().with_status(audit::job_status::queued); };
-  for (const auto& r : co_await on_db(db_, std::move(load_queued))) {
+  auto load_queued = [](storage::store& s) { return s.jobs().holdings(audit::job_status::queued); };
+  for (auto& r : co_await on_db(db_, std::move(load_queued))) {
     if (stopping_ || static_cast<int>(running_.size()) >= config_.max_running_jobs) break;
     if (running_.count(r.id)) continue;
-    auto backends = backends_of(r.spec_json);
+    const auto id = r.id;
+    auto backends = backends_of(std::move(r));
     // Never two jobs on one backend: they would perturb each other's batching.
     bool free = true;
     for (const auto& b : backends) free = free && !busy_backends_.count(b);
-    if (free) launch(r.id, std::move(backends));
+    if (free) launch(id, std::move(backends));
   }
 }
 
@@ -204,19 +197,16 @@ net::awaitable<void> job_queue::dispatch_leased() {
   for (const auto& [id, job] : running_) skip.insert(id);
   while (!stopping_ && static_cast<int>(running_.size()) < config_.max_running_jobs) {
     auto claim = [member = fleet.member, ttl = fleet.lease_ttl_s, skip](storage::store& s) {
-      std::optional<std::pair<storage::claimed_job, std::string>> out;
+      std::optional<std::pair<storage::claimed_job, storage::job_holding>> out;
       auto* f = s.fleet();
       if (!f) return out;
-      if (auto c = f->claim(member, ttl, skip)) {
-        auto job = s.jobs().get(c->id);
-        out.emplace(*c, job ? job->spec_json : std::string());
-      }
+      if (auto c = f->claim(member, ttl, skip)) out.emplace(*c, s.jobs().holding(c->id).value_or(storage::job_holding{c->id}));
       return out;
     };
     auto got = co_await on_db(db_, std::move(claim));
     if (!got) co_return;
-    const auto& [claimed, spec_json] = *got;
-    auto backends = backends_of(spec_json);
+    auto& [claimed, holding] = *got;
+    auto backends = backends_of(std::move(holding));
     bool free = true;
     for (const auto& b : backends) free = free && !busy_backends_.count(b);
     if (!free) {

@@ -107,8 +107,8 @@ class job_queue {
   // Renews this member's leases while it runs jobs or takes them; stops jobs cancelled
   // through another member.
   net::awaitable<void> heartbeat_loop();
-  // The backends job `spec_json` holds here: its names, and the managed servers' key.
-  static std::vector<std::string> backends_of(const std::string& spec_json);
+  // What a job holds here while it runs: its backends' names, and the managed servers' key.
+  static std::vector<std::string> backends_of(storage::job_holding job);
   void launch(std::int64_t id, std::vector<std::string> backends);
   void ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end);
 

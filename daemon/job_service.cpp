@@ -268,7 +268,7 @@ net::awaitable<expected<api::repro_view, api::service_error>> job_service::start
   if (!target->verdict || target->verdict->logit_identical)
     co_return unexpected{repro_refused(service_errc::conflict, "not_divergent",
                                        "run " + std::to_string(run) + " is not a compared run that diverged from its solo baseline", "run")};
-  auto spec = storage::decode_spec(job.spec_json);
+  const auto& spec = job.spec;
   if (!spec) co_return unexpected{repro_refused(service_errc::conflict, "not_reproducible", "the audit's stored spec cannot be read", "id")};
   const auto plan = audit::make_plan(*spec);
   if (target->group >= plan.groups.size() || plan.groups[target->group].mode != audit::group_mode::burst ||

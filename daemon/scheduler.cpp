@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <nlohmann/json.hpp>
 
-#include "api/spec_json.hpp"
 #include "cron.hpp"
 #include "db_call.hpp"
 #include "storage/documents.hpp"
@@ -49,6 +47,7 @@ std::vector<audit::spec_problem> scheduler::prepare(storage::schedule_record& r,
   if (spec) {
     for (auto& p : lifecycle_.admit(*spec)) problems.push_back({"spec." + p.field, p.message});
     r.spec_json = storage::encode_spec(*spec);
+    r.spec = std::move(*spec);
   }
   if (parsed && problems.empty()) r.next_fire_unix = next_fire(*parsed, now(), r.timezone);
   return problems;
@@ -112,8 +111,7 @@ net::awaitable<std::optional<std::vector<api::schedule_fire>>> scheduler::histor
     std::vector<api::schedule_fire> out;
     for (auto& j : s.jobs().of_schedule(id, 200)) {
       api::schedule_fire f;
-      auto findings = nlohmann::json::parse(j.findings_json, nullptr, false);
-      f.valid = findings.is_object() && findings.value("valid", false);
+      f.valid = j.findings && j.findings->valid;
       f.predictions = s.jobs().predictions(j.id);
       f.job = std::move(j);
       out.push_back(std::move(f));
@@ -124,7 +122,7 @@ net::awaitable<std::optional<std::vector<api::schedule_fire>>> scheduler::histor
 }
 
 net::awaitable<void> scheduler::fire(storage::schedule_record r, std::int64_t fire_unix) {
-  auto spec = storage::decode_spec(r.spec_json);
+  auto spec = std::move(r.spec);
   if (!spec) {
     spdlog::error("schedule {}: its stored spec does not parse; not fired", r.id);
     co_return;

@@ -272,6 +272,11 @@ ALTER TABLE verdicts DROP CONSTRAINT verdicts_flag_check;
 ALTER TABLE verdicts ADD CONSTRAINT verdicts_flag_check
   CHECK (flag IN ('none','not_batched','not_reused','not_solo','control_ineffective','level_not_reached'));
 )sql",
+    // 6: SQLite's version 10: whether a job starts its backends' servers, as a column.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN starts_servers BIGINT NOT NULL DEFAULT 0;
+UPDATE jobs SET starts_servers = 1 WHERE jsonb_path_exists(spec_json::jsonb, '$.backends[*].managed');
+)sql",
 };
 
 constexpr int kPostgresMigrationCount = sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]);

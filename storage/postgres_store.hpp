@@ -15,7 +15,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kPostgresSchemaVersion = 5;
+inline constexpr int kPostgresSchemaVersion = 6;
 
 std::span<const char* const> postgres_migrations();
 

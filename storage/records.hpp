@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "audit/burst_measurement.hpp"
+#include "audit/decode_steps.hpp"
 #include "audit/evidence.hpp"
 #include "audit/findings.hpp"
 #include "audit/fingerprint.hpp"
 #include "audit/logit_stream.hpp"
 #include "audit/plan.hpp"
+#include "audit/spec.hpp"
 #include "audit/states.hpp"
 
 namespace logitaudit::storage {
@@ -52,6 +54,15 @@ struct new_job {
   std::optional<std::int64_t> fire_unix;
   std::string created_at;
   std::vector<std::string> backends;  // by name: the series the job belongs to
+  bool starts_servers = false;        // the daemon starts its backends' servers (managed backends)
+};
+
+// A job as the queue sees it, read from columns and never from its spec: what it holds while
+// it runs.
+struct job_holding {
+  std::int64_t id = 0;
+  std::vector<std::string> backends;  // by name
+  bool starts_servers = false;
 };
 
 // A daemon of a fleet (many daemons on one PostgreSQL database).
@@ -84,13 +95,20 @@ struct claimed_job {
 struct job_record {
   std::int64_t id = 0;
   audit::job_status status = audit::job_status::queued;
-  std::string spec_json, spec_hash, prediction_hash, predictions_registered_at;
+  // The spec's stored bytes (hashed into spec_hash, served as they are), decoded once when the
+  // row is read by storage's codec (documents.hpp): nobody else parses them. nullopt: the text
+  // is not a spec this build reads.
+  std::string spec_json;
+  std::optional<audit::audit_spec> spec;
+  std::string spec_hash, prediction_hash, predictions_registered_at;
   std::int64_t total_requests = 0, done_requests = 0, failed_requests = 0, total_groups = 0;
   std::string error;
   std::vector<std::string> tags;
   std::optional<std::int64_t> schedule_id;
   std::string created_at, started_at, finished_at;
-  std::string findings_json;  // empty until the job ends with findings
+  // The findings as stored (empty until the job ends with findings), and decoded the same way.
+  std::string findings_json;
+  std::optional<audit::findings> findings;
   // An audit imported from an evidence bundle: where it was measured (origin empty: here).
   struct import_provenance {
     std::string origin;    // "host:database" of the exporting daemon
@@ -172,9 +190,10 @@ struct run_record {
   std::string stop_reason;
   std::int64_t prompt_tokens = -1, cached_tokens = -1, slot = -1;  // as the server said; -1: not said
   audit::server_timings server;
-  std::string token_texts;  // each token's text, a JSON array ("" before schema 7)
-  std::string token_times;   // streamed: arrival ns after the write, the server's ms (schema 8)
-  std::string decode_steps;  // burst members: the reconstructed steps (audit/decode_steps.hpp)
+  // As stored (storage/stream_documents.hpp), set into the stream when it is read: each
+  // token's text ("" before schema 7), and streamed token times (schema 8).
+  std::string token_texts, token_times;
+  std::optional<audit::run_steps> decode_steps;  // burst members: the reconstructed steps (schema 8)
   std::optional<double> company;  // serial requests: the server's busy slots per decode while it ran
   std::optional<verdict_record> verdict;
 };
@@ -235,7 +254,8 @@ struct schedule_record {
   std::int64_t id = 0;  // 0: not stored yet
   std::string cron;
   std::string timezone = "UTC";
-  std::string spec_json;
+  std::string spec_json;                   // as stored, like a job's
+  std::optional<audit::audit_spec> spec;   // decoded once when the row is read
   bool enabled = true;
   audit::missed_fire_policy missed = audit::missed_fire_policy::run_once;
   std::string created_at;

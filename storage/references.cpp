@@ -22,9 +22,9 @@ audit::reference_evidence reference_evidence_of(store& s, std::int64_t id) {
   if (!row) return r;
   r.found = true;
   r.origin = row->provenance.origin;
-  if (auto spec = decode_spec(row->spec_json)) {
-    r.n_predict = spec->n_predict;
-    r.top_k = spec->top_k;
+  if (row->spec) {
+    r.n_predict = row->spec->n_predict;
+    r.top_k = row->spec->top_k;
   }
   r.baselines = s.evidence().baselines(id);
   r.fingerprints = s.evidence().fingerprints(id);

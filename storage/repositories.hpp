@@ -30,6 +30,10 @@ class job_repository {
   virtual void set_total_requests(std::int64_t job, std::int64_t total) = 0;
   virtual std::optional<job_record> get(std::int64_t job) = 0;
   virtual std::vector<job_record> with_status(audit::job_status status) = 0;  // oldest first
+  // What the queue needs to start jobs (their backends, whether they start servers), from
+  // columns: of the jobs with `status`, oldest first, and of one job.
+  virtual std::vector<job_holding> holdings(audit::job_status status) = 0;
+  virtual std::optional<job_holding> holding(std::int64_t job) = 0;
   virtual std::vector<job_record> page(const job_query& q) = 0;
   virtual std::vector<job_record> of_schedule(std::int64_t schedule, int limit) = 0;  // newest first
   // The series the stored jobs form, the one with the newest job first.

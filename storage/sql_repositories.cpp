@@ -13,6 +13,7 @@
 
 #include "audit/stream_encoding.hpp"
 #include "documents.hpp"
+#include "stream_documents.hpp"
 
 namespace logitaudit::storage {
 namespace {
@@ -58,21 +59,6 @@ std::string hashes_text(const std::map<std::string, std::string>& m) {
   std::string s;
   for (const auto& [k, v] : m) s += k + "\t" + v + "\n";
   return s;
-}
-
-// Each token's text, as a JSON array of strings (display, and a difference in the text alone).
-std::string token_texts_of(const audit::logit_stream& s) {
-  auto a = nlohmann::json::array();
-  for (const auto& t : s.tokens) a.push_back(t.text);
-  return a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-void set_token_texts(audit::logit_stream& s, const std::string& text) {
-  if (text.empty()) return;
-  auto a = nlohmann::json::parse(text, nullptr, false);
-  if (!a.is_array() || a.size() != s.tokens.size()) return;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].is_string()) s.tokens[i].text = a[i].get<std::string>();
 }
 
 std::map<std::string, std::string> hashes_of(const std::string& text) {
@@ -125,6 +111,7 @@ job_record read_job(sql_statement& s) {
   j.id = s.integer(0);
   j.status = status_of(s.text(1));
   j.spec_json = s.text(2);
+  if (auto spec = decode_spec(j.spec_json)) j.spec = std::move(*spec);
   j.spec_hash = s.text(3);
   j.prediction_hash = s.text(4);
   j.predictions_registered_at = s.text(5);
@@ -139,12 +126,27 @@ job_record read_job(sql_statement& s) {
   j.started_at = s.text(14);
   j.finished_at = s.text(15);
   j.findings_json = s.text(16);
+  if (!j.findings_json.empty()) j.findings = decode_findings(j.findings_json);
   j.provenance.origin = s.text(17);
   if (!s.is_null(18)) j.provenance.audit = s.integer(18);
   j.provenance.version = s.text(19);
   j.provenance.imported_at = s.text(20);
   return j;
 }
+
+// Rows of (id, starts_servers, backend or NULL), by id: one holding per job.
+std::vector<job_holding> read_holdings(sql_statement& s) {
+  std::vector<job_holding> out;
+  while (s.step()) {
+    if (out.empty() || out.back().id != s.integer(0)) out.push_back({s.integer(0), {}, s.integer(1) != 0});
+    if (!s.is_null(2)) out.back().backends.push_back(s.text(2));
+  }
+  s.reset();
+  return out;
+}
+
+constexpr const char* kHoldingQuery =
+    "SELECT j.id, j.starts_servers, b.backend FROM jobs j LEFT JOIN job_backends b ON b.job_id = j.id ";
 
 std::vector<job_record> read_jobs(sql_statement& s) {
   std::vector<job_record> out;
@@ -170,10 +172,11 @@ class sql_jobs final : public job_repository {
   std::int64_t create(const new_job& j) override {
     auto& s = db_.prepare(
         "INSERT INTO jobs (status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, "
-        "total_groups, tags_json, schedule_id, created_at) VALUES ('queued', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id");
+        "total_groups, tags_json, schedule_id, created_at, starts_servers) VALUES ('queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "RETURNING id");
     s.bind(1, j.spec_json).bind(2, j.spec_hash).bind(3, j.prediction_hash).bind(4, j.predictions_registered_at);
     s.bind(5, j.total_requests).bind(6, j.total_groups).bind(7, tags_text(j.tags)).bind(8, j.schedule_id);
-    s.bind(9, j.created_at);
+    s.bind(9, j.created_at).bind(10, j.starts_servers);
     transaction t(db_);
     const auto id = returned_id(s);
     auto& b = db_.prepare("INSERT INTO job_backends (job_id, backend) VALUES (?, ?) ON CONFLICT DO NOTHING");
@@ -287,6 +290,20 @@ class sql_jobs final : public job_repository {
     auto& s = db_.prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE status = ? ORDER BY id");
     s.bind(1, audit::to_string(status));
     return read_jobs(s);
+  }
+
+  std::vector<job_holding> holdings(audit::job_status status) override {
+    auto& s = db_.prepare(std::string(kHoldingQuery) + "WHERE j.status = ? ORDER BY j.id, b.backend");
+    s.bind(1, audit::to_string(status));
+    return read_holdings(s);
+  }
+
+  std::optional<job_holding> holding(std::int64_t job) override {
+    auto& s = db_.prepare(std::string(kHoldingQuery) + "WHERE j.id = ? ORDER BY b.backend");
+    s.bind(1, job);
+    auto out = read_holdings(s);
+    if (out.empty()) return std::nullopt;
+    return std::move(out.front());
   }
 
   std::vector<job_record> page(const job_query& q) override {
@@ -458,7 +475,7 @@ run_record read_run(sql_statement& s) {
   if (!s.is_null(41)) r.company = s.real(41);
   if (!s.is_null(42)) r.token_texts = s.text(42);
   if (!s.is_null(44)) r.token_times = s.text(44);
-  if (!s.is_null(45)) r.decode_steps = s.text(45);
+  if (!s.is_null(45)) r.decode_steps = decode_steps(s.text(45));
   return r;
 }
 
@@ -476,7 +493,7 @@ std::optional<audit::logit_stream> stream_of(const run_record& r, const std::vec
   st->client.write_ns = r.write_ns;
   st->client.first_byte_ns = r.first_byte_ns;
   st->client.last_byte_ns = r.last_byte_ns;
-  audit::set_token_times(*st, r.token_times);
+  set_token_times(*st, r.token_times);
   return st;
 }
 
@@ -575,7 +592,7 @@ class sql_evidence final : public evidence_repository {
       std::vector<const audit::logit_stream*> members;
       for (const auto& r : gw.runs) members.push_back(r.stream ? &*r.stream : nullptr);
       const auto rec = audit::reconstruct_steps(members, gw.burst ? gw.burst->server_slots : -1);
-      for (std::size_t i = 0; i < gw.runs.size(); ++i) steps[&gw.runs[i]] = audit::steps_to_json(audit::steps_of(rec, i));
+      for (std::size_t i = 0; i < gw.runs.size(); ++i) steps[&gw.runs[i]] = encode_steps(audit::steps_of(rec, i));
     }
     std::vector<run_ref> ok;
     for (const auto& r : runs)
@@ -594,9 +611,9 @@ class sql_evidence final : public evidence_repository {
                   s.bind_blob(p + 4, enc).bind(p + 5, st.content).bind(p + 6, st.stop_reason).bind(p + 7, st.prompt_tokens);
                   s.bind(p + 8, st.cached_tokens).bind(p + 9, st.slot).bind(p + 10, st.server.prompt_ms);
                   s.bind(p + 11, st.server.predicted_ms).bind(p + 12, st.server.cache_n).bind(p + 13, st.server.prompt_n);
-                  s.bind(p + 14, st.server.predicted_n).bind(p + 15, token_texts_of(st));
+                  s.bind(p + 14, st.server.predicted_n).bind(p + 15, encode_token_texts(st));
                   const auto step = steps.find(ok[i].run);
-                  s.bind(p + 16, audit::token_times_to_json(st)).bind(p + 17, step == steps.end() ? std::string() : step->second);
+                  s.bind(p + 16, encode_token_times(st)).bind(p + 17, step == steps.end() ? std::string() : step->second);
                 });
     auto& progress =
         db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");
@@ -907,6 +924,7 @@ schedule_record read_schedule(sql_statement& s) {
   r.cron = s.text(1);
   r.timezone = s.text(2);
   r.spec_json = s.text(3);
+  if (auto spec = decode_spec(r.spec_json)) r.spec = std::move(*spec);
   r.enabled = s.integer(4) != 0;
   r.missed = audit::parse_missed_fire_policy(s.text(5)).value_or(audit::missed_fire_policy::run_once);
   r.created_at = s.text(6);

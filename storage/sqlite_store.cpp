@@ -312,6 +312,14 @@ INSERT INTO verdicts_v9 (run_id, logit_identical, token_identical, first_logit_d
 DROP TABLE verdicts;
 ALTER TABLE verdicts_v9 RENAME TO verdicts;
 )sql",
+    // 10: typed job rows. Whether a job starts its backends' servers is a column, so that the
+    // queue reads what a job holds from columns (with job_backends) and never decodes a spec;
+    // filled in for the stored jobs from their specs.
+    R"sql(
+ALTER TABLE jobs ADD COLUMN starts_servers INTEGER NOT NULL DEFAULT 0;
+UPDATE jobs SET starts_servers = 1 WHERE json_valid(spec_json) AND EXISTS (
+  SELECT 1 FROM json_each(jobs.spec_json, '$.backends') b WHERE json_type(b.value, '$.managed') IS NOT NULL);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

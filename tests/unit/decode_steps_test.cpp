@@ -5,6 +5,7 @@
 #include "audit/attribution.hpp"
 #include "audit/decode_steps.hpp"
 #include "audit/statistics.hpp"
+#include "storage/stream_documents.hpp"
 
 using namespace logitaudit::audit;
 
@@ -45,7 +46,7 @@ TEST(decode_steps, a_staggered_burst_has_its_widths_joins_and_finishes) {
   EXPECT_GT(r.separation(), 1.0);
   // Stored and read back, a run's steps are the same.
   const auto one = steps_of(r, 0);
-  EXPECT_EQ(steps_from_json(steps_to_json(one)), one);
+  EXPECT_EQ(logitaudit::storage::decode_steps(logitaudit::storage::encode_steps(one)), one);
   const auto d = step_at(one, 16);
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->width_changed());
@@ -80,7 +81,7 @@ TEST(decode_steps, without_per_token_times_there_is_no_reconstruction_and_client
   // Token times are stored relative to the write and come back absolute.
   logit_stream back;
   back.client.write_ns = s.client.write_ns;
-  set_token_times(back, token_times_to_json(s));
+  logitaudit::storage::set_token_times(back, logitaudit::storage::encode_token_times(s));
   EXPECT_EQ(back.client.token_ns, s.client.token_ns);
 }
 

@@ -103,5 +103,37 @@ TEST_P(fixture_databases, the_daemon_serves_their_findings_as_their_version_prin
   ASSERT_FALSE(series["series"].empty()) << series.dump();
 }
 
+// The queue reads what a job holds from columns (storage::job_holding), never from its spec:
+// the migration that added starts_servers fills it in from the stored specs of the jobs an
+// older version left queued or running.
+TEST_P(fixture_databases, jobs_left_queued_are_held_by_their_columns_after_the_migration) {
+  fixture_copy db(name());
+  {
+    // As an older version would have left them: job 1 queued with a managed backend, job 2
+    // running with a server it did not start.
+    storage::database raw(db.path);
+    raw.exec("CREATE TEMP TABLE copied AS SELECT * FROM jobs WHERE id = 1; UPDATE copied SET id = 2, status = 'running'; "
+             "INSERT INTO jobs SELECT * FROM copied");
+    // (Version 1 kept no job_backends: the migration that added it read them from the specs.)
+    auto& has_backends = raw.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'job_backends'");
+    const bool kept = has_backends.step() && has_backends.integer(0) == 1;
+    has_backends.reset();
+    if (kept) raw.exec("INSERT INTO job_backends (job_id, backend) SELECT 2, backend FROM job_backends WHERE job_id = 1");
+    raw.exec("UPDATE jobs SET status = 'queued', spec_json = json_set(spec_json, '$.backends[0].managed', "
+             "json('{\"model\":\"tiny.gguf\",\"parallel\":4}')) WHERE id = 1");
+  }
+  storage::sqlite_store s(db.path);
+  const auto queued = s.jobs().holdings(audit::job_status::queued);
+  ASSERT_EQ(queued.size(), 1u);
+  EXPECT_EQ(queued[0].id, 1);
+  EXPECT_TRUE(queued[0].starts_servers) << "the stored spec names a managed backend";
+  EXPECT_EQ(queued[0].backends, std::vector<std::string>{"a"});
+  const auto running = s.jobs().holding(2);
+  ASSERT_TRUE(running);
+  EXPECT_FALSE(running->starts_servers);
+  EXPECT_EQ(running->backends, std::vector<std::string>{"a"});
+  EXPECT_FALSE(s.jobs().holding(3));
+}
+
 INSTANTIATE_TEST_SUITE_P(versions, fixture_databases, ::testing::Values(1, 2),
                          [](const auto& info) { return "v" + std::to_string(info.param); });
