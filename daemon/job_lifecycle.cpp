@@ -115,10 +115,11 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
     nj.backends.push_back(b.name);
     nj.starts_servers = nj.starts_servers || b.managed.has_value();
   }
+  nj.spec = std::move(spec);
   const int max_queued = config_.max_queued_jobs;
   // Counting the queue and inserting happen in one task on the db thread: nothing queues in
   // between.
-  auto store_job = [nj, max_queued, reference = spec.reference_audit](storage::store& s)
+  auto store_job = [nj, max_queued, reference = nj.spec.reference_audit](storage::store& s)
       -> expected<storage::job_record, api::service_error> {
     if (reference)
       if (auto why = storage::reference_problem(s, *reference); !why.empty())
@@ -133,7 +134,7 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
                                               " audits waiting); submit again later",
                                           "queue")};
     }
-    return *s.jobs().get(s.jobs().create(nj));
+    return storage::job_record::queued(nj, s.jobs().create(nj));
   };
   expected<storage::job_record, api::service_error> row;
   try {

@@ -41,6 +41,7 @@ struct storage_error : std::runtime_error {
 };
 
 struct new_job {
+  audit::audit_spec spec;  // as admitted; spec_json is its stored encoding (documents.hpp)
   std::string spec_json;
   std::string spec_hash;
   std::string prediction_hash;
@@ -117,6 +118,23 @@ struct job_record {
     std::string imported_at;
     bool imported() const { return !origin.empty(); }
   } provenance;
+
+  // The row create(j) stored as `id`, without reading it back (and decoding its spec again).
+  static job_record queued(const new_job& j, std::int64_t id) {
+    job_record r;
+    r.id = id;
+    r.spec_json = j.spec_json;
+    r.spec = j.spec;
+    r.spec_hash = j.spec_hash;
+    r.prediction_hash = j.prediction_hash;
+    r.predictions_registered_at = j.predictions_registered_at;
+    r.total_requests = static_cast<std::int64_t>(j.total_requests);
+    r.total_groups = static_cast<std::int64_t>(j.total_groups);
+    r.tags = j.tags;
+    r.schedule_id = j.schedule_id;
+    r.created_at = j.created_at;
+    return r;
+  }
 };
 
 // Newest first; every member narrows ("" / nullopt / 0: no bound).

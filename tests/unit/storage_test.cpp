@@ -154,6 +154,54 @@ TEST_P(storage_suite, a_job_round_trips_and_deleting_it_removes_every_row) {
   EXPECT_EQ(s().jobs().ids(), std::vector<std::int64_t>{other});
 }
 
+// The lifecycle answers a submission with job_record::queued instead of reading the row back:
+// it must be the row that is read back, field for field, with its documents decoded.
+TEST_P(storage_suite, a_created_job_reads_back_as_the_record_it_was_created_as_and_is_held_by_its_columns) {
+  storage::new_job j;
+  j.spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}, {"b", "http://127.0.0.1:2", "llama"}});
+  j.spec.backends[1].managed.emplace();
+  j.spec_json = storage::encode_spec(j.spec);
+  j.spec_hash = "h";
+  j.prediction_hash = "p";
+  j.predictions_registered_at = j.created_at = storage::now_utc();
+  j.total_requests = 7;
+  j.total_groups = 3;
+  j.tags = {"x", "y"};
+  j.backends = {"a", "b"};
+  j.starts_servers = true;
+  const auto id = s().jobs().create(j);
+  const auto made = storage::job_record::queued(j, id);
+  const auto read = s().jobs().get(id);
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->id, made.id);
+  EXPECT_EQ(read->status, made.status);
+  EXPECT_EQ(read->spec_json, made.spec_json);
+  ASSERT_TRUE(read->spec);
+  EXPECT_EQ(storage::encode_spec(*read->spec), storage::encode_spec(*made.spec));
+  EXPECT_EQ(read->spec_hash, made.spec_hash);
+  EXPECT_EQ(read->prediction_hash, made.prediction_hash);
+  EXPECT_EQ(read->predictions_registered_at, made.predictions_registered_at);
+  EXPECT_EQ(read->total_requests, made.total_requests);
+  EXPECT_EQ(read->done_requests, made.done_requests);
+  EXPECT_EQ(read->failed_requests, made.failed_requests);
+  EXPECT_EQ(read->total_groups, made.total_groups);
+  EXPECT_EQ(read->tags, made.tags);
+  EXPECT_EQ(read->schedule_id, made.schedule_id);
+  EXPECT_EQ(read->created_at, made.created_at);
+  EXPECT_EQ(read->started_at, made.started_at);
+  EXPECT_EQ(read->finished_at, made.finished_at);
+  EXPECT_EQ(read->findings_json, made.findings_json);
+  EXPECT_FALSE(read->findings);
+  EXPECT_EQ(read->error, made.error);
+  EXPECT_FALSE(read->provenance.imported());
+  const auto held = s().jobs().holdings(job_status::queued);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].id, id);
+  EXPECT_EQ(held[0].backends, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(held[0].starts_servers);
+  EXPECT_TRUE(s().jobs().holdings(job_status::running).empty());
+}
+
 TEST_P(storage_suite, one_run_and_one_stream_are_read_by_id_and_runs_filter) {
   audit::audit_spec spec;
   audit::audit_plan plan;
