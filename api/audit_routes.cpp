@@ -267,13 +267,14 @@ json repro_json(const repro_view& v) {
             {"run", v.run},
             {"backend", v.backend},
             {"status", v.status},
+            {"created_at", v.created_at},
             {"started_at", v.started_at},
             {"finished_at", v.finished_at},
             {"progress", {{"bursts", v.bursts}, {"max_bursts", v.max_bursts}, {"trials", v.trials}, {"phase", v.phase}}},
             {"original", v.original},
             {"files", files},
             {"links", {{"self", self}, {"cancel", self + "/cancel"}, {"script", self + "/files/repro.sh"}}}};
-  if (v.status != "running") {
+  if (v.status != "queued" && v.status != "running") {
     j["outcome"] = v.outcome;
     j["message"] = v.message;
     j["minimal"] = v.minimal;

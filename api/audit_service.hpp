@@ -27,8 +27,8 @@ struct backend_view {
   bool busy = false;  // an audit is running on it now
 };
 
-// A repro: a divergent run's burst shrunk against the live server (clients/repro.hpp), as a
-// background task of the daemon, kept in memory while the daemon runs.
+// A repro: a divergent run's burst shrunk against the live server (daemon/repro_jobs.hpp), a
+// job of its own: queued, run on the measuring thread, stored with its outcome and bundle.
 struct repro_settings {
   std::optional<int> trials;      // bursts per candidate; nullopt: the daemon's repro.trials
   std::optional<int> max_bursts;  // in all; nullopt: the daemon's repro.max_bursts
@@ -36,8 +36,8 @@ struct repro_settings {
 struct repro_view {
   std::int64_t id = 0, audit = 0, run = 0;
   std::string backend;
-  std::string status = "running";  // running, done, cancelled
-  std::string started_at, finished_at;
+  std::string status = "queued";  // queued, running, done, failed, cancelled, interrupted (audit::job_status)
+  std::string created_at, started_at, finished_at;
   int bursts = 0, max_bursts = 0, trials = 0;
   std::string phase;              // solo, full, requests, lengths
   std::string outcome, message;   // once done (clients::repro_outcome)

@@ -34,9 +34,16 @@ int run_repro_command(const repro_args& a) {
   const std::string self = j.at("links").at("self").get<std::string>();
   if (!a.json) std::cerr << "repro " << j.value("id", 0) << " of audit " << a.audit << " run " << a.run << ": " << j.value("original", "") << "\n";
   int last = -1;
-  while (j.value("status", "") == "running") {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the repro is a task of the daemon: polled
+  bool said_queued = false;
+  auto waiting = [&j] { return j.value("status", "") == "queued" || j.value("status", "") == "running"; };
+  while (waiting()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // a job of the daemon's queue: polled
     j = nlohmann::json::parse(daemon.call(clients::http::verb::get, self).body);
+    if (j.value("status", "") == "queued") {
+      if (!a.json && !said_queued) std::cerr << "  queued until backend " << j.value("backend", "") << " is free\n";
+      said_queued = true;
+      continue;
+    }
     const int bursts = j["progress"].value("bursts", 0);
     if (!a.json && bursts != last) {
       std::cerr << "\r  " << j["progress"].value("phase", "") << ": " << bursts << " of at most "

@@ -14,7 +14,7 @@ namespace {
 
 using json = nlohmann::json;
 
-completion_request to_completion(const repro_request& r, int top_k, bool stream) {
+completion_request to_completion(const audit::repro_request& r, int top_k, bool stream) {
   completion_request c;
   c.prompt = r.prompt;
   c.n_predict = r.n_predict;
@@ -36,7 +36,7 @@ struct search {
   std::string phase = "solo";
   std::map<std::string, std::pair<audit::search_decision, std::vector<std::string>>> tried;
 
-  static std::string id_of(const repro_case& c) {
+  static std::string id_of(const audit::repro_case& c) {
     std::string id = c.target.prompt + "#" + std::to_string(c.target.n_predict);
     for (const auto& n : c.neighbours) id += "|" + n.prompt + "#" + std::to_string(n.n_predict) + "@" + std::to_string(n.join_after);
     return id;
@@ -55,7 +55,7 @@ struct search {
   }
 
   // `trials` bursts of the case; DIFFERENT, SAME or UNKNOWN against the solo repeats.
-  net::awaitable<audit::search_decision> probe(const repro_case& c) {
+  net::awaitable<audit::search_decision> probe(const audit::repro_case& c) {
     const std::string id = id_of(c);
     if (auto it = tried.find(id); it != tried.end()) co_return it->second.first;
     int identical = 0, answered = 0;
@@ -84,7 +84,7 @@ struct search {
                                         : audit::decide_width(o.limits.trials, o.limits.trials, identical, answered,
                                                               o.limits.trials, o.limits.trials, s);
     repro_probe done;
-    done.candidate = describe(c);
+    done.candidate = audit::describe(c);
     done.decision = decision;
     done.trials = answered;
     done.identical = identical;
@@ -93,19 +93,12 @@ struct search {
     co_return decision;
   }
 
-  const std::vector<std::string>& digests_of(const repro_case& c) {
+  const std::vector<std::string>& digests_of(const audit::repro_case& c) {
     static const std::vector<std::string> none;
     auto it = tried.find(id_of(c));
     return it == tried.end() ? none : it->second.second;
   }
 };
-
-repro_case with_neighbours(const repro_case& c, const std::vector<std::size_t>& keep) {
-  repro_case out = c;
-  out.neighbours.clear();
-  for (auto i : keep) out.neighbours.push_back(c.neighbours[i]);
-  return out;
-}
 
 // False when the search must stop here (cancelled or out of budget); the outcome says which.
 bool can_go_on(search& s) {
@@ -137,18 +130,7 @@ std::string_view to_string(repro_outcome o) {
   return "?";
 }
 
-std::string describe(const repro_case& c) {
-  std::string s = "target (n_predict " + std::to_string(c.target.n_predict) + ") + " + std::to_string(c.neighbours.size()) +
-                  (c.neighbours.size() == 1 ? " neighbour" : " neighbours");
-  if (!c.neighbours.empty()) {
-    s += " (n_predict";
-    for (std::size_t i = 0; i < c.neighbours.size(); ++i) s += (i ? ", " : " ") + std::to_string(c.neighbours[i].n_predict);
-    s += ")";
-  }
-  return s;
-}
-
-net::awaitable<repro_result> find_minimal_repro(backend& b, repro_case c, repro_options o) {
+net::awaitable<repro_result> find_minimal_repro(backend& b, audit::repro_case c, repro_options o) {
   repro_result r;
   r.original = c;
   r.minimal = c;
@@ -192,79 +174,31 @@ net::awaitable<repro_result> find_minimal_repro(backend& b, repro_case c, repro_
   }
   r.outcome = repro_outcome::reproduced;
 
-  // 3. ddmin over the neighbours: the smallest set that still moves the target (1-minimal:
-  //    removing any one of them no longer shows a difference, or was not decided).
-  s.phase = "requests";
-  std::vector<std::size_t> set(c.neighbours.size());
-  for (std::size_t i = 0; i < set.size(); ++i) set[i] = i;
-  std::size_t n = 2;
-  bool stopped = false;
-  while (set.size() >= 2 && !stopped) {
-    std::vector<std::vector<std::size_t>> chunks(std::min(n, set.size()));
-    for (std::size_t i = 0; i < set.size(); ++i) chunks[i * chunks.size() / set.size()].push_back(set[i]);
-    bool reduced = false;
-    for (const auto& chunk : chunks) {
-      if ((stopped = !can_go_on(s))) break;
-      const auto candidate = with_neighbours(c, chunk);
-      if (co_await s.probe(candidate) == audit::search_decision::different) {
-        set = chunk;
-        n = 2;
-        reduced = true;
-        break;
-      }
-    }
-    if (!reduced && !stopped && chunks.size() > 2) {
-      for (const auto& chunk : chunks) {
-        std::vector<std::size_t> rest;
-        for (auto i : set)
-          if (std::find(chunk.begin(), chunk.end(), i) == chunk.end()) rest.push_back(i);
-        if ((stopped = !can_go_on(s))) break;
-        const auto candidate = with_neighbours(c, rest);
-        if (co_await s.probe(candidate) == audit::search_decision::different) {
-          set = rest;
-          n = std::max<std::size_t>(n - 1, 2);
-          reduced = true;
-          break;
-        }
-      }
-    }
-    if (!reduced && !stopped) {
-      if (n >= set.size()) break;
-      n = std::min(n * 2, set.size());
-    }
+  // 3. The reduction (audit/repro_search.hpp): ddmin over the neighbours, then their lengths.
+  audit::repro_reduction reduction(c);
+  while (auto candidate = reduction.next()) {
+    s.phase = std::string(reduction.phase());
+    if (!can_go_on(s)) break;
+    reduction.decide(co_await s.probe(*candidate));
   }
-  r.minimal = with_neighbours(c, set);
+  r.minimal = reduction.minimal();
 
-  // 4. Then each neighbour's length: the shortest n_predict that still moves the target.
-  s.phase = "lengths";
-  for (std::size_t k = 0; k < r.minimal.neighbours.size() && !stopped; ++k) {
-    int lo = 1, hi = r.minimal.neighbours[k].n_predict;
-    while (lo < hi) {
-      if ((stopped = !can_go_on(s))) break;
-      const int mid = (lo + hi) / 2;
-      auto trial = r.minimal;
-      trial.neighbours[k].n_predict = mid;
-      if (co_await s.probe(trial) == audit::search_decision::different) hi = mid;
-      else lo = mid + 1;
-    }
-    r.minimal.neighbours[k].n_predict = hi;
-  }
   // The expected digests: what the target gave in the minimal case's DIFFERENT bursts.
   r.divergent_logit_digests = s.digests_of(r.minimal);
   std::sort(r.divergent_logit_digests.begin(), r.divergent_logit_digests.end());
   r.divergent_logit_digests.erase(std::unique(r.divergent_logit_digests.begin(), r.divergent_logit_digests.end()),
                                   r.divergent_logit_digests.end());
   if (r.outcome == repro_outcome::reproduced)
-    r.message = "reproduced: " + describe(r.minimal) + " moves the target (from " + describe(r.original) + ", " +
+    r.message = "reproduced: " + audit::describe(r.minimal) + " moves the target (from " + audit::describe(r.original) + ", " +
                 std::to_string(r.bursts) + " bursts)";
   else
-    r.message += "; so far: " + describe(r.minimal);
+    r.message += "; so far: " + audit::describe(r.minimal);
   co_return r;
 }
 
 namespace {
 
-std::string body_of(const repro_request& r, int top_k) {
+std::string body_of(const audit::repro_request& r, int top_k) {
   auto c = to_completion(r, top_k, false);
   c.join_after_tokens = 0;
   return completion_body(c);
@@ -338,8 +272,8 @@ std::map<std::string, std::string> repro_bundle(const repro_result& r, const rep
                                 {"divergent_logit_digests", r.divergent_logit_digests},
                                 {"digest", "XXH3-128 of the canonical stream encoding (docs/protocol.md)"},
                                 {"requests", requests},
-                                {"original", describe(r.original)},
-                                {"minimal", describe(r.minimal)},
+                                {"original", audit::describe(r.original)},
+                                {"minimal", audit::describe(r.minimal)},
                                 {"bursts", r.bursts},
                                 {"probes", probes}}
                                .dump(2) + "\n";
@@ -363,7 +297,7 @@ std::map<std::string, std::string> repro_bundle(const repro_result& r, const rep
                    "The same request (temperature 0, cache_prompt false) returns other logprobs when it is decoded in one batch "
                    "with the request(s) below than when it runs alone. `repro.sh` (curl and sh) shows it against a running "
                    "server: `sh repro.sh http://HOST:PORT`.\n\n"
-                   "Found by logitaudit: " + r.message + ". The smallest case: " + describe(m) + ".\n\n"
+                   "Found by logitaudit: " + r.message + ". The smallest case: " + audit::describe(m) + ".\n\n"
                    "Solo logit digest " + r.solo_logit_digest + "; batched: " +
                    (r.divergent_logit_digests.empty() ? std::string("-") : r.divergent_logit_digests.front()) +
                    (r.divergent_logit_digests.size() > 1 ? " (and " + std::to_string(r.divergent_logit_digests.size() - 1) + " more)" : "") +

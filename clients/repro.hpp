@@ -1,7 +1,6 @@
-// A minimal reproduction of a divergent run: its burst shrunk, against the live server, to the
-// smallest set of co-batched requests (ddmin), then the shortest lengths, that still move the
-// target away from its solo numbers; and a bundle to file upstream (a curl-and-sh script, the
-// fingerprint, the expected digests, a text to paste). docs/explain.md.
+// A minimal reproduction of a divergent run, against the live server: the bursts that decide
+// each candidate of the reduction (audit/repro_search.hpp), and a bundle to file upstream (a
+// curl-and-sh script, the fingerprint, the expected digests, a text to paste). docs/explain.md.
 #pragma once
 
 #include <atomic>
@@ -12,28 +11,11 @@
 #include <vector>
 
 #include "audit/fingerprint.hpp"
+#include "audit/repro_search.hpp"
 #include "audit/search.hpp"
 #include "backend.hpp"
 
 namespace logitaudit::clients {
-
-// One request of a burst, as the server is asked it.
-struct repro_request {
-  std::string prompt;
-  double temperature = 0;
-  std::optional<std::uint64_t> seed;
-  int n_predict = 32;
-  int join_after = 0;  // a neighbour written once the target has this many tokens
-  bool operator==(const repro_request&) const = default;
-};
-
-struct repro_case {
-  repro_request target;
-  std::vector<repro_request> neighbours;
-  int top_k = 5;
-  bool operator==(const repro_case&) const = default;
-};
-std::string describe(const repro_case& c);  // "target + 2 neighbours (n_predict 8, 32)"
 
 struct repro_limits {
   int trials = 6;        // bursts per candidate (and solo repeats of the target)
@@ -59,7 +41,7 @@ struct repro_progress {
 struct repro_result {
   repro_outcome outcome = repro_outcome::failed;
   std::string message;
-  repro_case original, minimal;
+  audit::repro_case original, minimal;
   std::string solo_token_digest, solo_logit_digest;
   std::vector<std::string> divergent_logit_digests;  // the target's, in the minimal case's bursts
   std::vector<repro_probe> probes;
@@ -72,11 +54,10 @@ struct repro_options {
   std::function<void(const repro_progress&)> on_progress;
 };
 
-// Solo repeats of the target, then the whole case, then ddmin over the neighbours and a
-// halving of each remaining neighbour's n_predict; every candidate tried `trials` times and
-// decided SAME, DIFFERENT or UNKNOWN as the threshold search decides (only DIFFERENT keeps a
-// reduction). Suspends; `b` must outlive it.
-net::awaitable<repro_result> find_minimal_repro(backend& b, repro_case c, repro_options o);
+// Solo repeats of the target, then the whole case, then the reduction's candidates; every
+// candidate tried `trials` times and decided SAME, DIFFERENT or UNKNOWN as the threshold
+// search decides. Suspends; `b` must outlive it.
+net::awaitable<repro_result> find_minimal_repro(backend& b, audit::repro_case c, repro_options o);
 
 // The bundle's files, by name: repro.sh (curl and a POSIX shell; starts nothing; sends the
 // minimal requests at once to the URL it is given and says whether the target's numbers equal

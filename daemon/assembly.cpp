@@ -76,8 +76,9 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
                    net::any_io_executor api, net::any_io_executor audits, assembly_hooks hooks)
     : reads_(conf.read_cache_bytes),
       lifecycle_(db, lifecycle_of(conf, hooks)),
-      queue_(api, audits, db, lifecycle_, queue_of(conf, fleet)),
-      service_(db, lifecycle_, queue_, {hooks.version, storage::redact_url(conf.database), host_name(), ""},
+      repros_(db, lifecycle_, fleet ? fleet->member : std::string()),
+      queue_(api, audits, db, lifecycle_, repros_, queue_of(conf, fleet)),
+      service_(db, lifecycle_, queue_, repros_, {hooks.version, storage::redact_url(conf.database), host_name(), ""},
                conf.max_bundle_bytes),
       scheduler_(api, db, service_, lifecycle_),
       history_(db, conf.history, conf.evidence),

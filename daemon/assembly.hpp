@@ -100,6 +100,7 @@ class assembly {
   api::daemon_metrics metrics_;
   api::read_model reads_;
   job_lifecycle lifecycle_;
+  repro_jobs repros_;
   job_queue queue_;
   job_service service_;
   daemon::scheduler scheduler_;

@@ -22,8 +22,14 @@ void log_exception(const char* what, std::exception_ptr e) {
 }  // namespace
 
 job_queue::job_queue(net::any_io_executor ex, net::any_io_executor audits, storage::db_worker& db, job_lifecycle& lifecycle,
-                     queue_config config)
-    : ex_(ex), audits_(audits), db_(db), lifecycle_(lifecycle), config_(config), wake_(ex, net::steady_timer::time_point::max()) {}
+                     repro_jobs& repros, queue_config config)
+    : ex_(ex),
+      audits_(audits),
+      db_(db),
+      lifecycle_(lifecycle),
+      repros_(repros),
+      config_(config),
+      wake_(ex, net::steady_timer::time_point::max()) {}
 
 void job_queue::start() {
   started_ = true;
@@ -38,6 +44,7 @@ void job_queue::start() {
 void job_queue::stop() {
   stopping_ = true;
   for (auto& [id, job] : running_) job->stop->requested = true;
+  for (auto& [id, r] : repros_running_) r.live->stop->store(true);  // not by_user: left running, resumed
   wake();
 }
 
@@ -55,8 +62,70 @@ net::awaitable<void> job_queue::until_stopped(std::int64_t id) {
   while (running_.count(id)) co_await until_change(id, std::chrono::seconds(1));
 }
 
+// A repro's waiters wait under its id negated: audits and repros are numbered apart.
 net::awaitable<void> job_queue::until_idle() {
   while (!running_.empty()) co_await until_stopped(running_.begin()->first);
+  while (!repros_running_.empty()) co_await until_change(-repros_running_.begin()->first, std::chrono::seconds(1));
+}
+
+const repro_live* job_queue::repro_progress(std::int64_t id) const {
+  auto it = repros_running_.find(id);
+  return it == repros_running_.end() ? nullptr : it->second.live.get();
+}
+
+bool job_queue::cancel_repro(std::int64_t id) {
+  auto it = repros_running_.find(id);
+  if (it == repros_running_.end()) return false;
+  it->second.live->by_user = true;
+  it->second.live->stop->store(true);
+  return true;
+}
+
+void job_queue::launch_repro(const storage::repro_record& r) {
+  busy_backends_.insert(r.backend);
+  auto& running = repros_running_[r.id];
+  running.backend = r.backend;
+  running_count_ = running_total();
+  auto run = [this, id = r.id, live = running.live] { return repros_.run(id, live); };
+  net::co_spawn(audits_, run(), net::bind_executor(ex_, [this, id = r.id](std::exception_ptr e) {
+                  // An exception leaves it running in the store (the database went away, most
+                  // likely): the next start resumes it.
+                  log_exception(("repro " + std::to_string(id)).c_str(), e);
+                  auto it = repros_running_.find(id);
+                  if (it != repros_running_.end()) {
+                    busy_backends_.erase(it->second.backend);
+                    repros_running_.erase(it);
+                  }
+                  running_count_ = running_total();
+                  notify(-id);
+                  wake();
+                }));
+}
+
+net::awaitable<void> job_queue::recover_repros() {
+  auto find_left = [member = repros_.member()](storage::store& s) {
+    return s.repros().with_status(audit::job_status::running, member);
+  };
+  for (const auto& r : co_await on_db(db_, std::move(find_left))) {
+    const bool resume = config_.resume_interrupted;
+    spdlog::info("repro {} was left running; {}", r.id, resume ? "resuming it from its start" : "marking it interrupted");
+    auto requeue = [id = r.id, resume](storage::store& s) {
+      return s.repros().move(id, audit::job_status::running, resume ? audit::job_status::queued : audit::job_status::interrupted,
+                             storage::now_utc());
+    };
+    co_await on_db(db_, std::move(requeue));
+  }
+}
+
+net::awaitable<void> job_queue::dispatch_repros() {
+  auto load_queued = [member = repros_.member()](storage::store& s) {
+    return s.repros().with_status(audit::job_status::queued, member);
+  };
+  for (const auto& r : co_await on_db(db_, std::move(load_queued))) {
+    if (stopping_ || static_cast<int>(running_total()) >= config_.max_running_jobs) break;
+    if (repros_running_.count(r.id) || busy_backends_.count(r.backend)) continue;
+    launch_repro(r);
+  }
 }
 
 net::awaitable<void> job_queue::until_change(std::int64_t id, std::chrono::milliseconds timeout) {
@@ -84,7 +153,7 @@ void job_queue::launch(std::int64_t id, std::vector<std::string> backends) {
   job->backends = std::move(backends);
   for (const auto& b : job->backends) busy_backends_.insert(b);
   running_[id] = job;
-  running_count_ = running_.size();
+  running_count_ = running_total();
   run_controls controls;
   controls.stop = job->stop;
   // The counters live here; the audit's thread only posts what each group added.
@@ -134,7 +203,7 @@ void job_queue::ended(const std::shared_ptr<running_job>& job, std::exception_pt
     });
   for (const auto& b : job->backends) busy_backends_.erase(b);
   running_.erase(job->id);
-  running_count_ = running_.size();
+  running_count_ = running_total();
   notify(job->id);
   if (on_end) on_end(end);
   wake();
@@ -163,6 +232,11 @@ net::awaitable<void> job_queue::dispatch_loop() {
       if (!resume) notify(r.id);
     }
   }
+  try {
+    co_await recover_repros();
+  } catch (const std::exception& e) {
+    spdlog::warn("the repros left running could not be read: {}", e.what());
+  }
   while (!stopping_) {
     try {
       co_await dispatch_once();
@@ -176,11 +250,13 @@ net::awaitable<void> job_queue::dispatch_loop() {
 }
 
 net::awaitable<void> job_queue::dispatch_once() {
-  if (static_cast<int>(running_.size()) >= config_.max_running_jobs) co_return;
+  if (static_cast<int>(running_total()) >= config_.max_running_jobs) co_return;
+  // A repro is asked for by someone waiting on it: it goes before the queued audits.
+  co_await dispatch_repros();
   if (config_.fleet) co_return co_await dispatch_leased();
   auto load_queued = [](storage::store& s) { return s.jobs().holdings(audit::job_status::queued); };
   for (auto& r : co_await on_db(db_, std::move(load_queued))) {
-    if (stopping_ || static_cast<int>(running_.size()) >= config_.max_running_jobs) break;
+    if (stopping_ || static_cast<int>(running_total()) >= config_.max_running_jobs) break;
     if (running_.count(r.id)) continue;
     const auto id = r.id;
     auto backends = backends_of(std::move(r));
@@ -195,7 +271,7 @@ net::awaitable<void> job_queue::dispatch_leased() {
   const auto& fleet = *config_.fleet;
   std::set<std::int64_t> skip;  // leased but not runnable here now (another job holds the managed servers)
   for (const auto& [id, job] : running_) skip.insert(id);
-  while (!stopping_ && static_cast<int>(running_.size()) < config_.max_running_jobs) {
+  while (!stopping_ && static_cast<int>(running_total()) < config_.max_running_jobs) {
     auto claim = [member = fleet.member, ttl = fleet.lease_ttl_s, skip](storage::store& s) {
       std::optional<std::pair<storage::claimed_job, storage::job_holding>> out;
       auto* f = s.fleet();

@@ -2,9 +2,11 @@
 // and each runs through the lifecycle on the audits' own executor and thread, so that no API
 // request can delay a burst. Jobs an earlier process left running are resumed first (or marked
 // interrupted). In a fleet, jobs are leased instead: the oldest whose backends no daemon holds,
-// and running jobs whose daemon stopped renewing its lease (taken over and resumed); a cancel or a shutdown stops a job at its next group boundary; whoever waits
-// for a job's end is woken when it comes. Not thread-safe: it lives on the executor it was
-// made with (the API's), except idle(), which any thread may call.
+// and running jobs whose daemon stopped renewing its lease (taken over and resumed); a cancel
+// or a shutdown stops a job at its next group boundary; whoever waits for a job's end is woken
+// when it comes. Repros (repro_jobs.hpp) are jobs of this queue too: each holds its backend and
+// runs on the audits' thread; a daemon runs its own. Not thread-safe: it lives on the executor
+// it was made with (the API's), except idle(), which any thread may call.
 #pragma once
 
 #include <atomic>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "job_lifecycle.hpp"
+#include "repro_jobs.hpp"
 #include "storage/db_worker.hpp"
 
 namespace logitaudit::daemon {
@@ -51,7 +54,7 @@ class job_queue {
  public:
   // `ex` is where the queue lives; `audits` where the jobs run.
   job_queue(net::any_io_executor ex, net::any_io_executor audits, storage::db_worker& db, job_lifecycle& lifecycle,
-            queue_config config);
+            repro_jobs& repros, queue_config config);
 
   // Observers, called on the queue's executor: every stored group, every job's end.
   std::function<void(const group_stats&)> on_group;
@@ -81,6 +84,11 @@ class job_queue {
     wake();
   }
   static const std::string managed_servers_key;
+  // A running repro's live progress here; nullptr when none runs here under `id`.
+  const repro_live* repro_progress(std::int64_t id) const;
+  // Asks a repro running here to stop at its next probe, as its user; false when it is not
+  // running here.
+  bool cancel_repro(std::int64_t id);
   // Asks a running job to stop at its next group boundary, as its user; false when it is not
   // running here.
   bool cancel(std::int64_t id);
@@ -110,15 +118,27 @@ class job_queue {
   // What a job holds here while it runs: its backends' names, and the managed servers' key.
   static std::vector<std::string> backends_of(storage::job_holding job);
   void launch(std::int64_t id, std::vector<std::string> backends);
+  // Repros (this daemon's own): queued ones start before queued audits, each holding its
+  // backend; those an earlier process left running are resumed from their start or marked.
+  net::awaitable<void> dispatch_repros();
+  net::awaitable<void> recover_repros();
+  void launch_repro(const storage::repro_record& r);
+  std::size_t running_total() const { return running_.size() + repros_running_.size(); }
   void ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end);
 
   net::any_io_executor ex_, audits_;
   storage::db_worker& db_;
   job_lifecycle& lifecycle_;
+  repro_jobs& repros_;
   queue_config config_;
   net::steady_timer wake_;
   std::map<std::int64_t, std::shared_ptr<running_job>> running_;
-  std::atomic<std::size_t> running_count_{0};  // running_.size(), readable from other threads
+  struct running_repro {
+    std::string backend;
+    std::shared_ptr<repro_live> live = std::make_shared<repro_live>();
+  };
+  std::map<std::int64_t, running_repro> repros_running_;
+  std::atomic<std::size_t> running_count_{0};  // running_total(), readable from other threads
   std::set<std::string> busy_backends_;
   std::map<std::int64_t, std::vector<std::shared_ptr<net::steady_timer>>> waiters_;
   bool started_ = false;

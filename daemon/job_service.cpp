@@ -6,16 +6,20 @@
 
 #include "audit/baselines.hpp"
 #include "audit/plan.hpp"
-#include "clients/repro.hpp"
 #include "clients/selftest.hpp"
 #include "storage/documents.hpp"
 #include "db_call.hpp"
 
 namespace logitaudit::daemon {
 
-job_service::job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue, storage::bundle_origin origin,
-                         std::size_t max_bundle_bytes)
-    : db_(db), lifecycle_(lifecycle), queue_(queue), origin_(std::move(origin)), max_bundle_bytes_(max_bundle_bytes) {}
+job_service::job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue, repro_jobs& repros,
+                         storage::bundle_origin origin, std::size_t max_bundle_bytes)
+    : db_(db),
+      lifecycle_(lifecycle),
+      queue_(queue),
+      origin_(std::move(origin)),
+      max_bundle_bytes_(max_bundle_bytes),
+      repros_(repros) {}
 
 net::awaitable<expected<storage::job_record, api::service_error>> job_service::submit(audit::audit_spec spec) {
   auto job = co_await lifecycle_.create(std::move(spec));
@@ -227,158 +231,37 @@ net::awaitable<std::map<audit::job_status, std::int64_t>> job_service::job_count
   co_return co_await on_db(db_, std::move(count));
 }
 
-namespace {
-
-api::service_error repro_refused(api::service_errc kind, std::string code, std::string message, std::string field) {
-  return api::make_error(kind, std::move(code), std::move(message), std::move(field));
-}
-
-}  // namespace
-
 net::awaitable<expected<api::repro_view, api::service_error>> job_service::start_repro(std::int64_t audit, std::int64_t run,
                                                                                        api::repro_settings settings) {
-  using api::service_errc;
-  const auto& conf = lifecycle_.config();
-  if (!settings.trials) settings.trials = conf.repro_trials;
-  if (!settings.max_bursts) settings.max_bursts = std::max(conf.repro_max_bursts, *settings.trials);
-  // Fewer than 4 trials against 4 solo repeats can never reach Fisher's p < 0.05: no case
-  // could ever be shown to differ.
-  if (*settings.trials < 4 || *settings.trials > 20)
-    co_return unexpected{repro_refused(service_errc::invalid, "invalid_repro",
-                                       "must be between 4 and 20 (fewer can never show a difference at p < 0.05)", "trials")};
-  if (*settings.max_bursts < *settings.trials || *settings.max_bursts > conf.repro_max_bursts_limit)
-    co_return unexpected{repro_refused(service_errc::invalid, "invalid_repro",
-                                       "must be between trials and " + std::to_string(conf.repro_max_bursts_limit) +
-                                           " (repro.max_bursts_limit)",
-                                       "max_bursts")};
-  auto read = [audit](storage::store& s) {
-    std::optional<std::pair<storage::job_record, std::vector<storage::run_record>>> out;
-    if (auto j = s.jobs().get(audit)) out.emplace(*j, s.evidence().runs(audit, {}));
-    return out;
-  };
-  auto got = co_await on_db(db_, std::move(read));
-  if (!got) co_return unexpected{repro_refused(service_errc::not_found, "not_found", "no audit with id " + std::to_string(audit), "id")};
-  const auto& [job, runs] = *got;
-  if (!audit::is_final(job.status))
-    co_return unexpected{repro_refused(service_errc::conflict, "not_ended", "the audit has not ended", "id")};
-  const storage::run_record* target = nullptr;
-  for (const auto& r : runs)
-    if (r.id == run) target = &r;
-  if (!target) co_return unexpected{repro_refused(service_errc::not_found, "not_found", "no run " + std::to_string(run) + " in audit " + std::to_string(audit), "run")};
-  if (!target->verdict || target->verdict->logit_identical)
-    co_return unexpected{repro_refused(service_errc::conflict, "not_divergent",
-                                       "run " + std::to_string(run) + " is not a compared run that diverged from its solo baseline", "run")};
-  const auto& spec = job.spec;
-  if (!spec) co_return unexpected{repro_refused(service_errc::conflict, "not_reproducible", "the audit's stored spec cannot be read", "id")};
-  const auto plan = audit::make_plan(*spec);
-  if (target->group >= plan.groups.size() || plan.groups[target->group].mode != audit::group_mode::burst ||
-      plan.groups[target->group].requests.size() < 2)
-    co_return unexpected{repro_refused(service_errc::conflict, "not_a_burst", "run " + std::to_string(run) + " was not in a burst: nothing shared its batch", "run")};
-  auto backend_it = lifecycle_.config().backends.find(target->backend);
-  if (backend_it == lifecycle_.config().backends.end())
-    co_return unexpected{repro_refused(service_errc::invalid, "unknown_backend",
-                                       "backend '" + target->backend + "' is not configured in this daemon", "backend")};
-  if (!queue_.hold(target->backend))
-    co_return unexpected{repro_refused(service_errc::conflict, "backend_busy",
-                                       "an audit or a repro holds backend '" + target->backend + "'; try again when it ends", "backend")};
-
-  // The burst as the plan sent it: the target first, its neighbours in their order.
-  const auto& g = plan.groups[target->group];
-  clients::repro_case c;
-  c.top_k = plan.top_k;
-  auto as_request = [&](const audit::planned_request& p) {
-    clients::repro_request q;
-    q.prompt = p.prompt;
-    q.temperature = p.params.temperature;
-    q.seed = p.params.seed;
-    q.n_predict = p.n_predict.value_or(plan.n_predict);
-    q.join_after = p.join_after_tokens;
-    return q;
-  };
-  c.target = as_request(g.requests.at(target->request));
-  c.target.join_after = 0;
-  for (std::size_t i = 0; i < g.requests.size(); ++i)
-    if (i != target->request) c.neighbours.push_back(as_request(g.requests[i]));
-
-  auto task = std::make_shared<repro_task>();
-  task->view.id = next_repro_++;
-  task->view.audit = audit;
-  task->view.run = run;
-  task->view.backend = target->backend;
-  task->view.started_at = storage::now_utc();
-  task->view.max_bursts = *settings.max_bursts;
-  task->view.trials = *settings.trials;
-  task->view.original = clients::describe(c);
-  repros_[task->view.id] = task;
-  spdlog::info("repro {}: audit {} run {} on {}: {}", task->view.id, audit, run, target->backend, task->view.original);
-
-  net::co_spawn(co_await net::this_coro::executor, run_repro(task, c, settings, backend_it->second), net::detached);
-  co_return task->view;
-}
-
-// A coroutine of its own (its arguments live in its frame): the search, then the bundle, then
-// the backend released.
-net::awaitable<void> job_service::run_repro(std::shared_ptr<repro_task> task, clients::repro_case c,
-                                             api::repro_settings settings, clients::backend_config config) {
-  auto ex = co_await net::this_coro::executor;
-  clients::backend b(ex, config);
-  clients::repro_options o;
-  o.limits.trials = *settings.trials;
-  o.limits.max_bursts = *settings.max_bursts;
-  o.cancel = task->cancel;
-  o.on_progress = [task](const clients::repro_progress& p) {
-    task->view.bursts = p.bursts;
-    task->view.phase = p.phase;
-  };
-  clients::repro_result r;
-  try {
-    r = co_await clients::find_minimal_repro(b, c, o);
-  } catch (const std::exception& e) {
-    r.outcome = clients::repro_outcome::failed;
-    r.message = e.what();
-  }
-  const auto id = task->view.audit;
-  const auto name = task->view.backend;
-  auto fingerprints = [id, name](storage::store& s) {
-    audit::backend_fingerprint f;
-    for (const auto& rec : s.evidence().fingerprint_records(id))
-      if (rec.backend == name && (f.api.empty() || rec.phase == audit::fingerprint_phase::before)) f = rec.fingerprint;
-    return f;
-  };
-  clients::repro_context ctx;
-  ctx.audit = task->view.audit;
-  ctx.run = task->view.run;
-  ctx.backend = name;
-  try {
-    ctx.fingerprint = co_await on_db(db_, std::move(fingerprints));
-  } catch (const std::exception& e) {
-    spdlog::warn("repro {}: the audit's fingerprint could not be read: {}", task->view.id, e.what());
-  }
-  task->view.files = clients::repro_bundle(r, ctx, *settings.trials);
-  task->view.outcome = std::string(clients::to_string(r.outcome));
-  task->view.message = r.message;
-  task->view.minimal = clients::describe(r.minimal);
-  task->view.bursts = r.bursts;
-  task->view.status = r.outcome == clients::repro_outcome::cancelled ? "cancelled" : "done";
-  task->view.finished_at = storage::now_utc();
-  queue_.release(name);
-  spdlog::info("repro {}: {}: {}", task->view.id, task->view.outcome, r.message);
+  auto r = co_await repros_.create(audit, run, settings);
+  if (!r) co_return unexpected{r.error()};
+  queue_.wake();
+  co_return view_of(*r, nullptr);
 }
 
 net::awaitable<std::optional<api::repro_view>> job_service::repro(std::int64_t id) {
-  auto it = repros_.find(id);
-  if (it == repros_.end()) co_return std::nullopt;
-  co_return it->second->view;
+  auto read = [id](storage::store& s) { return s.repros().get(id); };
+  auto r = co_await on_db(db_, std::move(read));
+  if (!r) co_return std::nullopt;
+  co_return view_of(*r, queue_.repro_progress(id));
 }
 
 net::awaitable<expected<api::repro_view, api::service_error>> job_service::cancel_repro(std::int64_t id) {
-  auto it = repros_.find(id);
-  if (it == repros_.end())
-    co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no repro with id " + std::to_string(id), "id")};
-  if (it->second->view.status != "running")
-    co_return unexpected{api::make_error(api::service_errc::conflict, "not_running", "the repro has ended", "id")};
-  it->second->cancel->store(true);
-  co_return it->second->view;
+  const bool running_here = queue_.cancel_repro(id);
+  // A queued one ends here and now; a running one at its next probe.
+  auto cancel = [id, running_here](storage::store& s) {
+    const bool moved =
+        !running_here && s.repros().move(id, audit::job_status::queued, audit::job_status::cancelled, storage::now_utc());
+    return std::make_pair(moved, s.repros().get(id));
+  };
+  const auto [moved, r] = co_await on_db(db_, std::move(cancel));
+  if (!r) co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no repro with id " + std::to_string(id), "id")};
+  if (!running_here && !moved)
+    co_return unexpected{api::make_error(api::service_errc::conflict, "not_running",
+                                         r->status == audit::job_status::running ? "the repro runs on another daemon"
+                                                                                 : "the repro has ended",
+                                         "id")};
+  co_return view_of(*r, queue_.repro_progress(id));
 }
 
 }  // namespace logitaudit::daemon

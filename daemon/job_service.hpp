@@ -5,13 +5,10 @@
 // Not thread-safe: use from the executor it was made with.
 #pragma once
 
-#include <atomic>
-#include <memory>
-
 #include "api/audit_service.hpp"
-#include "clients/repro.hpp"
 #include "job_lifecycle.hpp"
 #include "job_queue.hpp"
+#include "repro_jobs.hpp"
 #include "storage/db_worker.hpp"
 
 namespace logitaudit::daemon {
@@ -20,8 +17,8 @@ class job_service final : public api::audit_service {
  public:
   // `origin`: what bundles this daemon exports say of it (its exported_at is set per export);
   // `max_bundle_bytes`: the largest bundle it imports.
-  job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue, storage::bundle_origin origin = {},
-              std::size_t max_bundle_bytes = 256u << 20);
+  job_service(storage::db_worker& db, job_lifecycle& lifecycle, job_queue& queue, repro_jobs& repros,
+              storage::bundle_origin origin = {}, std::size_t max_bundle_bytes = 256u << 20);
 
   net::awaitable<expected<storage::job_record, api::service_error>> submit(audit::audit_spec spec) override;
   // The same for a schedule's fire at `fire_unix`: the job is linked to the schedule, and no
@@ -57,14 +54,7 @@ class job_service final : public api::audit_service {
   job_queue& queue_;
   storage::bundle_origin origin_;
   std::size_t max_bundle_bytes_;
-  struct repro_task {
-    api::repro_view view;
-    std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
-  };
-  std::map<std::int64_t, std::shared_ptr<repro_task>> repros_;
-  net::awaitable<void> run_repro(std::shared_ptr<repro_task> task, clients::repro_case c, api::repro_settings settings,
-                                 clients::backend_config config);
-  std::int64_t next_repro_ = 1;
+  repro_jobs& repros_;
 };
 
 }  // namespace logitaudit::daemon

@@ -22,7 +22,7 @@ constexpr table kTables[] = {
     {"runs", "id", true},               {"streams", "run_id", false},
     {"verdicts", "run_id", false},      {"predictions", "job_id, prediction_id", false},
     {"alert_deliveries", "id", true},   {"schedule_fires", "schedule_id, fire_unix", false},
-    {"selftests", "id", true},
+    {"selftests", "id", true},          {"repros", "id", true},
 };
 
 std::int64_t count(sql_connection& c, const std::string& t) {

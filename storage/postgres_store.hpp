@@ -15,7 +15,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kPostgresSchemaVersion = 6;
+inline constexpr int kPostgresSchemaVersion = 7;
 
 std::span<const char* const> postgres_migrations();
 
@@ -29,6 +29,7 @@ class postgres_store final : public store, public sql_backed {
   evidence_repository& evidence() override { return *repos_.evidence; }
   schedule_repository& schedules() override { return *repos_.schedules; }
   alert_repository& alerts() override { return *repos_.alerts; }
+  repro_repository& repros() override { return *repos_.repros; }
   file_maintenance* maintenance() override { return nullptr; }
   fleet_repository* fleet() override { return fleet_.get(); }
   int schema_version() override;

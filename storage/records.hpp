@@ -255,6 +255,24 @@ struct selftest_record {
   }
 };
 
+// A repro (docs/explain.md): a divergent burst run reduced against its live server, a job of
+// its own. It is queued, holds its backend through the queue, runs on the measuring thread and
+// ends with its outcome and bundle; a daemon that stops while it runs resumes it from its start
+// on the next start (or marks it interrupted).
+struct repro_record {
+  std::int64_t id = 0;
+  std::int64_t audit = 0, run = 0;  // the divergent run, in its audit
+  std::string backend;              // configured, by name: what it holds
+  std::string member;               // the daemon that runs it ("" alone; a fleet member's name)
+  audit::job_status status = audit::job_status::queued;
+  int trials = 0, max_bursts = 0;
+  int bursts = 0;  // once ended (a running one's live count is the queue's)
+  std::string created_at, started_at, finished_at;
+  std::string outcome, message;   // once ended (clients::repro_outcome)
+  std::string original, minimal;  // the cases, described
+  std::map<std::string, std::string> files;  // the bundle, once ended
+};
+
 struct fingerprint_record {
   std::string backend;
   audit::fingerprint_phase phase = audit::fingerprint_phase::before;

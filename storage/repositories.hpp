@@ -109,6 +109,21 @@ class alert_repository {
   virtual std::vector<alert_delivery> recent(int limit) = 0;  // newest first
 };
 
+// Repros (records.hpp), one row each from their queueing to their end.
+class repro_repository {
+ public:
+  virtual ~repro_repository() = default;
+  virtual std::int64_t create(const repro_record& r) = 0;  // stored queued; returns its id
+  virtual std::optional<repro_record> get(std::int64_t id) = 0;
+  // Of one daemon's repros (by member) those with `status`, oldest first.
+  virtual std::vector<repro_record> with_status(audit::job_status status, const std::string& member) = 0;
+  // Moves a repro from `from` to `to` (started_at set when `to` is running, finished_at when
+  // it is final); false when it was not in `from` (another move came first).
+  virtual bool move(std::int64_t id, audit::job_status from, audit::job_status to, const std::string& at) = 0;
+  // Its end: status, bursts, outcome, message, the cases, files and finished_at of `r`.
+  virtual void finish(const repro_record& r) = 0;
+};
+
 // Many daemons on one database (PostgreSQL): who is alive, and which jobs each holds. A job
 // is leased with its backends (SELECT ... FOR UPDATE SKIP LOCKED on the jobs, a unique row
 // per backend), kept by heartbeats, and taken over by another member when its lease expires.
@@ -159,6 +174,7 @@ class store {
   virtual evidence_repository& evidence() = 0;
   virtual schedule_repository& schedules() = 0;
   virtual alert_repository& alerts() = 0;
+  virtual repro_repository& repros() = 0;
   // nullptr where the engine has no such chores.
   virtual file_maintenance* maintenance() = 0;
   // nullptr where one process holds the database (SQLite).

@@ -16,6 +16,7 @@ struct sql_repositories {
   std::unique_ptr<evidence_repository> evidence;
   std::unique_ptr<schedule_repository> schedules;
   std::unique_ptr<alert_repository> alerts;
+  std::unique_ptr<repro_repository> repros;
 };
 
 // Called inside each transaction that writes a job's evidence, status or end, before it

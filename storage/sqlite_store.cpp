@@ -320,6 +320,30 @@ ALTER TABLE jobs ADD COLUMN starts_servers INTEGER NOT NULL DEFAULT 0;
 UPDATE jobs SET starts_servers = 1 WHERE json_valid(spec_json) AND EXISTS (
   SELECT 1 FROM json_each(jobs.spec_json, '$.backends') b WHERE json_type(b.value, '$.managed') IS NOT NULL);
 )sql",
+    // 11: repros, a job of their own (docs/explain.md): queued, holding their backend, kept with
+    // their outcome and bundle across restarts.
+    R"sql(
+CREATE TABLE repros (
+  id INTEGER PRIMARY KEY,
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  run_id INTEGER NOT NULL,
+  backend TEXT NOT NULL,
+  member TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL CHECK (status IN ('queued','running','done','failed','cancelled','interrupted')),
+  trials INTEGER NOT NULL,
+  max_bursts INTEGER NOT NULL,
+  bursts INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  started_at TEXT NOT NULL DEFAULT '',
+  finished_at TEXT NOT NULL DEFAULT '',
+  outcome TEXT NOT NULL DEFAULT '',
+  message TEXT NOT NULL DEFAULT '',
+  original TEXT NOT NULL DEFAULT '',
+  minimal TEXT NOT NULL DEFAULT '',
+  files TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX repros_by_status ON repros(status, member, id);
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

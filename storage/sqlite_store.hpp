@@ -13,7 +13,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 // The numbered migrations (migration N brings version N-1 to N), for tests that build an
 // older database and open it with this program.
@@ -30,6 +30,7 @@ class sqlite_store final : public store, public sql_backed, private file_mainten
   evidence_repository& evidence() override { return *repos_.evidence; }
   schedule_repository& schedules() override { return *repos_.schedules; }
   alert_repository& alerts() override { return *repos_.alerts; }
+  repro_repository& repros() override { return *repos_.repros; }
   file_maintenance* maintenance() override { return this; }
   fleet_repository* fleet() override { return nullptr; }
   int schema_version() override;

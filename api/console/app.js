@@ -735,8 +735,10 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
               return;
             }
             const mine = state.render;
-            while (r.status === 'running' && mine === state.render) {
-              put(out, `repro ${r.id}: ${r.progress.phase || 'starting'}, ${r.progress.bursts} of at most ${r.progress.max_bursts} bursts`);
+            while ((r.status === 'queued' || r.status === 'running') && mine === state.render) {
+              put(out, r.status === 'queued'
+                ? `repro ${r.id}: queued until backend ${r.backend} is free`
+                : `repro ${r.id}: ${r.progress.phase || 'starting'}, ${r.progress.bursts} of at most ${r.progress.max_bursts} bursts`);
               await new Promise((ok) => { state.timers.push(setTimeout(ok, 400)); });
               r = await api(r.links.self);
             }

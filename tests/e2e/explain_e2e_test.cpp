@@ -230,7 +230,7 @@ TEST(explain_e2e, the_explain_preset_gives_each_experiment_its_finding_and_every
 // script it writes, run by hand with sh and curl, shows the difference too. Whether -kvu
 // diverges is the machine's (docs/findings-cpu.md); the test asserts what the evidence says.
 TEST(explain_e2e, repro_on_real_servers_is_not_reproduced_on_one_slot_and_its_script_agrees_with_the_search_on_kvu) {
-  clients::repro_case c;
+  audit::repro_case c;
   c.target = {"The history of the printing press begins", 0, std::nullopt, 16, 0};
   for (int i = 0; i < 3; ++i) c.neighbours.push_back(c.target);
   clients::repro_options o;

@@ -19,6 +19,7 @@
 #include "daemon/settings.hpp"
 #include "support/daemon_harness.hpp"
 #include "storage/postgres_store.hpp"
+#include "storage/sqlite_store.hpp"
 #include "support/fake_backend.hpp"
 #include "support/postgres.hpp"
 #include "support/preamble.hpp"
@@ -266,6 +267,141 @@ TEST_F(daemon_api, an_audit_submitted_during_a_selftest_of_its_backend_waits_for
   EXPECT_EQ(end["status"], "done") << end.dump();
   EXPECT_GE(end["started_at"].get<std::string>(), self.json()["taken_at"].get<std::string>())
       << "the audit started while the selftest still sent to its backend";
+}
+
+namespace {
+
+const char* kBurstJob =
+    R"({"backends":["a"],"prompts":["alpha beta","gamma delta"],"n_predict":4,)"
+    R"("conditions":[{"name":"mixed","kind":"cross_batch","concurrency":4},{"name":"control_prompt","kind":"control_prompt"}],)"
+    R"("predictions":[]})";
+
+// A run of `audit` whose verdict says it moved away from its solo baseline.
+std::int64_t divergent_run(const test_support::daemon_harness& d, std::int64_t audit) {
+  const auto runs = d.call(http::verb::get, "/v1/audits/" + std::to_string(audit) + "/runs").json();
+  for (const auto& r : runs["runs"])
+    if (r.value("verdict", json()).is_object() && r["condition"] == "mixed" && !r["verdict"]["logit_identical"].get<bool>())
+      return r["id"].get<std::int64_t>();
+  return 0;
+}
+
+// Reads `target` until `done` says yes of its JSON; throws after 60 s.
+json poll(const test_support::daemon_harness& d, const std::string& target, const std::function<bool(const json&)>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    auto j = d.call(http::verb::get, target).json();
+    if (done(j)) return j;
+    if (std::chrono::steady_clock::now() > until) throw std::runtime_error("gave up waiting on " + target + ": " + j.dump());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool final_repro(const json& j) {
+  const auto s = j.value("status", "");
+  return s != "queued" && s != "running";
+}
+
+}  // namespace
+
+// A repro is a job of the queue: it waits for an audit that holds its backend, starts only
+// once that audit has ended, can be cancelled while it waits, and is stored with its end.
+TEST_F(daemon_api, a_repro_waits_in_the_queue_for_the_audit_that_holds_its_backend_and_is_stored) {
+  const auto submitted = call(http::verb::post, "/v1/audits", kBurstJob);
+  ASSERT_EQ(submitted.status, 202u) << submitted.body;
+  const auto first = submitted.json()["id"].get<std::int64_t>();
+  ASSERT_EQ(wait_done(first)["status"], "done");
+  const auto run = divergent_run(*d_, first);
+  ASSERT_GT(run, 0) << "the fake moves every overlapped request";
+
+  const auto holder = call(http::verb::post, "/v1/audits", kBurstJob).json()["id"].get<std::int64_t>();
+  poll(*d_, "/v1/audits/" + std::to_string(holder), [](const json& j) { return j.value("status", "") != "queued"; });
+  const std::string path = "/v1/audits/" + std::to_string(first) + "/runs/" + std::to_string(run) + "/repro";
+  auto cancelled = call(http::verb::post, path, R"({"trials":4,"max_bursts":40})");
+  ASSERT_EQ(cancelled.status, 202u) << cancelled.body;
+  EXPECT_EQ(cancelled.json()["status"], "queued");
+  const std::string cancelled_self = cancelled.json()["links"]["self"];
+  auto waiting = call(http::verb::post, path, R"({"trials":4,"max_bursts":40})");
+  ASSERT_EQ(waiting.status, 202u) << waiting.body;
+  const std::string self = waiting.json()["links"]["self"];
+
+  // Cancelled while it waits: it ends now, having sent nothing.
+  auto c = call(http::verb::post, cancelled_self + "/cancel");
+  ASSERT_EQ(c.status, 202u) << c.body;
+  EXPECT_EQ(c.json()["status"], "cancelled");
+  EXPECT_EQ(c.json()["started_at"], "");
+  expect_error(call(http::verb::post, cancelled_self + "/cancel"), 409, "not_running", "id");
+
+  const auto held = wait_done(holder);
+  const auto r = poll(*d_, self, final_repro);
+  EXPECT_EQ(r["status"], "done") << r.dump();
+  EXPECT_EQ(r["outcome"], "reproduced") << r.dump();
+  EXPECT_EQ(r["minimal"], "target (n_predict 4) + 1 neighbour (n_predict 1)") << "any neighbour moves the target";
+  EXPECT_GE(r["started_at"].get<std::string>(), held["finished_at"].get<std::string>())
+      << "the repro started while an audit held its backend";
+  EXPECT_FALSE(r["files"].empty()) << r.dump();
+  expect_error(call(http::verb::post, self + "/cancel"), 409, "not_running", "id");
+  // Stored: read back from the database, not from the daemon's memory.
+  const auto id = r["id"].get<std::int64_t>();
+  const auto stored = d_->db().submit([id](storage::store& s) { return s.repros().get(id); }).get();
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->status, audit::job_status::done);
+  EXPECT_EQ(stored->files.size(), r["files"].size());
+  EXPECT_EQ(call(http::verb::get, self + "/files/repro.sh").body, stored->files.at("repro.sh"));
+}
+
+// A daemon stopped while a repro runs leaves it running in the store: the next start resumes
+// it from its beginning, or (resume_interrupted false) marks it interrupted.
+TEST(daemon_api_repro, a_repro_the_daemon_stopped_under_is_resumed_at_the_next_start_or_marked_interrupted) {
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.jitter_when_overlapping = true;
+  test_support::fake_backend fake(k);
+  const auto db = (std::filesystem::temp_directory_path() / ("logitaudit-repro-" + std::to_string(::getpid()) + ".db")).string();
+  for (const char* x : {"", "-wal", "-shm", ".lock"}) std::filesystem::remove(db + x);
+  test_support::harness_options o;
+  o.backends = {{"a", fake.url()}};
+  o.database = db;
+  std::string self;
+  auto start_repro_and_stop = [&](bool resume) {
+    o.resume_interrupted = resume;
+    test_support::daemon_harness d(o);
+    const auto audit = d.run(kBurstJob)["id"].get<std::int64_t>();
+    const auto run = divergent_run(d, audit);
+    EXPECT_GT(run, 0);
+    auto r = d.call(http::verb::post, "/v1/audits/" + std::to_string(audit) + "/runs/" + std::to_string(run) + "/repro",
+                    R"({"trials":4,"max_bursts":40})");
+    EXPECT_EQ(r.status, 202u) << r.body;
+    self = r.json()["links"]["self"];
+    poll(d, self, [](const json& j) { return j.value("status", "") != "queued" && j["progress"].value("bursts", 0) > 0; });
+  };  // the harness stops as SIGTERM does
+  auto status_stored = [&](std::int64_t id) {
+    storage::sqlite_store s(db);
+    return s.repros().get(id)->status;
+  };
+
+  start_repro_and_stop(true);
+  const auto first = std::stoll(self.substr(self.rfind('/') + 1));
+  EXPECT_EQ(status_stored(first), audit::job_status::running) << "a stopping daemon does not end a repro it could resume";
+  {
+    o.resume_interrupted = true;
+    test_support::daemon_harness d(o);
+    const auto r = poll(d, "/v1/repros/" + std::to_string(first), final_repro);
+    EXPECT_EQ(r["status"], "done") << r.dump();
+    EXPECT_EQ(r["outcome"], "reproduced") << r.dump();
+  }
+
+  start_repro_and_stop(true);
+  const auto second = std::stoll(self.substr(self.rfind('/') + 1));
+  {
+    o.resume_interrupted = false;
+    test_support::daemon_harness d(o);
+    const auto r = poll(d, "/v1/repros/" + std::to_string(second), final_repro);
+    EXPECT_EQ(r["status"], "interrupted") << r.dump();
+    EXPECT_EQ(r["files"].size(), 0u);
+    // The first one's end is kept across both restarts.
+    EXPECT_EQ(d.call(http::verb::get, "/v1/repros/" + std::to_string(first)).json()["status"], "done");
+  }
+  for (const char* x : {"", "-wal", "-shm", ".lock"}) std::filesystem::remove(db + x);
 }
 
 TEST_F(daemon_api, two_jobs_compare_baseline_by_baseline) {

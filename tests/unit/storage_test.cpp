@@ -202,6 +202,66 @@ TEST_P(storage_suite, a_created_job_reads_back_as_the_record_it_was_created_as_a
   EXPECT_TRUE(s().jobs().holdings(job_status::running).empty());
 }
 
+// A repro's row from its queueing to its end: moves happen only from the status they name
+// (a cancel and a start cannot both win), and the bundle comes back file for file.
+TEST_P(storage_suite, a_repro_moves_only_from_the_status_it_is_in_and_keeps_its_bundle) {
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  const auto job = store_job(s(), spec, plan);
+  storage::repro_record r;
+  r.audit = job;
+  r.run = 3;
+  r.backend = "a";
+  r.member = "m1";
+  r.trials = 4;
+  r.max_bursts = 40;
+  r.created_at = "2026-12-03T00:00:00.000Z";
+  r.original = "target (n_predict 4) + 3 neighbours (n_predict 4, 4, 4)";
+  const auto id = s().repros().create(r);
+  const auto other = s().repros().create(r);
+  auto got = s().repros().get(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, job_status::queued);
+  EXPECT_EQ(got->original, r.original);
+  EXPECT_EQ(got->trials, 4);
+  EXPECT_EQ(got->max_bursts, 40);
+  EXPECT_EQ(s().repros().with_status(job_status::queued, "m1").size(), 2u);
+  EXPECT_TRUE(s().repros().with_status(job_status::queued, "").empty()) << "another daemon's";
+
+  EXPECT_TRUE(s().repros().move(id, job_status::queued, job_status::running, "2026-12-03T00:00:01.000Z"));
+  EXPECT_FALSE(s().repros().move(id, job_status::queued, job_status::cancelled, "2026-12-03T00:00:02.000Z"))
+      << "a cancel of a queued repro after its start";
+  got = s().repros().get(id);
+  EXPECT_EQ(got->status, job_status::running);
+  EXPECT_EQ(got->started_at, "2026-12-03T00:00:01.000Z");
+  EXPECT_EQ(got->finished_at, "");
+
+  r = *got;
+  r.status = job_status::done;
+  r.bursts = 17;
+  r.outcome = "reproduced";
+  r.message = "reproduced: ...";
+  r.minimal = "target (n_predict 4) + 1 neighbour (n_predict 1)";
+  r.files = {{"repro.sh", "#!/bin/sh\necho \"\u00e9\"\n"}, {"expected.json", "{}\n"}};
+  r.finished_at = "2026-12-03T00:00:03.000Z";
+  s().repros().finish(r);
+  got = s().repros().get(id);
+  EXPECT_EQ(got->status, job_status::done);
+  EXPECT_EQ(got->bursts, 17);
+  EXPECT_EQ(got->files, r.files);
+  EXPECT_EQ(got->minimal, r.minimal);
+  EXPECT_EQ(got->finished_at, r.finished_at);
+
+  // Left running by a stopped daemon, then queued again: its count starts over.
+  EXPECT_TRUE(s().repros().move(other, job_status::queued, job_status::running, "2026-12-03T00:00:04.000Z"));
+  EXPECT_TRUE(s().repros().move(other, job_status::running, job_status::queued, "2026-12-03T00:00:05.000Z"));
+  EXPECT_EQ(s().repros().get(other)->status, job_status::queued);
+  EXPECT_FALSE(s().repros().get(99));
+  // The audit's deletion takes its repros with it.
+  s().jobs().remove(job);
+  EXPECT_FALSE(s().repros().get(id));
+}
+
 TEST_P(storage_suite, one_run_and_one_stream_are_read_by_id_and_runs_filter) {
   audit::audit_spec spec;
   audit::audit_plan plan;
@@ -555,6 +615,7 @@ class lost_answer_store : public storage::store {
   storage::evidence_repository& evidence() override { return evidence_; }
   storage::schedule_repository& schedules() override { return real_->schedules(); }
   storage::alert_repository& alerts() override { return real_->alerts(); }
+  storage::repro_repository& repros() override { return real_->repros(); }
   storage::file_maintenance* maintenance() override { return real_->maintenance(); }
   storage::fleet_repository* fleet() override { return real_->fleet(); }
   int schema_version() override { return real_->schema_version(); }
