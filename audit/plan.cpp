@@ -68,124 +68,134 @@ class planner {
     return {prompt, params, false, 0, true, baseline_id >= 0 ? baseline_id : baseline(backend, prompt, params)};
   }
 
+  using planned_group = std::pair<group_mode, std::vector<planned_request>>;
+
+  // A burst of the target beside concurrency-1 neighbours, in the shapes the condition asks.
+  planned_group neighbour_burst(const std::string& backend, const condition& c, const std::string& prompt,
+                                const sampling& params) {
+    const auto& n = c.neighbours;
+    std::vector<planned_request> reqs;
+    for (int i = 1; i < c.concurrency; ++i) {
+      const auto k = static_cast<std::size_t>(i - 1);
+      planned_request q{neighbour_prompt(prompt, n.prompts, k), params, false, std::nullopt, false, -1};
+      if (!n.n_predict.empty()) q.n_predict = n.n_predict[k];
+      if (!n.join_after.empty()) q.join_after_tokens = n.join_after[k];
+      reqs.push_back(std::move(q));
+    }
+    planned_request target{prompt, params, false, std::nullopt, true, baseline(backend, prompt, params)};
+    if (n.target_last) reqs.push_back(std::move(target));
+    else reqs.insert(reqs.begin(), std::move(target));
+    return {group_mode::burst, std::move(reqs)};
+  }
+
+  // Replicate r of a throughput probe: bursts of different prompts, never compared.
+  planned_group throughput_burst(const condition& c, int r, const sampling& params) {
+    std::vector<planned_request> reqs;
+    for (int i = 0; i < c.concurrency; ++i)
+      reqs.push_back({cross_batch_filler(static_cast<std::size_t>(r * c.concurrency + i)) + " (probe " +
+                          std::to_string(r * c.concurrency + i) + ")",
+                      params, false, std::nullopt, false, -1});
+    return {group_mode::burst, std::move(reqs)};
+  }
+
+  // The serial reference first, then every width's trials in order; the runner skips the
+  // trials of a width already decided (audit::search_needs).
+  void search_groups(const condition& c, const std::string& prompt, const sampling& params, int base,
+                     std::vector<planned_group>& out) {
+    out.push_back({group_mode::serial, std::vector<planned_request>(static_cast<std::size_t>(c.search.reference),
+                                                                    {prompt, params, false, 0, true, base})});
+    for (int w : search_widths(c))
+      for (int t = 0; t < c.search.max_trials; ++t)
+        out.push_back({group_mode::burst,
+                       std::vector<planned_request>(static_cast<std::size_t>(w), {prompt, params, false, std::nullopt, true, base})});
+  }
+
+  // The groups condition `c` sends for one prompt, in order (each is one replicate). The
+  // baselines are registered as the groups ask for them, in this order.
+  std::vector<planned_group> groups_of(const std::string& backend, const condition& c, const std::string& prompt,
+                                       const sampling& params) {
+    std::vector<planned_group> out;
+    auto serial_one = [&](planned_request q) { out.push_back({group_mode::serial, std::vector<planned_request>{std::move(q)}}); };
+    switch (c.kind) {
+      case condition_kind::repeat:
+        for (int r = 0; r < c.replicates; ++r) serial_one(serial(backend, prompt, params, -1));
+        for (int r = 0; r < c.seeded_replicates; ++r) serial_one(serial(backend, prompt, seeded(), -1));
+        break;
+      case condition_kind::concurrent:
+        for (int r = 0; r < c.replicates; ++r) {
+          const int base = baseline(backend, prompt, params);
+          out.push_back({group_mode::burst, std::vector<planned_request>(static_cast<std::size_t>(c.concurrency),
+                                                                         {prompt, params, false, std::nullopt, true, base})});
+        }
+        break;
+      case condition_kind::cross_batch:
+        for (int r = 0; r < c.replicates; ++r) {
+          std::vector<planned_request> reqs = {{prompt, params, false, std::nullopt, true, baseline(backend, prompt, params)}};
+          for (int i = 1; i < c.concurrency; ++i)
+            reqs.push_back({cross_batch_filler(static_cast<std::size_t>(i - 1)), params, false, std::nullopt, false, -1});
+          out.push_back({group_mode::burst, std::move(reqs)});
+        }
+        break;
+      case condition_kind::neighbours:
+        for (int r = 0; r < c.replicates; ++r) out.push_back(neighbour_burst(backend, c, prompt, params));
+        break;
+      case condition_kind::cache_reuse:
+        for (int r = 0; r < c.replicates; ++r) {
+          const int base = baseline(backend, prompt, params);
+          out.push_back({group_mode::serial, {{prompt, params, true, 0, false, -1}, {prompt, params, true, 0, true, base}}});
+        }
+        break;
+      case condition_kind::control_prompt:
+        // The next prompt of the spec, compared with this prompt's baseline: must diverge.
+        for (int r = 0; r < c.replicates; ++r)
+          serial_one({other_prompt(prompt), params, false, 0, true, baseline(backend, prompt, params)});
+        break;
+      case condition_kind::control_seed:
+        for (int r = 0; r < c.replicates; ++r)
+          serial_one({prompt, sampling{params.temperature, spec_.seed + 1 + static_cast<std::uint64_t>(r)}, false, 0, true,
+                      baseline(backend, prompt, params)});
+        break;
+      case condition_kind::control_temperature:
+        for (int r = 0; r < c.replicates; ++r)
+          serial_one({prompt, sampling{spec_.control_temperature, params.seed}, false, 0, true, baseline(backend, prompt, params)});
+        break;
+      case condition_kind::threshold_search:
+        search_groups(c, prompt, params, baseline(backend, prompt, params), out);
+        break;
+      case condition_kind::load: {
+        // One group per level: its probes, the target greedy, each compared with the baseline.
+        const int base = baseline(backend, prompt, params);
+        for (std::size_t level = 0; level < c.load.levels.size(); ++level)
+          out.push_back({group_mode::load, std::vector<planned_request>(static_cast<std::size_t>(c.load.probes),
+                                                                        {prompt, params, false, std::nullopt, true, base})});
+        break;
+      }
+      case condition_kind::throughput:
+        for (int r = 0; r < c.replicates; ++r) out.push_back(throughput_burst(c, r, params));
+        break;
+    }
+    return out;
+  }
+
   void plan_backend(const std::string& backend) {
     baseline_groups_.clear();
     std::vector<request_group> groups;
-    auto add = [&](const condition& c, int replicate, group_mode mode, std::vector<planned_request> reqs) {
-      request_group g;
-      g.backend = backend;
-      g.condition = c.name;
-      g.kind = c.kind;
-      g.replicate = replicate;
-      g.mode = mode;
-      g.requests = std::move(reqs);
-      groups.push_back(std::move(g));
-    };
     const std::string& target = spec_.prompts.front();
     for (const auto& c : spec_.conditions) {
       const sampling params = c.seeded ? seeded() : greedy();
       std::vector<std::string> prompts = c.all_prompts ? spec_.prompts : std::vector<std::string>{target};
       int replicate = 0;
-      for (const auto& prompt : prompts) {
-        switch (c.kind) {
-          case condition_kind::repeat:
-            for (int r = 0; r < c.replicates; ++r)
-              add(c, replicate++, group_mode::serial, {serial(backend, prompt, params, -1)});
-            for (int r = 0; r < c.seeded_replicates; ++r)
-              add(c, replicate++, group_mode::serial, {serial(backend, prompt, seeded(), -1)});
-            break;
-          case condition_kind::concurrent:
-            for (int r = 0; r < c.replicates; ++r) {
-              const int base = baseline(backend, prompt, params);
-              add(c, replicate++, group_mode::burst,
-                  std::vector<planned_request>(static_cast<std::size_t>(c.concurrency),
-                                               {prompt, params, false, std::nullopt, true, base}));
-            }
-            break;
-          case condition_kind::cross_batch:
-            for (int r = 0; r < c.replicates; ++r) {
-              std::vector<planned_request> reqs = {{prompt, params, false, std::nullopt, true, baseline(backend, prompt, params)}};
-              for (int i = 1; i < c.concurrency; ++i)
-                reqs.push_back({cross_batch_filler(static_cast<std::size_t>(i - 1)), params, false, std::nullopt, false, -1});
-              add(c, replicate++, group_mode::burst, std::move(reqs));
-            }
-            break;
-          case condition_kind::neighbours:
-            for (int r = 0; r < c.replicates; ++r) {
-              const auto& n = c.neighbours;
-              std::vector<planned_request> reqs;
-              for (int i = 1; i < c.concurrency; ++i) {
-                const auto k = static_cast<std::size_t>(i - 1);
-                planned_request q{neighbour_prompt(prompt, n.prompts, k), params, false, std::nullopt, false, -1};
-                if (!n.n_predict.empty()) q.n_predict = n.n_predict[k];
-                if (!n.join_after.empty()) q.join_after_tokens = n.join_after[k];
-                reqs.push_back(std::move(q));
-              }
-              planned_request target{prompt, params, false, std::nullopt, true, baseline(backend, prompt, params)};
-              if (n.target_last) reqs.push_back(std::move(target));
-              else reqs.insert(reqs.begin(), std::move(target));
-              add(c, replicate++, group_mode::burst, std::move(reqs));
-            }
-            break;
-          case condition_kind::cache_reuse:
-            for (int r = 0; r < c.replicates; ++r) {
-              const int base = baseline(backend, prompt, params);
-              add(c, replicate++, group_mode::serial,
-                  {{prompt, params, true, 0, false, -1}, {prompt, params, true, 0, true, base}});
-            }
-            break;
-          case condition_kind::control_prompt:
-            // The next prompt of the spec, compared with this prompt's baseline: must diverge.
-            for (int r = 0; r < c.replicates; ++r)
-              add(c, replicate++, group_mode::serial,
-                  {{other_prompt(prompt), params, false, 0, true, baseline(backend, prompt, params)}});
-            break;
-          case condition_kind::control_seed:
-            for (int r = 0; r < c.replicates; ++r)
-              add(c, replicate++, group_mode::serial,
-                  {{prompt, sampling{params.temperature, spec_.seed + 1 + static_cast<std::uint64_t>(r)}, false, 0, true,
-                    baseline(backend, prompt, params)}});
-            break;
-          case condition_kind::control_temperature:
-            for (int r = 0; r < c.replicates; ++r)
-              add(c, replicate++, group_mode::serial,
-                  {{prompt, sampling{spec_.control_temperature, params.seed}, false, 0, true,
-                    baseline(backend, prompt, params)}});
-            break;
-          case condition_kind::threshold_search: {
-            // The serial reference first, then every width's trials in order; the runner skips
-            // the trials of a width already decided (audit::search_needs).
-            const int base = baseline(backend, prompt, params);
-            add(c, replicate++, group_mode::serial,
-                std::vector<planned_request>(static_cast<std::size_t>(c.search.reference), {prompt, params, false, 0, true, base}));
-            for (int w : search_widths(c))
-              for (int t = 0; t < c.search.max_trials; ++t)
-                add(c, replicate++, group_mode::burst,
-                    std::vector<planned_request>(static_cast<std::size_t>(w), {prompt, params, false, std::nullopt, true, base}));
-            break;
-          }
-          case condition_kind::load: {
-            // One group per level: its probes, the target greedy, each compared with the baseline.
-            const int base = baseline(backend, prompt, params);
-            for (std::size_t level = 0; level < c.load.levels.size(); ++level)
-              add(c, replicate++, group_mode::load,
-                  std::vector<planned_request>(static_cast<std::size_t>(c.load.probes),
-                                               {prompt, params, false, std::nullopt, true, base}));
-            break;
-          }
-          case condition_kind::throughput:
-            // Bursts of different prompts, never compared: only their timing is read.
-            for (int r = 0; r < c.replicates; ++r) {
-              std::vector<planned_request> reqs;
-              for (int i = 0; i < c.concurrency; ++i)
-                reqs.push_back({cross_batch_filler(static_cast<std::size_t>(r * c.concurrency + i)) + " (probe " +
-                                    std::to_string(r * c.concurrency + i) + ")",
-                                params, false, std::nullopt, false, -1});
-              add(c, replicate++, group_mode::burst, std::move(reqs));
-            }
-            break;
+      for (const auto& prompt : prompts)
+        for (auto& [mode, reqs] : groups_of(backend, c, prompt, params)) {
+          request_group g;
+          g.backend = backend;
+          g.condition = c.name;
+          g.kind = c.kind;
+          g.replicate = replicate++;
+          g.mode = mode;
+          g.requests = std::move(reqs);
+          groups.push_back(std::move(g));
         }
-      }
     }
     // Baselines first, then the conditions; groups are numbered in execution order.
     for (auto& [id, g] : baseline_groups_) {
