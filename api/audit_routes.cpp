@@ -25,9 +25,6 @@ struct route_state {
 };
 using state_ptr = std::shared_ptr<route_state>;
 
-api_response no_audit(const std::string& s) {
-  return error_response(service_errc::not_found, "not_found", "no audit with id '" + s.substr(0, 64) + "'", "id");
-}
 
 // A final audit's body from the read model, if it is kept there.
 std::optional<api_response> kept(const route_state& st, std::int64_t id, const std::string& key) {
@@ -162,91 +159,74 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   co_return keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)});
 }
 
-// GET /v1/audits/{id}/runs
-net::awaitable<api_response> route_get_runs(state_ptr st, request_context ctx) {
+// The skeleton of every GET of one audit's stored rows: the id parsed, a final audit's body
+// from the read model, else the audit read (404 when there is none), its rows fetched
+// (`fetch(id)`, an awaitable optional; `gone` when empty) and rendered (`render(id, rows)`),
+// and the body kept when the audit is final.
+template <class Fetch, class Render, class Gone>
+net::awaitable<api_response> audit_rows(state_ptr st, request_context ctx, std::string key, Fetch fetch, Render render,
+                                        Gone gone) {
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
-  storage::run_filter filter{query_or(ctx, "condition"), query_or(ctx, "backend")};
-  const std::string key = "runs?" + filter.condition + "\x1f" + filter.backend;
   if (auto hit = kept(*st, *id, key)) co_return *hit;
   auto j = co_await st->svc->job(*id);
   if (!j) co_return no_audit(ctx.params[0]);
-  auto runs = co_await st->svc->runs(*id, filter);
-  if (!runs) co_return no_audit(ctx.params[0]);
-  json out = {{"audit", *id}, {"runs", json::array()}};
-  for (const auto& r : *runs) out["runs"].push_back(run_json(r));
-  co_return keep(*st, j->status, *id, key, json_response(200, dump(out)));
+  auto rows = co_await fetch(*id);
+  if (!rows) co_return gone(*id);
+  co_return keep(*st, j->status, *id, key, json_response(200, dump(render(*id, *rows))));
+}
+
+template <class Fetch, class Render>
+net::awaitable<api_response> audit_rows(state_ptr st, request_context ctx, std::string key, Fetch fetch, Render render) {
+  const std::string segment = ctx.params[0];
+  auto gone = [segment](std::int64_t) { return no_audit(segment); };
+  return audit_rows(std::move(st), std::move(ctx), std::move(key), fetch, render, gone);
+}
+
+// A list of records under `name`, beside the audit's id.
+template <class Records, class ToJson>
+json listed(std::int64_t id, const char* name, const Records& records, ToJson to_json) {
+  json out = {{"audit", id}, {name, json::array()}};
+  for (const auto& r : records) out[name].push_back(to_json(r));
+  return out;
+}
+
+// GET /v1/audits/{id}/runs
+net::awaitable<api_response> route_get_runs(state_ptr st, request_context ctx) {
+  storage::run_filter filter{query_or(ctx, "condition"), query_or(ctx, "backend")};
+  std::string key = "runs?" + filter.condition + "\x1f" + filter.backend;
+  auto fetch = [st, filter](std::int64_t id) { return st->svc->runs(id, filter); };
+  auto render = [](std::int64_t id, const std::vector<storage::run_record>& runs) { return listed(id, "runs", runs, run_json); };
+  return audit_rows(st, std::move(ctx), std::move(key), fetch, render);
 }
 
 // GET /v1/audits/{id}/runs/{run}/stream
 net::awaitable<api_response> route_get_stream(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
-  auto run = parse_positive_id(ctx.params[1]);
-  if (!id) co_return no_audit(ctx.params[0]);
+  const auto run = parse_positive_id(ctx.params[1]);
+  if (!parse_positive_id(ctx.params[0])) co_return no_audit(ctx.params[0]);
   if (!run) co_return error_response(service_errc::not_found, "not_found", "no run '" + ctx.params[1].substr(0, 64) + "' in this audit", "run");
-  const std::string key = "stream/" + std::to_string(*run);
-  if (auto hit = kept(*st, *id, key)) co_return *hit;
-  auto j = co_await st->svc->job(*id);
-  if (!j) co_return no_audit(ctx.params[0]);
-  auto s = co_await st->svc->stream(*id, *run);
-  if (!s) co_return error_response(service_errc::not_found, "not_found", "no run " + std::to_string(*run) + " in audit " + std::to_string(*id), "run");
-  co_return keep(*st, j->status, *id, key, json_response(200, dump(stream_json(*s))));
+  auto gone = [run = *run](std::int64_t id) {
+    return error_response(service_errc::not_found, "not_found", "no run " + std::to_string(run) + " in audit " + std::to_string(id), "run");
+  };
+  auto fetch = [st, run = *run](std::int64_t id) { return st->svc->stream(id, run); };
+  auto render = [](std::int64_t, const storage::stream_record& s) { return stream_json(s); };
+  co_return co_await audit_rows(st, std::move(ctx), "stream/" + std::to_string(*run), fetch, render, gone);
 }
 
 // GET /v1/audits/{id}/bursts
 net::awaitable<api_response> route_get_bursts(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
-  if (!id) co_return no_audit(ctx.params[0]);
-  if (auto hit = kept(*st, *id, "bursts")) co_return *hit;
-  auto j = co_await st->svc->job(*id);
-  if (!j) co_return no_audit(ctx.params[0]);
-  auto bursts = co_await st->svc->bursts(*id);
-  if (!bursts) co_return no_audit(ctx.params[0]);
-  json out = {{"audit", *id}, {"bursts", json::array()}};
-  for (const auto& b : *bursts) out["bursts"].push_back(burst_json(b));
-  co_return keep(*st, j->status, *id, "bursts", json_response(200, dump(out)));
+  auto fetch = [st](std::int64_t id) { return st->svc->bursts(id); };
+  auto render = [](std::int64_t id, const std::vector<storage::burst_record>& b) { return listed(id, "bursts", b, burst_json); };
+  return audit_rows(st, std::move(ctx), "bursts", fetch, render);
 }
 
 // GET /v1/audits/{id}/fingerprints
 net::awaitable<api_response> route_get_fingerprints(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
-  if (!id) co_return no_audit(ctx.params[0]);
-  if (auto hit = kept(*st, *id, "fingerprints")) co_return *hit;
-  auto j = co_await st->svc->job(*id);
-  if (!j) co_return no_audit(ctx.params[0]);
-  auto fps = co_await st->svc->fingerprints(*id);
-  if (!fps) co_return no_audit(ctx.params[0]);
-  json out = {{"audit", *id}, {"fingerprints", json::array()}};
-  for (const auto& f : *fps) out["fingerprints"].push_back(fingerprint_json(f));
-  co_return keep(*st, j->status, *id, "fingerprints", json_response(200, dump(out)));
-}
-
-// GET /v1/audits/{id}/bundle
-net::awaitable<api_response> route_get_bundle(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
-  if (!id) co_return no_audit(ctx.params[0]);
-  std::vector<std::int64_t> ids(1, *id);  // (a braced list in a coroutine's co_await trips GCC 12)
-  auto text = co_await st->svc->export_bundle(std::move(ids));
-  if (!text) co_return error_response(text.error());
-  api_response r;
-  r.body = std::move(*text);
-  r.content_type = "application/x-ndjson";
-  r.headers.emplace_back(http::field::content_disposition, "attachment; filename=\"audit-" + std::to_string(*id) + ".bundle\"");
-  co_return r;
-}
-
-// POST /v1/imports
-net::awaitable<api_response> route_post_imports(state_ptr st, request_context ctx) {
-  auto imported = co_await st->svc->import_bundle(std::move(ctx.body));
-  if (!imported) co_return error_response(imported.error());
-  json audits = json::array();
-  bool fresh = false;
-  for (std::size_t i = 0; i < imported->jobs.size(); ++i) {
-    audits.push_back({{"id", imported->jobs[i]}, {"already_imported", static_cast<bool>(imported->already[i])},
-                      {"links", {{"self", "/v1/audits/" + std::to_string(imported->jobs[i])}}}});
-    fresh = fresh || !imported->already[i];
-  }
-  co_return json_response(fresh ? 201 : 200, dump(json{{"audits", audits}}));
+  auto fetch = [st](std::int64_t id) { return st->svc->fingerprints(id); };
+  auto render = [](std::int64_t id, const std::vector<storage::fingerprint_record>& f) {
+    return listed(id, "fingerprints", f, fingerprint_json);
+  };
+  return audit_rows(st, std::move(ctx), "fingerprints", fetch, render);
 }
 
 // POST /v1/audits/{id}/cancel
@@ -258,99 +238,6 @@ net::awaitable<api_response> route_post_cancel(state_ptr st, request_context ctx
   co_return json_response(202, dump(job_json(*j)));
 }
 
-json repro_json(const repro_view& v) {
-  json files = json::array();
-  for (const auto& [name, text] : v.files) files.push_back(name);
-  const std::string self = "/v1/repros/" + std::to_string(v.id);
-  json j = {{"id", v.id},
-            {"audit", v.audit},
-            {"run", v.run},
-            {"backend", v.backend},
-            {"status", v.status},
-            {"created_at", v.created_at},
-            {"started_at", v.started_at},
-            {"finished_at", v.finished_at},
-            {"progress", {{"bursts", v.bursts}, {"max_bursts", v.max_bursts}, {"trials", v.trials}, {"phase", v.phase}}},
-            {"original", v.original},
-            {"files", files},
-            {"links", {{"self", self}, {"cancel", self + "/cancel"}, {"script", self + "/files/repro.sh"}}}};
-  if (v.status != "queued" && v.status != "running") {
-    j["outcome"] = v.outcome;
-    j["message"] = v.message;
-    j["minimal"] = v.minimal;
-  }
-  return j;
-}
-
-// POST /v1/audits/{id}/runs/{run}/repro
-net::awaitable<api_response> route_post_repro(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
-  if (!id) co_return no_audit(ctx.params[0]);
-  auto run = parse_positive_id(ctx.params[1]);
-  if (!run) co_return error_response(service_errc::not_found, "not_found", "no run '" + ctx.params[1].substr(0, 32) + "'", "run");
-  repro_settings settings;
-  if (!ctx.body.empty()) {
-    const json b = json::parse(ctx.body, nullptr, false);
-    if (!b.is_object()) co_return error_response(service_errc::invalid, "invalid_repro", "the body must be a JSON object", "body");
-    for (const auto& [k, v] : b.items()) {
-      if (k != "trials" && k != "max_bursts")
-        co_return error_response(service_errc::invalid, "invalid_repro", "unknown field (known: trials, max_bursts)", k);
-      if (!v.is_number_integer()) co_return error_response(service_errc::invalid, "invalid_repro", "must be an integer", k);
-    }
-    if (b.contains("trials")) settings.trials = b["trials"].get<int>();
-    if (b.contains("max_bursts")) settings.max_bursts = b["max_bursts"].get<int>();
-  }
-  auto r = co_await st->svc->start_repro(*id, *run, settings);
-  if (!r) co_return error_response(r.error());
-  co_return json_response(202, dump(repro_json(*r)));
-}
-
-// The repro a path's id segment names; nullopt when there is none.
-net::awaitable<std::optional<repro_view>> find_repro(state_ptr st, std::string segment) {
-  auto id = parse_positive_id(segment);
-  std::optional<repro_view> r;  // no co_await in a conditional expression: GCC 12 miscompiles it
-  if (id) r = co_await st->svc->repro(*id);
-  co_return r;
-}
-
-api_response no_repro(const std::string& segment) {
-  return error_response(service_errc::not_found, "not_found", "no repro with id '" + segment.substr(0, 32) + "'", "id");
-}
-
-// GET /v1/repros/{id}
-net::awaitable<api_response> route_get_repro(state_ptr st, request_context ctx) {
-  auto r = co_await find_repro(st, ctx.params[0]);
-  if (!r) co_return no_repro(ctx.params[0]);
-  co_return json_response(200, dump(repro_json(*r)));
-}
-
-// POST /v1/repros/{id}/cancel
-net::awaitable<api_response> route_post_repro_cancel(state_ptr st, request_context ctx) {
-  auto id = parse_positive_id(ctx.params[0]);
-  if (!id) co_return no_repro(ctx.params[0]);
-  auto r = co_await st->svc->cancel_repro(*id);
-  if (!r) co_return error_response(r.error());
-  co_return json_response(202, dump(repro_json(*r)));
-}
-
-// GET /v1/repros/{id}/files/{name}
-net::awaitable<api_response> route_get_repro_file(state_ptr st, request_context ctx) {
-  auto r = co_await find_repro(st, ctx.params[0]);
-  if (!r) co_return no_repro(ctx.params[0]);
-  auto f = r->files.find(ctx.params[1]);
-  if (f == r->files.end())
-    co_return error_response(service_errc::not_found, "not_found",
-                             r->status == "running" ? "the repro is still running: its bundle is written when it ends"
-                                                    : "no file '" + ctx.params[1].substr(0, 64) + "' in this bundle",
-                             "name");
-  api_response out;
-  out.body = f->second;
-  out.content_type = f->first.ends_with(".json") ? "application/json"
-                     : f->first.ends_with(".sh") ? "text/x-shellscript; charset=utf-8"
-                                                 : "text/plain; charset=utf-8";
-  co_return out;
-}
-
 // DELETE /v1/audits/{id}
 net::awaitable<api_response> route_delete_audit(state_ptr st, request_context ctx) {
   auto id = parse_positive_id(ctx.params[0]);
@@ -359,46 +246,6 @@ net::awaitable<api_response> route_delete_audit(state_ptr st, request_context ct
   if (st->options.reads) st->options.reads->forget(*id);
   if (!gone) co_return error_response(gone.error());
   co_return json_response(200, dump(json{{"deleted", *id}}));
-}
-
-// GET /v1/backends
-net::awaitable<api_response> route_get_backends(state_ptr st, request_context) {
-  const auto list = co_await st->svc->backends();
-  json out = {{"backends", json::array()}, {"allow_adhoc_backends", list.allow_adhoc}};
-  for (const auto& b : list.backends)
-    out["backends"].push_back({{"name", b.name}, {"url", b.url}, {"api", b.api}, {"busy", b.busy}});
-  co_return json_response(200, dump(out));
-}
-
-// POST /v1/backends/{name}/selftest
-net::awaitable<api_response> route_post_selftest(state_ptr st, request_context ctx) {
-  auto r = co_await st->svc->selftest(ctx.params[0]);
-  if (!r) co_return error_response(r.error());
-  json cases = json::array();
-  for (const auto& c : r->power.cases) {
-    json one = {{"path", c.path},       {"fault", std::string(audit::to_string(c.fault))},
-                {"position", c.position}, {"applicable", c.applicable},
-                {"caught", c.caught},     {"reported", c.detail}};
-    if (c.applicable) {
-      one["expected"] = {{"level", std::string(audit::to_string(c.expected.level))}, {"position", c.expected.position}};
-      if (c.expected.max_ulp) one["expected"]["max_ulp"] = *c.expected.max_ulp;
-    }
-    if (!c.error.empty()) one["error"] = c.error;
-    cases.push_back(std::move(one));
-  }
-  const json out = {{"id", r->id},
-                    {"backend", r->backend},
-                    {"url", r->url},
-                    {"taken_at", r->taken_at},
-                    {"paths", r->paths},
-                    {"caught", r->power.caught},
-                    {"faults", r->power.faults},
-                    {"equivalents_flagged", r->power.equivalents_flagged},
-                    {"equivalents", r->power.equivalents},
-                    {"passed", r->power.passed()},
-                    {"summary", "harness power: " + r->power.summary()},
-                    {"cases", cases}};
-  co_return json_response(200, dump(out));
 }
 
 // GET /v1/compare?a=ID&b=ID
@@ -435,6 +282,10 @@ net::awaitable<api_response> route_get_metrics(state_ptr st, request_context) {
 }
 
 }  // namespace
+
+api_response no_audit(const std::string& segment) {
+  return error_response(service_errc::not_found, "not_found", "no audit with id '" + segment.substr(0, 64) + "'", "id");
+}
 
 std::string query_or(const request_context& ctx, const char* key, std::string fallback) {
   auto it = ctx.query.find(key);
@@ -505,41 +356,10 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
         {.operation_id = "listFingerprints", .summary = "Each backend's fingerprint before and after the audit",
          .response_schema = "FingerprintList", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_fingerprints(st, ctx); });
-  r.add(verb::get, "/v1/audits/{id}/bundle",
-        {.operation_id = "exportBundle",
-         .summary = "The ended audit as an evidence bundle: spec, predictions, fingerprints, every run with its stream bytes, "
-                    "verdicts and findings, under one content digest (docs/protocol.md)",
-         .media = "application/x-ndjson", .tag = "audits"},
-        [st](const request_context& ctx) { return route_get_bundle(st, ctx); });
-  r.add(verb::post, "/v1/imports",
-        {.operation_id = "importBundle",
-         .summary = "Add a bundle's audits to this database, read-only, with their provenance; 201, or 200 when every one "
-                    "was imported before",
-         .needs = access::write, .request_schema = "Bundle", .request_media = "application/x-ndjson", .status = 201,
-         .response_schema = "ImportResult", .tag = "audits"},
-        [st](const request_context& ctx) { return route_post_imports(st, ctx); });
   r.add(verb::post, "/v1/audits/{id}/cancel",
         {.operation_id = "cancelAudit", .summary = "Cancel at the next request-group boundary", .needs = access::write,
          .status = 202, .response_schema = "Job", .tag = "audits"},
         [st](const request_context& ctx) { return route_post_cancel(st, ctx); });
-  r.add(verb::post, "/v1/audits/{id}/runs/{run}/repro",
-        {.operation_id = "startRepro",
-         .summary = "Shrink a divergent burst run to its minimal reproduction against the live server (ddmin), as a background task",
-         .needs = access::write, .request_schema = "ReproSettings", .status = 202, .response_schema = "Repro", .tag = "audits"},
-        [st](const request_context& ctx) { return route_post_repro(st, ctx); });
-  r.add(verb::get, "/v1/repros/{id}",
-        {.operation_id = "getRepro", .summary = "A repro: progress, then its outcome, minimal case and bundle files",
-         .response_schema = "Repro", .tag = "audits"},
-        [st](const request_context& ctx) { return route_get_repro(st, ctx); });
-  r.add(verb::post, "/v1/repros/{id}/cancel",
-        {.operation_id = "cancelRepro", .summary = "Stop a running repro at its next probe (the smallest case so far is kept)",
-         .needs = access::write, .status = 202, .response_schema = "Repro", .tag = "audits"},
-        [st](const request_context& ctx) { return route_post_repro_cancel(st, ctx); });
-  r.add(verb::get, "/v1/repros/{id}/files/{name}",
-        {.operation_id = "getReproFile",
-         .summary = "One file of a repro's bundle: repro.sh, expected.json, fingerprint.json, command.txt, upstream.md",
-         .media = "text/plain", .tag = "audits"},
-        [st](const request_context& ctx) { return route_get_repro_file(st, ctx); });
   r.add(verb::delete_, "/v1/audits/{id}",
         {.operation_id = "deleteAudit", .summary = "Delete the audit and all its rows", .needs = access::write,
          .response_schema = "Deleted", .tag = "audits"},
@@ -554,15 +374,6 @@ void add_audit_routes(router& r, audit_service& svc, route_options opts) {
          .query = {{"a", "integer", "the first audit", {}, 1, 0}, {"b", "integer", "the second audit", {}, 1, 0}},
          .response_schema = "Comparison", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_compare(st, ctx); });
-  r.add(verb::get, "/v1/backends",
-        {.operation_id = "listBackends", .summary = "The configured backends and whether an audit holds each",
-         .response_schema = "BackendList", .tag = "audits"},
-        [st](const request_context& ctx) { return route_get_backends(st, ctx); });
-  r.add(verb::post, "/v1/backends/{name}/selftest",
-        {.operation_id = "selftestBackend",
-         .summary = "Seed faults into a configured backend's answers on every path and store how many the comparator caught",
-         .needs = access::write, .response_schema = "Selftest", .tag = "audits"},
-        [st](const request_context& ctx) { return route_post_selftest(st, ctx); });
   r.add(verb::get, "/v1/presets",
         {.operation_id = "listPresets", .summary = "The spec presets, each expanded (what a submission naming it starts from)",
          .response_schema = "PresetList", .tag = "audits"},

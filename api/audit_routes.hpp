@@ -28,6 +28,8 @@ struct route_options {
 // `protect_reads` are what /v1/info reports; the router enforces them (router::protect).
 // `service` (and the metrics and read model) must outlive the server.
 void add_audit_routes(router& r, audit_service& service, route_options options);
+// The 404 of a path whose {id} segment names no audit.
+api_response no_audit(const std::string& segment);
 // A query parameter's decoded value, or `fallback`.
 std::string query_or(const request_context& ctx, const char* key, std::string fallback = {});
 

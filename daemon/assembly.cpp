@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include "api/audit_routes.hpp"
+#include "api/backend_routes.hpp"
+#include "api/bundle_routes.hpp"
 #include "api/console_routes.hpp"
 #include "api/fleet_routes.hpp"
 #include "api/history_routes.hpp"
 #include "api/openapi.hpp"
+#include "api/repro_routes.hpp"
 #include "api/schedule_routes.hpp"
 #include "clients/api_registry.hpp"
 #include "metrics_feed.hpp"
@@ -115,6 +118,9 @@ void assembly::add_routes(const config::daemon_config& conf, const assembly_hook
   options.reads = &reads_;
   options.version = hooks.version;
   api::add_audit_routes(routes_, service_, options);
+  api::add_bundle_routes(routes_, service_);
+  api::add_repro_routes(routes_, service_);
+  api::add_backend_routes(routes_, service_);
   api::add_schedule_routes(routes_, scheduler_, options);
   api::add_history_routes(routes_, history_, scheduler_);
   api::add_fleet_routes(routes_, *fleet_);

@@ -1,0 +1,12 @@
+// The repro routes: start a divergent burst run's minimal reproduction, follow it, cancel it,
+// and read its bundle (daemon/repro_jobs.hpp, docs/explain.md).
+#pragma once
+
+#include "audit_service.hpp"
+#include "http_server.hpp"
+
+namespace logitaudit::api {
+
+void add_repro_routes(router& r, audit_service& service);
+
+}  // namespace logitaudit::api
