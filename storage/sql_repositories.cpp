@@ -148,6 +148,13 @@ std::vector<job_holding> read_holdings(sql_statement& s) {
 constexpr const char* kHoldingQuery =
     "SELECT j.id, j.starts_servers, b.backend FROM jobs j LEFT JOIN job_backends b ON b.job_id = j.id ";
 
+// The one row a query by key read, if any.
+template <class T>
+std::optional<T> only(std::vector<T> rows) {
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front());
+}
+
 std::vector<job_record> read_jobs(sql_statement& s) {
   std::vector<job_record> out;
   while (s.step()) out.push_back(read_job(s));
@@ -301,9 +308,7 @@ class sql_jobs final : public job_repository {
   std::optional<job_holding> holding(std::int64_t job) override {
     auto& s = db_.prepare(std::string(kHoldingQuery) + "WHERE j.id = ? ORDER BY b.backend");
     s.bind(1, job);
-    auto out = read_holdings(s);
-    if (out.empty()) return std::nullopt;
-    return std::move(out.front());
+    return only(read_holdings(s));
   }
 
   std::vector<job_record> page(const job_query& q) override {
@@ -1061,9 +1066,7 @@ class sql_repros final : public repro_repository {
   std::optional<repro_record> get(std::int64_t id) override {
     auto& s = db_.prepare(std::string(kColumns) + " WHERE id = ?");
     s.bind(1, id);
-    auto out = read(s);
-    if (out.empty()) return std::nullopt;
-    return std::move(out.front());
+    return only(read(s));
   }
 
   std::vector<repro_record> with_status(audit::job_status status, const std::string& member) override {
