@@ -730,50 +730,73 @@ std::optional<audit::load_measurement> decode_load_measurement(std::string_view 
   }
 }
 
-std::string encode_findings_format1(const audit::findings& f) {
-  auto tally = [](const audit::condition_tally& t) {
-    json j{{"condition", t.condition},       {"kind", std::string(audit::to_string(t.kind))},
-           {"concurrency", t.concurrency},   {"seeded", t.seeded},
-           {"control", t.control()},         {"n", t.n},
-           {"logit_identical", t.logit_identical}, {"token_identical", t.token_identical},
-           {"failed", t.failed},             {"flagged", t.flagged},
-           {"flagged_as", std::string(audit::to_string(audit::flag_of(t.kind)))}};
-    if (t.not_solo) j["not_solo"] = t.not_solo;        // since schema 7
-    if (t.ineffective) j["ineffective"] = t.ineffective;  // since schema 7
-    if (t.bursts) j["batching"] = burst_summary_json(*t.bursts);
-    if (!t.widths.empty()) {  // since schema 9
-      j["batching_by_width"] = json::array();
-      for (const auto& w : t.widths) j["batching_by_width"].push_back(burst_summary_json(w));
-    }
-    return j;
-  };
-  json j;
-  j["valid"] = f.valid;
-  if (!f.valid) j["invalid_reason"] = f.invalid_reason;
-  j["backends"] = f.backends;
-  j["pooled"] = json::array();
-  for (const auto& t : f.pooled) j["pooled"].push_back(tally(t));
-  j["per_backend"] = json::object();
-  for (const auto& [b, rows] : f.per_backend) {
-    j["per_backend"][b] = json::array();
-    for (const auto& t : rows) j["per_backend"][b].push_back(tally(t));
+namespace {
+
+json tally_json(const audit::condition_tally& t) {
+  json j{{"condition", t.condition},       {"kind", std::string(audit::to_string(t.kind))},
+         {"concurrency", t.concurrency},   {"seeded", t.seeded},
+         {"control", t.control()},         {"n", t.n},
+         {"logit_identical", t.logit_identical}, {"token_identical", t.token_identical},
+         {"failed", t.failed},             {"flagged", t.flagged},
+         {"flagged_as", std::string(audit::to_string(audit::flag_of(t.kind)))}};
+  if (t.not_solo) j["not_solo"] = t.not_solo;        // since schema 7
+  if (t.ineffective) j["ineffective"] = t.ineffective;  // since schema 7
+  if (t.bursts) j["batching"] = burst_summary_json(*t.bursts);
+  if (!t.widths.empty()) {  // since schema 9
+    j["batching_by_width"] = json::array();
+    for (const auto& w : t.widths) j["batching_by_width"].push_back(burst_summary_json(w));
   }
-  j["findings"] = f.sentences;
-  j["predictions"] = json::array();
-  for (const auto& p : f.predictions)
-    j["predictions"].push_back({{"id", p.claim.id}, {"statement", p.claim.statement}, {"held", p.held()},
-                                {"outcome", std::string(audit::to_string(p.outcome))},
-                                {"conditions", p.claim.conditions},
-                                {"k", p.k}, {"n", p.n}, {"flagged", p.flagged}, {"at_least", p.claim.at_least},
-                                {"level", p.claim.level == audit::identity_level::logit ? "logit" : "token"},
-                                {"expect", p.claim.expect == audit::expectation::identical ? "identical" : "diverges"}});
-  j["failed_runs"] = f.failed_runs;
-  j["flagged_runs"] = f.flagged_runs;
-  j["fingerprint_changes"] = f.fingerprint_changes;
-  if (!f.missing_fingerprints.empty()) j["missing_fingerprints"] = f.missing_fingerprints;  // since schema 6
-  if (!f.machines.empty()) j["machines"] = f.machines;                                         // since schema 6
-  if (f.reference) j["reference"] = reference_json(*f.reference);                             // since schema 6
-  // Since schema 7, each only when there is something to say (older findings keep their bytes).
+  return j;
+}
+
+audit::condition_tally tally_from(const json& t) {
+  audit::condition_tally c;
+  c.condition = t.at("condition").get<std::string>();
+  c.kind = audit::parse_condition_kind(t.at("kind").get<std::string>()).value();
+  c.concurrency = t.at("concurrency").get<int>();
+  c.seeded = t.at("seeded").get<bool>();
+  c.n = t.at("n").get<int>();
+  c.logit_identical = t.at("logit_identical").get<int>();
+  c.token_identical = t.at("token_identical").get<int>();
+  c.failed = t.at("failed").get<int>();
+  c.flagged = t.value("flagged", 0);
+  c.not_solo = t.value("not_solo", 0);
+  c.ineffective = t.value("ineffective", 0);
+  if (auto b = t.find("batching"); b != t.end() && b->is_object()) c.bursts = burst_summary_from(*b);
+  for (const auto& b : t.value("batching_by_width", json::array())) c.widths.push_back(burst_summary_from(b));
+  return c;
+}
+
+json prediction_json(const audit::prediction_result& p) {
+  return {{"id", p.claim.id}, {"statement", p.claim.statement}, {"held", p.held()},
+          {"outcome", std::string(audit::to_string(p.outcome))},
+          {"conditions", p.claim.conditions},
+          {"k", p.k}, {"n", p.n}, {"flagged", p.flagged}, {"at_least", p.claim.at_least},
+          {"level", p.claim.level == audit::identity_level::logit ? "logit" : "token"},
+          {"expect", p.claim.expect == audit::expectation::identical ? "identical" : "diverges"}};
+}
+
+audit::prediction_result prediction_from(const json& p) {
+  audit::prediction_result r;
+  r.claim.id = p.at("id").get<std::string>();
+  r.claim.statement = p.at("statement").get<std::string>();
+  r.claim.conditions = p.value("conditions", std::vector<std::string>{});
+  r.claim.at_least = p.at("at_least").get<double>();
+  r.claim.level = p.at("level") == "logit" ? audit::identity_level::logit : audit::identity_level::token;
+  r.claim.expect = p.at("expect") == "identical" ? audit::expectation::identical : audit::expectation::diverges;
+  r.k = p.at("k").get<int>();
+  r.n = p.at("n").get<int>();
+  r.flagged = p.value("flagged", 0);
+  // Written before outcomes existed: held, or failed (undecided when nothing was counted).
+  r.outcome = p.contains("outcome") ? audit::parse_prediction_outcome(p.at("outcome").get<std::string>()).value()
+              : p.at("held").get<bool>() ? audit::prediction_outcome::held
+              : r.n == 0                 ? audit::prediction_outcome::undecided
+                                         : audit::prediction_outcome::failed;
+  return r;
+}
+
+// Since schema 7, each only when there is something to say (older findings keep their bytes).
+void put_harness_sections(json& j, const audit::findings& f) {
   if (!f.resolution.empty()) {
     j["resolution"] = json::object();
     for (const auto& [b, r] : f.resolution) {
@@ -795,80 +818,229 @@ std::string encode_findings_format1(const audit::findings& f) {
   if (!f.quiet_waits.empty()) j["quiet_waits"] = f.quiet_waits;
   if (!f.canary_undecided.empty()) j["canary_undecided"] = f.canary_undecided;
   if (f.foreign_load_bursts > 0) j["foreign_load_bursts"] = f.foreign_load_bursts;
-  if (!f.attributions.empty()) {  // since schema 8
-    j["attributions"] = json::array();
-    for (const auto& t : f.attributions)
-      j["attributions"].push_back({{"condition", t.condition}, {"backend", t.backend}, {"divergent", t.divergent},
-                                   {"with_steps", t.with_steps}, {"at_first_token", t.at_first_token},
-                                   {"tested", t.tested}, {"at_width_change", t.at_width_change},
-                                   {"at_finish", t.at_finish}, {"at_join", t.at_join}, {"positions", t.positions},
-                                   {"width_changes", t.width_changes}, {"finishes", t.finishes}, {"joins", t.joins},
-                                   {"base_rate", t.base_rate()}, {"p_width_change", t.p_width_change},
-                                   {"no_steps_reason", t.no_steps_reason}});
+}
+
+void take_harness_sections(const json& j, audit::findings& f) {
+  if (j.contains("resolution"))
+    for (const auto& [b, r] : j.at("resolution").items()) {
+      std::map<std::string, std::string> facts;
+      for (const auto& [k, v] : r.items())
+        if (v.is_string() && k.starts_with("logprob_")) facts[k] = v.get<std::string>();
+      f.resolution[b] = audit::number_format::from_facts(facts);
+    }
+  if (j.contains("selftests"))
+    for (const auto& [b, t] : j.at("selftests").items())
+      f.selftests[b] = {t.at("id").get<std::int64_t>(), t.at("taken_at").get<std::string>(), t.at("caught").get<int>(),
+                        t.at("faults").get<int>(), t.at("equivalents_flagged").get<int>(), t.at("equivalents").get<int>(),
+                        t.at("passed").get<bool>(), t.at("summary").get<std::string>(), t.at("paths").get<std::string>()};
+  f.restarts = j.value("restarts", std::vector<std::string>{});
+  f.quiet_waits = j.value("quiet_waits", std::vector<std::string>{});
+  f.canary_undecided = j.value("canary_undecided", std::vector<std::string>{});
+  f.foreign_load_bursts = j.value("foreign_load_bursts", 0);
+}
+
+json attribution_json(const audit::attribution_tally& t) {
+  return {{"condition", t.condition}, {"backend", t.backend}, {"divergent", t.divergent},
+          {"with_steps", t.with_steps}, {"at_first_token", t.at_first_token},
+          {"tested", t.tested}, {"at_width_change", t.at_width_change},
+          {"at_finish", t.at_finish}, {"at_join", t.at_join}, {"positions", t.positions},
+          {"width_changes", t.width_changes}, {"finishes", t.finishes}, {"joins", t.joins},
+          {"base_rate", t.base_rate()}, {"p_width_change", t.p_width_change},
+          {"no_steps_reason", t.no_steps_reason}};
+}
+
+audit::attribution_tally attribution_from(const json& a) {
+  audit::attribution_tally t;
+  t.condition = a.at("condition").get<std::string>();
+  t.backend = a.at("backend").get<std::string>();
+  t.divergent = a.at("divergent").get<int>();
+  t.with_steps = a.at("with_steps").get<int>();
+  t.at_first_token = a.at("at_first_token").get<int>();
+  t.tested = a.at("tested").get<int>();
+  t.at_width_change = a.at("at_width_change").get<int>();
+  t.at_finish = a.at("at_finish").get<int>();
+  t.at_join = a.at("at_join").get<int>();
+  t.positions = a.at("positions").get<int>();
+  t.width_changes = a.at("width_changes").get<int>();
+  t.finishes = a.at("finishes").get<int>();
+  t.joins = a.at("joins").get<int>();
+  t.p_width_change = a.at("p_width_change").get<double>();
+  t.no_steps_reason = a.value("no_steps_reason", "");
+  return t;
+}
+
+json search_json(const audit::search_result& r) {
+  json widths = json::array();
+  for (const auto& w : r.widths)
+    widths.push_back({{"width", w.width},
+                      {"trials", w.trials},
+                      {"batched_trials", w.batched_trials},
+                      {"n", w.n},
+                      {"logit_identical", w.logit_identical},
+                      {"token_identical", w.token_identical},
+                      {"logit_interval", {w.logit_interval.low, w.logit_interval.high}},
+                      {"token_interval", {w.token_interval.low, w.token_interval.high}},
+                      {"logit_p", w.logit_p},
+                      {"token_p", w.token_p},
+                      {"logit", std::string(audit::to_string(w.logit))},
+                      {"token", std::string(audit::to_string(w.token))}});
+  return {{"backend", r.backend},
+          {"condition", r.condition},
+          {"reference_n", r.reference_n},
+          {"reference_logit_identical", r.reference_logit_identical},
+          {"reference_token_identical", r.reference_token_identical},
+          {"widths", std::move(widths)},
+          {"logit_threshold", r.logit_threshold ? json(*r.logit_threshold) : json(nullptr)},
+          {"token_threshold", r.token_threshold ? json(*r.token_threshold) : json(nullptr)}};
+}
+
+audit::search_result search_from(const json& r) {
+  audit::search_result out;
+  out.backend = r.at("backend").get<std::string>();
+  out.condition = r.at("condition").get<std::string>();
+  out.reference_n = r.at("reference_n").get<int>();
+  out.reference_logit_identical = r.at("reference_logit_identical").get<int>();
+  out.reference_token_identical = r.at("reference_token_identical").get<int>();
+  if (!r.at("logit_threshold").is_null()) out.logit_threshold = r.at("logit_threshold").get<int>();
+  if (!r.at("token_threshold").is_null()) out.token_threshold = r.at("token_threshold").get<int>();
+  for (const auto& w : r.at("widths")) {
+    audit::search_width x;
+    x.width = w.at("width").get<int>();
+    x.trials = w.at("trials").get<int>();
+    x.batched_trials = w.at("batched_trials").get<int>();
+    x.n = w.at("n").get<int>();
+    x.logit_identical = w.at("logit_identical").get<int>();
+    x.token_identical = w.at("token_identical").get<int>();
+    x.logit_interval = {w.at("logit_interval").at(0).get<double>(), w.at("logit_interval").at(1).get<double>()};
+    x.token_interval = {w.at("token_interval").at(0).get<double>(), w.at("token_interval").at(1).get<double>()};
+    x.logit_p = w.at("logit_p").get<double>();
+    x.token_p = w.at("token_p").get<double>();
+    x.logit = audit::parse_search_decision(w.at("logit").get<std::string>()).value();
+    x.token = audit::parse_search_decision(w.at("token").get<std::string>()).value();
+    out.widths.push_back(x);
   }
-  j["searches"] = json::array();
-  for (const auto& r : f.searches) {
-    json widths = json::array();
-    for (const auto& w : r.widths)
-      widths.push_back({{"width", w.width},
-                        {"trials", w.trials},
-                        {"batched_trials", w.batched_trials},
-                        {"n", w.n},
-                        {"logit_identical", w.logit_identical},
-                        {"token_identical", w.token_identical},
-                        {"logit_interval", {w.logit_interval.low, w.logit_interval.high}},
-                        {"token_interval", {w.token_interval.low, w.token_interval.high}},
-                        {"logit_p", w.logit_p},
-                        {"token_p", w.token_p},
-                        {"logit", std::string(audit::to_string(w.logit))},
-                        {"token", std::string(audit::to_string(w.token))}});
-    j["searches"].push_back({{"backend", r.backend},
-                             {"condition", r.condition},
-                             {"reference_n", r.reference_n},
-                             {"reference_logit_identical", r.reference_logit_identical},
-                             {"reference_token_identical", r.reference_token_identical},
-                             {"widths", std::move(widths)},
-                             {"logit_threshold", r.logit_threshold ? json(*r.logit_threshold) : json(nullptr)},
-                             {"token_threshold", r.token_threshold ? json(*r.token_threshold) : json(nullptr)}});
+  return out;
+}
+
+json load_curve_json(const audit::load_curve& c) {
+  json levels = json::array();
+  for (const auto& l : c.levels)
+    levels.push_back({{"group", l.group}, {"level", l.level}, {"measurement", load_measurement_json(l.measurement)},
+                      {"probes", l.probes}, {"logit_identical", l.logit_identical},
+                      {"token_identical", l.token_identical}, {"flagged", l.flagged}, {"failed", l.failed},
+                      {"logit_low", l.logit_low}, {"logit_high", l.logit_high}, {"mean_width", l.mean_width}});
+  return {{"backend", c.backend}, {"condition", c.condition},
+          {"arrival", std::string(audit::to_string(c.arrival))}, {"first_lost", c.first_lost},
+          {"levels", std::move(levels)}};
+}
+
+audit::load_curve load_curve_from(const json& c) {
+  audit::load_curve x;
+  x.backend = c.at("backend").get<std::string>();
+  x.condition = c.at("condition").get<std::string>();
+  x.arrival = audit::parse_arrival_kind(c.at("arrival").get<std::string>()).value_or(audit::arrival_kind::poisson);
+  x.first_lost = c.at("first_lost").get<int>();
+  for (const auto& l : c.at("levels")) {
+    audit::load_level_finding y;
+    y.group = l.at("group").get<std::size_t>();
+    y.level = l.at("level").get<std::size_t>();
+    y.measurement = load_measurement_from(l.at("measurement"));
+    y.probes = l.at("probes").get<int>();
+    y.logit_identical = l.at("logit_identical").get<int>();
+    y.token_identical = l.at("token_identical").get<int>();
+    y.flagged = l.at("flagged").get<int>();
+    y.failed = l.at("failed").get<int>();
+    y.logit_low = l.at("logit_low").get<double>();
+    y.logit_high = l.at("logit_high").get<double>();
+    y.mean_width = l.at("mean_width").get<double>();
+    x.levels.push_back(std::move(y));
   }
+  return x;
+}
+
+json frontier_json(const audit::frontier_row& r) {
+  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  return {{"backend", r.backend},
+          {"settings", r.settings ? settings_json(*r.settings) : json(nullptr)},
+          {"load_n", r.load_n},
+          {"load_logit_identical", r.load_logit_identical},
+          {"load_token_identical", r.load_token_identical},
+          {"load_batched", r.load_batched},
+          {"serial_n", r.serial_n},
+          {"serial_logit_identical", r.serial_logit_identical},
+          {"cache_n", r.cache_n},
+          {"cache_logit_identical", r.cache_logit_identical},
+          {"failed", r.failed},
+          {"tokens_per_s", opt(r.tokens_per_s)},
+          {"requests_per_s", opt(r.requests_per_s)},
+          {"cost", opt(r.cost)},
+          {"reproducible", r.reproducible},
+          {"note", r.note}};
+}
+
+audit::frontier_row frontier_from(const json& r) {
+  auto opt = [](const json& v) { return v.is_null() ? std::optional<double>() : std::optional<double>(v.get<double>()); };
+  audit::frontier_row x;
+  x.backend = r.at("backend").get<std::string>();
+  if (!r.at("settings").is_null()) {
+    std::vector<audit::spec_problem> ignored;
+    reader rr(ignored);
+    x.settings.emplace();
+    read_settings(rr, r.at("settings"), "settings", *x.settings);
+  }
+  x.load_n = r.at("load_n").get<int>();
+  x.load_logit_identical = r.at("load_logit_identical").get<int>();
+  x.load_token_identical = r.at("load_token_identical").get<int>();
+  x.load_batched = r.at("load_batched").get<int>();
+  x.serial_n = r.at("serial_n").get<int>();
+  x.serial_logit_identical = r.at("serial_logit_identical").get<int>();
+  x.cache_n = r.at("cache_n").get<int>();
+  x.cache_logit_identical = r.at("cache_logit_identical").get<int>();
+  x.failed = r.at("failed").get<int>();
+  x.tokens_per_s = opt(r.at("tokens_per_s"));
+  x.requests_per_s = opt(r.at("requests_per_s"));
+  x.cost = opt(r.at("cost"));
+  x.reproducible = r.at("reproducible").get<bool>();
+  x.note = r.at("note").get<std::string>();
+  return x;
+}
+
+// Each element of a list through `to_json`.
+template <class Items, class ToJson>
+json array_of(const Items& items, ToJson to_json) {
+  json out = json::array();
+  for (const auto& i : items) out.push_back(to_json(i));
+  return out;
+}
+
+}  // namespace
+
+std::string encode_findings_format1(const audit::findings& f) {
+  json j;
+  j["valid"] = f.valid;
+  if (!f.valid) j["invalid_reason"] = f.invalid_reason;
+  j["backends"] = f.backends;
+  j["pooled"] = array_of(f.pooled, tally_json);
+  j["per_backend"] = json::object();
+  for (const auto& [b, rows] : f.per_backend) j["per_backend"][b] = array_of(rows, tally_json);
+  j["findings"] = f.sentences;
+  j["predictions"] = array_of(f.predictions, prediction_json);
+  j["failed_runs"] = f.failed_runs;
+  j["flagged_runs"] = f.flagged_runs;
+  j["fingerprint_changes"] = f.fingerprint_changes;
+  if (!f.missing_fingerprints.empty()) j["missing_fingerprints"] = f.missing_fingerprints;  // since schema 6
+  if (!f.machines.empty()) j["machines"] = f.machines;                                         // since schema 6
+  if (f.reference) j["reference"] = reference_json(*f.reference);                             // since schema 6
+  put_harness_sections(j, f);
+  if (!f.attributions.empty()) j["attributions"] = array_of(f.attributions, attribution_json);  // since schema 8
+  j["searches"] = array_of(f.searches, search_json);
   j["throughput"] = json::array();
   for (const auto& t : f.throughput)
     j["throughput"].push_back({{"backend", t.backend}, {"width", t.width}, {"bursts", t.bursts},
                                {"requests", t.requests}, {"tokens", t.tokens}, {"seconds", t.seconds},
                                {"tokens_per_s", t.tokens_per_s}, {"requests_per_s", t.requests_per_s}});
-  if (!f.load_curves.empty()) {  // since schema 9
-    j["load_curves"] = json::array();
-    for (const auto& c : f.load_curves) {
-      json levels = json::array();
-      for (const auto& l : c.levels)
-        levels.push_back({{"group", l.group}, {"level", l.level}, {"measurement", load_measurement_json(l.measurement)},
-                          {"probes", l.probes}, {"logit_identical", l.logit_identical},
-                          {"token_identical", l.token_identical}, {"flagged", l.flagged}, {"failed", l.failed},
-                          {"logit_low", l.logit_low}, {"logit_high", l.logit_high}, {"mean_width", l.mean_width}});
-      j["load_curves"].push_back({{"backend", c.backend}, {"condition", c.condition},
-                                  {"arrival", std::string(audit::to_string(c.arrival))}, {"first_lost", c.first_lost},
-                                  {"levels", std::move(levels)}});
-    }
-  }
-  j["frontier"] = json::array();
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  for (const auto& r : f.frontier)
-    j["frontier"].push_back({{"backend", r.backend},
-                             {"settings", r.settings ? settings_json(*r.settings) : json(nullptr)},
-                             {"load_n", r.load_n},
-                             {"load_logit_identical", r.load_logit_identical},
-                             {"load_token_identical", r.load_token_identical},
-                             {"load_batched", r.load_batched},
-                             {"serial_n", r.serial_n},
-                             {"serial_logit_identical", r.serial_logit_identical},
-                             {"cache_n", r.cache_n},
-                             {"cache_logit_identical", r.cache_logit_identical},
-                             {"failed", r.failed},
-                             {"tokens_per_s", opt(r.tokens_per_s)},
-                             {"requests_per_s", opt(r.requests_per_s)},
-                             {"cost", opt(r.cost)},
-                             {"reproducible", r.reproducible},
-                             {"note", r.note}});
+  if (!f.load_curves.empty()) j["load_curves"] = array_of(f.load_curves, load_curve_json);  // since schema 9
+  j["frontier"] = array_of(f.frontier, frontier_json);
   j["evidence_thresholds"] = {{"min_batching", f.thresholds.min_batching},
                               {"min_overlap", f.thresholds.min_overlap},
                               {"require_server_measure", f.thresholds.require_server_measure},
@@ -880,49 +1052,15 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
   const json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("valid") || !j.contains("pooled") || !j.contains("predictions")) return std::nullopt;
   try {
-    auto tally = [](const json& t) {
-      audit::condition_tally c;
-      c.condition = t.at("condition").get<std::string>();
-      c.kind = audit::parse_condition_kind(t.at("kind").get<std::string>()).value();
-      c.concurrency = t.at("concurrency").get<int>();
-      c.seeded = t.at("seeded").get<bool>();
-      c.n = t.at("n").get<int>();
-      c.logit_identical = t.at("logit_identical").get<int>();
-      c.token_identical = t.at("token_identical").get<int>();
-      c.failed = t.at("failed").get<int>();
-      c.flagged = t.value("flagged", 0);
-      c.not_solo = t.value("not_solo", 0);
-      c.ineffective = t.value("ineffective", 0);
-      if (auto b = t.find("batching"); b != t.end() && b->is_object()) c.bursts = burst_summary_from(*b);
-      for (const auto& b : t.value("batching_by_width", json::array())) c.widths.push_back(burst_summary_from(b));
-      return c;
-    };
     audit::findings f;
     f.valid = j.at("valid").get<bool>();
     f.invalid_reason = j.value("invalid_reason", "");
     f.backends = j.at("backends").get<std::vector<std::string>>();
-    for (const auto& t : j.at("pooled")) f.pooled.push_back(tally(t));
+    for (const auto& t : j.at("pooled")) f.pooled.push_back(tally_from(t));
     for (const auto& [b, rows] : j.at("per_backend").items())
-      for (const auto& t : rows) f.per_backend[b].push_back(tally(t));
+      for (const auto& t : rows) f.per_backend[b].push_back(tally_from(t));
     f.sentences = j.at("findings").get<std::vector<std::string>>();
-    for (const auto& p : j.at("predictions")) {
-      audit::prediction_result r;
-      r.claim.id = p.at("id").get<std::string>();
-      r.claim.statement = p.at("statement").get<std::string>();
-      r.claim.conditions = p.value("conditions", std::vector<std::string>{});
-      r.claim.at_least = p.at("at_least").get<double>();
-      r.claim.level = p.at("level") == "logit" ? audit::identity_level::logit : audit::identity_level::token;
-      r.claim.expect = p.at("expect") == "identical" ? audit::expectation::identical : audit::expectation::diverges;
-      r.k = p.at("k").get<int>();
-      r.n = p.at("n").get<int>();
-      r.flagged = p.value("flagged", 0);
-      // Written before outcomes existed: held, or failed (undecided when nothing was counted).
-      r.outcome = p.contains("outcome") ? audit::parse_prediction_outcome(p.at("outcome").get<std::string>()).value()
-                  : p.at("held").get<bool>() ? audit::prediction_outcome::held
-                  : r.n == 0                 ? audit::prediction_outcome::undecided
-                                             : audit::prediction_outcome::failed;
-      f.predictions.push_back(std::move(r));
-    }
+    for (const auto& p : j.at("predictions")) f.predictions.push_back(prediction_from(p));
     f.failed_runs = j.at("failed_runs").get<int>();
     f.flagged_runs = j.value("flagged_runs", 0);
     f.fingerprint_changes = j.at("fingerprint_changes").get<std::vector<std::string>>();
@@ -930,122 +1068,16 @@ std::optional<audit::findings> decode_findings_format1(std::string_view text) {
       f.missing_fingerprints = j.at("missing_fingerprints").get<std::vector<std::string>>();
     if (j.contains("machines")) f.machines = j.at("machines").get<std::map<std::string, std::map<std::string, std::string>>>();
     if (j.contains("reference")) f.reference = reference_of(j.at("reference"));
-    if (j.contains("resolution"))
-      for (const auto& [b, r] : j.at("resolution").items()) {
-        std::map<std::string, std::string> facts;
-        for (const auto& [k, v] : r.items())
-          if (v.is_string() && k.starts_with("logprob_")) facts[k] = v.get<std::string>();
-        f.resolution[b] = audit::number_format::from_facts(facts);
-      }
-    if (j.contains("selftests"))
-      for (const auto& [b, t] : j.at("selftests").items())
-        f.selftests[b] = {t.at("id").get<std::int64_t>(), t.at("taken_at").get<std::string>(), t.at("caught").get<int>(),
-                          t.at("faults").get<int>(), t.at("equivalents_flagged").get<int>(), t.at("equivalents").get<int>(),
-                          t.at("passed").get<bool>(), t.at("summary").get<std::string>(), t.at("paths").get<std::string>()};
-    f.restarts = j.value("restarts", std::vector<std::string>{});
-    f.quiet_waits = j.value("quiet_waits", std::vector<std::string>{});
-    f.canary_undecided = j.value("canary_undecided", std::vector<std::string>{});
-    f.foreign_load_bursts = j.value("foreign_load_bursts", 0);
-    for (const auto& a : j.value("attributions", json::array())) {
-      audit::attribution_tally t;
-      t.condition = a.at("condition").get<std::string>();
-      t.backend = a.at("backend").get<std::string>();
-      t.divergent = a.at("divergent").get<int>();
-      t.with_steps = a.at("with_steps").get<int>();
-      t.at_first_token = a.at("at_first_token").get<int>();
-      t.tested = a.at("tested").get<int>();
-      t.at_width_change = a.at("at_width_change").get<int>();
-      t.at_finish = a.at("at_finish").get<int>();
-      t.at_join = a.at("at_join").get<int>();
-      t.positions = a.at("positions").get<int>();
-      t.width_changes = a.at("width_changes").get<int>();
-      t.finishes = a.at("finishes").get<int>();
-      t.joins = a.at("joins").get<int>();
-      t.p_width_change = a.at("p_width_change").get<double>();
-      t.no_steps_reason = a.value("no_steps_reason", "");
-      f.attributions.push_back(std::move(t));
-    }
-    for (const auto& r : j.value("searches", json::array())) {
-      audit::search_result out;
-      out.backend = r.at("backend").get<std::string>();
-      out.condition = r.at("condition").get<std::string>();
-      out.reference_n = r.at("reference_n").get<int>();
-      out.reference_logit_identical = r.at("reference_logit_identical").get<int>();
-      out.reference_token_identical = r.at("reference_token_identical").get<int>();
-      if (!r.at("logit_threshold").is_null()) out.logit_threshold = r.at("logit_threshold").get<int>();
-      if (!r.at("token_threshold").is_null()) out.token_threshold = r.at("token_threshold").get<int>();
-      for (const auto& w : r.at("widths")) {
-        audit::search_width x;
-        x.width = w.at("width").get<int>();
-        x.trials = w.at("trials").get<int>();
-        x.batched_trials = w.at("batched_trials").get<int>();
-        x.n = w.at("n").get<int>();
-        x.logit_identical = w.at("logit_identical").get<int>();
-        x.token_identical = w.at("token_identical").get<int>();
-        x.logit_interval = {w.at("logit_interval").at(0).get<double>(), w.at("logit_interval").at(1).get<double>()};
-        x.token_interval = {w.at("token_interval").at(0).get<double>(), w.at("token_interval").at(1).get<double>()};
-        x.logit_p = w.at("logit_p").get<double>();
-        x.token_p = w.at("token_p").get<double>();
-        x.logit = audit::parse_search_decision(w.at("logit").get<std::string>()).value();
-        x.token = audit::parse_search_decision(w.at("token").get<std::string>()).value();
-        out.widths.push_back(x);
-      }
-      f.searches.push_back(std::move(out));
-    }
+    take_harness_sections(j, f);
+    for (const auto& a : j.value("attributions", json::array())) f.attributions.push_back(attribution_from(a));
+    for (const auto& r : j.value("searches", json::array())) f.searches.push_back(search_from(r));
     for (const auto& t : j.value("throughput", json::array()))
       f.throughput.push_back({t.at("backend").get<std::string>(), t.at("width").get<int>(), t.at("bursts").get<int>(),
                               t.at("requests").get<int>(), t.at("tokens").get<long long>(),
                               t.at("seconds").get<double>(), t.at("tokens_per_s").get<double>(),
                               t.at("requests_per_s").get<double>()});
-    for (const auto& c : j.value("load_curves", json::array())) {
-      audit::load_curve x;
-      x.backend = c.at("backend").get<std::string>();
-      x.condition = c.at("condition").get<std::string>();
-      x.arrival = audit::parse_arrival_kind(c.at("arrival").get<std::string>()).value_or(audit::arrival_kind::poisson);
-      x.first_lost = c.at("first_lost").get<int>();
-      for (const auto& l : c.at("levels")) {
-        audit::load_level_finding y;
-        y.group = l.at("group").get<std::size_t>();
-        y.level = l.at("level").get<std::size_t>();
-        y.measurement = load_measurement_from(l.at("measurement"));
-        y.probes = l.at("probes").get<int>();
-        y.logit_identical = l.at("logit_identical").get<int>();
-        y.token_identical = l.at("token_identical").get<int>();
-        y.flagged = l.at("flagged").get<int>();
-        y.failed = l.at("failed").get<int>();
-        y.logit_low = l.at("logit_low").get<double>();
-        y.logit_high = l.at("logit_high").get<double>();
-        y.mean_width = l.at("mean_width").get<double>();
-        x.levels.push_back(std::move(y));
-      }
-      f.load_curves.push_back(std::move(x));
-    }
-    auto opt = [](const json& v) { return v.is_null() ? std::optional<double>() : std::optional<double>(v.get<double>()); };
-    for (const auto& r : j.value("frontier", json::array())) {
-      audit::frontier_row x;
-      x.backend = r.at("backend").get<std::string>();
-      if (!r.at("settings").is_null()) {
-        std::vector<audit::spec_problem> ignored;
-        reader rr(ignored);
-        x.settings.emplace();
-        read_settings(rr, r.at("settings"), "settings", *x.settings);
-      }
-      x.load_n = r.at("load_n").get<int>();
-      x.load_logit_identical = r.at("load_logit_identical").get<int>();
-      x.load_token_identical = r.at("load_token_identical").get<int>();
-      x.load_batched = r.at("load_batched").get<int>();
-      x.serial_n = r.at("serial_n").get<int>();
-      x.serial_logit_identical = r.at("serial_logit_identical").get<int>();
-      x.cache_n = r.at("cache_n").get<int>();
-      x.cache_logit_identical = r.at("cache_logit_identical").get<int>();
-      x.failed = r.at("failed").get<int>();
-      x.tokens_per_s = opt(r.at("tokens_per_s"));
-      x.requests_per_s = opt(r.at("requests_per_s"));
-      x.cost = opt(r.at("cost"));
-      x.reproducible = r.at("reproducible").get<bool>();
-      x.note = r.at("note").get<std::string>();
-      f.frontier.push_back(std::move(x));
-    }
+    for (const auto& c : j.value("load_curves", json::array())) f.load_curves.push_back(load_curve_from(c));
+    for (const auto& r : j.value("frontier", json::array())) f.frontier.push_back(frontier_from(r));
     if (auto t = j.find("evidence_thresholds"); t != j.end() && t->is_object()) {
       f.thresholds.min_batching = t->at("min_batching").get<double>();
       f.thresholds.min_overlap = t->at("min_overlap").get<double>();
