@@ -56,6 +56,48 @@ std::int64_t compare_streams(storage::store& from, storage::store& to) {
   return n;
 }
 
+// logitaudit verify DB|BUNDLE [--job N]
+void run_verify(const std::string& location, std::optional<std::int64_t> job) {
+  if (!storage::is_postgres_url(location) && is_bundle_file(location)) return verify_bundle_file(location);
+  auto store = open_existing(location);
+  const auto r = verify_database(*store, job);
+  std::cout << "verified " << r.jobs << " job(s): " << r.streams << " streams"
+            << (r.pruned ? " (" + std::to_string(r.pruned) + " pruned by retention: checked from their stored digests)" : "")
+            << ", " << r.verdicts << " verdicts, "
+            << r.predictions << " predictions; " << r.problems.size() << " mismatch(es)\n";
+  for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
+  std::cout.flush();
+  if (!r.ok()) throw cli_failure(exit_findings, "");
+}
+
+// logitaudit db copy FROM TO
+void run_copy(const std::string& from_location, const std::string& to_location) {
+  auto from = open_existing(from_location);
+  std::unique_ptr<storage::store> to;
+  try {
+    to = storage::open_store(to_location);
+  } catch (const std::exception& e) {
+    throw cli_failure(exit_database, e.what());
+  }
+  storage::copy_report report;
+  try {
+    report = storage::copy_database(*from, *to);
+  } catch (const storage::storage_error& e) {
+    throw cli_failure(exit_database, std::string("nothing was copied: ") + e.what());
+  }
+  std::cout << "copied " << from->location() << " to " << to->location() << ":";
+  for (const auto& [table, rows] : report.rows) std::cout << " " << table << " " << rows << ";";
+  std::cout << "\n";
+  const auto streams = compare_streams(*from, *to);
+  const auto r = verify_database(*to, std::nullopt);
+  std::cout << "compared " << streams << " streams with the source: identical bytes and digests\n"
+            << "verified the copy: " << r.jobs << " job(s), " << r.streams << " streams, " << r.verdicts << " verdicts, "
+            << r.predictions << " predictions; " << r.problems.size() << " mismatch(es)\n";
+  for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
+  std::cout.flush();
+  if (!r.ok()) throw cli_failure(exit_findings, "");
+}
+
 }  // namespace
 
 void add_db_commands(CLI::App& app) {
@@ -71,18 +113,9 @@ void add_db_commands(CLI::App& app) {
   verify->add_option("db", a->db, "database file, postgresql:// URL, or bundle file")->required();
   auto* job_opt = verify->add_option("--job", a->job, "only this job");
   verify->callback([a, job_opt] {
-    if (!storage::is_postgres_url(a->db) && is_bundle_file(a->db)) return verify_bundle_file(a->db);
-    auto store = open_existing(a->db);
     std::optional<std::int64_t> job;
     if (job_opt->count()) job = a->job;
-    const auto r = verify_database(*store, job);
-    std::cout << "verified " << r.jobs << " job(s): " << r.streams << " streams"
-              << (r.pruned ? " (" + std::to_string(r.pruned) + " pruned by retention: checked from their stored digests)" : "")
-              << ", " << r.verdicts << " verdicts, "
-              << r.predictions << " predictions; " << r.problems.size() << " mismatch(es)\n";
-    for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
-    std::cout.flush();
-    if (!r.ok()) throw cli_failure(exit_findings, "");
+    run_verify(a->db, job);
   });
 
   auto* db = app.add_subcommand("db", "database housekeeping");
@@ -112,32 +145,7 @@ void add_db_commands(CLI::App& app) {
               "then compare every stream's bytes and digests and verify the copy");
   copy->add_option("from", a->db, "the database to copy: a SQLite file or a postgresql:// URL")->required();
   copy->add_option("to", a->target, "an empty database: a new SQLite file or a postgresql:// URL")->required();
-  copy->callback([a] {
-    auto from = open_existing(a->db);
-    std::unique_ptr<storage::store> to;
-    try {
-      to = storage::open_store(a->target);
-    } catch (const std::exception& e) {
-      throw cli_failure(exit_database, e.what());
-    }
-    storage::copy_report report;
-    try {
-      report = storage::copy_database(*from, *to);
-    } catch (const storage::storage_error& e) {
-      throw cli_failure(exit_database, std::string("nothing was copied: ") + e.what());
-    }
-    std::cout << "copied " << from->location() << " to " << to->location() << ":";
-    for (const auto& [table, rows] : report.rows) std::cout << " " << table << " " << rows << ";";
-    std::cout << "\n";
-    const auto streams = compare_streams(*from, *to);
-    const auto r = verify_database(*to, std::nullopt);
-    std::cout << "compared " << streams << " streams with the source: identical bytes and digests\n"
-              << "verified the copy: " << r.jobs << " job(s), " << r.streams << " streams, " << r.verdicts << " verdicts, "
-              << r.predictions << " predictions; " << r.problems.size() << " mismatch(es)\n";
-    for (const auto& p : r.problems) std::cout << "MISMATCH " << p << "\n";
-    std::cout.flush();
-    if (!r.ok()) throw cli_failure(exit_findings, "");
-  });
+  copy->callback([a] { run_copy(a->db, a->target); });
   auto days = std::make_shared<int>(0);
   auto* prune = db->add_subcommand("prune", "remove the bytes of compared streams of audits that ended more than N days "
                                             "ago (their digests, verdicts and findings stay; baselines and reference "
