@@ -60,7 +60,7 @@ struct search {
     if (auto it = tried.find(id); it != tried.end()) co_return it->second.first;
     int identical = 0, answered = 0;
     std::vector<std::string> digests;
-    for (int t = 0; t < o.limits.trials; ++t) {
+    for (int t = 0; t < o.limits.trials && !stop_now(); ++t) {
       std::vector<completion_request> reqs;  // no initializer list: GCC 12 mis-handles them in coroutines
       reqs.push_back(to_completion(c.target, c.top_k, true));
       for (const auto& n : c.neighbours) reqs.push_back(to_completion(n, c.top_k, true));
@@ -139,6 +139,7 @@ net::awaitable<repro_result> find_minimal_repro(backend& b, audit::repro_case c,
   // 1. The target alone, `trials` times: its solo numbers, which must repeat.
   std::set<std::string> logit, token;
   for (int t = 0; t < o.limits.trials; ++t) {
+    if (!can_go_on(s)) co_return r;  // cancelled (the budget counts bursts, not these)
     auto res = co_await b.complete(to_completion(c.target, c.top_k, false));
     if (!res) {
       r.outcome = repro_outcome::failed;
@@ -166,7 +167,12 @@ net::awaitable<repro_result> find_minimal_repro(backend& b, audit::repro_case c,
     co_return r;
   }
   if (!can_go_on(s)) co_return r;
-  if (co_await s.probe(c) != audit::search_decision::different) {
+  const auto whole = co_await s.probe(c);
+  if (s.stop_now()) {  // cancelled during its trials: decided nothing
+    can_go_on(s);
+    co_return r;
+  }
+  if (whole != audit::search_decision::different) {
     r.outcome = repro_outcome::not_reproduced;
     r.message = "not reproduced after " + std::to_string(r.bursts) + " trials: the target's numbers were not shown to differ " +
                 "from its solo ones beside its " + std::to_string(c.neighbours.size()) + " neighbours";

@@ -163,8 +163,8 @@ net::awaitable<void> repro_jobs::run(std::int64_t id, std::shared_ptr<repro_live
       r.message = e.what();
     }
     // Stopped by the daemon's shutdown, not by a user: it stays running in the store, and the
-    // next start resumes it (or marks it interrupted).
-    if (live->stop->load() && !live->by_user) co_return;
+    // next start resumes it (or marks it interrupted). One that ended by itself is stored.
+    if (r.outcome == clients::repro_outcome::cancelled && !live->by_user) co_return;
   }
   if (c) {
     clients::repro_context ctx;
