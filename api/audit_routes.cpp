@@ -25,7 +25,6 @@ struct route_state {
 };
 using state_ptr = std::shared_ptr<route_state>;
 
-
 // A final audit's body from the read model, if it is kept there.
 std::optional<api_response> kept(const route_state& st, std::int64_t id, const std::string& key) {
   if (!st.options.reads) return std::nullopt;

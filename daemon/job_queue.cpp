@@ -62,10 +62,9 @@ net::awaitable<void> job_queue::until_stopped(std::int64_t id) {
   while (running_.count(id)) co_await until_change(id, std::chrono::seconds(1));
 }
 
-// A repro's waiters wait under its id negated: audits and repros are numbered apart.
 net::awaitable<void> job_queue::until_idle() {
   while (!running_.empty()) co_await until_stopped(running_.begin()->first);
-  while (!repros_running_.empty()) co_await until_change(-repros_running_.begin()->first, std::chrono::seconds(1));
+  while (!repros_running_.empty()) co_await until_change(waiter_key(repros_running_.begin()->first), std::chrono::seconds(1));
 }
 
 const repro_live* job_queue::repro_progress(std::int64_t id) const {
@@ -97,7 +96,7 @@ void job_queue::launch_repro(const storage::repro_record& r) {
                     repros_running_.erase(it);
                   }
                   running_count_ = running_total();
-                  notify(-id);
+                  notify(waiter_key(id));
                   wake();
                 }));
 }
@@ -117,7 +116,28 @@ net::awaitable<void> job_queue::recover_repros() {
   }
 }
 
+net::awaitable<void> job_queue::adopt_orphaned_repros() {
+  auto adopt = [me = repros_.member(), resume = config_.resume_interrupted](storage::store& s) {
+    std::vector<std::int64_t> taken;
+    auto* f = s.fleet();
+    if (!f) return taken;
+    std::set<std::string> alive;
+    for (const auto& m : f->members())
+      if (m.alive) alive.insert(m.id);
+    for (const auto& r : s.repros().unfinished()) {
+      if (r.member == me || alive.count(r.member) || !s.repros().adopt(r.id, r.member, me)) continue;
+      if (r.status == audit::job_status::running)
+        s.repros().move(r.id, audit::job_status::running, resume ? audit::job_status::queued : audit::job_status::interrupted,
+                        storage::now_utc());
+      taken.push_back(r.id);
+    }
+    return taken;
+  };
+  for (auto id : co_await on_db(db_, std::move(adopt))) spdlog::info("repro {}: its daemon is gone; taken over", id);
+}
+
 net::awaitable<void> job_queue::dispatch_repros() {
+  if (config_.fleet) co_await adopt_orphaned_repros();
   auto load_queued = [member = repros_.member()](storage::store& s) {
     return s.repros().with_status(audit::job_status::queued, member);
   };

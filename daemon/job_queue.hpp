@@ -122,6 +122,11 @@ class job_queue {
   // backend; those an earlier process left running are resumed from their start or marked.
   net::awaitable<void> dispatch_repros();
   net::awaitable<void> recover_repros();
+  // In a fleet: the unfinished repros of daemons no longer alive become this one's (a running
+  // one is queued again, or marked interrupted), since member names change with every start.
+  net::awaitable<void> adopt_orphaned_repros();
+  // A repro's waiters wait under this key: audits and repros are numbered apart.
+  static std::int64_t waiter_key(std::int64_t repro) { return -repro; }
   void launch_repro(const storage::repro_record& r);
   std::size_t running_total() const { return running_.size() + repros_running_.size(); }
   void ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end);

@@ -1015,6 +1015,20 @@ json array_of(const Items& items, ToJson to_json) {
 
 }  // namespace
 
+std::string encode_repro_files(const std::map<std::string, std::string>& files) {
+  if (files.empty()) return "";
+  return json(files).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::map<std::string, std::string> decode_repro_files(std::string_view text) {
+  std::map<std::string, std::string> out;
+  const auto j = json::parse(text, nullptr, false);
+  if (j.is_object())
+    for (const auto& [name, body] : j.items())
+      if (body.is_string()) out[name] = body.get<std::string>();
+  return out;
+}
+
 std::string encode_findings_format1(const audit::findings& f) {
   json j;
   j["valid"] = f.valid;

@@ -6,6 +6,7 @@
 // change the wire and a change of the wire does not change the disk.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,11 @@ std::optional<audit::findings> decode_findings(std::string_view text);
 // A load level's figures as stored (groups.load_level) and served; nullopt when `text` is not one.
 std::string encode_load_measurement(const audit::load_measurement& m);
 std::optional<audit::load_measurement> decode_load_measurement(std::string_view text);
+
+// A repro's bundle as stored (repros.files): file name -> text, "" for none. A text that is
+// not one reads as no files.
+std::string encode_repro_files(const std::map<std::string, std::string>& files);
+std::map<std::string, std::string> decode_repro_files(std::string_view text);
 
 // Format 1 by name: the API's wire JSON is this format until it changes on its own.
 // read_spec_format1 reads a spec's members without checking the spec as a whole (the caller

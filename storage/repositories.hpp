@@ -122,6 +122,11 @@ class repro_repository {
   virtual bool move(std::int64_t id, audit::job_status from, audit::job_status to, const std::string& at) = 0;
   // Its end: status, bursts, outcome, message, the cases, files and finished_at of `r`.
   virtual void finish(const repro_record& r) = 0;
+  // Every daemon's repros that have not ended (queued or running), oldest first.
+  virtual std::vector<repro_record> unfinished() = 0;
+  // Makes `to` the daemon of repro `id` if `from` still is and it has not ended; false when
+  // another daemon came first.
+  virtual bool adopt(std::int64_t id, const std::string& from, const std::string& to) = 0;
 };
 
 // Many daemons on one database (PostgreSQL): who is alive, and which jobs each holds. A job

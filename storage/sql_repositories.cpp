@@ -1086,12 +1086,25 @@ class sql_repros final : public repro_repository {
     return moved;
   }
 
+  std::vector<repro_record> unfinished() override {
+    return read(db_.prepare(std::string(kColumns) + " WHERE status IN ('queued', 'running') ORDER BY id"));
+  }
+
+  bool adopt(std::int64_t id, const std::string& from, const std::string& to) override {
+    auto& s = db_.prepare(
+        "UPDATE repros SET member = ?3 WHERE id = ?1 AND member = ?2 AND status IN ('queued', 'running') RETURNING id");
+    s.bind(1, id).bind(2, from).bind(3, to);
+    const bool adopted = s.step();
+    s.reset();
+    return adopted;
+  }
+
   void finish(const repro_record& r) override {
     auto& s = db_.prepare(
         "UPDATE repros SET status = ?, bursts = ?, outcome = ?, message = ?, original = ?, minimal = ?, files = ?, "
         "finished_at = ? WHERE id = ?");
     s.bind(1, audit::to_string(r.status)).bind(2, r.bursts).bind(3, r.outcome).bind(4, r.message).bind(5, r.original);
-    s.bind(6, r.minimal).bind(7, files_text(r.files)).bind(8, r.finished_at).bind(9, r.id);
+    s.bind(6, r.minimal).bind(7, encode_repro_files(r.files)).bind(8, r.finished_at).bind(9, r.id);
     s.run();
   }
 
@@ -1099,20 +1112,6 @@ class sql_repros final : public repro_repository {
   static constexpr const char* kColumns =
       "SELECT id, job_id, run_id, backend, member, status, trials, max_bursts, bursts, created_at, started_at, finished_at, "
       "outcome, message, original, minimal, files FROM repros";
-
-  // The bundle: a JSON object of file name to text ("" for none).
-  static std::string files_text(const std::map<std::string, std::string>& files) {
-    if (files.empty()) return "";
-    return nlohmann::json(files).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
-  static std::map<std::string, std::string> files_of(const std::string& text) {
-    std::map<std::string, std::string> out;
-    const auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_object())
-      for (const auto& [name, body] : j.items())
-        if (body.is_string()) out[name] = body.get<std::string>();
-    return out;
-  }
 
   static std::vector<repro_record> read(sql_statement& s) {
     std::vector<repro_record> out;
@@ -1134,7 +1133,7 @@ class sql_repros final : public repro_repository {
       r.message = s.text(13);
       r.original = s.text(14);
       r.minimal = s.text(15);
-      r.files = files_of(s.text(16));
+      r.files = decode_repro_files(s.text(16));
       out.push_back(std::move(r));
     }
     s.reset();

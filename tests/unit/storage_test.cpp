@@ -252,6 +252,14 @@ TEST_P(storage_suite, a_repro_moves_only_from_the_status_it_is_in_and_keeps_its_
   EXPECT_EQ(got->minimal, r.minimal);
   EXPECT_EQ(got->finished_at, r.finished_at);
 
+  // A fleet's daemon takes over the unfinished repros of one that is gone, once.
+  EXPECT_EQ(s().repros().unfinished().size(), 1u) << "the other; the first has ended";
+  EXPECT_TRUE(s().repros().adopt(other, "m1", "m2"));
+  EXPECT_FALSE(s().repros().adopt(other, "m1", "m3")) << "m2 came first";
+  EXPECT_FALSE(s().repros().adopt(id, "m1", "m2")) << "an ended repro stays where it ended";
+  EXPECT_EQ(s().repros().get(other)->member, "m2");
+  EXPECT_EQ(s().repros().with_status(job_status::queued, "m2").size(), 1u);
+
   // Left running by a stopped daemon, then queued again: its count starts over.
   EXPECT_TRUE(s().repros().move(other, job_status::queued, job_status::running, "2026-12-03T00:00:04.000Z"));
   EXPECT_TRUE(s().repros().move(other, job_status::running, job_status::queued, "2026-12-03T00:00:05.000Z"));
