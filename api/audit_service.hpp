@@ -94,7 +94,9 @@ class audit_service {
   // holds its backend), invalid (settings, a backend not configured).
   virtual boost::asio::awaitable<expected<repro_view, service_error>> start_repro(std::int64_t audit, std::int64_t run,
                                                                                repro_settings settings) = 0;
-  virtual boost::asio::awaitable<std::optional<repro_view>> repro(std::int64_t id) = 0;
+  // A repro; with `wait`, as soon as it has ended or after `wait` (a long poll).
+  virtual boost::asio::awaitable<std::optional<repro_view>> repro(std::int64_t id,
+                                                                  std::chrono::milliseconds wait = std::chrono::milliseconds(0)) = 0;
   // Errors: not_found, conflict (it has ended).
   virtual boost::asio::awaitable<expected<repro_view, service_error>> cancel_repro(std::int64_t id) = 0;
   virtual boost::asio::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() = 0;

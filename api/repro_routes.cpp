@@ -59,10 +59,11 @@ net::awaitable<api_response> route_post_repro(audit_service* svc, request_contex
 }
 
 // The repro a path's id segment names; nullopt when there is none.
-net::awaitable<std::optional<repro_view>> find_repro(audit_service* svc, std::string segment) {
+net::awaitable<std::optional<repro_view>> find_repro(audit_service* svc, std::string segment,
+                                                     std::chrono::milliseconds wait = std::chrono::milliseconds(0)) {
   auto id = parse_positive_id(segment);
   std::optional<repro_view> r;  // no co_await in a conditional expression: GCC 12 miscompiles it
-  if (id) r = co_await svc->repro(*id);
+  if (id) r = co_await svc->repro(*id, wait);
   co_return r;
 }
 
@@ -72,7 +73,13 @@ api_response no_repro(const std::string& segment) {
 
 // GET /v1/repros/{id}
 net::awaitable<api_response> route_get_repro(audit_service* svc, request_context ctx) {
-  auto r = co_await find_repro(svc, ctx.params[0]);
+  std::chrono::milliseconds wait(0);
+  if (ctx.query.count("wait")) {
+    auto s = parse_positive_id(ctx.query.at("wait"));
+    if (!s || *s > 300) co_return error_response(service_errc::invalid, "invalid_query", "must be 1 to 300 seconds", "wait");
+    wait = std::chrono::seconds(*s);
+  }
+  auto r = co_await find_repro(svc, ctx.params[0], wait);
   if (!r) co_return no_repro(ctx.params[0]);
   co_return json_response(200, dump(repro_json(*r)));
 }
@@ -117,7 +124,10 @@ void add_repro_routes(router& r, audit_service& service) {
          .needs = access::write, .request_schema = "ReproSettings", .status = 202, .response_schema = "Repro", .tag = "audits"},
         [svc](const request_context& ctx) { return route_post_repro(svc, ctx); });
   r.add(verb::get, "/v1/repros/{id}",
-        {.operation_id = "getRepro", .summary = "A repro: progress, then its outcome, minimal case and bundle files",
+        {.operation_id = "getRepro",
+         .summary = "A repro: progress, then its outcome, minimal case and bundle files; ?wait=S answers when it ends "
+                    "(or after S seconds)",
+         .query = {{"wait", "integer", "long poll: answer when the repro ends or after this many seconds", {}, 1, 300}},
          .response_schema = "Repro", .tag = "audits"},
         [svc](const request_context& ctx) { return route_get_repro(svc, ctx); });
   r.add(verb::post, "/v1/repros/{id}/cancel",

@@ -101,6 +101,9 @@ class job_queue {
   net::awaitable<void> until_change(std::int64_t id, std::chrono::milliseconds timeout);
   // Job `id` changed without running here (cancelled while queued, deleted): wake its waiters.
   void notify(std::int64_t id);
+  // The key a repro's waiters wait under (until_change, notify): audits and repros are
+  // numbered apart.
+  static std::int64_t waiter_key(std::int64_t repro) { return -repro; }
 
  private:
   struct running_job {
@@ -125,8 +128,6 @@ class job_queue {
   // In a fleet: the unfinished repros of daemons no longer alive become this one's (a running
   // one is queued again, or marked interrupted), since member names change with every start.
   net::awaitable<void> adopt_orphaned_repros();
-  // A repro's waiters wait under this key: audits and repros are numbered apart.
-  static std::int64_t waiter_key(std::int64_t repro) { return -repro; }
   void launch_repro(const storage::repro_record& r);
   std::size_t running_total() const { return running_.size() + repros_running_.size(); }
   void ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end);

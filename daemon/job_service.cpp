@@ -239,11 +239,18 @@ net::awaitable<expected<api::repro_view, api::service_error>> job_service::start
   co_return view_of(*r, nullptr);
 }
 
-net::awaitable<std::optional<api::repro_view>> job_service::repro(std::int64_t id) {
-  auto read = [id](storage::store& s) { return s.repros().get(id); };
-  auto r = co_await on_db(db_, std::move(read));
-  if (!r) co_return std::nullopt;
-  co_return view_of(*r, queue_.repro_progress(id));
+net::awaitable<std::optional<api::repro_view>> job_service::repro(std::int64_t id, std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    auto read = [id](storage::store& s) { return s.repros().get(id); };
+    auto r = co_await on_db(db_, std::move(read));
+    if (!r) co_return std::nullopt;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (audit::is_final(r->status) || left.count() <= 0) co_return view_of(*r, queue_.repro_progress(id));
+    // Woken when it ends here or is cancelled while queued; a repro another daemon runs is
+    // read again every second.
+    co_await queue_.until_change(job_queue::waiter_key(id), std::min(left, std::chrono::milliseconds(1000)));
+  }
 }
 
 net::awaitable<expected<api::repro_view, api::service_error>> job_service::cancel_repro(std::int64_t id) {
@@ -255,6 +262,7 @@ net::awaitable<expected<api::repro_view, api::service_error>> job_service::cance
     return std::make_pair(moved, s.repros().get(id));
   };
   const auto [moved, r] = co_await on_db(db_, std::move(cancel));
+  if (moved) queue_.notify(job_queue::waiter_key(id));
   if (!r) co_return unexpected{api::make_error(api::service_errc::not_found, "not_found", "no repro with id " + std::to_string(id), "id")};
   if (!running_here && !moved)
     co_return unexpected{api::make_error(api::service_errc::conflict, "not_running",

@@ -43,7 +43,7 @@ class job_service final : public api::audit_service {
   net::awaitable<api::backend_list> backends() override;
   net::awaitable<expected<api::repro_view, api::service_error>> start_repro(std::int64_t audit, std::int64_t run,
                                                                            api::repro_settings settings) override;
-  net::awaitable<std::optional<api::repro_view>> repro(std::int64_t id) override;
+  net::awaitable<std::optional<api::repro_view>> repro(std::int64_t id, std::chrono::milliseconds wait) override;
   net::awaitable<expected<api::repro_view, api::service_error>> cancel_repro(std::int64_t id) override;
   net::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() override;
   bool ready() const override { return queue_.started() && !queue_.stopping(); }

@@ -285,7 +285,8 @@ std::int64_t divergent_run(const test_support::daemon_harness& d, std::int64_t a
   return 0;
 }
 
-// Reads `target` until `done` says yes of its JSON; throws after 60 s.
+// Reads `target` until `done` says yes of its JSON; throws after 60 s. Only for a state no long
+// poll answers (a repro that has started, an audit that runs).
 json poll(const test_support::daemon_harness& d, const std::string& target, const std::function<bool(const json&)>& done) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (;;) {
@@ -296,9 +297,12 @@ json poll(const test_support::daemon_harness& d, const std::string& target, cons
   }
 }
 
-bool final_repro(const json& j) {
+// A repro once it has ended (GET ?wait=, a long poll); throws after 60 s.
+json repro_end(const test_support::daemon_harness& d, const std::string& self) {
+  const auto j = d.call(http::verb::get, self + "?wait=60").json();
   const auto s = j.value("status", "");
-  return s != "queued" && s != "running";
+  if (s == "queued" || s == "running") throw std::runtime_error("the repro did not end within 60 s: " + j.dump());
+  return j;
 }
 
 }  // namespace
@@ -324,15 +328,19 @@ TEST_F(daemon_api, a_repro_waits_in_the_queue_for_the_audit_that_holds_its_backe
   ASSERT_EQ(waiting.status, 202u) << waiting.body;
   const std::string self = waiting.json()["links"]["self"];
 
-  // Cancelled while it waits: it ends now, having sent nothing.
+  // Cancelled while it waits: it ends now, having sent nothing, and whoever waits on it is
+  // answered.
+  auto waiter = std::async(std::launch::async, [&] { return call(http::verb::get, cancelled_self + "?wait=60"); });
   auto c = call(http::verb::post, cancelled_self + "/cancel");
   ASSERT_EQ(c.status, 202u) << c.body;
   EXPECT_EQ(c.json()["status"], "cancelled");
   EXPECT_EQ(c.json()["started_at"], "");
   expect_error(call(http::verb::post, cancelled_self + "/cancel"), 409, "not_running", "id");
+  EXPECT_EQ(waiter.get().json()["status"], "cancelled");
+  expect_error(call(http::verb::get, cancelled_self + "?wait=0"), 400, "invalid_query", "wait");
 
   const auto held = wait_done(holder);
-  const auto r = poll(*d_, self, final_repro);
+  const auto r = repro_end(*d_, self);
   EXPECT_EQ(r["status"], "done") << r.dump();
   EXPECT_EQ(r["outcome"], "reproduced") << r.dump();
   EXPECT_EQ(r["minimal"], "target (n_predict 4) + 1 neighbour (n_predict 1)") << "any neighbour moves the target";
@@ -385,7 +393,7 @@ TEST(daemon_api_repro, a_repro_the_daemon_stopped_under_is_resumed_at_the_next_s
   {
     o.resume_interrupted = true;
     test_support::daemon_harness d(o);
-    const auto r = poll(d, "/v1/repros/" + std::to_string(first), final_repro);
+    const auto r = repro_end(d, "/v1/repros/" + std::to_string(first));
     EXPECT_EQ(r["status"], "done") << r.dump();
     EXPECT_EQ(r["outcome"], "reproduced") << r.dump();
   }
@@ -395,7 +403,7 @@ TEST(daemon_api_repro, a_repro_the_daemon_stopped_under_is_resumed_at_the_next_s
   {
     o.resume_interrupted = false;
     test_support::daemon_harness d(o);
-    const auto r = poll(d, "/v1/repros/" + std::to_string(second), final_repro);
+    const auto r = repro_end(d, "/v1/repros/" + std::to_string(second));
     EXPECT_EQ(r["status"], "interrupted") << r.dump();
     EXPECT_EQ(r["files"].size(), 0u);
     // The first one's end is kept across both restarts.
