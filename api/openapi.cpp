@@ -12,6 +12,7 @@
 #include "audit/states.hpp"
 #include "clients/api_registry.hpp"
 #include "embedded_files.hpp"
+#include "storage/documents.hpp"
 
 namespace logitaudit::api {
 namespace {
@@ -49,6 +50,7 @@ json components_schemas() {
   for (const auto& f : embedded_files())
     if (f.name == "openapi_schemas.json") {
       auto schemas = json::parse(f.body);
+      schemas.update(json::parse(storage::spec_schemas()));  // the spec's shapes, from its field tables
       fill_enums(schemas);
       return schemas;
     }

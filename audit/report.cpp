@@ -155,13 +155,7 @@ std::string threshold_words(const search_result& r) {
   return "logit threshold " + t(r.logit_threshold) + ", token threshold " + t(r.token_threshold);
 }
 
-std::string settings_words(const std::optional<server_settings>& m) {
-  if (!m) return "-";
-  return m->model + " -np " + std::to_string(m->parallel) + " -t " + std::to_string(m->threads) + " -fa " + m->flash_attn +
-         (m->kv_unified ? " -kvu" : "") + " -b " + std::to_string(m->batch) + " -ub " + std::to_string(m->ubatch) +
-         (m->cache_reuse ? " --cache-reuse " + std::to_string(m->cache_reuse) : "") + (m->prompt_cache ? "" : " --no-cache-prompt") +
-         (m->cpu_variant.empty() ? "" : ", ggml CPU variant " + m->cpu_variant + " alone");
-}
+std::string settings_words(const std::optional<server_settings>& m) { return m ? audit::settings_words(*m) : "-"; }
 
 grid frontier_grid(const findings& f) {
   grid g{{"configuration", "logit-ident under load", "token-ident under load", "batched", "tokens/s", "cost", "reproducible"}};

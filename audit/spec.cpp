@@ -276,61 +276,6 @@ std::vector<int> search_widths(const condition& c) {
   return w;
 }
 
-namespace {
-
-template <class T>
-std::vector<T> axis(const std::vector<T>& v, T fallback) {
-  return v.empty() ? std::vector<T>{fallback} : v;
-}
-
-std::string flag_text(bool b) { return b ? "1" : "0"; }
-
-}  // namespace
-
-std::size_t sweep_size(const sweep_spec& s) {
-  std::size_t n = 1;
-  for (std::size_t k : {s.models.size(), s.parallel.size(), s.threads.size(), s.batch.size(), s.ubatch.size(),
-                        s.cache_reuse.size(), s.flash_attn.size(), s.kv_unified.size(), s.prompt_cache.size(),
-                        s.cpu_variant.size()}) {
-    k = std::max<std::size_t>(1, k);
-    if (n > SIZE_MAX / k) return SIZE_MAX;
-    n *= k;
-  }
-  return n;
-}
-
-std::vector<std::pair<std::string, server_settings>> sweep_configurations(const sweep_spec& s) {
-  const server_settings d;
-  std::vector<std::pair<std::string, server_settings>> out;
-  for (const auto& model : axis(s.models, d.model))
-    for (int np : axis(s.parallel, d.parallel))
-      for (int t : axis(s.threads, d.threads))
-        for (const auto& fa : axis(s.flash_attn, d.flash_attn))
-          for (bool kvu : axis(s.kv_unified, d.kv_unified))
-            for (int b : axis(s.batch, d.batch))
-              for (int ub : axis(s.ubatch, d.ubatch))
-                for (int cr : axis(s.cache_reuse, d.cache_reuse))
-                  for (bool pc : axis(s.prompt_cache, d.prompt_cache))
-                   for (const auto& cpu : axis(s.cpu_variant, d.cpu_variant)) {
-                    server_settings c{model, np, t, fa, kvu, b, ub, cr, pc, cpu};
-                    std::string name = model;
-                    auto part = [&](std::size_t values, const std::string& text) {
-                      if (values > 1) name += "," + text;
-                    };
-                    part(s.parallel.size(), "np=" + std::to_string(np));
-                    part(s.threads.size(), "t=" + std::to_string(t));
-                    part(s.flash_attn.size(), "fa=" + fa);
-                    part(s.kv_unified.size(), "kvu=" + flag_text(kvu));
-                    part(s.batch.size(), "b=" + std::to_string(b));
-                    part(s.ubatch.size(), "ub=" + std::to_string(ub));
-                    part(s.cache_reuse.size(), "cr=" + std::to_string(cr));
-                    part(s.prompt_cache.size(), "pc=" + flag_text(pc));
-                    part(s.cpu_variant.size(), "cpu=" + cpu);
-                    out.emplace_back(std::move(name), std::move(c));
-                  }
-  return out;
-}
-
 audit_spec expand_sweep(audit_spec spec) {
   if (!spec.sweep || !spec.backends.empty()) return spec;
   for (auto& [name, settings] : sweep_configurations(*spec.sweep))
@@ -351,28 +296,37 @@ std::vector<backend_ref> expanded_backends(const sweep_spec& w) {
   return expand_sweep(std::move(bare)).backends;
 }
 
-std::string cpu_variant_problem(const std::string& v) {
-  if (std::find(kGgmlCpuVariants.begin(), kGgmlCpuVariants.end(), v) != kGgmlCpuVariants.end()) return "";
+// What is wrong with one value of `row` ("" when nothing): its bounds, with the configuration's
+// where it sets one, and its choices.
+std::string setting_problem(const setting_info& row, const setting_value& v, const spec_limits& lim) {
+  if (const int* i = std::get_if<int>(&v)) {
+    const int hi = row.max_from == setting_limit::server_parallel  ? lim.max_server_parallel
+                   : row.max_from == setting_limit::server_threads ? lim.max_server_threads
+                                                                    : row.max;
+    return *i < row.min || *i > hi ? "must be between " + std::to_string(row.min) + " and " + std::to_string(hi) : "";
+  }
+  const auto* text = std::get_if<std::string>(&v);
+  if (!text || row.choices.empty() || v == row.default_value() ||
+      std::find(row.choices.begin(), row.choices.end(), *text) != row.choices.end())
+    return "";
   std::string known;
-  for (auto k : kGgmlCpuVariants) known += (known.empty() ? "" : ", ") + std::string(k);
-  return "is not a ggml CPU variant (known: " + known + ")";
+  for (std::size_t i = 0; i < row.choices.size(); ++i) {
+    if (row.choices_name.empty())
+      known += (i == 0 ? "" : i + 1 == row.choices.size() ? " or " : ", ") + ("\"" + std::string(row.choices[i]) + "\"");
+    else known += (i == 0 ? "" : ", ") + std::string(row.choices[i]);
+  }
+  return row.choices_name.empty() ? "must be " + known : "is not " + std::string(row.choices_name) + " (known: " + known + ")";
 }
 
 void validate_settings(const server_settings& m, const spec_limits& lim, const std::string& f,
                        std::vector<spec_problem>& p) {
-  auto add = [&](const std::string& key, std::string msg) { p.push_back({f + key, std::move(msg)}); };
-  if (m.model.empty()) add("model", "must name one of the daemon's managed models");
-  if (m.parallel < 1 || m.parallel > lim.max_server_parallel)
-    add("parallel", "must be between 1 and " + std::to_string(lim.max_server_parallel));
-  if (m.threads < 1 || m.threads > lim.max_server_threads)
-    add("threads", "must be between 1 and " + std::to_string(lim.max_server_threads));
-  if (m.flash_attn != "on" && m.flash_attn != "off" && m.flash_attn != "auto")
-    add("flash_attn", "must be \"on\", \"off\" or \"auto\"");
-  if (m.batch < 1 || m.batch > 65536) add("batch", "must be between 1 and 65536");
-  if (m.ubatch < 1 || m.ubatch > m.batch) add("ubatch", "must be between 1 and batch");
-  if (m.cache_reuse < 0 || m.cache_reuse > 65536) add("cache_reuse", "must be between 0 and 65536");
-  if (!m.cpu_variant.empty())
-    if (auto e = cpu_variant_problem(m.cpu_variant); !e.empty()) add("cpu_variant", e);
+  for (const auto& row : server_setting_table()) {
+    const setting_value v = row.get(m);
+    if (row.required && v == setting_value(std::string()))
+      p.push_back({f + std::string(row.name), "must name one of the daemon's managed models"});
+    else if (auto e = setting_problem(row, v, lim); !e.empty()) p.push_back({f + std::string(row.name), std::move(e)});
+  }
+  if (m.ubatch <= 65536 && m.ubatch > m.batch) p.push_back({f + "ubatch", "must be between 1 and batch"});
 }
 
 }  // namespace
@@ -390,24 +344,14 @@ void validate_sweep(const audit_spec& s, const spec_limits& lim, std::vector<spe
     if (size > static_cast<std::size_t>(lim.max_sweep_configurations))
       add("sweep", "the matrix has " + (size == SIZE_MAX ? std::string("too many") : std::to_string(size)) +
                        " configurations; the limit is " + std::to_string(lim.max_sweep_configurations));
-    auto each = [&](const char* key, std::size_t n, auto check) {
-      for (std::size_t i = 0; i < n; ++i)
-        if (auto m = check(i); !m.empty()) add(std::string("sweep.") + key + "[" + std::to_string(i) + "]", m);
-    };
-    auto range = [](int v, int lo, int hi) {
-      return v < lo || v > hi ? "must be between " + std::to_string(lo) + " and " + std::to_string(hi) : std::string();
-    };
-    each("models", w.models.size(), [&](std::size_t i) { return w.models[i].empty() ? std::string("must not be empty") : ""; });
-    each("parallel", w.parallel.size(), [&](std::size_t i) { return range(w.parallel[i], 1, lim.max_server_parallel); });
-    each("threads", w.threads.size(), [&](std::size_t i) { return range(w.threads[i], 1, lim.max_server_threads); });
-    each("batch", w.batch.size(), [&](std::size_t i) { return range(w.batch[i], 1, 65536); });
-    each("ubatch", w.ubatch.size(), [&](std::size_t i) { return range(w.ubatch[i], 1, 65536); });
-    each("cache_reuse", w.cache_reuse.size(), [&](std::size_t i) { return range(w.cache_reuse[i], 0, 65536); });
-    each("cpu_variant", w.cpu_variant.size(), [&](std::size_t i) { return cpu_variant_problem(w.cpu_variant[i]); });
-    each("flash_attn", w.flash_attn.size(), [&](std::size_t i) {
-      const auto& v = w.flash_attn[i];
-      return v == "on" || v == "off" || v == "auto" ? std::string() : "must be \"on\", \"off\" or \"auto\"";
-    });
+    for (const auto& row : server_setting_table()) {
+      const auto values = row.axis(w);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const std::string field = "sweep." + std::string(row.axis_name()) + "[" + std::to_string(i) + "]";
+        if (row.required && values[i] == setting_value(std::string())) add(field, "must not be empty");
+        else if (auto e = setting_problem(row, values[i], lim); !e.empty()) add(field, std::move(e));
+      }
+    }
     if (w.probe_width < 1 || w.probe_width > lim.max_concurrency)
       add("sweep.probe_width", "must be between 1 and " + std::to_string(lim.max_concurrency));
     if (w.probe_bursts < 1 || w.probe_bursts > lim.max_replicates)

@@ -11,6 +11,7 @@
 
 #include "evidence.hpp"
 #include "load.hpp"
+#include "server_settings.hpp"
 
 namespace logitaudit::audit {
 
@@ -111,46 +112,6 @@ struct prediction {
   bool operator==(const prediction&) const = default;
 };
 
-// A llama-server the daemon starts for a job (a managed backend): one of the daemon's
-// configured models and the settings an API user may choose. Each member is one flag; there
-// is no path, binary, port, host or free-form argument (clients::server_arguments).
-struct server_settings {
-  std::string model;        // a model named in the daemon's configuration (managed.models)
-  int parallel = 4;         // -np
-  int threads = 2;          // -t
-  std::string flash_attn = "off";  // -fa on|off|auto
-  bool kv_unified = false;  // --kv-unified / --no-kv-unified
-  int batch = 2048;         // -b
-  int ubatch = 512;         // -ub
-  int cache_reuse = 0;      // --cache-reuse
-  bool prompt_cache = true; // --cache-prompt / --no-cache-prompt
-  // ggml's CPU backend: "" lets ggml pick the best for this CPU; else that variant alone
-  // (kGgmlCpuVariants), which the host's CPU must be able to run: another CPU generation,
-  // measured on this machine.
-  std::string cpu_variant;
-
-  bool operator==(const server_settings&) const = default;
-};
-
-// The CPU backends Debian's ggml ships (libggml-cpu-NAME.so), oldest instruction sets first.
-inline constexpr std::array<std::string_view, 14> kGgmlCpuVariants = {
-    "x64",      "sse42",      "sandybridge", "ivybridge",   "piledriver", "haswell", "alderlake",
-    "skylakex", "cannonlake", "cascadelake", "icelake",     "cooperlake", "zen4",    "sapphirerapids"};
-
-// The sweep's matrix: every combination of the listed values is one managed backend; an
-// absent axis keeps server_settings' default. A throughput probe is added to the conditions.
-struct sweep_spec {
-  std::vector<std::string> models;
-  std::vector<int> parallel, threads, batch, ubatch, cache_reuse;
-  std::vector<std::string> flash_attn;
-  std::vector<bool> kv_unified, prompt_cache;
-  std::vector<std::string> cpu_variant;
-  int probe_width = 4;     // the probe's burst width
-  int probe_bursts = 4;    // the probe's bursts (of different prompts, n_predict tokens each)
-
-  bool operator==(const sweep_spec&) const = default;
-};
-
 struct backend_ref {
   std::string name;
   std::string url;         // empty: a backend configured in the daemon under `name`, or managed
@@ -225,12 +186,6 @@ std::optional<audit_spec> preset(std::string_view name);  // nullopt: no preset 
 
 // The widths a search visits: its own list, else 2..min(8, concurrency), then ~1.5x steps.
 std::vector<int> search_widths(const condition& c);
-
-// Every configuration of a sweep, in a fixed order (models outermost), each with a name that
-// says which values it takes on the axes that vary ("q8,np=4,fa=on").
-std::vector<std::pair<std::string, server_settings>> sweep_configurations(const sweep_spec& s);
-// A sweep's configuration count, without building them (saturates at SIZE_MAX).
-std::size_t sweep_size(const sweep_spec& s);
 
 // The spec with its sweep expanded: one managed backend per configuration and a throughput
 // probe condition (named "throughput_probe") when there is none. A spec without a sweep, or

@@ -111,9 +111,10 @@ void add_spec_options(CLI::App* sub, spec_args& a) {
   sub->add_option("spec", a.file, "audit spec file, JSON ('-' reads stdin; docs/protocol.md); default: --preset");
   sub->add_option("--preset", a.preset, "start from a preset (default seed-protocol when no spec file is given)")
       ->check(CLI::IsMember(audit::preset_names()));
+  std::string axes;
+  for (const auto& row : audit::server_setting_table()) axes += std::string(row.axis_name()) + ", ";
   sub->add_option("--sweep", a.sweep,
-                  "a sweep axis and its values, AXIS=V1,V2 (models, parallel, threads, flash_attn, kv_unified, batch, ubatch, "
-                  "cache_reuse, prompt_cache, cpu_variant, probe_width, probe_bursts); repeatable; implies --preset sweep");
+                  "a sweep axis and its values, AXIS=V1,V2 (" + axes + "probe_width, probe_bursts); repeatable; implies --preset sweep");
   sub->add_option("--backend", a.backends,
                   "a backend: NAME configured in the daemon, NAME=URL or URL (ad hoc); repeatable");
   sub->add_option("--api", a.api, "API kind of ad-hoc backends")->check(CLI::IsMember(clients::api_kinds().names()));
@@ -157,10 +158,12 @@ json build_spec(const spec_args& a) {
     if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
       throw cli_failure(exit_usage, "--sweep: '" + arg + "' is not AXIS=V1,V2,...");
     const std::string axis = arg.substr(0, eq);
+    const auto rows = audit::server_setting_table();
+    const bool text = std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.axis_name() == axis && r.is_text(); });
     json values = json::array();
     std::stringstream in(arg.substr(eq + 1));
     for (std::string v; std::getline(in, v, ',');) {
-      if (axis == "models" || axis == "flash_attn" || axis == "cpu_variant") values.push_back(v);
+      if (text) values.push_back(v);
       else if (v == "true" || v == "on") values.push_back(true);
       else if (v == "false" || v == "off") values.push_back(false);
       else {

@@ -7,13 +7,7 @@
 
 namespace logitaudit::clients {
 
-std::vector<std::string> server_arguments(const audit::server_settings& s) {
-  std::vector<std::string> a = {"-fa",  s.flash_attn, "-b", std::to_string(s.batch), "-ub", std::to_string(s.ubatch),
-                                "--cache-reuse", std::to_string(s.cache_reuse)};
-  a.push_back(s.kv_unified ? "--kv-unified" : "--no-kv-unified");
-  a.push_back(s.prompt_cache ? "--cache-prompt" : "--no-cache-prompt");
-  return a;
-}
+std::vector<std::string> server_arguments(const audit::server_settings& s) { return audit::setting_flags(s); }
 
 managed_servers::managed_servers(net::any_io_executor ex, managed_options options, std::string label)
     : ex_(std::move(ex)), options_(std::move(options)), label_(std::move(label)) {}

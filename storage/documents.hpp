@@ -49,6 +49,10 @@ std::map<std::string, std::string> decode_repro_files(std::string_view text);
 std::string encode_spec_format1(const audit::audit_spec& spec);
 expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec_format1(std::string_view text);
 std::string encode_findings_format1(const audit::findings& f);
+// The OpenAPI schemas the spec's field tables give (Spec, ExpandedSpec, BackendRef,
+// ServerSettings, Sweep, Condition, Prediction, LengthMix), as one JSON object. The enum of API
+// kinds is left as "$backend_api_kinds" for the API to fill in.
+std::string spec_schemas();
 std::optional<audit::findings> decode_findings_format1(std::string_view text);
 
 }  // namespace logitaudit::storage

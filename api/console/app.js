@@ -494,7 +494,8 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
     const frontier = (report.frontier || []).length ? h('section', { 'data-testid': 'frontier' }, h('h2', null, 'Frontier'),
       table(['configuration', 'flags', 'logit-identical under load', 'token-identical under load', 'batched', 'tokens/s', 'cost', 'reproducible'],
         report.frontier.map((r) => h('tr', { 'data-backend': r.backend }, h('td', null, r.backend),
-          h('td', { class: 'mono' }, r.settings ? `${r.settings.model} -np ${r.settings.parallel} -t ${r.settings.threads} -fa ${r.settings.flash_attn}${r.settings.kv_unified ? ' -kvu' : ''} -b ${r.settings.batch} -ub ${r.settings.ubatch}${r.settings.cache_reuse ? ' --cache-reuse ' + r.settings.cache_reuse : ''}${r.settings.prompt_cache ? '' : ' --no-cache-prompt'}` : '–'),
+          // The report's own words for the settings (findings written before they carried them: each setting by name).
+          h('td', { class: 'mono' }, r.flags || (r.settings ? Object.entries(r.settings).map(([k, v]) => `${k}=${v}`).join(' ') : '–')),
           h('td', null, pctOf(r.load_logit_identical, r.load_n)), h('td', null, pctOf(r.load_token_identical, r.load_n)),
           h('td', { class: 'num' }, `${r.load_batched}/${r.load_n}`), h('td', { class: 'num' }, r.tokens_per_s === null ? '–' : r.tokens_per_s.toFixed(1)),
           h('td', { class: 'num' }, r.cost === null ? '–' : Math.round(100 * r.cost) + '%'),

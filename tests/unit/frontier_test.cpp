@@ -180,10 +180,11 @@ TEST(sweep, specs_and_findings_round_trip_through_json) {
       << audit::render_markdown(*parsed);
 }
 
+// In the order of audit's table of settings (the model, -np and -t are given by llama_process).
 TEST(managed_servers, settings_become_exactly_their_flags) {
   audit::server_settings s{"q8", 4, 2, "on", true, 1024, 256, 16, false};
   EXPECT_EQ(clients::server_arguments(s),
-            (std::vector<std::string>{"-fa", "on", "-b", "1024", "-ub", "256", "--cache-reuse", "16", "--kv-unified",
+            (std::vector<std::string>{"-fa", "on", "--kv-unified", "-b", "1024", "-ub", "256", "--cache-reuse", "16",
                                       "--no-cache-prompt"}));
 }
 

@@ -1,0 +1,177 @@
+// Field tables: a document described once. Each member is a row (its name, its documentation,
+// whether it is required, when it is left out, the bounds the OpenAPI document states) with the
+// three functions that read it, write it and give its schema; an object is its rows. From the
+// table come the reader, whose problems name each field, the writer, the list of known keys and
+// the object's part of /openapi.json. A plain member's row is `member<&T::m>(...)`; a member
+// with a shape of its own (an enum, a nested object, a list of objects) gets its functions
+// written beside its table.
+//
+// A small table of our own rather than Boost.Describe: a document's JSON names are not always
+// its C++ members' (`sweep.models`, `reference.audit`), some members are written only for one
+// condition kind or only when set (so that older documents keep their bytes), and the reader's
+// messages are part of the API. Describe would still need a row of all that per member, and
+// costs every including unit Boost's preprocessor; these rows are plain aggregates, compiled
+// once in the unit that owns the document.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "audit/spec.hpp"
+
+namespace logitaudit::storage::fields {
+
+using json = nlohmann::json;
+
+// Collects every problem of a document, each naming its field's path.
+class reader {
+ public:
+  explicit reader(std::vector<audit::spec_problem>& problems) : problems_(problems) {}
+  void problem(const std::string& field, const std::string& message) { problems_.push_back({field, message}); }
+  static std::string path(const std::string& at, std::string_view key) {
+    return at.empty() ? std::string(key) : at + "." + std::string(key);
+  }
+
+ private:
+  std::vector<audit::spec_problem>& problems_;
+};
+
+// One value at `at`: false, with a problem named, when it is not of the type.
+bool read_value(reader& r, const json& v, const std::string& at, std::string& out);
+bool read_value(reader& r, const json& v, const std::string& at, bool& out);
+bool read_value(reader& r, const json& v, const std::string& at, int& out);
+bool read_value(reader& r, const json& v, const std::string& at, std::uint64_t& out);
+bool read_value(reader& r, const json& v, const std::string& at, double& out);
+// A list: every element that is not of the type is a problem of its own ("at[3]").
+bool read_value(reader& r, const json& v, const std::string& at, std::vector<std::string>& out);
+bool read_value(reader& r, const json& v, const std::string& at, std::vector<int>& out);
+bool read_value(reader& r, const json& v, const std::string& at, std::vector<bool>& out);
+bool read_value(reader& r, const json& v, const std::string& at, std::vector<double>& out);
+
+// The schema of a value of a C++ type.
+template <class V>
+json schema_of() {
+  if constexpr (std::is_same_v<V, std::string>) return {{"type", "string"}};
+  else if constexpr (std::is_same_v<V, bool>) return {{"type", "boolean"}};
+  else if constexpr (std::is_same_v<V, std::uint64_t>) return {{"type", "integer"}, {"minimum", 0}};
+  else if constexpr (std::is_integral_v<V>) return {{"type", "integer"}};
+  else if constexpr (std::is_floating_point_v<V>) return {{"type", "number"}};
+  else return {{"type", "array"}, {"items", schema_of<typename V::value_type>()}};
+}
+
+// What the OpenAPI document says of a number, or of each number of a list. The checks
+// themselves are the spec's validation (audit::validate, against the configured limits).
+struct bounds {
+  std::optional<double> minimum, maximum;
+  bool exclusive_minimum = false;
+};
+
+template <class T>
+struct field {
+  std::string_view name;
+  std::string_view doc;  // the OpenAPI description ("" for none)
+  bool required = false;
+  bounds range;
+  // The values a text may take, as a list or as the name of an enum table that
+  // api/openapi.cpp fills in ("$condition_kinds"); null for any.
+  json (*choices)() = nullptr;
+  // Reads the member's value `v` (present) into `out`; problems are named at `at`.
+  void (*read)(reader& r, const json& v, const std::string& at, T& out, const field& self) = nullptr;
+  // Writes the member into `object`; `omit`, where it says so, leaves it out instead (an older
+  // document keeps its bytes; a condition's settings only for its kind).
+  void (*write)(json& object, const T& in, const field& self) = nullptr;
+  bool (*omit)(const T& in, const field& self) = nullptr;
+  json (*schema)(const field& self) = nullptr;  // the value's schema, bounds and doc included
+  const void* data = nullptr;                   // what a generated row's functions need
+};
+
+// An object's table: its rows, in the order they are read and listed.
+template <class T>
+struct object_table {
+  std::string_view name;  // its OpenAPI schema's name ("" when it is inline)
+  std::string_view doc;
+  std::span<const field<T>> fields;
+  // The problem of a member no row names (default: "unknown field"), given the known names.
+  std::string (*unknown)(const std::string& known) = nullptr;
+};
+
+// The known names, ", " between them.
+template <class T>
+std::string known_names(const object_table<T>& t) {
+  std::string out;
+  for (const auto& f : t.fields) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
+// Reads the members of `j`, an object, at `at`: a member no row names is a problem, a required
+// row that is absent is one, and each present member is read by its row, in the table's order.
+template <class T>
+void read_object(reader& r, const json& j, const std::string& at, const object_table<T>& t, T& out) {
+  for (const auto& item : j.items()) {
+    const std::string key = item.key();
+    bool known = false;
+    for (const auto& f : t.fields) known = known || f.name == key;
+    if (!known) r.problem(reader::path(at, key), t.unknown ? t.unknown(known_names(t)) : "unknown field");
+  }
+  for (const auto& f : t.fields) {
+    const auto it = j.find(std::string(f.name));
+    if (it != j.end()) f.read(r, *it, reader::path(at, f.name), out, f);
+    else if (f.required) r.problem(reader::path(at, f.name), "is required");
+  }
+}
+
+template <class T>
+json write_object(const object_table<T>& t, const T& in) {
+  json j = json::object();
+  for (const auto& f : t.fields)
+    if (!f.omit || !f.omit(in, f)) f.write(j, in, f);
+  return j;
+}
+
+// The schema of a field's value with its bounds, choices and doc.
+json decorate(json schema, const bounds& range, json (*choices)(), std::string_view doc);
+
+// The object's schema as a request gives it (required rows, no other member) or as a response
+// shows it (`written`: the members always written are required, and others may follow).
+template <class T>
+json object_schema(const object_table<T>& t, bool written = false) {
+  json props = json::object(), required = json::array();
+  for (const auto& f : t.fields) {
+    props[std::string(f.name)] = f.schema(f);
+    if (written ? !f.omit : f.required) required.push_back(f.name);
+  }
+  json s = {{"type", "object"}, {"properties", std::move(props)}};
+  if (!written) s["additionalProperties"] = false;
+  if (!required.empty()) s["required"] = std::move(required);
+  if (!t.doc.empty()) s["description"] = t.doc;
+  return s;
+}
+
+// A plain member: read, written and described as its C++ type.
+template <auto M>
+struct member_of;
+template <class T, class V, V T::*M>
+struct member_of<M> {
+  using owner = T;
+  using value = V;
+};
+
+template <auto M>
+field<typename member_of<M>::owner> member(std::string_view name, std::string_view doc = "", bounds range = {},
+                                           bool required = false) {
+  using T = typename member_of<M>::owner;
+  using V = typename member_of<M>::value;
+  field<T> f{.name = name, .doc = doc, .required = required, .range = range};
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) { read_value(r, v, at, out.*M); };
+  f.write = [](json& j, const T& in, const field<T>& self) { j[std::string(self.name)] = in.*M; };
+  f.schema = [](const field<T>& self) { return decorate(schema_of<V>(), self.range, self.choices, self.doc); };
+  return f;
+}
+
+}  // namespace logitaudit::storage::fields

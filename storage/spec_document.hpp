@@ -1,0 +1,15 @@
+// The spec document's tables, where another stored document holds a part of a spec: a
+// frontier row of the findings holds a managed server's settings.
+#pragma once
+
+#include <string>
+
+#include "documents.hpp"
+#include "field_table.hpp"
+
+namespace logitaudit::storage {
+
+void read_settings(fields::reader& r, const nlohmann::json& v, const std::string& at, audit::server_settings& out);
+nlohmann::json settings_json(const audit::server_settings& s);
+
+}  // namespace logitaudit::storage

@@ -1,0 +1,151 @@
+// The spec document's field tables: the reader, the writer and the OpenAPI schemas come from
+// one description, so they must agree with each other on every member, nested ones included.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "audit/server_settings.hpp"
+#include "audit/spec.hpp"
+#include "clients/managed_servers.hpp"
+#include "storage/documents.hpp"
+
+namespace {
+
+using namespace logitaudit;
+using json = nlohmann::json;
+
+// A spec that sets every member, each away from its default, and every kind's settings.
+audit::audit_spec everything() {
+  audit::audit_spec s;
+  s.preset = "seed-protocol";
+  s.backends = {{"a", "http://127.0.0.1:1", "openai", std::nullopt},
+                {"m", "", "llama", audit::server_settings{"q8", 8, 3, "on", true, 1024, 256, 16, false, "sse42"}}};
+  s.prompts = {"one", "two"};
+  s.n_predict = 7;
+  s.top_k = 3;
+  s.temperature = 0.5;
+  s.seed = 99;
+  s.control_temperature = 1.25;
+  audit::condition search{"s", audit::condition_kind::threshold_search, 8, 1};
+  search.search = {{2, 4}, 3, 1, 5, 0.05, 0.5};
+  audit::condition neighbours{"n", audit::condition_kind::neighbours, 3, 2};
+  neighbours.neighbours = {audit::neighbour_prompts::other_lengths, true, {4, 5}, {0, 2}};
+  audit::condition load{"l", audit::condition_kind::load, 1, 1};
+  load.load.arrival = audit::arrival_kind::gamma;
+  load.load.levels = {1, 3};
+  load.load.burstiness = 2.5;
+  load.load.prompt_tokens = {{16, 64}, {3, 1}, 0, 0};
+  load.load.output_tokens = {{}, {}, 8, 24};
+  load.load.trace = {{0, 4, 2}, {10.5, 8, 3}};
+  load.load.seed = 7;
+  s.conditions = {{"r", audit::condition_kind::repeat, 1, 2, true, true, 3}, search, neighbours, load};
+  s.predictions = {{"P1", "it holds", {"r"}, audit::identity_level::token, audit::expectation::diverges, 0.5}};
+  s.tags = {"x"};
+  audit::sweep_spec w;
+  for (const auto& row : audit::server_setting_table()) row.set_axis(w, {row.default_value()});
+  w.models = {"q8", "f16"};
+  w.cpu_variant = {"x64"};
+  w.probe_width = 3;
+  s.sweep = w;
+  s.reference_audit = 12;
+  s.selftest = true;
+  s.wait_for_quiet_s = 5;
+  return s;
+}
+
+json schemas() { return json::parse(storage::spec_schemas()); }
+
+// Every member of `doc` is a property of `schema`, recursively through the named schemas.
+void expect_described(const json& doc, const json& schema, const json& all, const std::string& at) {
+  if (schema.contains("$ref")) {
+    const std::string name = schema["$ref"].get<std::string>().substr(std::string("#/components/schemas/").size());
+    ASSERT_TRUE(all.contains(name)) << at << ": " << name;
+    return expect_described(doc, all[name], all, at);
+  }
+  if (schema.contains("oneOf")) {
+    for (const auto& s : schema["oneOf"])
+      if ((doc.is_object() && s.value("type", json()) == "object") || (s.contains("$ref") && doc.is_object()))
+        return expect_described(doc, s, all, at);
+    return;
+  }
+  if (doc.is_object()) {
+    ASSERT_TRUE(schema.contains("properties")) << at;
+    for (const auto& [key, value] : doc.items()) {
+      ASSERT_TRUE(schema["properties"].contains(key)) << at << "." << key << " is written but not described";
+      expect_described(value, schema["properties"][key], all, at + "." + key);
+    }
+  } else if (doc.is_array() && schema.contains("items")) {
+    for (const auto& v : doc) expect_described(v, schema["items"], all, at + "[]");
+  }
+}
+
+TEST(spec_document, every_member_is_written_read_back_and_described_by_the_same_table) {
+  const auto s = everything();
+  const std::string text = storage::encode_spec(s);
+  auto back = storage::read_spec_format1(text);
+  ASSERT_TRUE(back) << back.error().front().field << ": " << back.error().front().message;
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(storage::encode_spec(*back), text);
+  const auto all = schemas();
+  expect_described(json::parse(text), all["Spec"], all, "spec");
+  // What the writer always writes is what the shown spec's schema requires, and no more.
+  const auto bare = json::parse(storage::encode_spec(audit::audit_spec{}));
+  for (const auto& key : all["ExpandedSpec"]["required"]) EXPECT_TRUE(bare.contains(key.get<std::string>())) << key;
+  EXPECT_EQ(bare.size(), all["ExpandedSpec"]["required"].size()) << bare.dump();
+}
+
+TEST(spec_document, a_member_no_table_names_is_refused_where_it_stands_and_each_problem_names_its_field) {
+  auto r = storage::read_spec_format1(
+      R"({"n_predict": "x", "conditions": [{"name": "a", "kind": "repeat", "colour": 1}, 3],
+          "backends": [{"name": "m", "managed": {"model": "q8", "ubatch": true, "speed": 2}}],
+          "sweep": {"ubatch": [1, "2"], "model": ["q8"]}})");
+  ASSERT_FALSE(r);
+  std::set<std::pair<std::string, std::string>> got;
+  for (const auto& p : r.error()) got.insert({p.field, p.message});
+  const std::string settings = "model, parallel, threads, flash_attn, kv_unified, batch, ubatch, cache_reuse, prompt_cache, cpu_variant";
+  const std::set<std::pair<std::string, std::string>> want = {
+      {"n_predict", "must be an integer"},
+      {"conditions[0].colour", "unknown field"},
+      {"conditions[1]", "must be an object"},
+      {"backends[0].managed.speed", "is not a flag a managed server may be given (allowed: " + settings + ")"},
+      {"backends[0].managed.ubatch", "must be an integer"},
+      {"sweep.ubatch[1]", "must be an integer"},
+      {"sweep.model", "is not an axis a sweep may vary (allowed: models, parallel, threads, flash_attn, kv_unified, batch, "
+                      "ubatch, cache_reuse, prompt_cache, cpu_variant, probe_width, probe_bursts)"},
+      {"sweep.model", "a sweep lists its models under \"models\""},
+  };
+  EXPECT_EQ(got, want);
+}
+
+// A setting's row is all a new sweep axis needs: each row is a property of the managed
+// server's schema and of the sweep's, has a flag or another way to the server, and is read
+// back from a sweep into the configurations' settings.
+TEST(spec_document, each_row_of_the_settings_table_reaches_the_schemas_the_flags_and_the_sweep) {
+  const auto all = schemas();
+  for (const auto& row : audit::server_setting_table()) {
+    EXPECT_TRUE(all["ServerSettings"]["properties"].contains(std::string(row.name))) << row.name;
+    EXPECT_TRUE(all["Sweep"]["properties"].contains(std::string(row.axis_name()))) << row.name;
+    if (!row.flag.empty()) {
+      audit::server_settings s{"q8"};
+      const auto flags = clients::server_arguments(s);
+      EXPECT_TRUE(std::find(flags.begin(), flags.end(), std::string(row.is_boolean() && !std::get<bool>(row.get(s))
+                                                                         ? row.off_flag : row.flag)) != flags.end())
+          << row.name;
+    }
+  }
+  audit::sweep_spec w;
+  w.models = {"q8"};
+  w.ubatch = {64, 128};
+  w.kv_unified = {false, true};
+  const auto configs = audit::sweep_configurations(w);
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(audit::sweep_size(w), 4u);
+  EXPECT_EQ(configs[0].first, "q8,kvu=0,ub=64");
+  EXPECT_EQ(configs[3].first, "q8,kvu=1,ub=128");
+  EXPECT_EQ(configs[3].second.ubatch, 128);
+  EXPECT_TRUE(configs[3].second.kv_unified);
+  EXPECT_EQ(audit::settings_words(configs[3].second), "q8 -np 4 -t 2 -fa off -kvu -b 2048 -ub 128");
+}
+
+}  // namespace
