@@ -291,7 +291,9 @@ std::string query_or(const request_context& ctx, const char* key, std::string fa
   return it == ctx.query.end() ? fallback : it->second;
 }
 
-void add_audit_routes(router& r, audit_service& svc, route_options opts) {
+void add_audit_routes(router& r, const route_services& s) {
+  audit_service& svc = s.audits;
+  route_options opts = s.options;
   auto st = std::make_shared<route_state>(route_state{&svc, std::move(opts)});
   using http::verb;
   const query_param limit{"limit", "integer", "at most this many (default 50)", {}, 1, 500};

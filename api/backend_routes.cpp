@@ -52,7 +52,8 @@ net::awaitable<api_response> route_post_selftest(audit_service* svc, request_con
 
 }  // namespace
 
-void add_backend_routes(router& r, audit_service& service) {
+void add_backend_routes(router& r, const route_services& s) {
+  audit_service& service = s.audits;
   audit_service* svc = &service;
   using http::verb;
   // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).

@@ -41,7 +41,8 @@ net::awaitable<api_response> route_post_imports(audit_service* svc, request_cont
 
 }  // namespace
 
-void add_bundle_routes(router& r, audit_service& service) {
+void add_bundle_routes(router& r, const route_services& s) {
+  audit_service& service = s.audits;
   audit_service* svc = &service;
   using http::verb;
   // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).

@@ -98,7 +98,7 @@ net::awaitable<api_response> route_file(std::shared_ptr<const file_table> files,
 
 }  // namespace
 
-void add_console_routes(router& r) {
+void add_console_routes(router& r, const route_services&) {
   auto files = console_files();
   using http::verb;
   const route_doc page{.summary = "The web console", .needs = access::open, .media = "text/html", .documented = false};

@@ -5,10 +5,11 @@
 #pragma once
 
 #include "http_server.hpp"
+#include "route_families.hpp"
 
 namespace logitaudit::api {
 
 // Adds GET /, GET /console/{file} and GET /favicon.ico (open to all: the files hold no data).
-void add_console_routes(router& r);
+void add_console_routes(router& r, const route_services& s);
 
 }  // namespace logitaudit::api

@@ -29,7 +29,8 @@ json fleet_json(const fleet_view& v) {
   return out;
 }
 
-void add_fleet_routes(router& r, fleet_service& fleet) {
+void add_fleet_routes(router& r, const route_services& s) {
+  fleet_service& fleet = s.fleet;
   r.add(boost::beast::http::verb::get, "/v1/fleet",
         {.operation_id = "getFleet",
          .summary = "The daemons sharing this database (live ones first) and the audits each holds under a lease, "

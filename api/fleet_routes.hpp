@@ -27,7 +27,7 @@ class fleet_service {
   virtual boost::asio::awaitable<fleet_view> fleet() = 0;
 };
 
-void add_fleet_routes(router& r, fleet_service& fleet);
+void add_fleet_routes(router& r, const route_services& s);
 
 nlohmann::json fleet_json(const fleet_view& v);
 

@@ -275,7 +275,9 @@ net::awaitable<api_response> route_deliveries(history_service* h, request_contex
 
 }  // namespace
 
-void add_history_routes(router& r, history_service& history, schedule_service& schedules) {
+void add_history_routes(router& r, const route_services& s) {
+  history_service& history = s.history;
+  schedule_service& schedules = s.schedules;
   using http::verb;
   const query_param audits{"audits", "integer", "the newest this many audits of each series (default 30)", {}, 1, 500};
   const query_param backend{"backend", "string", "only the series on this backend"};

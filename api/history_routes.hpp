@@ -9,7 +9,7 @@
 
 namespace logitaudit::api {
 
-void add_history_routes(router& r, history_service& history, schedule_service& schedules);
+void add_history_routes(router& r, const route_services& s);
 
 // "schedule 3 / tiny", "spec 1a2b3c4d5e6f7a8b / tiny".
 std::string series_name(const storage::series_key& k);

@@ -114,7 +114,8 @@ net::awaitable<api_response> route_get_repro_file(audit_service* svc, request_co
 
 }  // namespace
 
-void add_repro_routes(router& r, audit_service& service) {
+void add_repro_routes(router& r, const route_services& s) {
+  audit_service& service = s.audits;
   audit_service* svc = &service;
   using http::verb;
   // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).

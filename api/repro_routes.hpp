@@ -4,9 +4,10 @@
 
 #include "audit_service.hpp"
 #include "http_server.hpp"
+#include "route_families.hpp"
 
 namespace logitaudit::api {
 
-void add_repro_routes(router& r, audit_service& service);
+void add_repro_routes(router& r, const route_services& s);
 
 }  // namespace logitaudit::api

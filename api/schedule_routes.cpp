@@ -140,7 +140,9 @@ net::awaitable<api_response> route_history(schedule_service* svc, request_contex
 
 }  // namespace
 
-void add_schedule_routes(router& r, schedule_service& svc, route_options opts) {
+void add_schedule_routes(router& r, const route_services& s) {
+  schedule_service& svc = s.schedules;
+  route_options opts = s.options;
   auto o = std::make_shared<route_options>(std::move(opts));
   using http::verb;
   r.add(verb::post, "/v1/schedules",

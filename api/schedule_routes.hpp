@@ -7,6 +7,6 @@
 namespace logitaudit::api {
 
 // Adds the routes to `r`.
-void add_schedule_routes(router& r, schedule_service& service, route_options options);
+void add_schedule_routes(router& r, const route_services& s);
 
 }  // namespace logitaudit::api

@@ -5,14 +5,8 @@
 #include <unistd.h>
 
 #include "api/audit_routes.hpp"
-#include "api/backend_routes.hpp"
-#include "api/bundle_routes.hpp"
-#include "api/console_routes.hpp"
 #include "api/fleet_routes.hpp"
-#include "api/history_routes.hpp"
-#include "api/openapi.hpp"
-#include "api/repro_routes.hpp"
-#include "api/schedule_routes.hpp"
+#include "api/route_families.hpp"
 #include "clients/api_registry.hpp"
 #include "metrics_feed.hpp"
 #include "service_errors.hpp"
@@ -107,8 +101,8 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
 
 assembly::~assembly() = default;
 
-// Each route family is one line here; the order does not matter, since /openapi.json is
-// generated from the finished table when it is first asked for.
+// Every route family (api/route_families.cpp lists them), then the tokens and the error
+// translator over the finished table.
 void assembly::add_routes(const config::daemon_config& conf, const assembly_hooks& hooks) {
   api::route_options options;
   options.tokens = conf.tokens;
@@ -117,15 +111,7 @@ void assembly::add_routes(const config::daemon_config& conf, const assembly_hook
   options.metrics = &metrics_;
   options.reads = &reads_;
   options.version = hooks.version;
-  api::add_audit_routes(routes_, service_, options);
-  api::add_bundle_routes(routes_, service_);
-  api::add_repro_routes(routes_, service_);
-  api::add_backend_routes(routes_, service_);
-  api::add_schedule_routes(routes_, scheduler_, options);
-  api::add_history_routes(routes_, history_, scheduler_);
-  api::add_fleet_routes(routes_, *fleet_);
-  api::add_console_routes(routes_);
-  api::add_openapi_route(routes_, hooks.version);
+  api::add_route_families(routes_, {service_, scheduler_, history_, *fleet_, std::move(options)});
   routes_.protect(conf.tokens, conf.protect_reads);
   routes_.translate_errors(service_error_of);
 }
