@@ -4,7 +4,8 @@
 
 #include "openapi.hpp"
 
-// Each family's add function: add_NAME_routes(router&, const route_services&).
+// Each family's add function: add_NAME_routes(router&, const route_services&). Every line of
+// the list ends with a backslash; the blank line after it ends the list.
 #define LOGITAUDIT_ROUTE_FAMILIES(FAMILY) \
   FAMILY(audit)                           \
   FAMILY(bundle)                          \
@@ -13,7 +14,8 @@
   FAMILY(schedule)                        \
   FAMILY(history)                         \
   FAMILY(fleet)                           \
-  FAMILY(console)
+  FAMILY(console)                         \
+
 
 namespace logitaudit::api {
 
