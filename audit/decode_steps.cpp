@@ -1,5 +1,7 @@
 #include "decode_steps.hpp"
 
+#include "enum_names.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,14 +16,7 @@ bool has_tokens(const logit_stream* s) { return s && !s->tokens.empty(); }
 
 }  // namespace
 
-std::string_view to_string(step_clock c) {
-  switch (c) {
-    case step_clock::none: return "none";
-    case step_clock::server: return "server";
-    case step_clock::client: return "client";
-  }
-  return "?";
-}
+std::string_view to_string(step_clock c) { return enumerator_name(c); }
 
 double decode_reconstruction::separation() const {
   if (steps < 2) return std::numeric_limits<double>::infinity();

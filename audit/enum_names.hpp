@@ -2,7 +2,9 @@
 // to_string is the name. Each enum keeps the list of its values beside its to_string.
 #pragma once
 
+#include <array>
 #include <iterator>
+#include <utility>
 #include <string>
 #include <vector>
 #include <optional>
@@ -10,6 +12,41 @@
 #include <type_traits>
 
 namespace logitaudit::audit {
+
+namespace detail {
+
+// The name of the enumerator `Value`, read from this function's own signature as the compiler
+// writes it (GCC: "[with auto Value = ns::kind::name; ...]", Clang: "[Value = ns::kind::name]");
+// "" when `Value` names no enumerator (the compiler writes a cast: "(ns::kind)7").
+template <auto Value>
+constexpr std::string_view enumerator_name() {
+  std::string_view f = __PRETTY_FUNCTION__;
+  f.remove_prefix(f.find("Value = ") + 8);
+  f = f.substr(0, f.find_first_of(";]"));
+  if (f.empty() || f.front() == '(' || f.front() == '-' || (f.front() >= '0' && f.front() <= '9')) return {};
+  const auto colons = f.rfind("::");
+  return colons == std::string_view::npos ? f : f.substr(colons + 2);
+}
+
+template <class E, int... I>
+constexpr auto enumerator_names(std::integer_sequence<int, I...>) {
+  return std::array<std::string_view, sizeof...(I)>{enumerator_name<static_cast<E>(I)>()...};
+}
+
+// The names of E's enumerators 0..63, by value ("" where a value names none).
+template <class E>
+inline constexpr auto kEnumeratorNames = enumerator_names<E>(std::make_integer_sequence<int, 64>{});
+
+}  // namespace detail
+
+// The name of an enumerator of a scoped enum whose names are its identifiers: the one
+// `to_string` of such an enum, complete by construction (a new enumerator has its name).
+template <class E>
+constexpr std::string_view enumerator_name(E e) {
+  const auto i = static_cast<std::size_t>(e);
+  return i < detail::kEnumeratorNames<E>.size() && !detail::kEnumeratorNames<E>[i].empty() ? detail::kEnumeratorNames<E>[i]
+                                                                                             : std::string_view("?");
+}
 
 // The value among `values` whose to_string(value) is `name`; nullopt for an unknown name.
 template <class Values>

@@ -22,17 +22,7 @@ std::string server_shape(const burst_measurement& m) {
 
 }  // namespace
 
-std::string_view to_string(evidence_flag f) {
-  switch (f) {
-    case evidence_flag::none: return "none";
-    case evidence_flag::not_batched: return "not_batched";
-    case evidence_flag::not_reused: return "not_reused";
-    case evidence_flag::not_solo: return "not_solo";
-    case evidence_flag::control_ineffective: return "control_ineffective";
-    case evidence_flag::level_not_reached: return "level_not_reached";
-  }
-  return "?";
-}
+std::string_view to_string(evidence_flag f) { return enumerator_name(f); }
 
 std::optional<evidence_flag> parse_evidence_flag(std::string_view s) {
   return parse_by_name(std::array{evidence_flag::none, evidence_flag::not_batched, evidence_flag::not_reused,
@@ -41,14 +31,7 @@ std::optional<evidence_flag> parse_evidence_flag(std::string_view s) {
                        s);
 }
 
-std::string_view to_string(concurrency_measure m) {
-  switch (m) {
-    case concurrency_measure::none: return "none";
-    case concurrency_measure::busy_slots_per_decode: return "busy_slots_per_decode";
-    case concurrency_measure::server_timings: return "server_timings";
-  }
-  return "?";
-}
+std::string_view to_string(concurrency_measure m) { return enumerator_name(m); }
 
 std::optional<concurrency_measure> parse_concurrency_measure(std::string_view s) {
   return parse_by_name(

@@ -423,14 +423,7 @@ void write_frontier_sentences(findings& f) {
 
 }  // namespace
 
-std::string_view to_string(prediction_outcome o) {
-  switch (o) {
-    case prediction_outcome::held: return "held";
-    case prediction_outcome::failed: return "failed";
-    case prediction_outcome::undecided: return "undecided";
-  }
-  return "?";
-}
+std::string_view to_string(prediction_outcome o) { return enumerator_name(o); }
 
 std::optional<prediction_outcome> parse_prediction_outcome(std::string_view s) {
   return parse_by_name(std::array{prediction_outcome::held, prediction_outcome::failed, prediction_outcome::undecided}, s);

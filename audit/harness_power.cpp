@@ -5,23 +5,7 @@
 
 namespace logitaudit::audit {
 
-std::string_view to_string(fault_kind f) {
-  switch (f) {
-    case fault_kind::logprob_ulp: return "logprob_ulp";
-    case fault_kind::top_logprob_ulp: return "top_logprob_ulp";
-    case fault_kind::top_id: return "top_id";
-    case fault_kind::swapped_ranks: return "swapped_ranks";
-    case fault_kind::sampled_id: return "sampled_id";
-    case fault_kind::removed_entry: return "removed_entry";
-    case fault_kind::cut_short: return "cut_short";
-    case fault_kind::extra_token: return "extra_token";
-    case fault_kind::text_only: return "text_only";
-    case fault_kind::reformatted_numbers: return "reformatted_numbers";
-    case fault_kind::reordered_keys: return "reordered_keys";
-    case fault_kind::other_whitespace: return "other_whitespace";
-  }
-  return "?";
-}
+std::string_view to_string(fault_kind f) { return enumerator_name(f); }
 
 std::optional<fault_kind> parse_fault_kind(std::string_view s) { return parse_by_name(kFaultKinds, s); }
 
@@ -29,15 +13,7 @@ bool is_equivalent(fault_kind f) {
   return f == fault_kind::reformatted_numbers || f == fault_kind::reordered_keys || f == fault_kind::other_whitespace;
 }
 
-std::string_view to_string(difference_level l) {
-  switch (l) {
-    case difference_level::none: return "none";
-    case difference_level::text: return "text";
-    case difference_level::logit: return "logit";
-    case difference_level::token: return "token";
-  }
-  return "?";
-}
+std::string_view to_string(difference_level l) { return enumerator_name(l); }
 
 fault_expectation expected_outcome(fault_kind f, int position, int tokens) {
   switch (f) {

@@ -199,26 +199,9 @@ std::string details_text(const std::vector<std::string>& fields) {
 
 }  // namespace
 
-std::string_view to_string(transition_kind k) {
-  switch (k) {
-    case transition_kind::unchanged: return "unchanged";
-    case transition_kind::explained: return "explained";
-    case transition_kind::unexplained_step: return "unexplained_step";
-    case transition_kind::intermittent: return "intermittent";
-    case transition_kind::reversion: return "reversion";
-    case transition_kind::not_comparable: return "not_comparable";
-  }
-  return "unchanged";
-}
+std::string_view to_string(transition_kind k) { return enumerator_name(k); }
 
-std::string_view to_string(change_state s) {
-  switch (s) {
-    case change_state::suspected: return "suspected";
-    case change_state::confirmed: return "confirmed";
-    case change_state::not_persistent: return "not_persistent";
-  }
-  return "suspected";
-}
+std::string_view to_string(change_state s) { return enumerator_name(s); }
 
 bool rate_shift::upward() const {
   return after_n && before_n && static_cast<double>(after_k) / after_n > static_cast<double>(before_k) / before_n;
@@ -276,40 +259,11 @@ std::string transition::sentence() const {
   return s;
 }
 
-std::string_view to_string(series_state s) {
-  switch (s) {
-    case series_state::no_history: return "no_history";
-    case series_state::stable: return "stable";
-    case series_state::explained_change: return "explained_change";
-    case series_state::rate_shift_suspected: return "rate_shift_suspected";
-    case series_state::rate_shift_confirmed: return "rate_shift_confirmed";
-    case series_state::intermittent: return "intermittent";
-    case series_state::step_suspected: return "step_suspected";
-    case series_state::step_confirmed: return "step_confirmed";
-    case series_state::server_changed: return "server_changed";
-    case series_state::failed: return "failed";
-    case series_state::reverted: return "reverted";
-  }
-  return "?";
-}
+std::string_view to_string(series_state s) { return enumerator_name(s); }
 
 std::optional<series_state> parse_series_state(std::string_view s) { return parse_by_name(kSeriesStates, s); }
 
-std::string_view to_string(alert_kind k) {
-  switch (k) {
-    case alert_kind::unexplained_step: return "unexplained_step";
-    case alert_kind::confirmed: return "confirmed";
-    case alert_kind::intermittent: return "intermittent";
-    case alert_kind::rate_shift: return "rate_shift";
-    case alert_kind::explained: return "explained";
-    case alert_kind::server_changed: return "server_changed";
-    case alert_kind::failed: return "failed";
-    case alert_kind::reversion: return "reversion";
-    case alert_kind::revised: return "revised";
-    case alert_kind::reference_mismatch: return "reference_mismatch";
-  }
-  return "?";
-}
+std::string_view to_string(alert_kind k) { return enumerator_name(k); }
 
 std::optional<alert_kind> parse_alert_kind(std::string_view s) { return parse_by_name(kAlertKinds, s); }
 

@@ -1,6 +1,8 @@
 // The load condition's schedule and figures (docs/load.md defines each figure).
 #include "load.hpp"
 
+#include "enum_names.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -9,16 +11,7 @@
 
 namespace logitaudit::audit {
 
-std::string_view to_string(arrival_kind k) {
-  switch (k) {
-    case arrival_kind::constant: return "constant";
-    case arrival_kind::poisson: return "poisson";
-    case arrival_kind::gamma: return "gamma";
-    case arrival_kind::concurrency: return "concurrency";
-    case arrival_kind::trace: return "trace";
-  }
-  return "poisson";
-}
+std::string_view to_string(arrival_kind k) { return enumerator_name(k); }
 
 std::optional<arrival_kind> parse_arrival_kind(std::string_view s) {
   for (auto k : kArrivalKinds)

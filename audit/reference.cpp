@@ -1,6 +1,8 @@
 // Each stream against the reference's solo stream for the same request.
 #include "reference.hpp"
 
+#include "enum_names.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -70,14 +72,7 @@ std::string sentence_of(const reference_findings& r, const reference_evidence& r
 
 }  // namespace
 
-std::string_view to_string(reference_outcome o) {
-  switch (o) {
-    case reference_outcome::matches_reference: return "matches_reference";
-    case reference_outcome::differs: return "differs";
-    case reference_outcome::not_comparable: return "not_comparable";
-  }
-  return "not_comparable";
-}
+std::string_view to_string(reference_outcome o) { return enumerator_name(o); }
 
 bool reference_findings::all_match() const {
   const auto solo = std::find_if(pooled.begin(), pooled.end(), [](const reference_tally& t) { return t.condition == kBaselineCondition; });

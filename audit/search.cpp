@@ -8,15 +8,7 @@
 
 namespace logitaudit::audit {
 
-std::string_view to_string(search_decision d) {
-  switch (d) {
-    case search_decision::unknown: return "unknown";
-    case search_decision::same: return "same";
-    case search_decision::different: return "different";
-    case search_decision::not_batched: return "not_batched";
-  }
-  return "?";
-}
+std::string_view to_string(search_decision d) { return enumerator_name(d); }
 
 std::optional<search_decision> parse_search_decision(std::string_view s) {
   return parse_by_name(std::array{search_decision::unknown, search_decision::same, search_decision::different,

@@ -11,31 +11,9 @@
 
 namespace logitaudit::audit {
 
-std::string_view to_string(condition_kind k) {
-  switch (k) {
-    case condition_kind::repeat: return "repeat";
-    case condition_kind::concurrent: return "concurrent";
-    case condition_kind::cross_batch: return "cross_batch";
-    case condition_kind::cache_reuse: return "cache_reuse";
-    case condition_kind::control_prompt: return "control_prompt";
-    case condition_kind::control_seed: return "control_seed";
-    case condition_kind::control_temperature: return "control_temperature";
-    case condition_kind::threshold_search: return "threshold_search";
-    case condition_kind::throughput: return "throughput";
-    case condition_kind::neighbours: return "neighbours";
-    case condition_kind::load: return "load";
-  }
-  return "?";
-}
+std::string_view to_string(condition_kind k) { return enumerator_name(k); }
 
-std::string_view to_string(neighbour_prompts p) {
-  switch (p) {
-    case neighbour_prompts::identical: return "identical";
-    case neighbour_prompts::same_length: return "same_length";
-    case neighbour_prompts::other_lengths: return "other_lengths";
-  }
-  return "?";
-}
+std::string_view to_string(neighbour_prompts p) { return enumerator_name(p); }
 
 std::optional<neighbour_prompts> parse_neighbour_prompts(std::string_view s) {
   return parse_by_name(std::array{neighbour_prompts::identical, neighbour_prompts::same_length, neighbour_prompts::other_lengths}, s);

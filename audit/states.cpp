@@ -5,17 +5,7 @@
 
 namespace logitaudit::audit {
 
-std::string_view to_string(job_status s) {
-  switch (s) {
-    case job_status::queued: return "queued";
-    case job_status::running: return "running";
-    case job_status::done: return "done";
-    case job_status::failed: return "failed";
-    case job_status::cancelled: return "cancelled";
-    case job_status::interrupted: return "interrupted";
-  }
-  return "?";
-}
+std::string_view to_string(job_status s) { return enumerator_name(s); }
 
 std::optional<job_status> parse_job_status(std::string_view s) { return parse_by_name(kJobStatuses, s); }
 
@@ -43,38 +33,19 @@ bool has_findings(job_status s) {
   return false;
 }
 
-std::string_view to_string(missed_fire_policy p) {
-  switch (p) {
-    case missed_fire_policy::run_once: return "run_once";
-    case missed_fire_policy::skip: return "skip";
-  }
-  return "?";
-}
+std::string_view to_string(missed_fire_policy p) { return enumerator_name(p); }
 
 std::optional<missed_fire_policy> parse_missed_fire_policy(std::string_view s) {
   return parse_by_name(kMissedFirePolicies, s);
 }
 
-std::string_view to_string(fingerprint_phase p) {
-  switch (p) {
-    case fingerprint_phase::before: return "before";
-    case fingerprint_phase::after: return "after";
-  }
-  return "?";
-}
+std::string_view to_string(fingerprint_phase p) { return enumerator_name(p); }
 
 std::optional<fingerprint_phase> parse_fingerprint_phase(std::string_view s) {
   return parse_by_name(std::array{fingerprint_phase::before, fingerprint_phase::after}, s);
 }
 
-std::string_view to_string(delivery_status s) {
-  switch (s) {
-    case delivery_status::pending: return "pending";
-    case delivery_status::delivered: return "delivered";
-    case delivery_status::failed: return "failed";
-  }
-  return "?";
-}
+std::string_view to_string(delivery_status s) { return enumerator_name(s); }
 
 std::optional<delivery_status> parse_delivery_status(std::string_view s) {
   return parse_by_name(std::array{delivery_status::pending, delivery_status::delivered, delivery_status::failed}, s);

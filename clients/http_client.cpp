@@ -1,6 +1,8 @@
 // The HTTP exchange: connect, write, read header, read body, each under its own deadline.
 #include "http_client.hpp"
 
+#include "audit/enum_names.hpp"
+
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
@@ -130,31 +132,7 @@ std::int64_t steady_ns() {
   return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
-std::string_view to_string(client_errc e) {
-  switch (e) {
-    case client_errc::bad_url: return "bad_url";
-    case client_errc::resolve_failed: return "resolve_failed";
-    case client_errc::connection_refused: return "connection_refused";
-    case client_errc::connection_reset: return "connection_reset";
-    case client_errc::connect_timeout: return "connect_timeout";
-    case client_errc::first_byte_timeout: return "first_byte_timeout";
-    case client_errc::request_timeout: return "request_timeout";
-    case client_errc::http_status: return "http_status";
-    case client_errc::malformed_json: return "malformed_json";
-    case client_errc::unexpected_shape: return "unexpected_shape";
-    case client_errc::truncated: return "truncated";
-    case client_errc::oversized: return "oversized";
-    case client_errc::protocol_error: return "protocol_error";
-    case client_errc::cancelled: return "cancelled";
-    case client_errc::io_error: return "io_error";
-    case client_errc::tls_untrusted: return "tls_untrusted";
-    case client_errc::tls_expired: return "tls_expired";
-    case client_errc::tls_hostname_mismatch: return "tls_hostname_mismatch";
-    case client_errc::tls_handshake_failed: return "tls_handshake_failed";
-    case client_errc::tls_client_refused: return "tls_client_refused";
-  }
-  return "unknown";
-}
+std::string_view to_string(client_errc e) { return audit::enumerator_name(e); }
 
 std::string endpoint::url() const {
   return (tls ? "https://" : "http://") + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port +

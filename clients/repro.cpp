@@ -1,5 +1,7 @@
 #include "repro.hpp"
 
+#include "audit/enum_names.hpp"
+
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -118,17 +120,7 @@ bool can_go_on(search& s) {
 
 }  // namespace
 
-std::string_view to_string(repro_outcome o) {
-  switch (o) {
-    case repro_outcome::reproduced: return "reproduced";
-    case repro_outcome::not_reproduced: return "not_reproduced";
-    case repro_outcome::solo_unstable: return "solo_unstable";
-    case repro_outcome::limit_reached: return "limit_reached";
-    case repro_outcome::cancelled: return "cancelled";
-    case repro_outcome::failed: return "failed";
-  }
-  return "?";
-}
+std::string_view to_string(repro_outcome o) { return audit::enumerator_name(o); }
 
 net::awaitable<repro_result> find_minimal_repro(backend& b, audit::repro_case c, repro_options o) {
   repro_result r;

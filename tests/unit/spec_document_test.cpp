@@ -152,3 +152,22 @@ TEST(spec_document, each_row_of_the_settings_table_reaches_the_schemas_the_flags
 }
 
 }  // namespace
+
+namespace {
+
+// An enum whose names are its identifiers has them read from the compiler: every value of its
+// table has its own name, each name parses back, and a value that names no enumerator is "?".
+TEST(enum_names, each_enumerator_is_named_by_its_identifier_and_parses_back) {
+  std::set<std::string> names;
+  for (auto k : audit::kConditionKinds) {
+    const auto name = std::string(audit::to_string(k));
+    EXPECT_TRUE(names.insert(name).second) << name;
+    EXPECT_EQ(audit::parse_condition_kind(name), k) << name;
+  }
+  EXPECT_EQ(names.size(), audit::kConditionKinds.size());
+  EXPECT_EQ(audit::to_string(audit::condition_kind::threshold_search), "threshold_search");
+  EXPECT_EQ(audit::to_string(audit::arrival_kind::gamma), "gamma");
+  EXPECT_EQ(audit::to_string(static_cast<audit::condition_kind>(40)), "?");
+}
+
+}  // namespace
