@@ -37,7 +37,25 @@ constexpr auto enumerator_names(std::integer_sequence<int, I...>) {
 template <class E>
 inline constexpr auto kEnumeratorNames = enumerator_names<E>(std::make_integer_sequence<int, 64>{});
 
+template <class E>
+constexpr std::size_t enumerator_count() {
+  std::size_t n = 0;
+  for (auto name : kEnumeratorNames<E>) n += name.empty() ? 0 : 1;
+  return n;
+}
+
 }  // namespace detail
+
+// Every enumerator of E, in the order of their values: a table of values for parse_by_name
+// and names_of.
+template <class E>
+inline constexpr auto kEnumerators = [] {
+  std::array<E, detail::enumerator_count<E>()> out{};
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < detail::kEnumeratorNames<E>.size(); ++i)
+    if (!detail::kEnumeratorNames<E>[i].empty()) out[k++] = static_cast<E>(i);
+  return out;
+}();
 
 // The name of an enumerator of a scoped enum whose names are its identifiers: the one
 // `to_string` of such an enum, complete by construction (a new enumerator has its name).

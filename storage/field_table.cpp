@@ -50,6 +50,20 @@ bool read_value(reader& r, const json& v, const std::string& at, std::uint64_t& 
   return true;
 }
 
+bool read_value(reader& r, const json& v, const std::string& at, std::int64_t& out) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX)))
+    return r.problem(at, "must be an integer"), false;
+  out = v.get<std::int64_t>();
+  return true;
+}
+
+bool read_value(reader& r, const json& v, const std::string& at, long long& out) {
+  std::int64_t x = 0;
+  if (!read_value(r, v, at, x)) return false;
+  out = x;
+  return true;
+}
+
 bool read_value(reader& r, const json& v, const std::string& at, double& out) {
   if (!v.is_number()) return r.problem(at, "must be a number"), false;
   out = v.get<double>();

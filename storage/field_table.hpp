@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "audit/enum_names.hpp"
 #include "audit/spec.hpp"
 
 namespace logitaudit::storage::fields {
@@ -47,6 +48,8 @@ bool read_value(reader& r, const json& v, const std::string& at, std::string& ou
 bool read_value(reader& r, const json& v, const std::string& at, bool& out);
 bool read_value(reader& r, const json& v, const std::string& at, int& out);
 bool read_value(reader& r, const json& v, const std::string& at, std::uint64_t& out);
+bool read_value(reader& r, const json& v, const std::string& at, std::int64_t& out);
+bool read_value(reader& r, const json& v, const std::string& at, long long& out);
 bool read_value(reader& r, const json& v, const std::string& at, double& out);
 // A list: every element that is not of the type is a problem of its own ("at[3]").
 bool read_value(reader& r, const json& v, const std::string& at, std::vector<std::string>& out);
@@ -60,6 +63,8 @@ json schema_of() {
   if constexpr (std::is_same_v<V, std::string>) return {{"type", "string"}};
   else if constexpr (std::is_same_v<V, bool>) return {{"type", "boolean"}};
   else if constexpr (std::is_same_v<V, std::uint64_t>) return {{"type", "integer"}, {"minimum", 0}};
+  else if constexpr (requires { typename V::mapped_type; })
+    return {{"type", "object"}, {"additionalProperties", schema_of<typename V::mapped_type>()}};
   else if constexpr (std::is_integral_v<V>) return {{"type", "integer"}};
   else if constexpr (std::is_floating_point_v<V>) return {{"type", "number"}};
   else return {{"type", "array"}, {"items", schema_of<typename V::value_type>()}};
@@ -99,6 +104,9 @@ struct object_table {
   std::span<const field<T>> fields;
   // The problem of a member no row names (default: "unknown field"), given the known names.
   std::string (*unknown)(const std::string& known) = nullptr;
+  // A stored document's table: members no row names are passed over (what a later version
+  // added), rather than refused as a request's are.
+  bool open = false;
 };
 
 // The known names, ", " between them.
@@ -114,6 +122,7 @@ std::string known_names(const object_table<T>& t) {
 template <class T>
 void read_object(reader& r, const json& j, const std::string& at, const object_table<T>& t, T& out) {
   for (const auto& item : j.items()) {
+    if (t.open) break;
     const std::string key = item.key();
     bool known = false;
     for (const auto& f : t.fields) known = known || f.name == key;
@@ -171,6 +180,175 @@ field<typename member_of<M>::owner> member(std::string_view name, std::string_vi
   f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) { read_value(r, v, at, out.*M); };
   f.write = [](json& j, const T& in, const field<T>& self) { j[std::string(self.name)] = in.*M; };
   f.schema = [](const field<T>& self) { return decorate(schema_of<V>(), self.range, self.choices, self.doc); };
+  return f;
+}
+
+// A member holding an object of its own table: "must be an object" otherwise. Its schema is a
+// reference when the table is named, else inline.
+template <auto M, class V = typename member_of<M>::value>
+field<typename member_of<M>::owner> nested(std::string_view name, const object_table<V>& table,
+                                           bool (*omit)(const typename member_of<M>::owner&,
+                                                        const field<typename member_of<M>::owner>&) = nullptr) {
+  using T = typename member_of<M>::owner;
+  field<T> f{.name = name, .doc = table.doc, .omit = omit, .data = &table};
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>& self) {
+    if (!v.is_object()) return r.problem(at, "must be an object");
+    read_object(r, v, at, *static_cast<const object_table<V>*>(self.data), out.*M);
+  };
+  f.write = [](json& j, const T& in, const field<T>& self) {
+    j[std::string(self.name)] = write_object(*static_cast<const object_table<V>*>(self.data), in.*M);
+  };
+  f.schema = [](const field<T>& self) {
+    const auto& t = *static_cast<const object_table<V>*>(self.data);
+    return t.name.empty() ? object_schema(t, t.open) : json{{"$ref", "#/components/schemas/" + std::string(t.name)}};
+  };
+  return f;
+}
+
+// A member that holds an object of its own table or nothing: left out when it holds nothing,
+// and read only from an object.
+template <auto M, class V = typename member_of<M>::value::value_type>
+field<typename member_of<M>::owner> optional_object(std::string_view name, const object_table<V>& table) {
+  using T = typename member_of<M>::owner;
+  field<T> f{.name = name, .doc = table.doc, .data = &table};
+  f.omit = [](const T& in, const field<T>&) { return !(in.*M); };
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>& self) {
+    if (v.is_object()) read_object(r, v, at, *static_cast<const object_table<V>*>(self.data), (out.*M).emplace());
+  };
+  f.write = [](json& j, const T& in, const field<T>& self) {
+    j[std::string(self.name)] = write_object(*static_cast<const object_table<V>*>(self.data), *(in.*M));
+  };
+  f.schema = [](const field<T>& self) {
+    const auto& t = *static_cast<const object_table<V>*>(self.data);
+    return t.name.empty() ? object_schema(t, true) : json{{"$ref", "#/components/schemas/" + std::string(t.name)}};
+  };
+  return f;
+}
+
+// A member holding a list of objects of one table: "must be an array", each element "must be
+// an object".
+template <auto M, class V = typename member_of<M>::value::value_type>
+field<typename member_of<M>::owner> list_of(std::string_view name, const object_table<V>& table) {
+  using T = typename member_of<M>::owner;
+  field<T> f{.name = name, .doc = table.doc, .data = &table};
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>& self) {
+    (out.*M).clear();
+    if (!v.is_array()) return r.problem(at, "must be an array");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string item = at + "[" + std::to_string(i) + "]";
+      if (!v[i].is_object()) {
+        r.problem(item, "must be an object");
+        continue;
+      }
+      V x{};
+      read_object(r, v[i], item, *static_cast<const object_table<V>*>(self.data), x);
+      (out.*M).push_back(std::move(x));
+    }
+  };
+  f.write = [](json& j, const T& in, const field<T>& self) {
+    json a = json::array();
+    for (const auto& x : in.*M) a.push_back(write_object(*static_cast<const object_table<V>*>(self.data), x));
+    j[std::string(self.name)] = std::move(a);
+  };
+  f.schema = [](const field<T>& self) {
+    const auto& t = *static_cast<const object_table<V>*>(self.data);
+    json items = t.name.empty() ? object_schema(t, t.open) : json{{"$ref", "#/components/schemas/" + std::string(t.name)}};
+    return json{{"type", "array"}, {"items", std::move(items)}};
+  };
+  return f;
+}
+
+// An enum member, by the names in its table of values: "must be one of a, b, c".
+template <auto M, const auto& Values>
+field<typename member_of<M>::owner> named(std::string_view name, std::string_view doc = "", bool required = false) {
+  using T = typename member_of<M>::owner;
+  field<T> f{.name = name, .doc = doc, .required = required};
+  f.choices = [] { return json(audit::names_of(Values)); };
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) {
+    std::string text;
+    if (!read_value(r, v, at, text)) return;
+    if (auto k = audit::parse_by_name(Values, text)) out.*M = *k;
+    else r.problem(at, "must be one of " + audit::comma_list(audit::names_of(Values)));
+  };
+  f.write = [](json& j, const T& in, const field<T>& self) { j[std::string(self.name)] = std::string(to_string(in.*M)); };
+  f.schema = [](const field<T>& self) { return decorate({{"type", "string"}}, {}, self.choices, self.doc); };
+  return f;
+}
+
+// A member of a part of the object, written beside the object's own ("id" of a prediction
+// result's claim).
+template <auto Part, auto M>
+field<typename member_of<Part>::owner> member_in(std::string_view name, bool required = false) {
+  using T = typename member_of<Part>::owner;
+  using V = typename member_of<M>::value;
+  field<T> f{.name = name, .required = required};
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) {
+    read_value(r, v, at, (out.*Part).*M);
+  };
+  f.write = [](json& j, const T& in, const field<T>& self) { j[std::string(self.name)] = (in.*Part).*M; };
+  f.schema = [](const field<T>& self) { return decorate(schema_of<V>(), self.range, self.choices, self.doc); };
+  return f;
+}
+
+// A number that may be absent (nullopt), written as null.
+template <auto M>
+field<typename member_of<M>::owner> nullable(std::string_view name, std::string_view doc = "", bool required = false) {
+  using T = typename member_of<M>::owner;
+  using V = typename member_of<M>::value::value_type;
+  field<T> f{.name = name, .doc = doc, .required = required};
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) {
+    if (v.is_null()) return (out.*M).reset();
+    V x{};
+    if (read_value(r, v, at, x)) out.*M = x;
+  };
+  f.write = [](json& j, const T& in, const field<T>& self) {
+    j[std::string(self.name)] = in.*M ? json(*(in.*M)) : json(nullptr);
+  };
+  f.schema = [](const field<T>& self) {
+    json s = decorate(schema_of<V>(), self.range, self.choices, self.doc);
+    s["type"] = json::array({s["type"], "null"});
+    return s;
+  };
+  return f;
+}
+
+// A member of a shape nlohmann reads and writes as it is (a map of lists): a stored
+// document's, never a request's.
+template <auto M>
+field<typename member_of<M>::owner> as_is(std::string_view name, bool required = false) {
+  using T = typename member_of<M>::owner;
+  using V = typename member_of<M>::value;
+  field<T> f{.name = name, .required = required};
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) {
+    try {
+      out.*M = v.get<V>();
+    } catch (const json::exception&) {
+      r.problem(at, "has the wrong shape");
+    }
+  };
+  f.write = [](json& j, const T& in, const field<T>& self) { j[std::string(self.name)] = in.*M; };
+  f.schema = [](const field<T>& self) { return decorate(schema_of<V>(), self.range, self.choices, self.doc); };
+  return f;
+}
+
+// A value written for the reader's convenience and computed again when read ("control",
+// "base_rate"): `Value(const T&)`, never read back.
+template <class T, auto Value>
+field<T> computed(std::string_view name, std::string_view doc = "") {
+  using V = std::decay_t<decltype(Value(std::declval<const T&>()))>;
+  field<T> f{.name = name, .doc = doc};
+  f.read = [](reader&, const json&, const std::string&, T&, const field<T>&) {};
+  f.write = [](json& j, const T& in, const field<T>& self) { j[std::string(self.name)] = Value(in); };
+  f.schema = [](const field<T>& self) { return decorate(schema_of<V>(), {}, nullptr, self.doc); };
+  return f;
+}
+
+// Leaves `f` out of the written document while its member has its default value (a member a
+// later schema added: older documents keep their bytes).
+template <auto M>
+field<typename member_of<M>::owner> unless_default(field<typename member_of<M>::owner> f) {
+  using T = typename member_of<M>::owner;
+  f.omit = [](const T& in, const field<T>&) { return in.*M == typename member_of<M>::value{}; };
   return f;
 }
 

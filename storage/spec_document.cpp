@@ -19,76 +19,9 @@ using fields::object_table;
 using fields::reader;
 using json = nlohmann::json;
 
-// A member holding an object of its own table: "must be an object" otherwise. Its schema is a
-// reference when the table is named, else inline.
-template <auto M, class V = typename fields::member_of<M>::value>
-field<typename fields::member_of<M>::owner> nested(
-    std::string_view name, const object_table<V>& table,
-    bool (*omit)(const typename fields::member_of<M>::owner&, const field<typename fields::member_of<M>::owner>&) = nullptr) {
-  using T = typename fields::member_of<M>::owner;
-  field<T> f{.name = name, .doc = table.doc, .omit = omit, .data = &table};
-  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>& self) {
-    if (!v.is_object()) return r.problem(at, "must be an object");
-    fields::read_object(r, v, at, *static_cast<const object_table<V>*>(self.data), out.*M);
-  };
-  f.write = [](json& j, const T& in, const field<T>& self) {
-    j[std::string(self.name)] = fields::write_object(*static_cast<const object_table<V>*>(self.data), in.*M);
-  };
-  f.schema = [](const field<T>& self) {
-    const auto& t = *static_cast<const object_table<V>*>(self.data);
-    return t.name.empty() ? fields::object_schema(t) : json{{"$ref", "#/components/schemas/" + std::string(t.name)}};
-  };
-  return f;
-}
-
-// A member holding a list of objects of one table: "must be an array", each element "must be
-// an object".
-template <auto M, class V = typename fields::member_of<M>::value::value_type>
-field<typename fields::member_of<M>::owner> list_of(std::string_view name, const object_table<V>& table) {
-  using T = typename fields::member_of<M>::owner;
-  field<T> f{.name = name, .doc = table.doc, .data = &table};
-  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>& self) {
-    (out.*M).clear();
-    if (!v.is_array()) return r.problem(at, "must be an array");
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      const std::string item = at + "[" + std::to_string(i) + "]";
-      if (!v[i].is_object()) {
-        r.problem(item, "must be an object");
-        continue;
-      }
-      V x;
-      fields::read_object(r, v[i], item, *static_cast<const object_table<V>*>(self.data), x);
-      (out.*M).push_back(std::move(x));
-    }
-  };
-  f.write = [](json& j, const T& in, const field<T>& self) {
-    json a = json::array();
-    for (const auto& x : in.*M) a.push_back(fields::write_object(*static_cast<const object_table<V>*>(self.data), x));
-    j[std::string(self.name)] = std::move(a);
-  };
-  f.schema = [](const field<T>& self) {
-    return json{{"type", "array"}, {"items", {{"$ref", "#/components/schemas/" +
-                                                          std::string(static_cast<const object_table<V>*>(self.data)->name)}}}};
-  };
-  return f;
-}
-
-// An enum member, by the names in its table of values: "must be one of a, b, c".
-template <auto M, const auto& Values>
-field<typename fields::member_of<M>::owner> named(std::string_view name, std::string_view doc = "", bool required = false) {
-  using T = typename fields::member_of<M>::owner;
-  field<T> f{.name = name, .doc = doc, .required = required};
-  f.choices = [] { return json(audit::names_of(Values)); };
-  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) {
-    std::string text;
-    if (!fields::read_value(r, v, at, text)) return;
-    if (auto k = audit::parse_by_name(Values, text)) out.*M = *k;
-    else r.problem(at, "must be one of " + audit::comma_list(audit::names_of(Values)));
-  };
-  f.write = [](json& j, const T& in, const field<T>& self) { j[std::string(self.name)] = std::string(to_string(in.*M)); };
-  f.schema = [](const field<T>& self) { return fields::decorate({{"type", "string"}}, {}, self.choices, self.doc); };
-  return f;
-}
+using fields::list_of;
+using fields::named;
+using fields::nested;
 
 // ---- a managed server's settings and the sweep, from audit's one table of them ----
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <functional>
