@@ -50,7 +50,9 @@ json components_schemas() {
   for (const auto& f : embedded_files())
     if (f.name == "openapi_schemas.json") {
       auto schemas = json::parse(f.body);
-      schemas.update(json::parse(storage::spec_schemas()));  // the spec's shapes, from its field tables
+      // The documents' shapes, from their field tables.
+      schemas.update(json::parse(storage::spec_schemas()));
+      schemas.update(json::parse(storage::findings_schemas()));
       fill_enums(schemas);
       return schemas;
     }

@@ -53,6 +53,8 @@ std::string encode_findings_format1(const audit::findings& f);
 // ServerSettings, Sweep, Condition, Prediction, LengthMix), as one JSON object. The enum of API
 // kinds is left as "$backend_api_kinds" for the API to fill in.
 std::string spec_schemas();
+// The same for the findings (Findings, Tally), from the findings' tables.
+std::string findings_schemas();
 std::optional<audit::findings> decode_findings_format1(std::string_view text);
 
 }  // namespace logitaudit::storage

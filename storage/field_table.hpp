@@ -153,10 +153,12 @@ json object_schema(const object_table<T>& t, bool written = false) {
   json props = json::object(), required = json::array();
   for (const auto& f : t.fields) {
     props[std::string(f.name)] = f.schema(f);
-    if (written ? !f.omit : f.required) required.push_back(f.name);
+    // A stored document's table requires what every version wrote; a written one what this
+    // version always writes; a request's what the reader requires.
+    if (t.open ? f.required : written ? !f.omit : f.required) required.push_back(f.name);
   }
   json s = {{"type", "object"}, {"properties", std::move(props)}};
-  if (!written) s["additionalProperties"] = false;
+  if (!written && !t.open) s["additionalProperties"] = false;
   if (!required.empty()) s["required"] = std::move(required);
   if (!t.doc.empty()) s["description"] = t.doc;
   return s;

@@ -80,7 +80,7 @@ const object_table<audit::condition_tally>& tally_table() {
         by_width,
     };
   }();
-  static const auto t = stored(rows);
+  static const object_table<T> t{.name = "Tally", .doc = "", .fields = rows, .open = true};
   return t;
 }
 
@@ -550,7 +550,12 @@ field<audit::findings> per_backend(std::string_view name, bool required) {
     }
     j[std::string(self.name)] = std::move(all);
   };
-  f.schema = [](const field<F>&) { return json{{"type", "object"}}; };
+  f.schema = [](const field<F>&) {
+    const auto& t = table();
+    json one = t.name.empty() ? fields::object_schema(t, true) : json{{"$ref", "#/components/schemas/" + std::string(t.name)}};
+    if constexpr (requires(Value v) { v.begin(); }) one = {{"type", "array"}, {"items", std::move(one)}};
+    return json{{"type", "object"}, {"description", "per backend"}, {"additionalProperties", std::move(one)}};
+  };
   return f;
 }
 
@@ -613,7 +618,11 @@ const object_table<audit::findings>& findings_table() {
         thresholds,
     };
   }();
-  static const auto t = stored(rows);
+  static const object_table<F> t{.name = "Findings",
+                                 .doc = "An audit's findings as stored and served: every version's members, and what later "
+                                        "versions added when they have something to say",
+                                 .fields = rows,
+                                 .open = true};
   return t;
 }
 
@@ -645,5 +654,11 @@ std::string encode_findings_format1(const audit::findings& f) {
 }
 
 std::optional<audit::findings> decode_findings_format1(std::string_view text) { return read_stored(text, findings_table()); }
+
+std::string findings_schemas() {
+  return json{{"Findings", fields::object_schema(findings_table(), true)},
+              {"Tally", fields::object_schema(tally_table(), true)}}
+      .dump();
+}
 
 }  // namespace logitaudit::storage

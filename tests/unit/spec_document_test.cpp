@@ -9,6 +9,7 @@
 #include "audit/spec.hpp"
 #include "clients/managed_servers.hpp"
 #include "storage/documents.hpp"
+#include "support/schema_check.hpp"
 
 namespace {
 
@@ -56,29 +57,7 @@ audit::audit_spec everything() {
 
 json schemas() { return json::parse(storage::spec_schemas()); }
 
-// Every member of `doc` is a property of `schema`, recursively through the named schemas.
-void expect_described(const json& doc, const json& schema, const json& all, const std::string& at) {
-  if (schema.contains("$ref")) {
-    const std::string name = schema["$ref"].get<std::string>().substr(std::string("#/components/schemas/").size());
-    ASSERT_TRUE(all.contains(name)) << at << ": " << name;
-    return expect_described(doc, all[name], all, at);
-  }
-  if (schema.contains("oneOf")) {
-    for (const auto& s : schema["oneOf"])
-      if ((doc.is_object() && s.value("type", json()) == "object") || (s.contains("$ref") && doc.is_object()))
-        return expect_described(doc, s, all, at);
-    return;
-  }
-  if (doc.is_object()) {
-    ASSERT_TRUE(schema.contains("properties")) << at;
-    for (const auto& [key, value] : doc.items()) {
-      ASSERT_TRUE(schema["properties"].contains(key)) << at << "." << key << " is written but not described";
-      expect_described(value, schema["properties"][key], all, at + "." + key);
-    }
-  } else if (doc.is_array() && schema.contains("items")) {
-    for (const auto& v : doc) expect_described(v, schema["items"], all, at + "[]");
-  }
-}
+using test_support::expect_described;
 
 TEST(spec_document, every_member_is_written_read_back_and_described_by_the_same_table) {
   const auto s = everything();
