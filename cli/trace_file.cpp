@@ -1,37 +1,15 @@
-// Trace files: JSON Lines, a JSON array, or CSV (cli/trace_file.hpp).
+// Trace files: JSON Lines, a JSON array, or CSV (cli/trace_file.hpp). A JSON request is read
+// by the spec's own table of a trace entry (storage/spec_document.cpp).
 #include "trace_file.hpp"
 
 #include <charconv>
-#include <nlohmann/json.hpp>
+
+#include "storage/documents.hpp"
 
 namespace logitaudit::cli {
 namespace {
 
-using json = nlohmann::json;
-
 std::string at_line(std::size_t n) { return "line " + std::to_string(n) + ": "; }
-
-expected<audit::trace_entry, std::string> entry_of(const json& x) {
-  audit::trace_entry e;
-  auto whole = [](const json& v, int& out) {
-    if (!v.is_number_integer() || v.get<std::int64_t>() < -1 || v.get<std::int64_t>() > (1 << 30)) return false;
-    out = static_cast<int>(v.get<std::int64_t>());
-    return true;
-  };
-  if (x.is_array() && x.size() == 3 && x[0].is_number() && whole(x[1], e.prompt_tokens) && whole(x[2], e.output_tokens)) {
-    e.at_ms = x[0].get<double>();
-    return e;
-  }
-  if (!x.is_object()) return unexpected{std::string("must be {\"at_ms\", \"prompt_tokens\", \"output_tokens\"} or [at_ms, prompt_tokens, output_tokens]")};
-  for (const auto& [key, v] : x.items())
-    if (key != "at_ms" && key != "prompt_tokens" && key != "output_tokens") return unexpected{"unknown field " + key};
-  auto a = x.find("at_ms"), p = x.find("prompt_tokens"), o = x.find("output_tokens");
-  if (a == x.end() || !a->is_number()) return unexpected{std::string("at_ms must be a number")};
-  if (p == x.end() || !whole(*p, e.prompt_tokens)) return unexpected{std::string("prompt_tokens must be an integer")};
-  if (o == x.end() || !whole(*o, e.output_tokens)) return unexpected{std::string("output_tokens must be an integer")};
-  e.at_ms = a->get<double>();
-  return e;
-}
 
 bool parse_double(std::string_view s, double& out) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -51,17 +29,7 @@ expected<std::vector<audit::trace_entry>, std::string> parse_trace(std::string_v
   std::size_t start = 0;
   while (start < text.size() && (text[start] == ' ' || text[start] == '\n' || text[start] == '\r' || text[start] == '\t')) ++start;
   if (start == text.size()) return unexpected{std::string("the trace is empty")};
-  if (text[start] == '[') {  // one JSON array
-    json j = json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_array()) return unexpected{std::string("not a JSON array (nor JSON Lines nor CSV)")};
-    if (j.size() > audit::kMaxTraceEntries) return unexpected{too_many()};
-    for (std::size_t i = 0; i < j.size(); ++i) {
-      auto e = entry_of(j[i]);
-      if (!e) return unexpected{"request " + std::to_string(i) + ": " + e.error()};
-      out.push_back(*e);
-    }
-    return out;
-  }
+  if (text[start] == '[') return storage::decode_trace_array(text);  // one JSON array
   const bool csv = text[start] != '{';
   std::size_t line_no = 0;
   bool header = csv;
@@ -97,9 +65,7 @@ expected<std::vector<audit::trace_entry>, std::string> parse_trace(std::string_v
       out.push_back({v[0], static_cast<int>(v[1]), static_cast<int>(v[2])});
       continue;
     }
-    json x = json::parse(line, nullptr, false);
-    if (x.is_discarded()) return unexpected{at_line(line_no) + "not JSON"};
-    auto e = entry_of(x);
+    auto e = storage::decode_trace_entry(line);
     if (!e) return unexpected{at_line(line_no) + e.error()};
     out.push_back(*e);
   }

@@ -38,6 +38,13 @@ std::optional<audit::findings> decode_findings(std::string_view text);
 std::string encode_load_measurement(const audit::load_measurement& m);
 std::optional<audit::load_measurement> decode_load_measurement(std::string_view text);
 
+// A recorded trace's requests (cli/trace_file), read by the spec's table of a trace entry: one
+// entry as JSON text ({"at_ms", "prompt_tokens", "output_tokens"} or the three as an array), or
+// one JSON array of them. The error is the first problem ("at_ms: must be a number"; in an
+// array, "request 3: ...").
+expected<audit::trace_entry, std::string> decode_trace_entry(std::string_view text);
+expected<std::vector<audit::trace_entry>, std::string> decode_trace_array(std::string_view text);
+
 // A repro's bundle as stored (repros.files): file name -> text, "" for none. A text that is
 // not one reads as no files.
 std::string encode_repro_files(const std::map<std::string, std::string>& files);

@@ -299,32 +299,33 @@ const object_table<audit::trace_entry>& trace_entry_table() {
   return t;
 }
 
+// One request of a trace: [at_ms, prompt_tokens, output_tokens] or its object; false when it
+// is neither (an object's problems are named).
+bool read_trace_entry(reader& r, const json& x, const std::string& at, audit::trace_entry& t) {
+  if (x.is_array() && x.size() == 3 && x[0].is_number() && x[1].is_number_integer() && x[2].is_number_integer()) {
+    t.at_ms = x[0].get<double>();
+    t.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(x[1].get<std::int64_t>(), -1, 1 << 30));
+    t.output_tokens = static_cast<int>(std::clamp<std::int64_t>(x[2].get<std::int64_t>(), -1, 1 << 30));
+    return true;
+  }
+  if (!x.is_object())
+    return r.problem(at, "must be {at_ms, prompt_tokens, output_tokens} or [at_ms, prompt_tokens, output_tokens]"), false;
+  std::vector<audit::spec_problem> problems;
+  reader entry(problems);
+  fields::read_object(entry, x, at, trace_entry_table(), t);
+  for (const auto& p : problems) r.problem(p.field, p.message);
+  return problems.empty();
+}
+
 void read_trace(reader& r, const json& j, const std::string& at, std::vector<audit::trace_entry>& out) {
   if (!j.is_array()) return r.problem(at, "must be an array of {at_ms, prompt_tokens, output_tokens}");
   if (j.size() > audit::kMaxTraceEntries)
     return r.problem(at, "at most " + std::to_string(audit::kMaxTraceEntries) + " requests (this one has " +
                              std::to_string(j.size()) + ")");
-  std::vector<audit::spec_problem> entry_problems;
   for (std::size_t i = 0, bad = 0; i < j.size() && bad < 20; ++i) {
-    const std::string e = at + "[" + std::to_string(i) + "]";
-    const auto& x = j[i];
     audit::trace_entry t;
-    if (x.is_array() && x.size() == 3 && x[0].is_number() && x[1].is_number_integer() && x[2].is_number_integer()) {
-      t.at_ms = x[0].get<double>();
-      t.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(x[1].get<std::int64_t>(), -1, 1 << 30));
-      t.output_tokens = static_cast<int>(std::clamp<std::int64_t>(x[2].get<std::int64_t>(), -1, 1 << 30));
-    } else if (x.is_object()) {
-      entry_problems.clear();
-      reader entry(entry_problems);
-      fields::read_object(entry, x, e, trace_entry_table(), t);
-      for (const auto& p : entry_problems) r.problem(p.field, p.message);
-      bad += entry_problems.empty() ? 0 : 1;
-    } else {
-      ++bad;
-      r.problem(e, "must be {at_ms, prompt_tokens, output_tokens} or [at_ms, prompt_tokens, output_tokens]");
-      continue;
-    }
-    out.push_back(t);
+    if (read_trace_entry(r, j[i], at + "[" + std::to_string(i) + "]", t)) out.push_back(t);
+    else ++bad;
   }
 }
 
@@ -546,6 +547,36 @@ void read_settings(fields::reader& r, const nlohmann::json& v, const std::string
 }
 
 nlohmann::json settings_json(const audit::server_settings& s) { return fields::write_object(settings_table(), s); }
+
+expected<audit::trace_entry, std::string> decode_trace_entry(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return unexpected{std::string("not JSON")};
+  std::vector<audit::spec_problem> problems;
+  reader r(problems);
+  audit::trace_entry t;
+  if (read_trace_entry(r, j, "", t)) return t;
+  const auto& p = problems.front();
+  return unexpected{p.field.empty() ? p.message : p.field + ": " + p.message};
+}
+
+expected<std::vector<audit::trace_entry>, std::string> decode_trace_array(std::string_view text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_array()) return unexpected{std::string("not a JSON array (nor JSON Lines nor CSV)")};
+  if (j.size() > audit::kMaxTraceEntries)
+    return unexpected{"more than " + std::to_string(audit::kMaxTraceEntries) + " requests: split the trace"};
+  std::vector<audit::trace_entry> out;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    std::vector<audit::spec_problem> problems;
+    reader r(problems);
+    audit::trace_entry t;
+    if (!read_trace_entry(r, j[i], "", t)) {
+      const auto& p = problems.front();
+      return unexpected{"request " + std::to_string(i) + ": " + (p.field.empty() ? p.message : p.field + ": " + p.message)};
+    }
+    out.push_back(t);
+  }
+  return out;
+}
 
 expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec_format1(std::string_view text) {
   const json j = json::parse(text, nullptr, false);

@@ -7,6 +7,7 @@
 
 #include "audit/server_settings.hpp"
 #include "audit/spec.hpp"
+#include "cli/trace_file.hpp"
 #include "clients/managed_servers.hpp"
 #include "storage/documents.hpp"
 #include "support/schema_check.hpp"
@@ -147,6 +148,31 @@ TEST(enum_names, each_enumerator_is_named_by_its_identifier_and_parses_back) {
   EXPECT_EQ(audit::to_string(audit::condition_kind::threshold_search), "threshold_search");
   EXPECT_EQ(audit::to_string(audit::arrival_kind::gamma), "gamma");
   EXPECT_EQ(audit::to_string(static_cast<audit::condition_kind>(40)), "?");
+}
+
+}  // namespace
+
+namespace {
+
+// A trace file's JSON requests are read by the spec's own table of a trace entry: the three
+// forms give the same requests, and a bad request is named by its line (or its index) and field.
+TEST(trace_file, every_form_gives_the_same_requests_and_a_bad_one_is_named_by_line_and_field) {
+  const std::vector<audit::trace_entry> want = {{0, 32, 16}, {12.5, 8, 4}};
+  EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0, \"prompt_tokens\": 32, \"output_tokens\": 16}\n"
+                             "{\"at_ms\": 12.5, \"prompt_tokens\": 8, \"output_tokens\": 4}\n")
+                .value(),
+            want);
+  EXPECT_EQ(cli::parse_trace("[[0, 32, 16], {\"at_ms\": 12.5, \"prompt_tokens\": 8, \"output_tokens\": 4}]").value(), want);
+  EXPECT_EQ(cli::parse_trace("at_ms,prompt_tokens,output_tokens\n0,32,16\n12.5,8,4\n").value(), want);
+  EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0, \"prompt_tokens\": 32, \"output_tokens\": 16}\n"
+                             "{\"at_ms\": \"soon\", \"prompt_tokens\": 8, \"output_tokens\": 4}\n")
+                .error(),
+            "line 2: at_ms: must be a number");
+  EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0, \"prompt_tokens\": 32, \"output_tokens\": 16, \"colour\": 1}").error(),
+            "line 1: colour: unknown field");
+  EXPECT_EQ(cli::parse_trace("[[0, 32, 16], {\"at_ms\": 1, \"prompt_tokens\": 8}]").error(),
+            "request 1: output_tokens: is required");
+  EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0,").error(), "line 1: not JSON");
 }
 
 }  // namespace
