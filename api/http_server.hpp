@@ -114,6 +114,10 @@ class router {
     const route_doc* doc;
   };
   std::vector<entry> routes() const;
+  // A shape a route family's table describes (JSON Schema text), listed under that name in
+  // /openapi.json's components beside openapi_schemas.json's.
+  void add_schema(std::string name, std::string json_schema) { schemas_[std::move(name)] = std::move(json_schema); }
+  const std::map<std::string, std::string>& schemas() const { return schemas_; }
 
  private:
   struct route {
@@ -125,6 +129,7 @@ class router {
   };
   std::vector<std::unique_ptr<route>> routes_;  // stable addresses: matches point into them
   std::vector<std::string> tokens_;
+  std::map<std::string, std::string> schemas_;
   bool protect_reads_ = false;
   error_translator translate_;
 };

@@ -46,13 +46,14 @@ void fill_enums(json& j) {
   }
 }
 
-json components_schemas() {
+json components_schemas(const router& routes) {
   for (const auto& f : embedded_files())
     if (f.name == "openapi_schemas.json") {
       auto schemas = json::parse(f.body);
       // The documents' shapes, from their field tables.
       schemas.update(json::parse(storage::spec_schemas()));
       schemas.update(json::parse(storage::findings_schemas()));
+      for (const auto& [name, text] : routes.schemas()) schemas[name] = json::parse(text);  // the families' own
       fill_enums(schemas);
       return schemas;
     }
@@ -134,7 +135,7 @@ std::string openapi_document(const router& routes, const std::string& version) {
                             {{"name", "operations"}, {"description", "Health, readiness, metrics and this document"}}})},
       {"paths", json::object()},
       {"components",
-       {{"schemas", components_schemas()},
+       {{"schemas", components_schemas(routes)},
         {"securitySchemes",
          {{"bearer", {{"type", "http"}, {"scheme", "bearer"}, {"description", "one of the daemon's configured tokens"}}}}}}}};
   for (const auto& e : routes.routes()) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "record_json.hpp"
+#include "storage/field_table.hpp"
 #include "spec_json.hpp"
 
 namespace logitaudit::api {
@@ -17,49 +18,72 @@ api_response no_schedule(const std::string& s) {
   return error_response(service_errc::not_found, "not_found", "no schedule with id '" + s.substr(0, 64) + "'", "id");
 }
 
-// Reads the members of a create or patch body; the spec through the spec parser.
+namespace fields = storage::fields;
+
+// A schedule's body, one table: a patch may give any member; a create must give cron and spec.
+fields::field<schedule_patch> missed_field() {
+  using P = schedule_patch;
+  fields::field<P> f{.name = "missed", .doc = "what a fire the daemon was down for becomes"};
+  f.choices = [] { return json("$missed_fire_policies"); };
+  f.read = [](fields::reader& r, const json& v, const std::string& at, P& out, const fields::field<P>&) {
+    std::string text;
+    if (!fields::read_value(r, v, at, text)) return;
+    out.missed = audit::parse_missed_fire_policy(text);
+    if (!out.missed) r.problem(at, "must be \"run_once\" or \"skip\"");
+  };
+  f.write = [](json&, const P&, const fields::field<P>&) {};  // a request's body only
+  f.schema = [](const fields::field<P>& self) { return fields::decorate({{"type", "string"}}, {}, self.choices, self.doc); };
+  return f;
+}
+
+// The spec, read by the spec's own reader; its problems are named under "spec".
+fields::field<schedule_patch> spec_field() {
+  using P = schedule_patch;
+  fields::field<P> f{.name = "spec", .doc = "the audit each fire submits"};
+  f.read = [](fields::reader& r, const json& v, const std::string& at, P& out, const fields::field<P>&) {
+    auto spec = read_spec(v.dump());
+    if (spec) out.spec = std::move(*spec);
+    else
+      for (const auto& p : spec.error()) r.problem(at + (p.field.empty() ? "" : "." + p.field), p.message);
+  };
+  f.write = [](json&, const P&, const fields::field<P>&) {};
+  f.schema = [](const fields::field<P>&) { return json{{"$ref", "#/components/schemas/Spec"}}; };
+  return f;
+}
+
+const fields::object_table<schedule_patch>& body_table(bool create) {
+  using P = schedule_patch;
+  static const std::vector<fields::field<P>> patch_rows = {
+      fields::optional<&P::cron>("cron", "5 fields: minute hour day-of-month month day-of-week"),
+      fields::optional<&P::timezone>("timezone", "UTC or an IANA zone"),
+      fields::optional<&P::enabled>("enabled"),
+      missed_field(),
+      spec_field(),
+  };
+  static const std::vector<fields::field<P>> create_rows = [] {
+    auto rows = patch_rows;
+    for (auto& f : rows) f.required = f.name == "cron" || f.name == "spec";
+    return rows;
+  }();
+  static const fields::object_table<P> patch{.name = "SchedulePatch", .doc = "", .fields = patch_rows};
+  static const fields::object_table<P> created{.name = "ScheduleCreate", .doc = "", .fields = create_rows};
+  return create ? created : patch;
+}
+
 struct body_fields {
   schedule_patch patch;
   std::vector<audit::spec_problem> problems;
 };
 
-body_fields read_body(const std::string& body, bool require) {
+body_fields read_body(const std::string& body, bool create) {
   body_fields out;
-  json j = json::parse(body, nullptr, false);
+  const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     out.problems.push_back({"", "the body must be a JSON object"});
     return out;
   }
-  static const std::set<std::string> known = {"cron", "timezone", "enabled", "missed", "spec"};
-  for (const auto& [k, v] : j.items())
-    if (!known.count(k)) out.problems.push_back({k, "unknown field"});
-  auto text = [&](const char* k, std::optional<std::string>& dst) {
-    if (!j.contains(k)) return;
-    if (!j[k].is_string()) out.problems.push_back({k, "must be a string"});
-    else dst = j[k].get<std::string>();
-  };
-  text("cron", out.patch.cron);
-  text("timezone", out.patch.timezone);
-  std::optional<std::string> missed;
-  text("missed", missed);
-  if (missed) {
-    out.patch.missed = audit::parse_missed_fire_policy(*missed);
-    if (!out.patch.missed) out.problems.push_back({"missed", "must be \"run_once\" or \"skip\""});
-  }
-  if (j.contains("enabled")) {
-    if (!j["enabled"].is_boolean()) out.problems.push_back({"enabled", "must be true or false"});
-    else out.patch.enabled = j["enabled"].get<bool>();
-  }
-  if (j.contains("spec")) {
-    auto spec = read_spec(j["spec"].dump());
-    if (!spec)
-      for (const auto& p : spec.error()) out.problems.push_back({"spec" + (p.field.empty() ? "" : "." + p.field), p.message});
-    else out.patch.spec = *spec;
-  }
-  if (require) {
-    if (!out.patch.cron && !j.contains("cron")) out.problems.push_back({"cron", "is required"});
-    if (!out.patch.spec && !j.contains("spec")) out.problems.push_back({"spec", "is required"});
-  }
+  fields::reader r(out.problems);
+  fields::read_object(r, j, "", body_table(create), out.patch);
   return out;
 }
 
@@ -142,6 +166,10 @@ net::awaitable<api_response> route_history(schedule_service* svc, request_contex
 
 void add_schedule_routes(router& r, const route_services& s) {
   schedule_service& svc = s.schedules;
+  for (bool create : {true, false}) {
+    const auto& t = body_table(create);
+    r.add_schema(std::string(t.name), fields::object_schema(t).dump());
+  }
   route_options opts = s.options;
   auto o = std::make_shared<route_options>(std::move(opts));
   using http::verb;

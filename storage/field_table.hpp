@@ -292,14 +292,16 @@ field<typename member_of<Part>::owner> member_in(std::string_view name, bool req
   return f;
 }
 
-// A number that may be absent (nullopt), written as null.
-template <auto M>
+// A member that may hold nothing (an optional). `Null`: nothing is written and read as null;
+// else it is absent, and a null is refused like any other value of the wrong type.
+template <auto M, bool Null = true>
 field<typename member_of<M>::owner> nullable(std::string_view name, std::string_view doc = "", bool required = false) {
   using T = typename member_of<M>::owner;
   using V = typename member_of<M>::value::value_type;
   field<T> f{.name = name, .doc = doc, .required = required};
+  if (!Null) f.omit = [](const T& in, const field<T>&) { return !(in.*M); };
   f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) {
-    if (v.is_null()) return (out.*M).reset();
+    if (Null && v.is_null()) return (out.*M).reset();
     V x{};
     if (read_value(r, v, at, x)) out.*M = x;
   };
@@ -308,10 +310,16 @@ field<typename member_of<M>::owner> nullable(std::string_view name, std::string_
   };
   f.schema = [](const field<T>& self) {
     json s = decorate(schema_of<V>(), self.range, self.choices, self.doc);
-    s["type"] = json::array({s["type"], "null"});
+    if (Null) s["type"] = json::array({s["type"], "null"});
     return s;
   };
   return f;
+}
+
+// An optional member that is absent when it holds nothing.
+template <auto M>
+field<typename member_of<M>::owner> optional(std::string_view name, std::string_view doc = "") {
+  return nullable<M, false>(name, doc);
 }
 
 // A member of a shape nlohmann reads and writes as it is (a map of lists): a stored
