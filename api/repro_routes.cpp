@@ -4,36 +4,80 @@
 #include <nlohmann/json.hpp>
 
 #include "audit_routes.hpp"
+#include "clients/repro.hpp"
 #include "record_json.hpp"
+#include "storage/field_table.hpp"
 
 namespace logitaudit::api {
 namespace {
 
 using json = nlohmann::json;
 
-json repro_json(const repro_view& v) {
-  json files = json::array();
-  for (const auto& [name, text] : v.files) files.push_back(name);
-  const std::string self = "/v1/repros/" + std::to_string(v.id);
-  json j = {{"id", v.id},
-            {"audit", v.audit},
-            {"run", v.run},
-            {"backend", v.backend},
-            {"status", v.status},
-            {"created_at", v.created_at},
-            {"started_at", v.started_at},
-            {"finished_at", v.finished_at},
-            {"progress", {{"bursts", v.bursts}, {"max_bursts", v.max_bursts}, {"trials", v.trials}, {"phase", v.phase}}},
-            {"original", v.original},
-            {"files", files},
-            {"links", {{"self", self}, {"cancel", self + "/cancel"}, {"script", self + "/files/repro.sh"}}}};
-  if (v.status != "queued" && v.status != "running") {
-    j["outcome"] = v.outcome;
-    j["message"] = v.message;
-    j["minimal"] = v.minimal;
-  }
-  return j;
+namespace fields = storage::fields;
+using view_field = fields::field<repro_view>;
+
+std::string self_link(const repro_view& v) { return "/v1/repros/" + std::to_string(v.id); }
+std::vector<std::string> file_names(const repro_view& v) {
+  std::vector<std::string> out;
+  for (const auto& [name, text] : v.files) out.push_back(name);
+  return out;
 }
+std::map<std::string, std::string> links(const repro_view& v) {
+  return {{"self", self_link(v)}, {"cancel", self_link(v) + "/cancel"}, {"script", self_link(v) + "/files/repro.sh"}};
+}
+bool still_going(const repro_view& v, const view_field&) { return v.status == "queued" || v.status == "running"; }
+
+// The search's progress, an object of its own on the wire.
+const fields::object_table<repro_view>& progress_table() {
+  static const std::vector<view_field> rows = {
+      fields::member<&repro_view::bursts>("bursts"), fields::member<&repro_view::max_bursts>("max_bursts"),
+      fields::member<&repro_view::trials>("trials"), fields::member<&repro_view::phase>("phase", "solo, full, requests, lengths")};
+  static const fields::object_table<repro_view> t{.name = "", .doc = "", .fields = rows};
+  return t;
+}
+
+view_field progress_field() {
+  view_field f{.name = "progress"};
+  f.read = [](fields::reader&, const json&, const std::string&, repro_view&, const view_field&) {};
+  f.write = [](json& j, const repro_view& v, const view_field&) { j["progress"] = fields::write_object(progress_table(), v); };
+  f.schema = [](const view_field&) { return fields::object_schema(progress_table(), true); };
+  return f;
+}
+
+view_field once_ended(view_field f) {
+  f.omit = still_going;
+  return f;
+}
+
+const fields::object_table<repro_view>& repro_table() {
+  static const std::vector<view_field> rows = [] {
+    auto status = fields::member<&repro_view::status>("status");
+    status.choices = [] { return json("$job_statuses"); };
+    auto outcome = fields::member<&repro_view::outcome>("outcome");
+    outcome.choices = [] { return json(audit::names_of(audit::kEnumerators<clients::repro_outcome>)); };
+    return std::vector{
+        fields::member<&repro_view::id>("id"),
+        fields::member<&repro_view::audit>("audit"),
+        fields::member<&repro_view::run>("run"),
+        fields::member<&repro_view::backend>("backend"),
+        status,
+        fields::member<&repro_view::created_at>("created_at"),
+        fields::member<&repro_view::started_at>("started_at"),
+        fields::member<&repro_view::finished_at>("finished_at"),
+        progress_field(),
+        fields::member<&repro_view::original>("original", "the divergent case, described"),
+        fields::computed<repro_view, file_names>("files", "the bundle's files, once done"),
+        fields::computed<repro_view, links>("links"),
+        once_ended(outcome),
+        once_ended(fields::member<&repro_view::message>("message")),
+        once_ended(fields::member<&repro_view::minimal>("minimal", "the smallest case that still diverges, described")),
+    };
+  }();
+  static const fields::object_table<repro_view> t{.name = "Repro", .doc = "", .fields = rows};
+  return t;
+}
+
+json repro_json(const repro_view& v) { return fields::write_object(repro_table(), v); }
 
 // POST /v1/audits/{id}/runs/{run}/repro
 net::awaitable<api_response> route_post_repro(audit_service* svc, request_context ctx) {
@@ -116,6 +160,7 @@ net::awaitable<api_response> route_get_repro_file(audit_service* svc, request_co
 
 void add_repro_routes(router& r, const route_services& s) {
   audit_service& service = s.audits;
+  r.add_schema("Repro", fields::object_schema(repro_table(), true).dump());
   audit_service* svc = &service;
   using http::verb;
   // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).
