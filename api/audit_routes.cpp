@@ -297,7 +297,8 @@ void add_audit_routes(router& r, const route_services& s) {
   auto st = std::make_shared<route_state>(route_state{&svc, std::move(opts)});
   using http::verb;
   const query_param limit{"limit", "integer", "at most this many (default 50)", {}, 1, 500};
-  // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).
+  // Each route of every family: a named, non-coroutine lambda that hands its state to a free
+  // coroutine (GCC 12).
   r.add(verb::get, "/healthz",
         {.operation_id = "getHealth", .summary = "Liveness: the process serves HTTP", .needs = access::open,
          .response_schema = "Status", .tag = "operations"},

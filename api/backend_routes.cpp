@@ -53,10 +53,8 @@ net::awaitable<api_response> route_post_selftest(audit_service* svc, request_con
 }  // namespace
 
 void add_backend_routes(router& r, const route_services& s) {
-  audit_service& service = s.audits;
-  audit_service* svc = &service;
+  audit_service* svc = &s.audits;
   using http::verb;
-  // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).
   r.add(verb::get, "/v1/backends",
         {.operation_id = "listBackends", .summary = "The configured backends and whether an audit holds each",
          .response_schema = "BackendList", .tag = "audits"},

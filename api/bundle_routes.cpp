@@ -42,10 +42,8 @@ net::awaitable<api_response> route_post_imports(audit_service* svc, request_cont
 }  // namespace
 
 void add_bundle_routes(router& r, const route_services& s) {
-  audit_service& service = s.audits;
-  audit_service* svc = &service;
+  audit_service* svc = &s.audits;
   using http::verb;
-  // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).
   r.add(verb::get, "/v1/audits/{id}/bundle",
         {.operation_id = "exportBundle",
          .summary = "The ended audit as an evidence bundle: spec, predictions, fingerprints, every run with its stream bytes, "

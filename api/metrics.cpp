@@ -61,18 +61,17 @@ std::string daemon_metrics::render(const std::map<audit::job_status, std::int64_
     out += "logitaudit_jobs{status=\"" + std::string(audit::to_string(s)) + "\"} " +
            std::to_string(it == jobs.end() ? 0 : it->second) + "\n";
   }
-  out += "# HELP logitaudit_backend_requests_total Completion requests sent to backends.\n"
-         "# TYPE logitaudit_backend_requests_total counter\n";
-  for (const auto& [backend, n] : requests_sent)
-    out += "logitaudit_backend_requests_total{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP logitaudit_backend_group_retries_total Request groups sent again after a failure (each logged as a warning).\n"
-         "# TYPE logitaudit_backend_group_retries_total counter\n";
-  for (const auto& [backend, n] : group_retries)
-    out += "logitaudit_backend_group_retries_total{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP logitaudit_backend_request_failures_total Completion requests that failed after their retries.\n"
-         "# TYPE logitaudit_backend_request_failures_total counter\n";
-  for (const auto& [backend, n] : request_failures)
-    out += "logitaudit_backend_request_failures_total{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
+  // A counter per backend: its help, its type, a line per backend.
+  auto per_backend = [&](const char* name, const char* help, const auto& counts) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n";
+    for (const auto& [backend, n] : counts)
+      out += std::string(name) + "{backend=\"" + label(backend) + "\"} " + std::to_string(n) + "\n";
+  };
+  per_backend("logitaudit_backend_requests_total", "Completion requests sent to backends.", requests_sent);
+  per_backend("logitaudit_backend_group_retries_total",
+              "Request groups sent again after a failure (each logged as a warning).", group_retries);
+  per_backend("logitaudit_backend_request_failures_total", "Completion requests that failed after their retries.",
+              request_failures);
   out += "# HELP logitaudit_series_state The state of each series from its latest audits (1 for the current one).\n"
          "# TYPE logitaudit_series_state gauge\n";
   for (const auto& g : series)

@@ -159,11 +159,9 @@ net::awaitable<api_response> route_get_repro_file(audit_service* svc, request_co
 }  // namespace
 
 void add_repro_routes(router& r, const route_services& s) {
-  audit_service& service = s.audits;
+  audit_service* svc = &s.audits;
   r.add_schema("Repro", fields::object_schema(repro_table(), true).dump());
-  audit_service* svc = &service;
   using http::verb;
-  // Each route: a named, non-coroutine lambda that hands its state to a free coroutine (GCC 12).
   r.add(verb::post, "/v1/audits/{id}/runs/{run}/repro",
         {.operation_id = "startRepro",
          .summary = "Shrink a divergent burst run to its minimal reproduction against the live server (ddmin), as a background task",

@@ -1,6 +1,10 @@
 // Error kinds -> HTTP, in one table.
 #include "service_error.hpp"
 
+#include <array>
+
+#include "audit/enum_names.hpp"
+
 namespace logitaudit::api {
 
 service_error invalid(std::vector<audit::spec_problem> problems, std::string code) {
@@ -22,22 +26,14 @@ service_error make_error(service_errc kind, std::string code, std::string messag
   return e;
 }
 
+// Each kind's HTTP status, in the order of service_errc; its code is its name.
+constexpr std::array<unsigned, 12> kStatusOf = {400, 401, 404, 405, 409, 413, 415, 429, 431, 500, 503, 507};
+static_assert(kStatusOf.size() == audit::kEnumerators<service_errc>.size(), "every service_errc has its status");
+
 http_error http_status_of(service_errc kind) {
-  switch (kind) {
-    case service_errc::invalid: return {400, "invalid"};
-    case service_errc::unauthorized: return {401, "unauthorized"};
-    case service_errc::not_found: return {404, "not_found"};
-    case service_errc::method_not_allowed: return {405, "method_not_allowed"};
-    case service_errc::conflict: return {409, "conflict"};
-    case service_errc::payload_too_large: return {413, "payload_too_large"};
-    case service_errc::unsupported_media_type: return {415, "unsupported_media_type"};
-    case service_errc::queue_full: return {429, "queue_full"};
-    case service_errc::header_too_large: return {431, "header_too_large"};
-    case service_errc::internal: return {500, "internal"};
-    case service_errc::unavailable: return {503, "unavailable"};
-    case service_errc::storage_full: return {507, "storage_full"};
-  }
-  return {500, "internal"};
+  const auto i = static_cast<std::size_t>(kind);
+  if (i >= kStatusOf.size()) return {500, "internal"};
+  return {kStatusOf[i], audit::enumerator_name(kind)};
 }
 
 }  // namespace logitaudit::api
