@@ -1,7 +1,10 @@
-// Stream documents <-> JSON text (stream_documents.hpp).
+// Stream documents <-> JSON text (stream_documents.hpp); a burst member's decode steps as a
+// field table.
 #include "stream_documents.hpp"
 
 #include <nlohmann/json.hpp>
+
+#include "field_table.hpp"
 
 namespace logitaudit::storage {
 namespace {
@@ -49,49 +52,86 @@ void set_token_times(audit::logit_stream& s, std::string_view text) {
   }
 }
 
+namespace {
+
+namespace fields = storage::fields;
+using step_field = fields::field<audit::run_steps>;
+
+// A column of the positions: each position's step number, or its width.
+template <int audit::position_step::*M, bool Sizes>
+step_field column(std::string_view name) {
+  step_field f{.name = name, .required = true};
+  f.read = [](fields::reader& r, const json& v, const std::string& at, audit::run_steps& out, const step_field&) {
+    std::vector<int> values;
+    if (!fields::read_value(r, v, at, values)) return;
+    if (Sizes) out.positions.resize(values.size());
+    if (values.size() != out.positions.size()) return r.problem(at, "must have one entry per position");
+    for (std::size_t p = 0; p < values.size(); ++p) out.positions[p].*M = values[p];
+  };
+  f.write = [](json& j, const audit::run_steps& in, const step_field& self) {
+    json a = json::array();
+    for (const auto& p : in.positions) a.push_back(p.*M);
+    j[std::string(self.name)] = std::move(a);
+  };
+  f.schema = [](const step_field& self) { return fields::decorate(fields::schema_of<std::vector<int>>(), {}, nullptr, self.doc); };
+  return f;
+}
+
+// The joins and finishes, each [position, "joined" or "finished", member].
+step_field events_field() {
+  step_field f{.name = "events", .required = true};
+  f.read = [](fields::reader& r, const json& v, const std::string& at, audit::run_steps& out, const step_field&) {
+    if (!v.is_array()) return r.problem(at, "must be an array");
+    for (const auto& e : v) {
+      if (!e.is_array() || e.size() != 3 || !e[0].is_number_unsigned() || !e[1].is_string() || !e[2].is_number_unsigned())
+        return r.problem(at, "must hold [position, \"joined\" or \"finished\", member]");
+      const auto p = e[0].get<std::size_t>();
+      if (p >= out.positions.size()) return r.problem(at, "names a position past the steps");
+      const auto what = e[1] == "joined" ? audit::step_event::kind::joined : audit::step_event::kind::finished;
+      out.positions[p].events.push_back({what, e[2].get<std::size_t>()});
+    }
+  };
+  f.write = [](json& j, const audit::run_steps& in, const step_field&) {
+    json events = json::array();
+    for (std::size_t p = 0; p < in.positions.size(); ++p)
+      for (const auto& e : in.positions[p].events) events.push_back({p, event_name(e.what), e.member});
+    j["events"] = std::move(events);
+  };
+  f.schema = [](const step_field&) { return json{{"type", "array"}, {"items", {{"type", "array"}}}}; };
+  return f;
+}
+
+const fields::object_table<audit::run_steps>& steps_table() {
+  using S = audit::run_steps;
+  static const std::vector<step_field> rows = {
+      fields::named<&S::clock, audit::kEnumerators<audit::step_clock>>("clock", "", true),
+      fields::member<&S::steps>("steps", "", {}, true),
+      fields::member<&S::separation>("separation", "", {}, true),
+      column<&audit::position_step::step, true>("step"),  // sizes the positions; width and events follow it
+      column<&audit::position_step::width, false>("width"),
+      events_field(),
+  };
+  static const fields::object_table<S> t{.name = "", .doc = "", .fields = rows, .open = true};
+  return t;
+}
+
+}  // namespace
+
 std::string encode_steps(const audit::run_steps& s) {
   if (s.clock == audit::step_clock::none) return "";
-  json step = json::array(), width = json::array(), events = json::array();
-  for (std::size_t p = 0; p < s.positions.size(); ++p) {
-    step.push_back(s.positions[p].step);
-    width.push_back(s.positions[p].width);
-    for (const auto& e : s.positions[p].events) events.push_back({p, event_name(e.what), e.member});
-  }
-  return json{{"clock", audit::to_string(s.clock)}, {"steps", s.steps}, {"separation", s.separation},
-              {"step", step}, {"width", width}, {"events", events}}
-      .dump();
+  return fields::write_object(steps_table(), s).dump();
 }
 
 std::optional<audit::run_steps> decode_steps(std::string_view text) {
   if (text.empty()) return std::nullopt;
   const json j = json::parse(text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
-  try {
-    audit::run_steps s;
-    const auto clock = j.at("clock").get<std::string>();
-    s.clock = clock == "server" ? audit::step_clock::server
-              : clock == "client" ? audit::step_clock::client
-                                  : audit::step_clock::none;
-    s.steps = j.at("steps").get<int>();
-    s.separation = j.at("separation").get<double>();
-    const auto& step = j.at("step");
-    const auto& width = j.at("width");
-    if (step.size() != width.size()) return std::nullopt;
-    s.positions.resize(step.size());
-    for (std::size_t p = 0; p < step.size(); ++p) {
-      s.positions[p].step = step[p].get<int>();
-      s.positions[p].width = width[p].get<int>();
-    }
-    for (const auto& e : j.at("events")) {
-      const auto p = e.at(0).get<std::size_t>();
-      if (p >= s.positions.size()) return std::nullopt;
-      const auto what = e.at(1).get<std::string>() == "joined" ? audit::step_event::kind::joined : audit::step_event::kind::finished;
-      s.positions[p].events.push_back({what, e.at(2).get<std::size_t>()});
-    }
-    return s;
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
+  std::vector<audit::spec_problem> problems;
+  fields::reader r(problems);
+  audit::run_steps s;
+  fields::read_object(r, j, "", steps_table(), s);
+  if (!problems.empty()) return std::nullopt;
+  return s;
 }
 
 }  // namespace logitaudit::storage
