@@ -17,6 +17,7 @@
 #include "audit/enum_names.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/backend.hpp"
+#include "storage/field_table.hpp"
 
 extern char** environ;
 
@@ -25,49 +26,312 @@ namespace {
 
 using json = nlohmann::json;
 
-void unknown_keys(const json& j, const std::string& at, std::initializer_list<const char*> known,
-                  std::vector<config_problem>& p) {
-  std::set<std::string> k(known.begin(), known.end());
-  for (const auto& [key, v] : j.items())
-    if (!k.count(key)) p.push_back({at.empty() ? key : at + "." + key, "unknown key"});
+namespace fields = storage::fields;
+using fields::field;
+using fields::object_table;
+using fields::reader;
+
+// A count or a size: a positive integer up to 2^31 - 1 (2^50 for the 8-byte sizes).
+template <class V>
+void read_count(reader& r, const json& v, const std::string& at, V& out) {
+  const std::uint64_t most = sizeof(V) >= 8 ? (1ull << 50) : (1ull << 31) - 1;
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < 1 || v.get<std::uint64_t>() > most)
+    return r.problem(at, "must be a positive integer up to " + std::to_string(most));
+  out = static_cast<V>(v.get<std::uint64_t>());
+}
+
+// A key of the file: a text, a boolean or a number as a field table reads them, a count as
+// read_count.
+template <auto M>
+field<typename fields::member_of<M>::owner> key(std::string_view name) {
+  using T = typename fields::member_of<M>::owner;
+  using V = typename fields::member_of<M>::value;
+  auto f = fields::member<M>(name);
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>)
+    f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) { read_count(r, v, at, out.*M); };
+  return f;
+}
+
+// The same for a key whose value lives in a part of the object (limits.max_prompts is a spec limit).
+template <auto Part, auto M>
+field<typename fields::member_of<Part>::owner> key_in(std::string_view name) {
+  using T = typename fields::member_of<Part>::owner;
+  auto f = fields::member_in<Part, M>(name);
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) { read_count(r, v, at, (out.*Part).*M); };
+  return f;
 }
 
 template <class T>
-void read(const json& j, const char* key, const std::string& at, T& out, std::vector<config_problem>& p) {
-  auto it = j.find(key);
-  if (it == j.end()) return;
-  const std::string name = at.empty() ? key : at + "." + key;
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (!it->is_string()) return p.push_back({name, "must be a string"});
-    out = it->get<std::string>();
-  } else if constexpr (std::is_same_v<T, bool>) {
-    if (!it->is_boolean()) return p.push_back({name, "must be true or false"});
-    out = it->get<bool>();
-  } else if constexpr (std::is_same_v<T, double>) {
-    if (!it->is_number() || !std::isfinite(it->get<double>())) return p.push_back({name, "must be a number"});
-    out = it->get<double>();
-  } else {
-    // Counts fit an int; byte sizes (int64, size_t) may be large.
-    const std::uint64_t most = sizeof(T) >= 8 ? (1ull << 50) : (1ull << 31) - 1;
-    if (!it->is_number_unsigned() || it->get<std::uint64_t>() < 1 || it->get<std::uint64_t>() > most)
-      return p.push_back({name, "must be a positive integer up to " + std::to_string(most)});
-    out = static_cast<T>(it->get<std::uint64_t>());
-  }
+object_table<T> section(std::string_view doc, const std::vector<field<T>>& rows) {
+  return {.name = "", .doc = doc, .fields = rows, .unknown = [](const std::string&) { return std::string("unknown key"); }};
 }
 
-void fraction(const json& j, const char* key, const std::string& at, double& out, std::vector<config_problem>& p) {
-  read(j, key, at, out, p);
-  if (!(out >= 0 && out <= 1)) p.push_back({at + "." + key, "must be a fraction in [0, 1]"});
+// An object of the file: "must be an object {its keys}", then its keys by its table.
+template <auto M, class V = typename fields::member_of<M>::value>
+field<typename fields::member_of<M>::owner> object(std::string_view name, const object_table<V>& table) {
+  using T = typename fields::member_of<M>::owner;
+  auto f = fields::nested<M>(name, table);
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>& self) {
+    const auto& t = *static_cast<const object_table<V>*>(self.data);
+    if (!v.is_object()) return r.problem(at, "must be an object {" + fields::known_names(t) + "}");
+    fields::read_object(r, v, at, t, out.*M);
+  };
+  return f;
 }
 
-void check_backend(const backend_entry& be, const std::string& at, std::vector<config_problem>& p) {
-  if (auto ep = clients::parse_endpoint(be.url); !ep) p.push_back({at + ".url", "'" + be.url + "' " + ep.error()});
-  if (!clients::parse_api_kind(be.api))
-    p.push_back({at + ".api", "unknown API kind '" + be.api + "' (known: " + clients::api_kinds().names_text() + ")"});
+// A list of objects of the file, each "must be an object {its keys}".
+template <auto M, class V = typename fields::member_of<M>::value::value_type>
+field<typename fields::member_of<M>::owner> objects(std::string_view name, const object_table<V>& table) {
+  using T = typename fields::member_of<M>::owner;
+  auto f = fields::list_of<M>(name, table);
+  f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>& self) {
+    const auto& t = *static_cast<const object_table<V>*>(self.data);
+    if (!v.is_array()) return r.problem(at, "must be an array of {" + fields::known_names(t) + "}");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const std::string item = at + "[" + std::to_string(i) + "]";
+      if (!v[i].is_object()) {
+        r.problem(item, "must be an object {" + fields::known_names(t) + "}");
+        continue;
+      }
+      fields::read_object(r, v[i], item, t, (out.*M).emplace_back());
+    }
+  };
+  return f;
 }
 
-// A backend's TLS file (CA, client certificate or key): for an https URL, a readable PEM file
-// with `marker` in it.
+// backends[i].machine: declared labels, each a short one-line string.
+field<backend_entry> machine_key() {
+  auto f = fields::as_is<&backend_entry::machine>("machine");
+  f.read = [](reader& r, const json& m, const std::string& at, backend_entry& be, const field<backend_entry>&) {
+    if (!m.is_object()) return r.problem(at, "must be an object of labels, e.g. {\"gpu\": \"H100 SXM\"}");
+    for (const auto& [key, v] : m.items()) {
+      const std::string name = at + "." + key;
+      const bool plain = !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
+      if (!plain) r.problem(name, "a label's name is 1 to 64 letters, digits, '_', '-' or '.'");
+      else if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 256 ||
+               v.get<std::string>().find_first_of("\t\r\n") != std::string::npos)
+        r.problem(name, "must be a string of 1 to 256 characters on one line");
+      else be.machine[key] = v.get<std::string>();
+    }
+  };
+  return f;
+}
+
+const object_table<backend_entry>& backend_table() {
+  using B = backend_entry;
+  static const std::vector<field<B>> rows = {
+      key<&B::name>("name"),       key<&B::url>("url"),          key<&B::api>("api"),
+      key<&B::token>("token"),     key<&B::timeout_s>("timeout_s"), key<&B::model>("model"),
+      key<&B::model_path>("model_path"), key<&B::host>("host"),   key<&B::ca_file>("ca_file"),
+      key<&B::client_cert>("client_cert"), key<&B::client_key>("client_key"), key<&B::local>("local"),
+      machine_key(),
+  };
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<managed_model_entry>& model_table() {
+  static const std::vector<field<managed_model_entry>> rows = {key<&managed_model_entry::name>("name"),
+                                                               key<&managed_model_entry::path>("path")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<managed_config>& managed_table() {
+  using M = managed_config;
+  static const std::vector<field<M>> rows = {key<&M::llama_server>("llama_server"), objects<&M::models>("models", model_table()),
+                                             key<&M::ctx_per_slot>("ctx_per_slot"),
+                                             key<&M::startup_timeout_s>("startup_timeout_s"), key<&M::log_dir>("log_dir")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<fleet_config>& fleet_table() {
+  static const std::vector<field<fleet_config>> rows = {key<&fleet_config::lease_ttl_s>("lease_ttl_s"),
+                                                        key<&fleet_config::heartbeat_s>("heartbeat_s")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<audit::evidence_thresholds>& evidence_table() {
+  using E = audit::evidence_thresholds;
+  static const std::vector<field<E>> rows = {
+      key<&E::min_batching>("min_batching"),           key<&E::min_overlap>("min_overlap"),
+      key<&E::require_server_measure>("require_server_measure"), key<&E::min_reused_tokens>("min_reused_tokens"),
+      key<&E::max_solo_busy_slots>("max_solo_busy_slots"), key<&E::foreign_load_slots>("foreign_load_slots")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<daemon_config::repro_config>& repro_table() {
+  using R = daemon_config::repro_config;
+  static const std::vector<field<R>> rows = {key<&R::trials>("trials"), key<&R::max_bursts>("max_bursts"),
+                                             key<&R::max_bursts_limit>("max_bursts_limit")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<daemon_config::deadlines_config>& deadlines_table() {
+  using D = daemon_config::deadlines_config;
+  static const std::vector<field<D>> rows = {key<&D::health_wait_s>("health_wait_s"), key<&D::idle_wait_s>("idle_wait_s"),
+                                             key<&D::first_byte_floor_s>("first_byte_floor_s"),
+                                             key<&D::first_byte_multiple>("first_byte_multiple")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+// alerts.webhooks[i].on: alert kinds.
+field<webhook_entry> on_key() {
+  field<webhook_entry> f{.name = "on"};
+  f.read = [](reader& r, const json& on, const std::string& at, webhook_entry& we, const field<webhook_entry>&) {
+    if (!on.is_array()) return r.problem(at, "must be an array of alert kinds");
+    for (const auto& k : on) {
+      const auto kind = k.is_string() ? audit::parse_alert_kind(k.get<std::string>()) : std::nullopt;
+      if (!kind) r.problem(at, "unknown alert kind " + k.dump() + " (known: " + audit::comma_list(audit::names_of(audit::kAlertKinds)) + ")");
+      else we.on.push_back(*kind);
+    }
+  };
+  f.write = [](json&, const webhook_entry&, const field<webhook_entry>&) {};
+  f.schema = [](const field<webhook_entry>&) { return json{{"type", "array"}, {"items", {{"type", "string"}}}}; };
+  return f;
+}
+
+const object_table<webhook_entry>& webhook_table() {
+  static const std::vector<field<webhook_entry>> rows = {key<&webhook_entry::url>("url"), key<&webhook_entry::secret>("secret"),
+                                                         on_key()};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<alerts_config>& alerts_table() {
+  using A = alerts_config;
+  static const std::vector<field<A>> rows = {objects<&A::webhooks>("webhooks", webhook_table()), key<&A::attempts>("attempts"),
+                                             key<&A::backoff_ms>("backoff_ms"), key<&A::timeout_ms>("timeout_ms")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<audit::history_thresholds>& history_table() {
+  using H = audit::history_thresholds;
+  static const std::vector<field<H>> rows = {key<&H::confidence>("confidence"), key<&H::rate_shift_q>("rate_shift_q"),
+                                             key<&H::rate_min_history>("rate_min_history"), key<&H::rate_window>("rate_window"),
+                                             key<&H::confirm_after>("confirm_after")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+const object_table<daemon_config::retention_config>& retention_table() {
+  using R = daemon_config::retention_config;
+  static const std::vector<field<R>> rows = {key<&R::stream_bytes_days>("stream_bytes_days"), key<&R::interval_s>("interval_s")};
+  static const auto t = section("", rows);
+  return t;
+}
+
+// limits.*: what a spec may ask for, the queue and the database (keys of the daemon's own and
+// of its spec limits).
+const object_table<daemon_config>& limits_table() {
+  using C = daemon_config;
+  using L = audit::spec_limits;
+  static const std::vector<field<C>> rows = {
+      key<&C::max_body_bytes>("max_body_bytes"),
+      key_in<&C::spec_limits, &L::max_prompts>("max_prompts"),
+      key_in<&C::spec_limits, &L::max_n_predict>("max_n_predict"),
+      key_in<&C::spec_limits, &L::max_top_k>("max_top_k"),
+      key_in<&C::spec_limits, &L::max_concurrency>("max_concurrency"),
+      key_in<&C::spec_limits, &L::max_replicates>("max_replicates"),
+      key_in<&C::spec_limits, &L::max_backends>("max_backends"),
+      key_in<&C::spec_limits, &L::max_prompt_bytes>("max_prompt_bytes"),
+      key_in<&C::spec_limits, &L::max_requests>("max_requests"),
+      key<&C::max_queued_jobs>("max_queued_jobs"),
+      key<&C::max_database_bytes>("max_database_bytes"),
+      key<&C::max_bundle_bytes>("max_bundle_bytes"),
+      key_in<&C::spec_limits, &L::max_sweep_configurations>("max_sweep_configurations"),
+      key_in<&C::spec_limits, &L::max_server_threads>("max_server_threads"),
+      key_in<&C::spec_limits, &L::max_server_parallel>("max_server_parallel"),
+  };
+  static const auto t = section("", rows);
+  return t;
+}
+
+field<daemon_config> limits_key() {
+  field<daemon_config> f{.name = "limits", .data = &limits_table()};
+  f.read = [](reader& r, const json& v, const std::string& at, daemon_config& out, const field<daemon_config>&) {
+    if (!v.is_object()) return r.problem(at, "must be an object {" + fields::known_names(limits_table()) + "}");
+    fields::read_object(r, v, at, limits_table(), out);
+  };
+  f.write = [](json&, const daemon_config&, const field<daemon_config>&) {};
+  f.schema = [](const field<daemon_config>&) { return fields::object_schema(limits_table()); };
+  return f;
+}
+
+// The API's bearer tokens, each of at least 8 characters.
+field<daemon_config> tokens_key() {
+  auto f = fields::member<&daemon_config::tokens>("tokens");
+  f.read = [](reader& r, const json& t, const std::string& at, daemon_config& c, const field<daemon_config>&) {
+    if (!t.is_array()) return r.problem(at, "must be an array of strings");
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (!t[i].is_string() || t[i].get<std::string>().size() < 8)
+        r.problem(at + "[" + std::to_string(i) + "]", "must be a string of at least 8 characters");
+      else c.tokens.push_back(t[i].get<std::string>());
+    }
+  };
+  return f;
+}
+
+field<daemon_config> interrupted_key() {
+  field<daemon_config> f{.name = "interrupted_jobs"};
+  f.read = [](reader& r, const json& v, const std::string& at, daemon_config& c, const field<daemon_config>&) {
+    if (v == "resume") c.interrupted_jobs = interrupted_policy::resume;
+    else if (v == "mark_interrupted") c.interrupted_jobs = interrupted_policy::mark_interrupted;
+    else if (!v.is_string()) r.problem(at, "must be a string");
+    else r.problem(at, "must be \"resume\" or \"mark_interrupted\"");
+  };
+  f.write = [](json&, const daemon_config&, const field<daemon_config>&) {};
+  f.schema = [](const field<daemon_config>&) { return json{{"type", "string"}, {"enum", {"resume", "mark_interrupted"}}}; };
+  return f;
+}
+
+field<daemon_config> priority_key() {
+  auto f = fields::member<&daemon_config::measurement_priority>("measurement_priority");
+  f.read = [](reader& r, const json& m, const std::string& at, daemon_config& c, const field<daemon_config>&) {
+    if (!m.is_number_integer() || m.get<std::int64_t>() < 0 || m.get<std::int64_t>() > 99)
+      r.problem(at, "must be an integer from 0 (the ordinary scheduler) to 99 (SCHED_FIFO's highest)");
+    else c.measurement_priority = m.get<int>();
+  };
+  return f;
+}
+
+// The file: every key, each by its row.
+const object_table<daemon_config>& file_table() {
+  using C = daemon_config;
+  static const std::vector<field<C>> rows = {
+      key<&C::listen>("listen"),
+      key<&C::database>("database"),
+      objects<&C::backends>("backends", backend_table()),
+      key<&C::allow_adhoc_backends>("allow_adhoc_backends"),
+      key<&C::max_running_jobs>("max_running_jobs"),
+      tokens_key(),
+      key<&C::protect_reads>("protect_reads"),
+      limits_key(),
+      object<&C::evidence>("evidence", evidence_table()),
+      object<&C::repro>("repro", repro_table()),
+      object<&C::deadlines>("deadlines", deadlines_table()),
+      object<&C::history>("history", history_table()),
+      object<&C::alerts>("alerts", alerts_table()),
+      key<&C::read_cache_bytes>("read_cache_bytes"),
+      key<&C::log_file>("log_file"),
+      interrupted_key(),
+      object<&C::managed>("managed", managed_table()),
+      object<&C::fleet>("fleet", fleet_table()),
+      object<&C::retention>("retention", retention_table()),
+      priority_key(),
+  };
+  static const auto t = section("", rows);
+  return t;
+}
+
 void check_pem_file(const backend_entry& be, const std::string& file, const std::string& at, const char* marker,
                     const char* what, std::vector<config_problem>& p) {
   if (!be.url.starts_with("https://")) return p.push_back({at, "is for https:// backends only"});
@@ -79,350 +343,118 @@ void check_pem_file(const backend_entry& be, const std::string& file, const std:
   if (head.find(marker) == std::string::npos) p.push_back({at, "'" + file + "' holds no PEM " + what});
 }
 
-// The API's bearer tokens.
-void read_tokens(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto t = j.find("tokens"); t != j.end()) {
-    if (!t->is_array()) p.push_back({"tokens", "must be an array of strings"});
-    else
-      for (std::size_t i = 0; i < t->size(); ++i) {
-        if (!(*t)[i].is_string() || (*t)[i].get<std::string>().size() < 8)
-          p.push_back({"tokens[" + std::to_string(i) + "]", "must be a string of at least 8 characters"});
-        else c.tokens.push_back((*t)[i].get<std::string>());
-      }
+// What the keys say together: each backend's URL, kind, TLS files and name; the models'
+// files; every bound.
+void check_backends(const json& j, const daemon_config& c, std::vector<config_problem>& p) {
+  const auto given = j.find("backends");
+  if (given == j.end() || !given->is_array()) return;
+  std::set<std::string> names;
+  for (std::size_t i = 0, k = 0; i < given->size() && k < c.backends.size(); ++i) {
+    const auto& e = (*given)[i];
+    if (!e.is_object()) continue;
+    const auto& be = c.backends[k++];
+    const std::string at = "backends[" + std::to_string(i) + "]";
+    if (e.contains("ca_file")) check_pem_file(be, be.ca_file, at + ".ca_file", "-----BEGIN CERTIFICATE-----", "certificate", p);
+    // Mutual TLS: the certificate this daemon presents, and its key; both or neither.
+    if (e.contains("client_cert") != e.contains("client_key"))
+      p.push_back({at + (e.contains("client_cert") ? ".client_key" : ".client_cert"),
+                   "is required with " + std::string(e.contains("client_cert") ? "client_cert" : "client_key")});
+    if (e.contains("client_cert")) check_pem_file(be, be.client_cert, at + ".client_cert", "-----BEGIN CERTIFICATE-----", "certificate", p);
+    if (e.contains("client_key")) check_pem_file(be, be.client_key, at + ".client_key", "PRIVATE KEY-----", "private key", p);
+    if (e.contains("host") && be.host.empty()) p.push_back({at + ".host", "must not be empty (leave it out for the URL's host)"});
+    if (e.contains("model_path") && be.model_path.empty()) p.push_back({at + ".model_path", "must not be empty"});
+    if (be.name.empty()) p.push_back({at + ".name", "is required"});
+    else if (!names.insert(be.name).second) p.push_back({at + ".name", "duplicate backend name '" + be.name + "'"});
+    if (auto ep = clients::parse_endpoint(be.url); !ep) p.push_back({at + ".url", "'" + be.url + "' " + ep.error()});
+    if (!clients::parse_api_kind(be.api))
+      p.push_back({at + ".api", "unknown API kind '" + be.api + "' (known: " + clients::api_kinds().names_text() + ")"});
   }
 }
 
-// backends[i].machine: declared labels, each a short one-line string.
-void read_machine(const json& e, const std::string& at, backend_entry& be, std::vector<config_problem>& p) {
-  auto m = e.find("machine");
-  if (m == e.end()) return;
-  if (!m->is_object()) return p.push_back({at + ".machine", "must be an object of labels, e.g. {\"gpu\": \"H100 SXM\"}"});
-  for (const auto& [key, v] : m->items()) {
-    const std::string name = at + ".machine." + key;
-    const bool plain = !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-    });
-    if (!plain) p.push_back({name, "a label's name is 1 to 64 letters, digits, '_', '-' or '.'"});
-    else if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 256 ||
-             v.get<std::string>().find_first_of("\t\r\n") != std::string::npos)
-      p.push_back({name, "must be a string of 1 to 256 characters on one line"});
-    else be.machine[key] = v.get<std::string>();
+void check_managed(const daemon_config& c, std::vector<config_problem>& p) {
+  const auto& mc = c.managed;
+  if (!mc.llama_server.empty() && ::access(mc.llama_server.c_str(), X_OK) != 0)
+    p.push_back({"managed.llama_server", "'" + mc.llama_server + "' is not an executable file"});
+  if (mc.ctx_per_slot < 64 || mc.ctx_per_slot > 1'048'576) p.push_back({"managed.ctx_per_slot", "must be between 64 and 1048576"});
+  if (mc.startup_timeout_s < 1 || mc.startup_timeout_s > 3600) p.push_back({"managed.startup_timeout_s", "must be between 1 and 3600"});
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < mc.models.size(); ++i) {
+    const auto& me = mc.models[i];
+    const std::string at = "managed.models[" + std::to_string(i) + "]";
+    if (me.name.empty()) p.push_back({at + ".name", "is required"});
+    else if (!names.insert(me.name).second) p.push_back({at + ".name", "duplicate model name '" + me.name + "'"});
+    std::error_code ec;
+    if (me.path.empty()) p.push_back({at + ".path", "is required"});
+    else if (!std::filesystem::is_regular_file(me.path, ec)) p.push_back({at + ".path", "'" + me.path + "' does not exist or is not a file"});
   }
 }
 
-// The configured backends: each key checked, TLS files read, names unique.
-void read_backends(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto b = j.find("backends"); b != j.end()) {
-    if (!b->is_array()) p.push_back({"backends", "must be an array"});
-    else {
-      std::set<std::string> names;
-      for (std::size_t i = 0; i < b->size(); ++i) {
-        const std::string at = "backends[" + std::to_string(i) + "]";
-        const auto& e = (*b)[i];
-        if (!e.is_object()) {
-          p.push_back({at, "must be an object {name, url, api, token, timeout_s, model, model_path, host, ca_file, "
-                           "client_cert, client_key, local, machine}"});
-          continue;
-        }
-        unknown_keys(e, at, {"name", "url", "api", "token", "timeout_s", "model", "model_path", "host", "ca_file",
-                             "client_cert", "client_key", "local", "machine"}, p);
-        backend_entry be;
-        read(e, "name", at, be.name, p);
-        read(e, "url", at, be.url, p);
-        read(e, "api", at, be.api, p);
-        read(e, "token", at, be.token, p);
-        read(e, "timeout_s", at, be.timeout_s, p);
-        read(e, "model", at, be.model, p);
-        read(e, "model_path", at, be.model_path, p);
-        read(e, "host", at, be.host, p);
-        read(e, "ca_file", at, be.ca_file, p);
-        read(e, "client_cert", at, be.client_cert, p);
-        read(e, "client_key", at, be.client_key, p);
-        read(e, "local", at, be.local, p);
-        read_machine(e, at, be, p);
-        if (e.contains("ca_file")) check_pem_file(be, be.ca_file, at + ".ca_file", "-----BEGIN CERTIFICATE-----", "certificate", p);
-        // Mutual TLS: the certificate this daemon presents, and its key; both or neither.
-        if (e.contains("client_cert") != e.contains("client_key"))
-          p.push_back({at + (e.contains("client_cert") ? ".client_key" : ".client_cert"),
-                       "is required with " + std::string(e.contains("client_cert") ? "client_cert" : "client_key")});
-        if (e.contains("client_cert"))
-          check_pem_file(be, be.client_cert, at + ".client_cert", "-----BEGIN CERTIFICATE-----", "certificate", p);
-        if (e.contains("client_key")) check_pem_file(be, be.client_key, at + ".client_key", "PRIVATE KEY-----", "private key", p);
-        if (e.contains("host") && be.host.empty()) p.push_back({at + ".host", "must not be empty (leave it out for the URL's host)"});
-        if (e.contains("model_path") && be.model_path.empty()) p.push_back({at + ".model_path", "must not be empty"});
-        if (be.name.empty()) p.push_back({at + ".name", "is required"});
-        else if (!names.insert(be.name).second) p.push_back({at + ".name", "duplicate backend name '" + be.name + "'"});
-        check_backend(be, at, p);
-        c.backends.push_back(be);
-      }
-    }
-  }
-}
-
-// limits.*: what a spec may ask for, the queue and the database.
-void read_limits(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto l = j.find("limits"); l != j.end()) {
-    if (!l->is_object()) p.push_back({"limits", "must be an object"});
-    else {
-      unknown_keys(*l, "limits",
-                   {"max_body_bytes", "max_prompts", "max_n_predict", "max_top_k", "max_concurrency", "max_replicates",
-                    "max_backends", "max_prompt_bytes", "max_requests", "max_queued_jobs", "max_database_bytes", "max_bundle_bytes",
-                    "max_sweep_configurations", "max_server_threads", "max_server_parallel"},
-                   p);
-      auto& s = c.spec_limits;
-      read(*l, "max_queued_jobs", "limits", c.max_queued_jobs, p);
-      read(*l, "max_database_bytes", "limits", c.max_database_bytes, p);
-      read(*l, "max_bundle_bytes", "limits", c.max_bundle_bytes, p);
-      read(*l, "max_body_bytes", "limits", c.max_body_bytes, p);
-      read(*l, "max_prompts", "limits", s.max_prompts, p);
-      read(*l, "max_n_predict", "limits", s.max_n_predict, p);
-      read(*l, "max_top_k", "limits", s.max_top_k, p);
-      read(*l, "max_concurrency", "limits", s.max_concurrency, p);
-      read(*l, "max_replicates", "limits", s.max_replicates, p);
-      read(*l, "max_backends", "limits", s.max_backends, p);
-      read(*l, "max_prompt_bytes", "limits", s.max_prompt_bytes, p);
-      read(*l, "max_requests", "limits", s.max_requests, p);
-      read(*l, "max_sweep_configurations", "limits", s.max_sweep_configurations, p);
-      read(*l, "max_server_threads", "limits", s.max_server_threads, p);
-      read(*l, "max_server_parallel", "limits", s.max_server_parallel, p);
-      for (auto [key, v] : {std::pair{"max_sweep_configurations", s.max_sweep_configurations},
-                            std::pair{"max_server_threads", s.max_server_threads},
-                            std::pair{"max_server_parallel", s.max_server_parallel}})
-        if (v < 1 || v > 4096) p.push_back({std::string("limits.") + key, "must be between 1 and 4096"});
-    }
-  }
-}
-
-// managed.*: the llama-server binary and the models managed backends may start.
-void read_managed(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto m = j.find("managed"); m != j.end()) {
-    if (!m->is_object()) p.push_back({"managed", "must be an object {llama_server, models, ctx_per_slot, startup_timeout_s, log_dir}"});
-    else {
-      unknown_keys(*m, "managed", {"llama_server", "models", "ctx_per_slot", "startup_timeout_s", "log_dir"}, p);
-      auto& mc = c.managed;
-      read(*m, "llama_server", "managed", mc.llama_server, p);
-      read(*m, "ctx_per_slot", "managed", mc.ctx_per_slot, p);
-      read(*m, "startup_timeout_s", "managed", mc.startup_timeout_s, p);
-      read(*m, "log_dir", "managed", mc.log_dir, p);
-      if (!mc.llama_server.empty() && ::access(mc.llama_server.c_str(), X_OK) != 0)
-        p.push_back({"managed.llama_server", "'" + mc.llama_server + "' is not an executable file"});
-      if (mc.ctx_per_slot < 64 || mc.ctx_per_slot > 1'048'576) p.push_back({"managed.ctx_per_slot", "must be between 64 and 1048576"});
-      if (mc.startup_timeout_s < 1 || mc.startup_timeout_s > 3600) p.push_back({"managed.startup_timeout_s", "must be between 1 and 3600"});
-      if (auto ms = m->find("models"); ms != m->end()) {
-        if (!ms->is_array()) p.push_back({"managed.models", "must be an array of {name, path}"});
-        else {
-          std::set<std::string> names;
-          for (std::size_t i = 0; i < ms->size(); ++i) {
-            const std::string at = "managed.models[" + std::to_string(i) + "]";
-            const auto& e = (*ms)[i];
-            if (!e.is_object()) {
-              p.push_back({at, "must be an object {name, path}"});
-              continue;
-            }
-            unknown_keys(e, at, {"name", "path"}, p);
-            managed_model_entry me;
-            read(e, "name", at, me.name, p);
-            read(e, "path", at, me.path, p);
-            if (me.name.empty()) p.push_back({at + ".name", "is required"});
-            else if (!names.insert(me.name).second) p.push_back({at + ".name", "duplicate model name '" + me.name + "'"});
-            std::error_code ec;
-            if (me.path.empty()) p.push_back({at + ".path", "is required"});
-            else if (!std::filesystem::is_regular_file(me.path, ec))
-              p.push_back({at + ".path", "'" + me.path + "' does not exist or is not a file"});
-            mc.models.push_back(std::move(me));
-          }
-        }
-      }
-    }
-  }
-}
-
-// fleet.*: lease and heartbeat times.
-void read_fleet(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto f = j.find("fleet"); f != j.end()) {
-    if (!f->is_object()) p.push_back({"fleet", "must be an object {lease_ttl_s, heartbeat_s}"});
-    else {
-      unknown_keys(*f, "fleet", {"lease_ttl_s", "heartbeat_s"}, p);
-      read(*f, "lease_ttl_s", "fleet", c.fleet.lease_ttl_s, p);
-      read(*f, "heartbeat_s", "fleet", c.fleet.heartbeat_s, p);
-      if (c.fleet.lease_ttl_s < 2 || c.fleet.lease_ttl_s > 3600) p.push_back({"fleet.lease_ttl_s", "must be between 2 and 3600"});
-      if (c.fleet.heartbeat_s < 1 || 2 * c.fleet.heartbeat_s > c.fleet.lease_ttl_s)
-        p.push_back({"fleet.heartbeat_s", "must be at least 1 and at most half of fleet.lease_ttl_s"});
-    }
-  }
-}
-
-// evidence.*: when a condition counts as what its name says.
-void read_evidence(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto e = j.find("evidence"); e != j.end()) {
-    if (!e->is_object()) p.push_back({"evidence", "must be an object"});
-    else {
-      unknown_keys(*e, "evidence",
-                   {"min_batching", "min_overlap", "require_server_measure", "min_reused_tokens", "max_solo_busy_slots",
-                    "foreign_load_slots"},
-                   p);
-      fraction(*e, "min_batching", "evidence", c.evidence.min_batching, p);
-      fraction(*e, "min_overlap", "evidence", c.evidence.min_overlap, p);
-      read(*e, "require_server_measure", "evidence", c.evidence.require_server_measure, p);
-      read(*e, "min_reused_tokens", "evidence", c.evidence.min_reused_tokens, p);
-      read(*e, "max_solo_busy_slots", "evidence", c.evidence.max_solo_busy_slots, p);
-      if (!(c.evidence.max_solo_busy_slots >= 1 && c.evidence.max_solo_busy_slots <= 64))
-        p.push_back({"evidence.max_solo_busy_slots", "must be a number in [1, 64] (1: exactly alone)"});
-      read(*e, "foreign_load_slots", "evidence", c.evidence.foreign_load_slots, p);
-      if (!(c.evidence.foreign_load_slots >= 0 && c.evidence.foreign_load_slots <= 64))
-        p.push_back({"evidence.foreign_load_slots", "must be a number in [0, 64]"});
-    }
-  }
-  if (auto r = j.find("repro"); r != j.end()) {
-    if (!r->is_object()) p.push_back({"repro", "must be an object"});
-    else {
-      unknown_keys(*r, "repro", {"trials", "max_bursts", "max_bursts_limit"}, p);
-      auto& rc = c.repro;
-      read(*r, "trials", "repro", rc.trials, p);
-      read(*r, "max_bursts", "repro", rc.max_bursts, p);
-      read(*r, "max_bursts_limit", "repro", rc.max_bursts_limit, p);
-      if (rc.trials < 4 || rc.trials > 20)
-        p.push_back({"repro.trials", "must be between 4 and 20 (fewer can never show a difference at p < 0.05)"});
-      if (rc.max_bursts_limit < 4 || rc.max_bursts_limit > 100000) p.push_back({"repro.max_bursts_limit", "must be between 4 and 100000"});
-      if (rc.max_bursts < rc.trials || rc.max_bursts > rc.max_bursts_limit)
-        p.push_back({"repro.max_bursts", "must be between repro.trials and repro.max_bursts_limit"});
-    }
-  }
-  if (auto d = j.find("deadlines"); d != j.end()) {
-    if (!d->is_object()) p.push_back({"deadlines", "must be an object"});
-    else {
-      unknown_keys(*d, "deadlines", {"health_wait_s", "idle_wait_s", "first_byte_floor_s", "first_byte_multiple"}, p);
-      auto& dl = c.deadlines;
-      read(*d, "health_wait_s", "deadlines", dl.health_wait_s, p);
-      read(*d, "idle_wait_s", "deadlines", dl.idle_wait_s, p);
-      read(*d, "first_byte_floor_s", "deadlines", dl.first_byte_floor_s, p);
-      read(*d, "first_byte_multiple", "deadlines", dl.first_byte_multiple, p);
-      if (dl.health_wait_s > 3600) p.push_back({"deadlines.health_wait_s", "must be at most 3600"});
-      if (dl.idle_wait_s > 3600) p.push_back({"deadlines.idle_wait_s", "must be at most 3600"});
-      if (dl.first_byte_floor_s > 86400) p.push_back({"deadlines.first_byte_floor_s", "must be at most 86400"});
-      if (!(dl.first_byte_multiple >= 1 && dl.first_byte_multiple <= 1000))
-        p.push_back({"deadlines.first_byte_multiple", "must be a number in [1, 1000]"});
-    }
-  }
-}
-
-// alerts.*: the webhooks, their kinds, and delivery retries.
-void read_alerts(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto a = j.find("alerts"); a != j.end()) {
-    if (!a->is_object()) p.push_back({"alerts", "must be an object"});
-    else {
-      unknown_keys(*a, "alerts", {"webhooks", "attempts", "backoff_ms", "timeout_ms"}, p);
-      auto& al = c.alerts;
-      auto bounded = [&](const char* key, int& v, int lo, int hi) {
-        read(*a, key, "alerts", v, p);
-        if (v < lo || v > hi)
-          p.push_back({std::string("alerts.") + key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi)});
-      };
-      bounded("attempts", al.attempts, 1, 100);
-      bounded("backoff_ms", al.backoff_ms, 1, 3'600'000);
-      bounded("timeout_ms", al.timeout_ms, 100, 600'000);
-      if (auto w = a->find("webhooks"); w != a->end()) {
-        if (!w->is_array()) p.push_back({"alerts.webhooks", "must be an array"});
-        else
-          for (std::size_t i = 0; i < w->size(); ++i) {
-            const std::string at = "alerts.webhooks[" + std::to_string(i) + "]";
-            const auto& e = (*w)[i];
-            if (!e.is_object()) {
-              p.push_back({at, "must be an object {url, secret, on}"});
-              continue;
-            }
-            unknown_keys(e, at, {"url", "secret", "on"}, p);
-            webhook_entry we;
-            read(e, "url", at, we.url, p);
-            read(e, "secret", at, we.secret, p);
-            if (auto ep = clients::parse_endpoint(we.url); !ep) p.push_back({at + ".url", "'" + we.url + "' " + ep.error()});
-            if (we.secret.size() < 16) p.push_back({at + ".secret", "must be a string of at least 16 characters"});
-            if (auto on = e.find("on"); on != e.end()) {
-              if (!on->is_array()) p.push_back({at + ".on", "must be an array of alert kinds"});
-              else
-                for (const auto& k : *on) {
-                  const auto kind = k.is_string() ? audit::parse_alert_kind(k.get<std::string>()) : std::nullopt;
-                  if (!kind)
-                    p.push_back({at + ".on", "unknown alert kind " + k.dump() + " (known: " +
-                                                 audit::comma_list(audit::names_of(audit::kAlertKinds)) + ")"});
-                  else we.on.push_back(*kind);
-                }
-            }
-            al.webhooks.push_back(std::move(we));
-          }
-      }
-    }
-  }
-}
-
-// history.*: the thresholds of the series classification.
-void read_history(const json& j, daemon_config& c, std::vector<config_problem>& p) {
-  if (auto h = j.find("history"); h != j.end()) {
-    if (!h->is_object()) p.push_back({"history", "must be an object"});
-    else {
-      unknown_keys(*h, "history", {"confidence", "rate_shift_q", "rate_min_history", "rate_window", "confirm_after"}, p);
-      auto& t = c.history;
-      read(*h, "confidence", "history", t.confidence, p);
-      if (!(t.confidence > 0 && t.confidence < 1)) p.push_back({"history.confidence", "must be in (0, 1)"});
-      read(*h, "rate_shift_q", "history", t.rate_shift_q, p);
-      if (!(t.rate_shift_q > 0 && t.rate_shift_q < 1)) p.push_back({"history.rate_shift_q", "must be in (0, 1)"});
-      auto count = [&](const char* key, int& v, int max) {
-        read(*h, key, "history", v, p);
-        if (v < 1 || v > max) p.push_back({std::string("history.") + key, "must be between 1 and " + std::to_string(max)});
-      };
-      count("rate_min_history", t.rate_min_history, 100);
-      count("rate_window", t.rate_window, 100);
-      count("confirm_after", t.confirm_after, 100);
-    }
+// Each bound that one key sets, as "KEY must ...": (key, holds, message).
+void check_bounds(const daemon_config& c, std::vector<config_problem>& p) {
+  const auto& s = c.spec_limits;
+  const auto& e = c.evidence;
+  const auto& rc = c.repro;
+  const auto& dl = c.deadlines;
+  const auto& al = c.alerts;
+  const auto& h = c.history;
+  auto between = [](auto v, auto lo, auto hi) {
+    return std::string(v >= lo && v <= hi ? "" : "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  };
+  const std::vector<std::pair<const char*, std::string>> bounds = {
+      {"limits.max_sweep_configurations", between(s.max_sweep_configurations, 1, 4096)},
+      {"limits.max_server_threads", between(s.max_server_threads, 1, 4096)},
+      {"limits.max_server_parallel", between(s.max_server_parallel, 1, 4096)},
+      {"fleet.lease_ttl_s", between(c.fleet.lease_ttl_s, 2, 3600)},
+      {"fleet.heartbeat_s", c.fleet.heartbeat_s >= 1 && 2 * c.fleet.heartbeat_s <= c.fleet.lease_ttl_s
+                                ? "" : "must be at least 1 and at most half of fleet.lease_ttl_s"},
+      {"evidence.min_batching", e.min_batching >= 0 && e.min_batching <= 1 ? "" : "must be a fraction in [0, 1]"},
+      {"evidence.min_overlap", e.min_overlap >= 0 && e.min_overlap <= 1 ? "" : "must be a fraction in [0, 1]"},
+      {"evidence.max_solo_busy_slots",
+       e.max_solo_busy_slots >= 1 && e.max_solo_busy_slots <= 64 ? "" : "must be a number in [1, 64] (1: exactly alone)"},
+      {"evidence.foreign_load_slots", e.foreign_load_slots >= 0 && e.foreign_load_slots <= 64 ? "" : "must be a number in [0, 64]"},
+      {"repro.trials", rc.trials >= 4 && rc.trials <= 20 ? "" : "must be between 4 and 20 (fewer can never show a difference at p < 0.05)"},
+      {"repro.max_bursts_limit", between(rc.max_bursts_limit, 4, 100000)},
+      {"repro.max_bursts", rc.max_bursts >= rc.trials && rc.max_bursts <= rc.max_bursts_limit
+                               ? "" : "must be between repro.trials and repro.max_bursts_limit"},
+      {"deadlines.health_wait_s", dl.health_wait_s <= 3600 ? "" : "must be at most 3600"},
+      {"deadlines.idle_wait_s", dl.idle_wait_s <= 3600 ? "" : "must be at most 3600"},
+      {"deadlines.first_byte_floor_s", dl.first_byte_floor_s <= 86400 ? "" : "must be at most 86400"},
+      {"deadlines.first_byte_multiple",
+       dl.first_byte_multiple >= 1 && dl.first_byte_multiple <= 1000 ? "" : "must be a number in [1, 1000]"},
+      {"alerts.attempts", between(al.attempts, 1, 100)},
+      {"alerts.backoff_ms", between(al.backoff_ms, 1, 3'600'000)},
+      {"alerts.timeout_ms", between(al.timeout_ms, 100, 600'000)},
+      {"history.confidence", h.confidence > 0 && h.confidence < 1 ? "" : "must be in (0, 1)"},
+      {"history.rate_shift_q", h.rate_shift_q > 0 && h.rate_shift_q < 1 ? "" : "must be in (0, 1)"},
+      {"history.rate_min_history", between(h.rate_min_history, 1, 100)},
+      {"history.rate_window", between(h.rate_window, 1, 100)},
+      {"history.confirm_after", between(h.confirm_after, 1, 100)},
+  };
+  for (const auto& [key, message] : bounds)
+    if (!message.empty()) p.push_back({key, message});
+  for (std::size_t i = 0; i < al.webhooks.size(); ++i) {
+    const auto& we = al.webhooks[i];
+    const std::string at = "alerts.webhooks[" + std::to_string(i) + "]";
+    if (auto ep = clients::parse_endpoint(we.url); !ep) p.push_back({at + ".url", "'" + we.url + "' " + ep.error()});
+    if (we.secret.size() < 16) p.push_back({at + ".secret", "must be a string of at least 16 characters"});
   }
 }
 
 }  // namespace
 
 expected<daemon_config, std::vector<config_problem>> parse_config(const std::string& text) {
-  std::vector<config_problem> p;
-  json j = json::parse(text, nullptr, false);
+  const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return unexpected{std::vector<config_problem>{{"", "the config file is not valid JSON"}}};
   if (!j.is_object()) return unexpected{std::vector<config_problem>{{"", "the config must be a JSON object"}}};
   daemon_config c;
-  unknown_keys(j, "", {"listen", "database", "backends", "allow_adhoc_backends", "max_running_jobs", "tokens", "protect_reads", "limits",
-                       "evidence", "history", "alerts", "read_cache_bytes", "log_file", "interrupted_jobs", "managed", "fleet",
-                       "retention", "measurement_priority"},
-               p);
-  read(j, "log_file", "", c.log_file, p);
-  std::string interrupted = "resume";
-  read(j, "interrupted_jobs", "", interrupted, p);
-  if (interrupted == "resume") c.interrupted_jobs = interrupted_policy::resume;
-  else if (interrupted == "mark_interrupted") c.interrupted_jobs = interrupted_policy::mark_interrupted;
-  else p.push_back({"interrupted_jobs", "must be \"resume\" or \"mark_interrupted\""});
-  read(j, "listen", "", c.listen, p);
-  read(j, "database", "", c.database, p);
-  read(j, "allow_adhoc_backends", "", c.allow_adhoc_backends, p);
-  read(j, "max_running_jobs", "", c.max_running_jobs, p);
-  read(j, "read_cache_bytes", "", c.read_cache_bytes, p);
-  read(j, "protect_reads", "", c.protect_reads, p);
-  if (auto m = j.find("measurement_priority"); m != j.end()) {
-    if (!m->is_number_integer() || m->get<std::int64_t>() < 0 || m->get<std::int64_t>() > 99)
-      p.push_back({"measurement_priority", "must be an integer from 0 (the ordinary scheduler) to 99 (SCHED_FIFO's highest)"});
-    else c.measurement_priority = m->get<int>();
-  }
-  read_tokens(j, c, p);
-  read_backends(j, c, p);
-  read_limits(j, c, p);
-  read_managed(j, c, p);
-  read_fleet(j, c, p);
-  read_evidence(j, c, p);
-  read_alerts(j, c, p);
-  read_history(j, c, p);
-  if (auto r = j.find("retention"); r != j.end()) {
-    if (!r->is_object()) {
-      p.push_back({"retention", "must be an object {stream_bytes_days, interval_s}"});
-    } else {
-      unknown_keys(*r, "retention", {"stream_bytes_days", "interval_s"}, p);
-      read(*r, "stream_bytes_days", "retention", c.retention.stream_bytes_days, p);
-      read(*r, "interval_s", "retention", c.retention.interval_s, p);
-    }
-  }
+  std::vector<audit::spec_problem> read;
+  reader r(read);
+  fields::read_object(r, j, "", file_table(), c);
+  std::vector<config_problem> p;
+  for (auto& problem : read) p.push_back({std::move(problem.field), std::move(problem.message)});
+  check_backends(j, c, p);
+  check_managed(c, p);
+  check_bounds(c, p);
   if (!p.empty()) return unexpected{std::move(p)};
   return c;
 }
