@@ -23,7 +23,7 @@ const fields::object_table<storage::fleet_member>& member_table() {
       fields::member<&M::heartbeat_at>("heartbeat_at"),
       fields::member<&M::alive>("alive", "its last heartbeat is within its lease time"),
   };
-  static const fields::object_table<M> t{.name = "", .doc = "", .fields = rows};
+  static const fields::object_table<M> t{.name = "", .doc = "", .fields = rows, .shown = true};
   return t;
 }
 
@@ -38,7 +38,7 @@ const fields::object_table<storage::job_lease>& lease_table() {
       fields::member<&L::takeovers>("takeovers", "how often the audit was taken over from a daemon whose lease expired"),
       fields::member<&L::cancel_requested>("cancel_requested"),
   };
-  static const fields::object_table<L> t{.name = "", .doc = "", .fields = rows};
+  static const fields::object_table<L> t{.name = "", .doc = "", .fields = rows, .shown = true};
   return t;
 }
 
@@ -73,7 +73,7 @@ const fields::object_table<fleet_view>& fleet_table() {
       members_field(),
       fields::list_of<&fleet_view::leases>("leases", lease_table()),
   };
-  static const fields::object_table<fleet_view> t{.name = "Fleet", .doc = "", .fields = rows};
+  static const fields::object_table<fleet_view> t{.name = "Fleet", .doc = "", .fields = rows, .shown = true};
   return t;
 }
 

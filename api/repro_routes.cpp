@@ -32,7 +32,7 @@ const fields::object_table<repro_view>& progress_table() {
   static const std::vector<view_field> rows = {
       fields::member<&repro_view::bursts>("bursts"), fields::member<&repro_view::max_bursts>("max_bursts"),
       fields::member<&repro_view::trials>("trials"), fields::member<&repro_view::phase>("phase", "solo, full, requests, lengths")};
-  static const fields::object_table<repro_view> t{.name = "", .doc = "", .fields = rows};
+  static const fields::object_table<repro_view> t{.name = "", .doc = "", .fields = rows, .shown = true};
   return t;
 }
 
@@ -73,7 +73,7 @@ const fields::object_table<repro_view>& repro_table() {
         once_ended(fields::member<&repro_view::minimal>("minimal", "the smallest case that still diverges, described")),
     };
   }();
-  static const fields::object_table<repro_view> t{.name = "Repro", .doc = "", .fields = rows};
+  static const fields::object_table<repro_view> t{.name = "Repro", .doc = "", .fields = rows, .shown = true};
   return t;
 }
 

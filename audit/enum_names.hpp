@@ -30,6 +30,9 @@ constexpr std::string_view enumerator_name() {
 
 template <class E, int... I>
 constexpr auto enumerator_names(std::integer_sequence<int, I...>) {
+  // A scoped enum (its values are ints, so a cast to any of 0..63 is defined); enumerators
+  // above 63 or below 0 would not be found.
+  static_assert(std::is_enum_v<E> && !std::is_convertible_v<E, int>, "a scoped enum");
   return std::array<std::string_view, sizeof...(I)>{enumerator_name<static_cast<E>(I)>()...};
 }
 

@@ -276,7 +276,7 @@ std::vector<backend_ref> expanded_backends(const sweep_spec& w) {
 
 // What is wrong with one value of `row` ("" when nothing): its bounds, with the configuration's
 // where it sets one, and its choices.
-std::string setting_problem(const setting_info& row, const setting_value& v, const spec_limits& lim) {
+std::string setting_problem(const setting_info& row, const setting_value& v, const spec_limits& lim, bool in_sweep = false) {
   if (const int* i = std::get_if<int>(&v)) {
     const int hi = row.max_from == setting_limit::server_parallel  ? lim.max_server_parallel
                    : row.max_from == setting_limit::server_threads ? lim.max_server_threads
@@ -284,7 +284,8 @@ std::string setting_problem(const setting_info& row, const setting_value& v, con
     return *i < row.min || *i > hi ? "must be between " + std::to_string(row.min) + " and " + std::to_string(hi) : "";
   }
   const auto* text = std::get_if<std::string>(&v);
-  if (!text || row.choices.empty() || v == row.default_value() ||
+  // A server may keep a choice's default ("" for the CPU variant); a sweep's axis lists values.
+  if (!text || row.choices.empty() || (!in_sweep && v == row.default_value()) ||
       std::find(row.choices.begin(), row.choices.end(), *text) != row.choices.end())
     return "";
   std::string known;
@@ -327,7 +328,7 @@ void validate_sweep(const audit_spec& s, const spec_limits& lim, std::vector<spe
       for (std::size_t i = 0; i < values.size(); ++i) {
         const std::string field = "sweep." + std::string(row.axis_name()) + "[" + std::to_string(i) + "]";
         if (row.required && values[i] == setting_value(std::string())) add(field, "must not be empty");
-        else if (auto e = setting_problem(row, values[i], lim); !e.empty()) add(field, std::move(e));
+        else if (auto e = setting_problem(row, values[i], lim, true); !e.empty()) add(field, std::move(e));
       }
     }
     if (w.probe_width < 1 || w.probe_width > lim.max_concurrency)

@@ -107,6 +107,8 @@ struct object_table {
   // A stored document's table: members no row names are passed over (what a later version
   // added), rather than refused as a request's are.
   bool open = false;
+  // A response's table (only written): its schema requires what is always written.
+  bool shown = false;
 };
 
 // The known names, ", " between them.
@@ -150,6 +152,7 @@ json decorate(json schema, const bounds& range, json (*choices)(), std::string_v
 // shows it (`written`: the members always written are required, and others may follow).
 template <class T>
 json object_schema(const object_table<T>& t, bool written = false) {
+  written = written || t.shown;
   json props = json::object(), required = json::array();
   for (const auto& f : t.fields) {
     props[std::string(f.name)] = f.schema(f);

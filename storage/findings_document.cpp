@@ -2,9 +2,10 @@
 // object (the findings, a condition's tally and its batching, a prediction's result, the second
 // verdict, attribution, a threshold search, a load curve and its levels' measurements, a
 // frontier row, the harness's sections). The reader and the writer come from them. Members a
-// later schema added are left out while they are empty, so that older documents keep their
-// bytes, and are read as empty from a document that lacks them; members this build does not
-// know are passed over.
+// later schema added are left out while they are empty, and are read as empty from a document
+// that lacks them; members this build does not know are passed over. (Stored findings are never
+// rewritten; re-encoded, version 3's give its bytes, but a frontier row gains "flags", the
+// report's words for its settings, which this version added.)
 #include <nlohmann/json.hpp>
 
 #include "documents.hpp"
@@ -30,6 +31,13 @@ using json = nlohmann::json;
 template <auto M>
 field<typename fields::member_of<M>::owner> must(std::string_view name) {
   return member<M>(name, "", {}, true);
+}
+
+// A row every version wrote: required when read, and in the schema.
+template <class T>
+field<T> required(field<T> f) {
+  f.required = true;
+  return f;
 }
 
 template <class T>
@@ -67,12 +75,12 @@ const object_table<audit::condition_tally>& tally_table() {
         named<&T::kind, audit::kConditionKinds>("kind", "", true),
         must<&T::concurrency>("concurrency"),
         must<&T::seeded>("seeded"),
-        computed<T, tally_control>("control"),
+        required(computed<T, tally_control>("control")),
         must<&T::n>("n"),
         must<&T::logit_identical>("logit_identical"),
         must<&T::token_identical>("token_identical"),
         must<&T::failed>("failed"),
-        member<&T::flagged>("flagged"),
+        must<&T::flagged>("flagged"),
         computed<T, tally_flagged_as>("flagged_as"),
         unless_default<&T::not_solo>(member<&T::not_solo>("not_solo")),        // since schema 7
         unless_default<&T::ineffective>(member<&T::ineffective>("ineffective")),  // since schema 7
@@ -189,7 +197,7 @@ const object_table<audit::reference_verdict>& reference_verdict_table() {
       named<&V::outcome, audit::kEnumerators<audit::reference_outcome>>("outcome", "", true),
       verdict_result_field(),
   };
-  static const auto t = stored(rows);
+  static const object_table<V> t{.name = "ReferenceVerdict", .doc = "", .fields = rows, .open = true};
   return t;
 }
 
@@ -201,6 +209,7 @@ field<audit::reference_findings> verdicts_field() {
     if (!v.is_array()) return r.problem(at, "must be an array");
     for (std::size_t i = 0; i < v.size(); ++i) {
       const std::string item = at + "[" + std::to_string(i) + "]";
+      if (!v[i].is_object()) return r.problem(item, "must be an object");
       audit::reference_verdict x;
       fields::read_object(r, v[i], item, reference_verdict_table(), x);
       if (v[i].contains("logit_identical")) fields::read_object(r, v[i], item, comparison_table(), x.result.emplace());
@@ -437,9 +446,12 @@ std::string frontier_flags(const audit::frontier_row& r) { return r.settings ? a
 field<audit::frontier_row> frontier_settings_field() {
   using R = audit::frontier_row;
   field<R> f{.name = "settings", .required = true};
-  f.read = [](reader& r, const json& v, const std::string& at, R& out, const field<R>&) {
+  f.read = [](reader&, const json& v, const std::string& at, R& out, const field<R>&) {
     if (v.is_null()) return out.settings.reset();
-    read_settings(r, v, at, out.settings.emplace());
+    // As a stored document's: what a later version added, or lacks, never loses the findings.
+    std::vector<audit::spec_problem> passed_over;
+    reader lenient(passed_over);
+    read_settings(lenient, v, at, out.settings.emplace());
   };
   f.write = [](json& j, const R& in, const field<R>&) {
     j["settings"] = in.settings ? settings_json(*in.settings) : json(nullptr);
@@ -587,6 +599,7 @@ const object_table<audit::findings>& findings_table() {
     auto pooled = list_of<&F::pooled>("pooled", tally_table());
     pooled.required = true;
     auto thresholds = nested<&F::thresholds>("evidence_thresholds", thresholds_table());
+    thresholds.required = true;
     thresholds.read = [](reader& r, const json& v, const std::string& at, F& out, const field<F>&) {
       if (v.is_object()) fields::read_object(r, v, at, thresholds_table(), out.thresholds);
     };
@@ -599,7 +612,7 @@ const object_table<audit::findings>& findings_table() {
         must<&F::sentences>("findings"),
         predictions_field(),
         must<&F::failed_runs>("failed_runs"),
-        member<&F::flagged_runs>("flagged_runs"),
+        must<&F::flagged_runs>("flagged_runs"),
         must<&F::fingerprint_changes>("fingerprint_changes"),
         unless_empty<&F::missing_fingerprints>(member<&F::missing_fingerprints>("missing_fingerprints")),  // since schema 6
         unless_empty<&F::machines>(fields::as_is<&F::machines>("machines")),                               // since schema 6
@@ -634,7 +647,11 @@ std::optional<T> read_stored(std::string_view text, const object_table<T>& table
   std::vector<audit::spec_problem> problems;
   reader r(problems);
   T out{};
-  fields::read_object(r, j, "", table, out);
+  try {  // a custom row that meets a value of another shape than every version wrote
+    fields::read_object(r, j, "", table, out);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
   if (!problems.empty()) return std::nullopt;
   return out;
 }
@@ -656,8 +673,13 @@ std::string encode_findings_format1(const audit::findings& f) {
 std::optional<audit::findings> decode_findings_format1(std::string_view text) { return read_stored(text, findings_table()); }
 
 std::string findings_schemas() {
+  // A verdict's comparison sits beside its outcome (or its reason does): both tables' members.
+  json verdict = fields::object_schema(reference_verdict_table(), true);
+  verdict["properties"].update(fields::object_schema(comparison_table(), true)["properties"]);
+  verdict["properties"]["reason"] = {{"type", "string"}, {"description", "not_comparable: why"}};
   return json{{"Findings", fields::object_schema(findings_table(), true)},
-              {"Tally", fields::object_schema(tally_table(), true)}}
+              {"Tally", fields::object_schema(tally_table(), true)},
+              {"ReferenceVerdict", std::move(verdict)}}
       .dump();
 }
 

@@ -109,6 +109,12 @@ TEST(spec_document, each_row_of_the_settings_table_reaches_the_schemas_the_flags
   for (const auto& row : audit::server_setting_table()) {
     EXPECT_TRUE(all["ServerSettings"]["properties"].contains(std::string(row.name))) << row.name;
     EXPECT_TRUE(all["Sweep"]["properties"].contains(std::string(row.axis_name()))) << row.name;
+    // A row without a flag reaches the server by another way: the model's path, -np and -t are
+    // llama_process's, the CPU variant is the wrapper's. A new setting without either fails here.
+    if (row.flag.empty()) {
+      EXPECT_TRUE(row.name == "model" || row.name == "parallel" || row.name == "threads" || row.name == "cpu_variant")
+          << row.name << " has no flag";
+    }
     if (!row.flag.empty()) {
       audit::server_settings s{"q8"};
       const auto flags = clients::server_arguments(s);
@@ -173,6 +179,39 @@ TEST(trace_file, every_form_gives_the_same_requests_and_a_bad_one_is_named_by_li
   EXPECT_EQ(cli::parse_trace("[[0, 32, 16], {\"at_ms\": 1, \"prompt_tokens\": 8}]").error(),
             "request 1: output_tokens: is required");
   EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0,").error(), "line 1: not JSON");
+}
+
+}  // namespace
+
+namespace {
+
+// Stored findings are read as a stored document: a frontier row's settings that a later version
+// wrote otherwise do not lose the findings, and a value of another shape than any version wrote
+// is no findings, never an exception.
+TEST(findings_document, later_settings_are_passed_over_and_a_misshapen_document_is_no_findings) {
+  audit::findings f;
+  f.backends = {"a"};
+  audit::frontier_row row;
+  row.backend = "a";
+  row.settings = audit::server_settings{"q8"};
+  f.frontier = {row};
+  audit::reference_findings ref;
+  ref.audit = 3;
+  ref.verdicts = {{0, 1, audit::reference_outcome::not_comparable, std::nullopt, "no such request"}};
+  f.reference = ref;
+  auto doc = json::parse(storage::encode_findings(f));
+  doc["frontier"][0]["settings"]["speculative"] = 4;  // a setting of a later version
+  doc["frontier"][0]["settings"].erase("model");
+  auto read = storage::decode_findings(doc.dump());
+  ASSERT_TRUE(read);
+  ASSERT_EQ(read->frontier.size(), 1u);
+  EXPECT_TRUE(read->frontier[0].settings);
+  ASSERT_TRUE(read->reference);
+  EXPECT_EQ(read->reference->verdicts[0].reason, "no such request");
+  doc["reference"]["verdicts"][0] = "not an object";
+  EXPECT_FALSE(storage::decode_findings(doc.dump()));
+  doc["reference"]["verdicts"] = json::array({json::array({1, 2})});
+  EXPECT_FALSE(storage::decode_findings(doc.dump()));
 }
 
 }  // namespace
