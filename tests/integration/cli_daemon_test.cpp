@@ -469,3 +469,14 @@ TEST_F(cli, repro_shrinks_a_burst_to_the_one_neighbour_that_moves_it_and_its_scr
   EXPECT_EQ(many.code, 5) << many.err;
   EXPECT_NE(many.err.find("max_bursts"), std::string::npos) << many.err;
 }
+
+// `logitaudit run --format json > report.json` gives a file that parses: the findings alone on
+// standard output, every log line and the progress on standard error.
+TEST_F(cli, an_offline_run_writes_only_its_json_to_standard_output) {
+  auto r = cli_run({"run", "--backend", "x=" + fake_->url(), "--n-predict", "4", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json findings = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(findings.is_discarded()) << r.out.substr(0, 400);
+  EXPECT_EQ(findings["backends"], json::array({"x"}));
+  EXPECT_NE(r.err.find("audit 1 queued"), std::string::npos) << "the log is on standard error: " << r.err.substr(0, 400);
+}
