@@ -1,6 +1,8 @@
 // Backend routes: the list and the selftest.
 #include "backend_routes.hpp"
 
+#include "clients/machine.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "record_json.hpp"
@@ -16,6 +18,13 @@ net::awaitable<api_response> route_get_backends(audit_service* svc, request_cont
   json out = {{"backends", json::array()}, {"allow_adhoc_backends", list.allow_adhoc}};
   for (const auto& b : list.backends)
     out["backends"].push_back({{"name", b.name}, {"url", b.url}, {"api", b.api}, {"busy", b.busy}});
+  // The host managed servers run on, and the ggml CPU variants they may be given (a sweep's
+  // cpu_variant axis): read now, never cached.
+  const auto host = clients::host_machine();
+  auto fact = [&host](const char* key) { return host.count(key) ? host.at(key) : std::string(); };
+  out["host"] = {{"cpu_model", fact("cpu_model")},
+                 {"cpu_features", fact("cpu_features")},
+                 {"ggml_cpu_variants", clients::runnable_cpu_variants(host)}};
   co_return json_response(200, dump(out));
 }
 

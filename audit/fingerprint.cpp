@@ -51,10 +51,20 @@ std::string machine_summary(const std::map<std::string, std::string>& m) {
   if (!at("logical_cores").empty()) add(at("logical_cores") + " cores");
   add(at("cpu_features"));
   if (!at("ggml_cpu_variant").empty()) add("ggml " + at("ggml_cpu_variant"));
+  // Backends beside the CPU one (vulkan, blas, rpc), as the server's process has them loaded.
+  if (const auto loaded = at("ggml_backends"); !loaded.empty() && loaded != "cpu-" + at("ggml_cpu_variant"))
+    add("ggml backends " + loaded);
   if (!at("devices").empty() && at("devices") != "none") add("devices " + at("devices"));
+  if (const auto exe = at("server_executable"); !exe.empty()) {
+    const auto sha = at("server_executable_sha256");
+    add(exe.substr(exe.rfind('/') + 1) + (sha.empty() ? "" : " sha256:" + sha.substr(0, 12)));
+  }
+  if (!at("server_process").empty()) add("server process " + at("server_process"));
   if (!at("kernel").empty()) add("kernel " + at("kernel"));
-  static const std::set<std::string> shown = {"cpu_model", "logical_cores", "cpu_features", "ggml_cpu_variant",
-                                              "devices",   "kernel",        "cpu_vendor",   "arch",
+  static const std::set<std::string> shown = {"cpu_model",         "logical_cores",     "cpu_features",
+                                              "ggml_cpu_variant",  "ggml_backends",     "devices",
+                                              "server_executable", "server_executable_sha256", "server_process",
+                                              "kernel",            "cpu_vendor",        "arch",
                                               "ggml_cpu_features"};
   for (const auto& [key, value] : m)
     if (!shown.count(key)) add(key + " " + value);
@@ -70,6 +80,7 @@ std::string_view declared_category(std::string_view field) {
   if (field.starts_with("prompt_tokens:")) return "tokenisation";
   if (field == "total_slots" || field == "n_ctx") return "server settings";
   if (field == "api") return "api";
+  if (field.starts_with("machine:server_executable")) return "build";  // the program behind the port
   if (field.starts_with("machine:")) return "machine";
   return "";
 }

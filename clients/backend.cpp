@@ -127,8 +127,16 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
   if (!config_.model_path.empty()) f->model_sha256 = co_await model_file_sha256(config_.model_path);
   // The machine, read now: the server's own words (its kind's fingerprint) first, this host
   // where it runs here, what the daemon knows of a server it started, then the declared labels.
-  if (on_this_host(config_))
+  if (on_this_host(config_)) {
     for (auto& [k, v] : host_machine()) f->machine.emplace(k, v);
+    // The process behind the port: the ggml backends it loaded and its program (no flag, no log).
+    if (auto ep = parse_endpoint(config_.url); ep && !ep->port.empty()) {
+      auto seen = listening_server_machine(static_cast<std::uint16_t>(std::stoul(ep->port)));
+      if (auto exe = seen.find("server_executable"); exe != seen.end())
+        if (auto sha = co_await model_file_sha256(exe->second); !sha.empty()) seen["server_executable_sha256"] = sha;
+      for (auto& [k, v] : seen) f->machine.emplace(k, v);
+    }
+  }
   if (config_.server_machine)
     for (auto& [k, v] : config_.server_machine()) f->machine[k] = v;
   for (const auto& [k, v] : config_.machine) f->machine[k] = one_line(v);

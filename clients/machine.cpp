@@ -213,6 +213,91 @@ machine_facts server_log_machine(const std::filesystem::path& log) {
   return machine_from_log(head);
 }
 
+int listening_pid(std::uint16_t port) {
+  // "  0: 0100007F:1F9B 00000000:0000 0A ... uid timeout inode ...": a listening (0A) socket's inode.
+  std::set<std::string> inodes;
+  char want[8];
+  std::snprintf(want, sizeof want, ":%04X", static_cast<unsigned>(port));
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::istringstream lines(read_file(table));
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode)) continue;
+      if (state == "0A" && local.ends_with(want) && inode != "0") inodes.insert("socket:[" + inode + "]");
+    }
+  }
+  if (inodes.empty()) return 0;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const auto name = proc.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code fd_ec;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", fd_ec)) {
+      std::error_code link_ec;
+      const auto target = std::filesystem::read_symlink(fd.path(), link_ec);
+      if (!link_ec && inodes.count(target.string())) return std::stoi(name);
+    }
+  }
+  return 0;
+}
+
+machine_facts machine_from_maps(std::string_view maps, std::string_view exe, const std::vector<std::string>& args) {
+  machine_facts m;
+  auto base = [](std::string_view path) { return path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1); };
+  std::string backends;
+  std::set<std::string> mapped;
+  std::istringstream lines{std::string(maps)};
+  for (std::string line; std::getline(lines, line);) {
+    // "7f..-7f.. r-xp 00000000 08:01 1234   /usr/lib/libggml-cpu-zen4.so": the path is the sixth field.
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode, path;
+    if (!(fields >> range >> perms >> offset >> dev >> inode)) continue;
+    std::getline(fields, path);
+    const auto p = trim(path);
+    if (!p.starts_with("/") || !mapped.insert(std::string(p)).second) continue;
+    const auto name = base(p);
+    if (name.starts_with("libggml-") && !name.starts_with("libggml-base")) {
+      auto backend = name.substr(8, name.find(".so") == std::string_view::npos ? std::string_view::npos : name.find(".so") - 8);
+      backends += (backends.empty() ? "" : " ") + std::string(backend);
+      if (backend.starts_with("cpu-")) m["ggml_cpu_variant"] = one_line(backend.substr(4));
+    }
+  }
+  m["ggml_backends"] = backends.empty() ? "none loaded as libraries" : one_line(backends);
+  // A dynamic loader run by hand maps its program like any file: the program is the first
+  // argument that names a mapped file (the loader's own options name folders).
+  std::string executable(exe);
+  const auto exe_name = base(exe);
+  if (exe_name.starts_with("ld-linux") || exe_name.starts_with("ld.so") || exe_name.starts_with("ld-musl"))
+    for (std::size_t i = 1; i < args.size(); ++i) {
+      std::error_code ec;
+      const auto resolved = std::filesystem::weakly_canonical(args[i], ec).string();
+      if (mapped.count(args[i]) || (!ec && mapped.count(resolved))) {
+        executable = mapped.count(args[i]) ? args[i] : resolved;
+        break;
+      }
+    }
+  if (!executable.empty()) m["server_executable"] = one_line(executable);
+  return m;
+}
+
+machine_facts listening_server_machine(std::uint16_t port) {
+  const int pid = listening_pid(port);
+  if (pid == 0)
+    return {{"server_process", "not visible: no process this user can read listens on port " + std::to_string(port)}};
+  const auto proc = std::filesystem::path("/proc") / std::to_string(pid);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink(proc / "exe", ec);
+  const auto maps = read_file(proc / "maps");
+  if (maps.empty()) return {{"server_process", "not visible: the memory map of process " + std::to_string(pid) + " cannot be read"}};
+  std::vector<std::string> args;
+  std::istringstream cmdline(read_file(proc / "cmdline"));
+  for (std::string a; std::getline(cmdline, a, '\0');) args.push_back(a);
+  return machine_from_maps(maps, ec ? "" : exe.string(), args);
+}
+
 std::string listed_devices(const std::string& executable, const std::vector<std::string>& env) {
   if (executable.empty()) return "";
   std::string command = "env";

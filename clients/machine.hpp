@@ -34,6 +34,26 @@ machine_facts machine_from(std::string_view cpuinfo, std::string_view kernel, st
 machine_facts machine_from_log(std::string_view log);
 machine_facts server_log_machine(const std::filesystem::path& log);
 
+// The process of this host that listens on TCP `port` (on any address), as /proc shows it to
+// this user: its pid, or 0 when no such process can be seen (none listens, or it belongs to a
+// user whose file descriptors this one cannot read). From /proc/net/tcp{,6}'s listening
+// sockets, then the /proc/PID/fd link that names one of them.
+int listening_pid(std::uint16_t port);
+
+// What a server process's memory map says of it, with no flag and no log:
+//   ggml_backends     the ggml backend libraries it has loaded ("cpu-zen4 vulkan"), or "none
+//                     loaded as libraries" (a build with its backends linked in);
+//   ggml_cpu_variant  the CPU variant among them ("zen4");
+//   server_executable its program: /proc/PID/exe, or behind a dynamic loader run by hand (as
+//                     scripts/get-llama-server.sh runs Debian's), the first of its arguments
+//                     that is a file it has mapped.
+// `maps` is /proc/PID/maps's text, `exe` the target of /proc/PID/exe, `args` its command line.
+machine_facts machine_from_maps(std::string_view maps, std::string_view exe, const std::vector<std::string>& args);
+
+// The same for whatever listens on `port` here; {"server_process": "not visible: ..."} when
+// nothing this user can read does.
+machine_facts listening_server_machine(std::uint16_t port);
+
 // What `executable --list-devices` prints, one device per "; " ("none" when it lists none);
 // `env` is prepended to its environment (NAME=VALUE). "" when it cannot be run.
 std::string listed_devices(const std::string& executable, const std::vector<std::string>& env = {});

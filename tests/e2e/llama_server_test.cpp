@@ -1,9 +1,16 @@
 // e2e: a real llama-server serving a model this project generated.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "audit/stream_encoding.hpp"
+#include "clients/backend.hpp"
 #include "clients/llama_api.hpp"
+#include "clients/machine.hpp"
+#include "clients/model_file.hpp"
 #include "support/llama_server.hpp"
+#include "support/run.hpp"
 
 using namespace logitaudit;
 
@@ -159,4 +166,32 @@ TEST(llama_server_e2e, a_streamed_solo_answer_has_the_digests_of_the_plain_one) 
     EXPECT_EQ(audit::digest(*streamed).logit, audit::digest(*plain).logit) << prompt;
     EXPECT_EQ(streamed->content, plain->content) << prompt;
   }
+}
+
+// A server the suite starts itself, without -lv and so with no log to read: the fingerprint
+// names the ggml CPU variant from the libraries its process has mapped. The variant is one the
+// test forces (LOGITAUDIT_CPU_VARIANT, scripts/get-llama-server.sh), so what is asserted is
+// what the test chose, on any machine that can run it.
+TEST(llama_server_e2e, the_fingerprint_names_the_variant_the_process_loaded_without_its_log) {
+  const auto runnable = clients::runnable_cpu_variants(clients::host_machine());
+  if (runnable.empty()) GTEST_SKIP() << "no ggml CPU variant of this build runs on this CPU";
+  if (std::getenv("LOGITAUDIT_LLAMA_SERVER")) GTEST_SKIP() << "a llama-server of one's own: its variants are its build's";
+  const bool haswell = std::find(runnable.begin(), runnable.end(), "haswell") != runnable.end();
+  const std::string forced = haswell ? "haswell" : runnable.front();
+  test_support::server_args a;
+  a.env = {{"LOGITAUDIT_CPU_VARIANT", forced}};
+  auto server = test_support::start_llama_server(a);
+  boost::asio::io_context io;
+  clients::backend_config c;
+  c.name = "tiny";
+  c.url = server->url();
+  clients::backend b(io.get_executor(), c);
+  auto fp = test_support::run(io, b.fingerprint({"Hello"}));
+  ASSERT_TRUE(fp) << fp.error().message;
+  EXPECT_EQ(fp->machine.at("ggml_cpu_variant"), forced);
+  EXPECT_EQ(fp->machine.at("ggml_backends"), "cpu-" + forced);
+  const auto exe = fp->machine.at("server_executable");
+  EXPECT_TRUE(exe.ends_with("/llama-server")) << exe << ": the program, not the loader that runs it";
+  EXPECT_EQ(fp->machine.at("server_executable_sha256"), clients::file_sha256(exe));
+  EXPECT_NE(audit::machine_summary(fp->machine).find("ggml " + forced), std::string::npos) << audit::machine_summary(fp->machine);
 }

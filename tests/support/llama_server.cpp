@@ -29,6 +29,7 @@ std::unique_ptr<clients::llama_server_process> start_llama_server(const server_a
   o.ctx = a.ctx;
   o.metrics = a.metrics;
   o.extra_args = a.extra;
+  o.env = a.env;
   // llama-server serves HTTP with n_parallel + 2 threads by default, each held by its keep-alive
   // connection for 5 s: the seed protocol's burst of 8 on -np 4 then leaves two members unserved
   // for those 5 s, and the server closes them unanswered (seen: "the server closed the connection

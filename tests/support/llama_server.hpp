@@ -27,6 +27,7 @@ struct server_args {
   std::vector<std::string> extra;
   std::string model_file;  // a model file by path (instead of `model`)
   int port = 0;            // 0: a free port
+  std::vector<std::pair<std::string, std::string>> env;  // set in the server's environment
 };
 
 // Starts a server or throws std::runtime_error whose message includes the server's log tail.

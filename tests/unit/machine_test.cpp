@@ -2,6 +2,10 @@
 // --list-devices read as the fingerprint records them; this host read for real.
 #include <gtest/gtest.h>
 
+#include <boost/asio.hpp>
+#include <unistd.h>
+
+#include <filesystem>
 #include <thread>
 
 #include "clients/llama_process.hpp"
@@ -57,6 +61,51 @@ TEST(machine, a_server_log_names_the_ggml_cpu_variant_it_loaded_and_the_features
   EXPECT_EQ(m.at("ggml_cpu_variant"), "haswell");
   EXPECT_EQ(m.at("ggml_cpu_features"), "SSE3 AVX AVX2 F16C FMA OPENMP REPACK");
   EXPECT_TRUE(clients::machine_from_log("a log at the default verbosity\n").empty()) << "nothing said, nothing claimed";
+}
+
+TEST(machine, a_server_process_map_names_its_ggml_backends_and_its_program) {
+  // Debian's llama-server run by hand through its own loader (scripts/get-llama-server.sh): the
+  // program is the first of its arguments that is a mapped file (the model is mapped too, and
+  // before it), not the loader.
+  const std::string root = "/opt/r/usr/lib/x86_64-linux-gnu";
+  const auto m = clients::machine_from_maps(
+      "55d0-55d1 r--p 00000000 08:01 11 " + root + "/ld-linux-x86-64.so.2\n"
+      "7e00-7e01 r--s 00000000 08:01 17                         /m/tiny.gguf\n"
+      "7f00-7f01 r-xp 00000000 08:01 13 " + root + "/libggml-base.so.0.27.0\n"
+      "7f01-7f02 r-xp 00000000 08:01 14 " + root + "/libggml.so.0.27.0\n"
+      "7f02-7f03 r-xp 00000000 08:01 15 " + root + "/ggml/backends0/libggml-cpu-haswell.so\n"
+      "7f03-7f04 r--p 00001000 08:01 15 " + root + "/ggml/backends0/libggml-cpu-haswell.so\n"
+      "7f04-7f05 r-xp 00000000 08:01 16 " + root + "/ggml/backends0/libggml-vulkan.so\n"
+      "7f06-7f07 r-xp 00000000 08:01 12                         /opt/r/usr/bin/llama-server\n"
+      "7ffd-7ffe rw-p 00000000 00:00 0                          [stack]\n",
+      root + "/ld-linux-x86-64.so.2",
+      {root + "/ld-linux-x86-64.so.2", "--library-path", root + ":" + root + "/ggml", "/opt/r/usr/bin/llama-server", "-m",
+       "/m/tiny.gguf"});
+  EXPECT_EQ(m.at("ggml_cpu_variant"), "haswell");
+  EXPECT_EQ(m.at("ggml_backends"), "cpu-haswell vulkan") << "each library once, libggml and libggml-base are no backend";
+  EXPECT_EQ(m.at("server_executable"), "/opt/r/usr/bin/llama-server");
+  // A build with its backends linked in maps none; its executable is /proc/PID/exe itself.
+  const auto linked = clients::machine_from_maps("55e0-55e1 r-xp 00000000 08:01 12 /usr/local/bin/llama-server\n",
+                                                 "/usr/local/bin/llama-server", {"llama-server", "-m", "/m/tiny.gguf"});
+  EXPECT_EQ(linked.at("ggml_backends"), "none loaded as libraries");
+  EXPECT_FALSE(linked.count("ggml_cpu_variant")) << "nothing mapped, nothing claimed";
+  EXPECT_EQ(linked.at("server_executable"), "/usr/local/bin/llama-server");
+}
+
+TEST(machine, the_process_listening_on_a_port_is_found_and_a_port_nobody_listens_on_is_not_visible) {
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ip::tcp::acceptor listening(io, {net::ip::make_address("127.0.0.1"), 0});
+  const auto port = listening.local_endpoint().port();
+  EXPECT_EQ(clients::listening_pid(port), static_cast<int>(::getpid())) << "this test process listens on " << port;
+  const auto me = clients::listening_server_machine(port);
+  EXPECT_EQ(me.at("server_executable"), std::filesystem::read_symlink("/proc/self/exe").string());
+  EXPECT_FALSE(me.count("server_process"));
+  listening.close();
+  const auto gone = clients::listening_server_machine(port);
+  ASSERT_TRUE(gone.count("server_process"));
+  EXPECT_TRUE(gone.at("server_process").starts_with("not visible")) << gone.at("server_process");
+  EXPECT_FALSE(gone.count("ggml_cpu_variant"));
 }
 
 TEST(machine, this_host_and_the_provisioned_llama_server_are_read_for_real) {
