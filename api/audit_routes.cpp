@@ -148,13 +148,15 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   if (j->findings_json.empty())
     co_return error_response(service_errc::conflict, "no_findings", "audit " + std::to_string(*id) + " has no findings (" +
                                                      std::string(audit::to_string(j->status)) + ")");
-  // The findings were stored as this JSON when the audit ended; the other formats render them.
-  std::string body = j->findings_json;
-  if (format != "json") {
-    const auto& f = j->findings;
-    if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
-    body = format == "text" ? audit::render_text(*f) : format == "markdown" ? audit::render_markdown(*f) : audit::render_csv(*f);
-  }
+  // The findings were stored as this JSON when the audit ended; the JSON report is those members
+  // with the verdict beside them, and the other formats render them.
+  const auto& f = j->findings;
+  if (!f && format == "json") co_return keep(*st, j->status, *id, key, json_response(200, j->findings_json));  // as stored
+  if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
+  std::string body = format == "json"       ? report_json(*f, j->findings_json)
+                     : format == "text"     ? audit::render_text(*f)
+                     : format == "markdown" ? audit::render_markdown(*f)
+                                            : audit::render_csv(*f);
   co_return keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)});
 }
 
@@ -338,7 +340,7 @@ void add_audit_routes(router& r, const route_services& s) {
   r.add(verb::get, "/v1/audits/{id}/report",
         {.operation_id = "getReport", .summary = "The findings table of an ended audit (json, text, markdown or csv)",
          .query = {{"format", "string", "the rendering (default json)", {"json", "text", "markdown", "csv"}}},
-         .response_schema = "Findings", .tag = "audits"},
+         .response_schema = "Report", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_report(st, ctx); });
   r.add(verb::get, "/v1/audits/{id}/runs",
         {.operation_id = "listRuns", .summary = "The audit's runs with the server's account, their verdicts and evidence flags",

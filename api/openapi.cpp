@@ -12,6 +12,7 @@
 #include "audit/states.hpp"
 #include "clients/api_registry.hpp"
 #include "embedded_files.hpp"
+#include "spec_json.hpp"
 #include "storage/documents.hpp"
 
 namespace logitaudit::api {
@@ -53,6 +54,7 @@ json components_schemas(const router& routes) {
       // The documents' shapes, from their field tables.
       schemas.update(json::parse(storage::spec_schemas()));
       schemas.update(json::parse(storage::findings_schemas()));
+      schemas.update(json::parse(report_schemas()));
       for (const auto& [name, text] : routes.schemas()) schemas[name] = json::parse(text);  // the families' own
       fill_enums(schemas);
       return schemas;

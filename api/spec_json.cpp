@@ -1,6 +1,10 @@
 // The wire's spec and findings JSON: format 1 of the stored documents, by name.
 #include "spec_json.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include "audit/enum_names.hpp"
+#include "audit/verdict.hpp"
 #include "storage/documents.hpp"
 
 namespace logitaudit::api {
@@ -12,5 +16,39 @@ expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec(std::str
 std::string spec_to_json(const audit::audit_spec& spec) { return storage::encode_spec_format1(spec); }
 
 std::string findings_to_json(const audit::findings& f) { return storage::encode_findings_format1(f); }
+
+std::string report_json(const audit::findings& f, std::string_view stored) {
+  auto j = nlohmann::json::parse(stored, nullptr, false);
+  if (!j.is_object()) j = nlohmann::json::parse(findings_to_json(f));
+  auto& lines = j["verdict"] = nlohmann::json::array();
+  for (const auto& l : audit::summarize(f).lines)
+    lines.push_back({{"topic", audit::to_string(l.topic)}, {"answer", audit::to_string(l.answer)}, {"text", l.text}});
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string report_json(const audit::findings& f) { return report_json(f, findings_to_json(f)); }
+
+std::string report_schemas() {
+  using nlohmann::json;
+  const json line = {
+      {"type", "object"},
+      {"description", "One line of the verdict that opens the report: written from the findings' tallies"},
+      {"required", {"topic", "answer", "text"}},
+      {"properties",
+       {{"topic", {{"type", "string"}, {"enum", audit::names_of(audit::kEnumerators<audit::verdict_topic>)}}},
+        {"answer", {{"type", "string"}, {"enum", audit::names_of(audit::kEnumerators<audit::verdict_answer>)}}},
+        {"text", {{"type", "string"}, {"description", "the line as the text report prints it, after its label"}}}}}};
+  const json report = {
+      {"description", "An ended audit's findings as stored, with the verdict beside them"},
+      {"allOf",
+       {{{"$ref", "#/components/schemas/Findings"}},
+        {{"type", "object"},
+         {"required", {"verdict"}},
+         {"properties",
+          {{"verdict",
+            {{"type", "array"}, {"maxItems", 6}, {"items", {{"$ref", "#/components/schemas/VerdictLine"}}},
+             {"description", "solo, concurrency, cache reuse, seeded sampling (each when tested), the comparator, what was undecided"}}}}}}}}};
+  return json{{"Report", report}, {"VerdictLine", line}}.dump();
+}
 
 }  // namespace logitaudit::api

@@ -27,4 +27,13 @@ std::string spec_to_json(const audit::audit_spec& spec);
 // The findings (tables, verdict summary, sentences, predictions) as the API shows them.
 std::string findings_to_json(const audit::findings& f);
 
+// The report as GET /v1/audits/{id}/report and `logitaudit run --format json` give it: the
+// findings as stored (`stored`: their bytes' members, unchanged) with the verdict that opens
+// every rendering beside them, as data ("verdict": one object per line, audit/verdict.hpp).
+std::string report_json(const audit::findings& f, std::string_view stored);
+std::string report_json(const audit::findings& f);
+
+// The OpenAPI schemas of the report: Report (Findings and its verdict) and VerdictLine.
+std::string report_schemas();
+
 }  // namespace logitaudit::api

@@ -219,10 +219,6 @@ void write_neighbour_sentences(const audit_spec& spec, findings& f) {
   }
 }
 
-void write_attribution_sentences(findings& f) {
-  for (const auto& t : f.attributions) f.sentences.push_back(attribution_sentence(t));
-}
-
 void write_harness_sentences(findings& f) {
   auto& s = f.sentences;
   for (const auto& b : f.backends) {
@@ -865,7 +861,6 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   write_sentences(spec, plan, f);
   write_harness_sentences(f);
   write_neighbour_sentences(spec, f);
-  write_attribution_sentences(f);
   write_search_sentences(f);
   write_frontier_sentences(f);
   for (const auto& c : f.load_curves) f.sentences.push_back(describe_curve(c));

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "attribution.hpp"
 #include "numbers.hpp"
+#include "verdict.hpp"
 
 namespace logitaudit::audit {
 namespace {
@@ -267,6 +269,45 @@ void extra_sections(std::string& out, const findings& f, bool markdown) {
   }
 }
 
+// Attribution at the first difference, one row per condition and backend (docs/explain.md).
+grid attribution_grid(const findings& f) {
+  grid g{{"condition", "backend", "divergent", "with steps", "at first token", "later", "at width change",
+          "width changes", "p", "at finish", "at join"}};
+  for (const auto& t : f.attributions) {
+    const bool known = t.no_steps_reason.empty() && t.with_steps > 0;
+    const std::string rate = t.positions ? fixed(100.0 * t.width_changes / t.positions, 1) + "% of " + std::to_string(t.positions)
+                                         : std::string("-");
+    g.push_back({t.condition, t.backend, std::to_string(t.divergent),
+                 known ? std::to_string(t.with_steps) : "not known: " + (t.no_steps_reason.empty() ? "no steps" : t.no_steps_reason),
+                 known ? std::to_string(t.at_first_token) : "-", known ? std::to_string(t.tested) : "-",
+                 known && t.tested ? std::to_string(t.at_width_change) : "-", known && t.tested ? rate : "-",
+                 known && t.tested ? p_text(t.p_width_change) : "-", known && t.tested ? std::to_string(t.at_finish) : "-",
+                 known && t.tested ? std::to_string(t.at_join) : "-"});
+  }
+  return g;
+}
+
+void attribution_section(std::string& out, const findings& f, bool markdown) {
+  if (f.attributions.empty()) return;
+  const std::string title =
+      "Attribution at the first difference (\"later\": divergent streams whose first difference follows the prompt's step, "
+      "tested against the rate of width changes, exact one-sided binomial)";
+  out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
+  markdown ? grid_markdown(out, attribution_grid(f)) : grid_text(out, attribution_grid(f));
+}
+
+// The findings' sentences, less those a table above gives (an older audit stored one sentence
+// per attribution row).
+std::vector<std::string> listed_sentences(const findings& f) {
+  std::vector<std::string> out;
+  for (const auto& s : f.sentences) {
+    const bool tabled = std::any_of(f.attributions.begin(), f.attributions.end(),
+                                    [&](const attribution_tally& t) { return attribution_sentence(t) == s; });
+    if (!tabled) out.push_back(s);
+  }
+  return out;
+}
+
 // The backends' machines, one line each; "" when no fingerprint named one.
 std::string machines_text(const findings& f, const std::string& prefix) {
   std::string out;
@@ -317,7 +358,7 @@ std::string power_cell(const findings& f, const std::string& scope) {
 }  // namespace
 
 std::string render_text(const findings& f) {
-  std::string out;
+  std::string out = verdict_text(summarize(f)) + "\n";
   if (!f.valid) out += "!! " + f.invalid_reason + "\n\n";
   if (const auto m = machines_text(f, " "); !m.empty()) out += "Measured on:\n" + m + "\n";
   if (const auto h = harness_text(f, " "); !h.empty()) out += "Oracle resolution and harness power:\n" + h + "\n";
@@ -341,8 +382,10 @@ std::string render_text(const findings& f) {
     evidence_text(out, f.pooled);
   }
   extra_sections(out, f, false);
+  attribution_section(out, f, false);
   out += "\nFindings:\n";
-  for (std::size_t i = 0; i < f.sentences.size(); ++i) out += " " + std::to_string(i + 1) + ". " + f.sentences[i] + "\n";
+  const auto sentences = listed_sentences(f);
+  for (std::size_t i = 0; i < sentences.size(); ++i) out += " " + std::to_string(i + 1) + ". " + sentences[i] + "\n";
   if (!f.predictions.empty()) {
     out += "\nPre-registered predictions:\n";
     for (const auto& p : f.predictions)
@@ -353,6 +396,7 @@ std::string render_text(const findings& f) {
 
 std::string render_markdown(const findings& f) {
   std::string out;
+  out += verdict_markdown(summarize(f)) + "\n";
   if (!f.valid) out += "> **" + f.invalid_reason + "**\n\n";
   auto table = [&](const std::vector<condition_tally>& rows, const reference_findings* ref) {
     out += std::string("| condition | logit-ident | token-ident |") + (ref ? " against the reference |" : "") +
@@ -387,8 +431,10 @@ std::string render_markdown(const findings& f) {
     }
   }
   extra_sections(out, f, true);
+  attribution_section(out, f, true);
   out += "\n### Findings\n\n";
-  for (std::size_t i = 0; i < f.sentences.size(); ++i) out += std::to_string(i + 1) + ". " + f.sentences[i] + "\n";
+  const auto sentences = listed_sentences(f);
+  for (std::size_t i = 0; i < sentences.size(); ++i) out += std::to_string(i + 1) + ". " + sentences[i] + "\n";
   if (!f.predictions.empty()) {
     out += "\n### Pre-registered predictions\n\n| id | claim | level | expect | evidence | needed | result |\n| --- | --- | --- | --- | --- | --- | --- |\n";
     for (const auto& p : f.predictions)

@@ -22,6 +22,7 @@
 #include "audit/enum_names.hpp"
 #include "audit/spec.hpp"
 #include "audit/states.hpp"
+#include "audit/verdict.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/backend.hpp"
 #include "daemon_client.hpp"
@@ -285,9 +286,24 @@ int verdict_code(const json& findings, bool strict) {
   return exit_ok;
 }
 
-int print_report(const daemon_client& c, std::int64_t id, const std::string& format, bool strict) {
+// The verdict of a JSON report, as the text (or Markdown) report opens with it.
+std::string verdict_lines(const json& report, bool markdown) {
+  std::string out;
+  for (const auto& l : report.value("verdict", json::array())) {
+    const auto topic = audit::parse_verdict_topic(text(l, "topic"));
+    if (!topic) continue;
+    out += markdown ? "- **" + std::string(audit::verdict_label(*topic)) + ":** " + text(l, "text") + "\n"
+                    : audit::verdict_line_text(*topic, text(l, "text"));
+  }
+  return out;
+}
+
+// `short_form`: the verdict alone.
+int print_report(const daemon_client& c, std::int64_t id, const std::string& format, bool strict, bool short_form = false) {
   const json findings = c.get_json(id_path("/v1/audits", id) + "/report");
-  if (format == "json") print_json(findings);
+  if (short_form && format == "json") print_json(findings.value("verdict", json::array()));
+  else if (short_form) std::cout << verdict_lines(findings, format == "markdown");
+  else if (format == "json") print_json(findings);
   else std::cout << c.call(verb::get, id_path("/v1/audits", id) + "/report?format=" + format).body;
   std::cout.flush();
   return verdict_code(findings, strict);
@@ -322,7 +338,7 @@ void print_status(const json& job) {
 struct submit_args {
   common_args common;
   spec_args spec;
-  bool wait = false, strict = false, quiet = false;
+  bool wait = false, strict = false, quiet = false, short_form = false;
   std::string format = "text";
 };
 
@@ -334,6 +350,7 @@ void add_submit(CLI::App& app) {
   sub->add_flag("--wait", a->wait, "wait for the audit to end (progress on stderr), then print its report");
   sub->add_option("--format", a->format, "report format with --wait")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
   sub->add_flag("--strict", a->strict, "with --wait: exit 1 when a prediction failed");
+  sub->add_flag("--short", a->short_form, "with --wait: print the verdict alone");
   sub->add_flag("--quiet", a->quiet, "with --wait: no progress display");
   sub->callback([a] {
     const json spec = build_spec(a->spec);
@@ -361,7 +378,7 @@ void add_submit(CLI::App& app) {
       print_json({{"audit", last}, {"report", findings}});
       code = verdict_code(findings, a->strict);
     } else {
-      code = print_report(c, id, a->format, a->strict);
+      code = print_report(c, id, a->format, a->strict, a->short_form);
     }
     if (code != exit_ok) throw cli_failure(code, "");
   });
@@ -548,13 +565,15 @@ void add_report(CLI::App& app) {
   auto a = std::make_shared<id_args>();
   auto format = std::make_shared<std::string>("text");
   auto strict = std::make_shared<bool>(false);
-  auto* sub = app.add_subcommand("report", "an ended audit's findings table, findings and predictions");
+  auto short_form = std::make_shared<bool>(false);
+  auto* sub = app.add_subcommand("report", "an ended audit's verdict, findings table, findings and predictions");
   add_common(sub, a->common);
   sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
   sub->add_option("--format", *format, "text, markdown, csv or json")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
   sub->add_flag("--strict", *strict, "exit 1 when a prediction failed");
-  sub->callback([a, format, strict] {
-    const int code = print_report(connect(a->common), a->id, a->common.json ? "json" : *format, *strict);
+  sub->add_flag("--short", *short_form, "the verdict alone (six lines at most; with --json or --format json, its array)");
+  sub->callback([a, format, strict, short_form] {
+    const int code = print_report(connect(a->common), a->id, a->common.json ? "json" : *format, *strict, *short_form);
     if (code != exit_ok) throw cli_failure(code, "");
   });
 }
@@ -759,6 +778,12 @@ void add_backends(CLI::App& app) {
     t.print(std::cout);
     std::cout << "ad-hoc backends (NAME=URL in a spec): "
               << (out.value("allow_adhoc_backends", false) ? "allowed" : "not allowed") << "\n";
+    if (out.contains("host")) {
+      std::string variants;
+      for (const auto& v : out["host"].value("ggml_cpu_variants", json::array())) variants += (variants.empty() ? "" : ",") + v.get<std::string>();
+      std::cout << "host: " << text(out["host"], "cpu_model") << "; ggml CPU variants it can run (--sweep cpu_variant=...): "
+                << (variants.empty() ? "none" : variants) << "\n";
+    }
   });
 }
 

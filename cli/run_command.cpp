@@ -11,7 +11,10 @@
 #include <sstream>
 
 #include "api/spec_json.hpp"
+#include <nlohmann/json.hpp>
+
 #include "audit/report.hpp"
+#include "audit/verdict.hpp"
 #include "clients/api_registry.hpp"
 #include "trace_file.hpp"
 #include "clients/backend.hpp"
@@ -210,9 +213,12 @@ int run_audit(const run_args& a) {
     std::cerr << "logitaudit run: every request failed; first error: " << first << "\n";
     return exit_unreachable;
   }
-  if (a.format == "markdown") std::cout << audit::render_markdown(f);
+  if (a.short_form && a.format == "json") std::cout << nlohmann::json::parse(api::report_json(f))["verdict"].dump(2) << "\n";
+  else if (a.short_form && a.format == "markdown") std::cout << audit::verdict_markdown(audit::summarize(f));
+  else if (a.short_form) std::cout << audit::verdict_text(audit::summarize(f));
+  else if (a.format == "markdown") std::cout << audit::render_markdown(f);
   else if (a.format == "csv") std::cout << audit::render_csv(f);
-  else if (a.format == "json") std::cout << api::findings_to_json(f) << "\n";
+  else if (a.format == "json") std::cout << api::report_json(f) << "\n";
   else std::cout << audit::render_text(f);
   std::cout.flush();
   if (!f.valid) return exit_findings;
@@ -250,6 +256,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k, "top logprobs per token (overrides the spec)")->check(CLI::Range(1, 100));
   cmd->add_option("--tag", args->tags, "label the stored audit; repeatable");
   cmd->add_flag("--strict", args->strict, "exit 1 when a pre-registered prediction failed");
+  cmd->add_flag("--short", args->short_form, "print the verdict alone (its six lines at most; with --format json, its array)");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
   cmd->add_option("--db", args->db, "store the job, its streams and findings in this SQLite file (default: in memory)");
   cmd->add_option("--resume", args->resume, "with --db: run the groups of this stored job that are not stored yet");

@@ -23,6 +23,7 @@ struct run_args {
   int top_k = 0;
   std::vector<std::string> tags;
   bool strict = false;
+  bool short_form = false;  // --short: the verdict alone
   bool quiet = false;
   std::string db;           // store the job here; empty: an in-memory database
   std::int64_t resume = 0;  // resume this stored job (with --db)

@@ -43,10 +43,11 @@ void read_count(reader& r, const json& v, const std::string& at, V& out) {
 // A key of the file: a text, a boolean or a number as a field table reads them, a count as
 // read_count.
 template <auto M>
-field<typename fields::member_of<M>::owner> key(std::string_view name) {
+field<typename fields::member_of<M>::owner> key(std::string_view name, std::string_view doc = "") {
   using T = typename fields::member_of<M>::owner;
   using V = typename fields::member_of<M>::value;
   auto f = fields::member<M>(name);
+  f.doc = doc;
   if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>)
     f.read = [](reader& r, const json& v, const std::string& at, T& out, const field<T>&) { read_count(r, v, at, out.*M); };
   return f;
@@ -102,6 +103,10 @@ field<typename fields::member_of<M>::owner> objects(std::string_view name, const
 // backends[i].machine: declared labels, each a short one-line string.
 field<backend_entry> machine_key() {
   auto f = fields::as_is<&backend_entry::machine>("machine");
+  f.doc = "an object of declared labels of the server's machine, e.g. `{\"gpu\": \"H100 SXM\", \"driver\": \"550.54\", "
+          "\"cuda\": \"12.4\"}` (names of 1-64 letters, digits, `_`, `-`, `.`; values one line, 1-256 characters). They join "
+          "every fingerprint, so that a move to other hardware is an explained `machine` change in the history (docs/history.md); "
+          "what the fingerprint reads itself (this host's CPU, a local server's ggml backends) is kept beside them";
   f.read = [](reader& r, const json& m, const std::string& at, backend_entry& be, const field<backend_entry>&) {
     if (!m.is_object()) return r.problem(at, "must be an object of labels, e.g. {\"gpu\": \"H100 SXM\"}");
     for (const auto& [key, v] : m.items()) {
@@ -119,13 +124,37 @@ field<backend_entry> machine_key() {
   return f;
 }
 
+// One row per key of a backends[] entry, with what docs/configuration.md says of it: the
+// reference's table of backend keys is generated from these rows (backend_keys_markdown).
 const object_table<backend_entry>& backend_table() {
   using B = backend_entry;
   static const std::vector<field<B>> rows = {
-      key<&B::name>("name"),       key<&B::url>("url"),          key<&B::api>("api"),
-      key<&B::token>("token"),     key<&B::timeout_s>("timeout_s"), key<&B::model>("model"),
-      key<&B::model_path>("model_path"), key<&B::host>("host"),   key<&B::ca_file>("ca_file"),
-      key<&B::client_cert>("client_cert"), key<&B::client_key>("client_key"), key<&B::local>("local"),
+      key<&B::name>("name", "**required.** The name specs, schedules and the CLI give the backend; unique in the file"),
+      key<&B::url>("url", "**required.** `http://` or `https://host[:port][/base]` (ports 80 and 443 by default)"),
+      key<&B::api>("api", "a registered API kind: `llama` (llama-server's native `/completion`) or `openai` (`/v1/completions`: "
+                          "vLLM, SGLang, llama-server's OpenAI routes)"),
+      key<&B::token>("token", "sent to the backend as a bearer token (llama-server `--api-key`); never logged"),
+      key<&B::timeout_s>("timeout_s", "a request's whole deadline in seconds, after which its run fails with `request_timeout` "
+                                      "or `first_byte_timeout`"),
+      key<&B::model>("model", "sent as the request's `model` member, for servers that serve several"),
+      key<&B::model_path>("model_path",
+                          "the server's model file, when the daemon can read it: its sha256 (computed on a thread of its own, "
+                          "cached by size and modification time) joins every fingerprint, so that a checkpoint re-pulled to the "
+                          "same path is a declared change (docs/history.md)"),
+      key<&B::host>("host", "the host group. An audit runs the backends of one host one after another, since their servers "
+                            "share its cores (two llama-servers on one 2-core machine audited at once took 36.8 s against 4.1 s "
+                            "in turn), and backends of different hosts at once. Default: the URL's host, every loopback name "
+                            "being one host; give two backends different values to audit them at once"),
+      key<&B::ca_file>("ca_file", "https only: a PEM file of the CAs that sign the backend's certificate (a private CA); "
+                                  "default: the system's CA store. The certificate is always verified (chain, dates, the URL's "
+                                  "host; SNI is sent); a failure fails the runs with `tls_untrusted`, `tls_expired`, "
+                                  "`tls_hostname_mismatch` or `tls_handshake_failed`, never retried"),
+      key<&B::client_cert>("client_cert", "https only, with `client_key`: the PEM certificate the daemon presents to a server "
+                                          "that requires mutual TLS; one that refuses it fails the runs with `tls_client_refused`"),
+      key<&B::client_key>("client_key", "https only, with `client_cert`: its PEM private key"),
+      key<&B::local>("local", "the server runs on this host (a loopback URL is local anyway): its fingerprint then carries this "
+                              "host's CPU, features and kernel, and the ggml backends, CPU variant and executable of the process "
+                              "listening on the URL's port where /proc shows it (docs/protocol.md, \"The machine\")"),
       machine_key(),
   };
   static const auto t = section("", rows);
@@ -441,6 +470,20 @@ void check_bounds(const daemon_config& c, std::vector<config_problem>& p) {
 }
 
 }  // namespace
+
+std::string backend_keys_markdown() {
+  std::string out = "| key | default | meaning |\n| --- | --- | --- |\n";
+  const backend_entry defaults;
+  for (const auto& f : backend_table().fields) {
+    json j = json::object();
+    f.write(j, defaults, f);
+    const json& v = j[std::string(f.name)];
+    const bool none = v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_object() && v.empty());
+    out += "| `backends[]." + std::string(f.name) + "` | " + (none ? std::string("none") : "`" + v.dump() + "`") + " | " +
+           std::string(f.doc) + " |\n";
+  }
+  return out;
+}
 
 expected<daemon_config, std::vector<config_problem>> parse_config(const std::string& text) {
   const json j = json::parse(text, nullptr, false);

@@ -128,6 +128,10 @@ struct config_problem {
 // Parses a config file's text. Every problem at once.
 expected<daemon_config, std::vector<config_problem>> parse_config(const std::string& json_text);
 
+// The reference's table of a backends[] entry's keys (docs/configuration.md): one row per key
+// of the table the file is read by, with its default and its doc.
+std::string backend_keys_markdown();
+
 // Applies LOGITAUDIT_LISTEN, _DB, _TOKEN (comma-separated), _MAX_JOBS, _ALLOW_ADHOC_BACKENDS
 // from `env` on top of `c`. Problems name the variable.
 std::vector<config_problem> apply_environment(daemon_config& c, const std::map<std::string, std::string>& env);

@@ -8,6 +8,9 @@
 
   const STATUSES = ['queued', 'running', 'done', 'failed', 'cancelled', 'interrupted'];
   const FINAL = new Set(['done', 'failed', 'cancelled', 'interrupted']);
+  // The verdict's topics as the text report labels them, and the answers that warn.
+  const VERDICT_LABELS = { solo: 'Solo', concurrency: 'Concurrency', cache_reuse: 'Cache reuse', seeded_sampling: 'Seeded', comparator: 'Comparator', undecided: 'Undecided' };
+  const VERDICT_BAD = new Set(['moves', 'mixed', 'vacuous', 'unproven', 'open']);
   const TOKEN_KEY = 'logitaudit.token';
 
   // ---------------------------------------------------------------- DOM
@@ -463,6 +466,11 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
       api(`/v1/audits/${id}/report`), api(`/v1/audits/${id}/runs`), api(`/v1/audits/${id}/bursts`), api(`/v1/audits/${id}/fingerprints`)]);
     state.report = report;
 
+    // The answer before the evidence: the verdict the report opens with (audit/verdict.hpp).
+    const verdict = (report.verdict || []).length ? h('section', { 'data-testid': 'verdict' }, h('h2', null, 'Verdict'),
+      h('dl', { class: 'meta verdict' }, report.verdict.map((l) => [h('dt', null, VERDICT_LABELS[l.topic] || l.topic),
+        h('dd', { 'data-topic': l.topic, 'data-answer': l.answer, class: VERDICT_BAD.has(l.answer) ? 'bad' : null }, l.text)]))) : null;
+
     const findings = h('section', { 'data-testid': 'findings' }, h('h2', null, 'Findings'),
       report.valid ? null : h('div', { class: 'banner bad' }, report.invalid_reason),
       harnessBlock(report),
@@ -562,7 +570,7 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
     const curves = loadCurves(report);
     const frontierChart = frontier && report.frontier.some((r) => r.tokens_per_s !== null) ? h('div', { 'data-testid': 'frontier-chart' }) : null;
     if (frontierChart) frontier.append(frontierChart);
-    main.append(...[curves.section, frontier].filter(Boolean), findings, predictions, ...[searches, attribution].filter(Boolean), batching, hist);
+    main.append(...[verdict, curves.section, frontier].filter(Boolean), findings, predictions, ...[searches, attribution].filter(Boolean), batching, hist);
     curves.draw();
     if (frontierChart) {
       const rows = report.frontier.filter((r) => r.tokens_per_s !== null && r.load_n > 0).sort((a, b) => a.tokens_per_s - b.tokens_per_s);

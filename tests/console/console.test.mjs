@@ -239,6 +239,14 @@ await check('an audit: the findings table, predictions, batching evidence, runs 
   const job = await get(`/v1/audits/${seedAudit}`);
   const report = await get(`/v1/audits/${seedAudit}/report`);
   const runs = (await get(`/v1/audits/${seedAudit}/runs`)).runs;
+  // The verdict leads the page: the report's own lines, six at most, before the findings.
+  const verdict = await page.$$eval('[data-testid=verdict] dd', (ds) => ds.map((d) => [d.dataset.topic, d.dataset.answer, d.textContent]));
+  assert.ok(report.verdict.length > 0 && report.verdict.length <= 6, `${report.verdict.length} lines`);
+  assert.deepEqual(verdict, report.verdict.map((l) => [l.topic, l.answer, l.text]));
+  assert.ok(await page.$eval('main', (m) => {
+    const v = m.querySelector('[data-testid=verdict]'), f = m.querySelector('[data-testid=findings]');
+    return Boolean(v.compareDocumentPosition(f) & Node.DOCUMENT_POSITION_FOLLOWING);
+  }), 'the verdict comes before the findings');
   const rows = await page.$$eval('[data-testid=findings] table.findings:first-of-type tbody tr', (rs) => rs.map((r) => [...r.cells].map((c) => c.textContent)));
   assert.equal(rows.length, report.pooled.length);
   report.pooled.forEach((t, i) => {
@@ -293,7 +301,9 @@ await check('a threshold search and a sweep: their tables as the report has them
     assert.equal(cells[5], r.tokens_per_s.toFixed(1));
     assert.ok(cells[7].startsWith(r.reproducible ? 'yes' : 'no'), cells[7]);
   }
-  assert.equal(await page.$eval('main section', (e) => e.getAttribute('data-testid')), 'frontier', 'a sweep leads with its frontier');
+  // The verdict first, then the frontier: the answer, then the evidence the sweep is for.
+  assert.deepEqual(await page.$$eval('main section', (s) => s.slice(0, 2).map((e) => e.getAttribute('data-testid'))), ['verdict', 'frontier'],
+    'a sweep leads with its verdict, then its frontier');
   assert.equal(await page.$$eval('[data-testid=frontier-chart] canvas', (c) => c.length) > 0, true, 'the frontier is drawn');
   await shot('frontier');
   noErrors();
@@ -305,7 +315,8 @@ await check('a load curve leads its audit: a row per level as the report has it,
   const curve = report.load_curves[0];
   assert.equal(curve.levels.length, 2, JSON.stringify(report.load_curves));
   await open(`#/audits/${loadAudit}`);
-  assert.equal(await page.$eval('main section', (e) => e.getAttribute('data-testid')), 'load-curves');
+  assert.deepEqual(await page.$$eval('main section', (s) => s.slice(0, 2).map((e) => e.getAttribute('data-testid'))), ['verdict', 'load-curves'],
+    'a load curve leads its audit, after its verdict');
   for (const l of curve.levels) {
     const cells = await page.$$eval(`[data-testid=load-curves] tr[data-level="${l.measurement.label}"] td`, (cs) => cs.map((c) => c.textContent));
     assert.equal(cells[0], l.measurement.label);

@@ -3,6 +3,9 @@
 // demo test's). Every daemon-facing subcommand: its table, its --json parsed, its exit code.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <sstream>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -479,4 +482,115 @@ TEST_F(cli, an_offline_run_writes_only_its_json_to_standard_output) {
   ASSERT_FALSE(findings.is_discarded()) << r.out.substr(0, 400);
   EXPECT_EQ(findings["backends"], json::array({"x"}));
   EXPECT_NE(r.err.find("audit 1 queued"), std::string::npos) << "the log is on standard error: " << r.err.substr(0, 400);
+}
+
+// Every machine-readable output of the CLI is exactly one JSON document on standard output (a
+// pipe into a parser takes it whole), with logs and progress on standard error. The commands
+// are read from the CLI's own help, so that a command that gains --json (or --format json)
+// and is missing here fails this test.
+TEST_F(cli, every_json_output_is_one_document_on_standard_output) {
+  start_daemon();
+  // A small audit (serial repeats and a control) for every command that needs one.
+  const fs::path quick = dir_ / "quick.json", offline = dir_ / "offline.json";
+  const std::string conditions = R"("prompts":["alpha beta","gamma delta"],"n_predict":4,"conditions":[)"
+                                 R"({"name":"repeat_greedy","kind":"repeat","replicates":2},)"
+                                 R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})";
+  std::ofstream(quick) << R"({"backends":["fake"],)" + conditions;
+  std::ofstream(offline) << "{" + conditions;
+  const auto a = cli_json({"submit", quick.string(), "--wait"})["audit"].value("id", std::int64_t{0});
+  const auto b = cli_json({"submit", quick.string(), "--wait"})["audit"].value("id", std::int64_t{0});
+  ASSERT_GT(b, a);
+  const auto first_run = cli_json({"runs", std::to_string(a)})["runs"][0]["id"].get<std::int64_t>();
+  // A divergence the test makes (repro's own test's): the target moves beside a sourdough request.
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.jitter_beside = "sourdough";
+  fake_->set_knobs(k);
+  const fs::path spec = dir_ / "spec.json";
+  std::ofstream(spec) << R"({"backends":["fake"],"prompts":["alpha beta","gamma delta"],"n_predict":4,)"
+                         R"("conditions":[{"name":"mixed","kind":"cross_batch","concurrency":4},)"
+                         R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})";
+  // The fake moves the target only while the sourdough request is in flight beside it, which
+  // a loaded machine can fail to arrange once: a few audits, until one has a divergent target.
+  std::int64_t mixed = 0, divergent = 0;
+  json mixed_runs;
+  for (int attempt = 0; attempt < 4 && divergent == 0; ++attempt) {
+    mixed = cli_json({"submit", spec.string(), "--wait"})["audit"].value("id", std::int64_t{0});
+    mixed_runs = cli_json({"runs", std::to_string(mixed)});
+    for (const auto& r : mixed_runs["runs"])
+      if (r["condition"] == "mixed" && r.contains("verdict") && !r["verdict"]["logit_identical"].get<bool>())
+        divergent = r["id"].get<std::int64_t>();
+  }
+  ASSERT_GT(divergent, 0) << "the cross-batch target beside the sourdough request diverged: " << mixed_runs.dump().substr(0, 3000);
+  const std::string A = std::to_string(a), B = std::to_string(b);
+  struct call {
+    std::vector<std::string> args;
+    std::set<int> codes = {0};
+  };
+  const std::vector<call> calls = {
+      {{"run", "--spec", offline.string(), "--backend", "x=" + fake_->url(), "--format", "json"}},
+      {{"run", "--spec", offline.string(), "--backend", "x=" + fake_->url(), "--format", "json", "--short"}},
+      {{"selftest", "--backend", "x=" + fake_->url(), "--json"}},
+      {{"submit", quick.string(), "--json"}},
+      {{"submit", quick.string(), "--wait", "--format", "json"}},
+      {{"submit", quick.string(), "--wait", "--json", "--short"}},
+      {{"replay", A, "--backend", "fake", "--json"}},
+      {{"list", "--json"}},
+      {{"status", A, "--json"}},
+      {{"report", A, "--json"}},
+      {{"report", A, "--format", "json", "--short"}},
+      {{"runs", A, "--json"}},
+      {{"stream", A, std::to_string(first_run), "--json"}},
+      {{"compare", A, B, "--json"}},
+      {{"bursts", A, "--json"}},
+      {{"history", "--backend", "fake", "--json"}},
+      {{"backends", "--json"}},
+      {{"repro", std::to_string(mixed), std::to_string(divergent), "--trials", "4", "--max-bursts", "8", "--out", (dir_ / "repro").string(), "--json"},
+       {0, 1}},  // 1: not reproduced in its trials, said in JSON all the same
+      {{"schedule", "add", "--backend", "fake", "--cron", "0 3 * * *", "--json"}},
+      {{"schedule", "list", "--json"}},
+      {{"schedule", "show", "1", "--json"}},
+      {{"schedule", "rm", "1", "--json"}},
+      {{"cancel", B, "--json"}, {0, 5}},  // 5: it has ended, refused on standard error
+      {{"delete", B, "--json"}},
+  };
+  std::set<std::string> exercised;
+  for (const auto& c : calls) {
+    SCOPED_TRACE(c.args[0] + " " + c.args[1]);
+    const auto r = cli_run(c.args);
+    EXPECT_TRUE(c.codes.count(r.code)) << r.code << ": " << r.err;
+    exercised.insert(c.args[0] == "schedule" ? "schedule " + c.args[1] : c.args[0]);
+    if (r.code != 0 && r.out.empty()) continue;  // a refusal says so on standard error alone
+    const json j = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "not one JSON document: " << r.out.substr(0, 300);
+    EXPECT_TRUE(j.is_object() || j.is_array()) << r.out.substr(0, 300);
+  }
+  // Every command whose help offers JSON, nested ones too, was exercised above.
+  auto commands = [&](std::vector<std::string> prefix) {
+    prefix.push_back("--help");
+    const auto help = cli_run(prefix).out;
+    std::vector<std::string> out;
+    std::istringstream lines(help.substr(help.find("Subcommands:") == std::string::npos ? help.size() : help.find("Subcommands:")));
+    std::string line;
+    std::getline(lines, line);
+    while (std::getline(lines, line))
+      if (line.starts_with("  ") && line[2] != ' ') out.push_back(line.substr(2, line.find(' ', 2) - 2));
+    return out;
+  };
+  for (const auto& top : commands({})) {
+    auto nested = commands({top});
+    if (nested.empty()) nested = {""};
+    for (const auto& sub : nested) {
+      const std::string name = sub.empty() ? top : top + " " + sub;
+      std::vector<std::string> args = {top};
+      if (!sub.empty()) args.push_back(sub);
+      args.push_back("--help");
+      const auto help = cli_run(args).out;
+      const bool offers_json = help.find("--json") != std::string::npos ||
+                               (help.find("--format") != std::string::npos && help.find("json") != std::string::npos);
+      if (offers_json) {
+        EXPECT_TRUE(exercised.count(name)) << name << " offers JSON and is not checked here";
+      }
+    }
+  }
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <sstream>
 
 #include "audit/baselines.hpp"
 #include "audit/compare.hpp"
@@ -16,6 +18,7 @@
 #include "api/record_json.hpp"
 #include "api/spec_json.hpp"
 #include "storage/documents.hpp"
+#include "audit/verdict.hpp"
 #include "support/synthetic.hpp"
 
 using namespace logitaudit::audit;
@@ -253,6 +256,116 @@ TEST(findings, a_known_world_gives_a_known_table_and_predictions) {
   bool threshold = false;
   for (const auto& s : f.sentences) threshold = threshold || s.find("from C=2 on, no stream was logit-identical") != std::string::npos;
   EXPECT_TRUE(threshold);
+}
+
+// The verdict that opens every report: at most six lines, in topic order, each count a sum of
+// the table's own cells, and a condition that did not happen never said to have held.
+static std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST(verdict, a_known_world_is_answered_first_from_its_own_tallies) {
+  auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto f = evaluate(spec, plan, simulate(plan), batched_evidence(plan));
+  const auto v = summarize(f);
+  ASSERT_EQ(v.lines.size(), 6u);
+  const std::vector<verdict_topic> order = {verdict_topic::solo, verdict_topic::concurrency, verdict_topic::cache_reuse,
+                                            verdict_topic::seeded_sampling, verdict_topic::comparator, verdict_topic::undecided};
+  for (std::size_t i = 0; i < order.size(); ++i) EXPECT_EQ(v.lines[i].topic, order[i]) << i;
+  EXPECT_EQ(v.lines[0].answer, verdict_answer::identical);
+  EXPECT_NE(v.lines[0].text.find("60/60 logit-identical"), std::string::npos) << v.lines[0].text;
+  // In this world every burst moves the logits from C=2 on, and keeps the tokens.
+  EXPECT_EQ(v.lines[1].answer, verdict_answer::moves);
+  EXPECT_NE(v.lines[1].text.find("logits first move at C=2 on a and b"), std::string::npos) << v.lines[1].text;
+  EXPECT_NE(v.lines[1].text.find("greedy tokens hold on a and b"), std::string::npos) << v.lines[1].text;
+  EXPECT_EQ(v.lines[2].answer, verdict_answer::identical) << v.lines[2].text;
+  EXPECT_EQ(v.lines[3].answer, verdict_answer::identical) << "the seeded tokens survived here: " << v.lines[3].text;
+  EXPECT_EQ(v.lines[4].answer, verdict_answer::sharp);
+  EXPECT_NE(v.lines[4].text.find("6/6 positive controls diverged"), std::string::npos) << v.lines[4].text;
+  EXPECT_EQ(v.lines[5].answer, verdict_answer::nothing) << v.lines[5].text;
+  // Every rendering opens with it.
+  const auto text = lines_of(render_text(f));
+  for (std::size_t i = 0; i < v.lines.size(); ++i) EXPECT_EQ(text[i] + "\n", verdict_line_text(v.lines[i].topic, v.lines[i].text));
+  EXPECT_EQ(text[6], "");
+  EXPECT_TRUE(render_markdown(f).starts_with("- **Solo:** " + v.lines[0].text + "\n"));
+}
+
+TEST(verdict, bursts_that_never_batched_are_undecided_never_identical) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  std::set<std::size_t> every_burst;
+  for (const auto& g : plan.groups)
+    if (g.mode == group_mode::burst) every_burst.insert(g.index);
+  evaluation_evidence ev;
+  ev.bursts = simulate_bursts(plan, every_burst);
+  ev.fingerprints = steady_fingerprints(plan);
+  auto runs = simulate(plan);
+  for (auto& r : runs)
+    if (every_burst.count(r.group)) r.stream->tokens[1].logprob = stream_of({0}).tokens[0].logprob;
+  const auto v = summarize(evaluate(spec, plan, runs, ev));
+  ASSERT_LE(v.lines.size(), 6u);
+  for (const auto& l : v.lines) {
+    EXPECT_NE(l.topic, verdict_topic::concurrency) << "no burst batched, so nothing is said of concurrency: " << l.text;
+    EXPECT_NE(l.topic, verdict_topic::seeded_sampling) << l.text;
+  }
+  const auto& undecided = v.lines.back();
+  EXPECT_EQ(undecided.topic, verdict_topic::undecided);
+  EXPECT_EQ(undecided.answer, verdict_answer::open);
+  EXPECT_NE(undecided.text.find("concurrent_greedy_c2: 2 of 2 streams not batched, counted apart"), std::string::npos)
+      << undecided.text;
+  EXPECT_EQ(undecided.text.find("not in this audit"), std::string::npos) << "planned, so not absent: " << undecided.text;
+}
+
+TEST(verdict, with_several_backends_a_line_names_the_one_it_speaks_for_even_when_the_other_counted_nothing) {
+  auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
+  auto plan = make_plan(spec);
+  std::set<std::size_t> b_bursts;  // b's server took its bursts one at a time
+  for (const auto& g : plan.groups)
+    if (g.mode == group_mode::burst && g.backend == "b") b_bursts.insert(g.index);
+  evaluation_evidence ev;
+  ev.bursts = simulate_bursts(plan, b_bursts);
+  ev.fingerprints = steady_fingerprints(plan);
+  const auto v = summarize(evaluate(spec, plan, simulate(plan), ev));
+  const auto concurrency = std::find_if(v.lines.begin(), v.lines.end(), [](const verdict_line& l) { return l.topic == verdict_topic::concurrency; });
+  ASSERT_NE(concurrency, v.lines.end());
+  EXPECT_NE(concurrency->text.find("logits first move at C=2 on a ("), std::string::npos) << concurrency->text;
+  EXPECT_EQ(concurrency->text.find(" b"), std::string::npos) << "b's bursts never batched: " << concurrency->text;
+  EXPECT_NE(v.lines.back().text.find("not batched, counted apart"), std::string::npos) << v.lines.back().text;
+}
+
+TEST(verdict, a_vacuous_comparator_is_the_answer_and_topics_not_planned_are_named) {
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  for (const auto& g : plan.groups)
+    if (g.condition.starts_with("control_")) {
+      const auto& base = plan.baselines[static_cast<std::size_t>(g.requests[0].baseline)];
+      for (auto& r : runs)
+        if (r.group == g.index) r.stream = runs[base.group].stream;
+    }
+  auto f = evaluate(spec, plan, runs, batched_evidence(plan));
+  ASSERT_FALSE(f.valid);
+  const auto v = summarize(f);
+  const auto& comparator = v.lines[v.lines.size() - 2];
+  EXPECT_EQ(comparator.answer, verdict_answer::vacuous);
+  EXPECT_TRUE(comparator.text.starts_with("NOT shown sharp: invalid: comparator vacuous")) << comparator.text;
+  // A spec of serial repeats and controls alone: the other topics are named as not in this audit.
+  audit_spec solo = spec;
+  solo.conditions.erase(std::remove_if(solo.conditions.begin(), solo.conditions.end(),
+                                       [](const condition& c) { return c.kind != condition_kind::repeat && !is_control(c.kind); }),
+                        solo.conditions.end());
+  solo.predictions.clear();
+  auto solo_plan = make_plan(solo);
+  const auto w = summarize(evaluate(solo, solo_plan, simulate(solo_plan), batched_evidence(solo_plan)));
+  ASSERT_EQ(w.lines.size(), 3u);
+  EXPECT_EQ(w.lines[0].topic, verdict_topic::solo);
+  EXPECT_EQ(w.lines[1].answer, verdict_answer::sharp) << w.lines[1].text;
+  EXPECT_NE(w.lines[2].text.find("not in this audit: concurrency, cache reuse and seeded sampling"), std::string::npos)
+      << w.lines[2].text;
 }
 
 TEST(findings, controls_that_all_come_out_identical_void_the_job) {

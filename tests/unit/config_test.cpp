@@ -258,6 +258,28 @@ TEST(config, the_example_file_parses_and_every_key_is_documented) {
   for (const auto& k : keys) EXPECT_NE(doc.str().find("| `" + k + "` |"), std::string::npos) << k << " is not in docs/configuration.md";
 }
 
+// The reference's table of backends[] keys is the reader's own table, row for row: a key added
+// to config/daemon_config.cpp's backend table without its doc, or a doc changed in one place
+// only, fails here (the message is the table to paste between the markers).
+TEST(config, the_backend_keys_reference_is_generated_from_the_reader_s_table) {
+  std::ifstream in(std::string(LOGITAUDIT_SOURCE_DIR) + "/docs/configuration.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const std::string begin = "<!-- backend keys: generated from config/daemon_config.cpp (backend_table) -->\n";
+  const std::string end = "<!-- backend keys: end -->";
+  const auto at = doc.find(begin);
+  ASSERT_NE(at, std::string::npos) << "docs/configuration.md has no generated table of backend keys";
+  const auto stop = doc.find(end, at);
+  ASSERT_NE(stop, std::string::npos);
+  const auto expected = backend_keys_markdown();
+  EXPECT_EQ(doc.substr(at + begin.size(), stop - at - begin.size()), expected) << "paste this:\n" << expected;
+  std::size_t rows = 0;
+  for (std::size_t i = 0; (i = expected.find("\n| `backends[].", i)) != std::string::npos; ++i) ++rows;
+  EXPECT_EQ(rows, 13u) << "name, url, api, token, timeout_s, model, model_path, host, ca_file, client_cert, client_key, local, machine";
+  EXPECT_EQ(expected.find("|  |"), std::string::npos) << "every key has its doc:\n" << expected;
+}
+
 // The file's keys are its table's rows: repro.* and deadlines.*, documented in
 // docs/configuration.md, were read but refused as unknown keys until the file had a table.
 TEST(config, every_documented_section_is_a_key_of_the_file) {

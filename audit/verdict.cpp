@@ -1,0 +1,349 @@
+// The verdict: per backend, the tallies summed by topic; backends that give the same answer
+// said together; every count the line gives is a sum of the tables' cells.
+#include "verdict.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "enum_names.hpp"
+#include "numbers.hpp"
+
+namespace logitaudit::audit {
+namespace {
+
+struct sums {
+  int n = 0, logit = 0, token = 0;
+  void add(int k, int l, int t) {
+    n += k;
+    logit += l;
+    token += t;
+  }
+  void add(const condition_tally& t) { add(t.n, t.logit_identical, t.token_identical); }
+  void add(const sums& s) { add(s.n, s.logit, s.token); }
+};
+
+std::string of(int k, int n) { return std::to_string(k) + "/" + std::to_string(n); }
+
+// One backend's tallies, by topic.
+struct backend_view {
+  std::string name;
+  sums solo, cache, seeded, load;
+  std::map<int, sums> widths;  // greedy streams batched with others, by burst width
+  bool concurrency_tested() const { return !widths.empty() || load.n > 0; }
+  sums under_concurrency() const {
+    sums all = load;
+    for (const auto& [w, s] : widths) all.add(s);
+    return all;
+  }
+  // The smallest width at which some stream's logits moved.
+  std::optional<int> moved_at() const {
+    for (const auto& [w, s] : widths)
+      if (s.logit < s.n) return w;
+    return std::nullopt;
+  }
+};
+
+backend_view view_of(const findings& f, const std::string& b) {
+  backend_view v{.name = b};
+  const auto it = f.per_backend.find(b);
+  const auto& tallies = it != f.per_backend.end() ? it->second : f.pooled;
+  for (const auto& t : tallies) {
+    if (t.n == 0) continue;
+    switch (t.kind) {
+      case condition_kind::repeat: v.solo.add(t); break;
+      case condition_kind::cache_reuse: v.cache.add(t); break;
+      case condition_kind::concurrent:
+        (t.seeded ? v.seeded : v.widths[t.concurrency]).add(t);
+        break;
+      case condition_kind::cross_batch:
+      case condition_kind::neighbours:
+        if (!t.seeded) v.widths[t.concurrency].add(t);
+        break;
+      default: break;  // controls (the comparator's line), searches and load (below), throughput (never compared)
+    }
+  }
+  for (const auto& r : f.searches) {
+    if (r.backend != b) continue;
+    v.solo.add(r.reference_n, r.reference_logit_identical, r.reference_token_identical);
+    for (const auto& w : r.widths)
+      if (w.n > 0 && w.logit != search_decision::not_batched) v.widths[w.width].add(w.n, w.logit_identical, w.token_identical);
+  }
+  for (const auto& c : f.load_curves)
+    if (c.backend == b)
+      for (const auto& l : c.levels) v.load.add(l.probes, l.logit_identical, l.token_identical);
+  return v;
+}
+
+// "tiny", "tiny and small", "tiny, small and base".
+std::string names(const std::vector<std::string>& n) {
+  std::string out;
+  for (std::size_t i = 0; i < n.size(); ++i) out += (i == 0 ? "" : i + 1 == n.size() ? " and " : ", ") + n[i];
+  return out;
+}
+
+// Backends grouped by a phrase (in the order they first give it), each group's counts summed:
+// "move from C=2 on tiny and small (0/24)". With one backend, no "on".
+// `named`: the audit has several backends, so each group names its own (even when the others
+// tested nothing of this topic).
+template <class Phrase, class Count>
+std::string grouped(const std::vector<backend_view>& views, bool named, Phrase phrase, Count count) {
+  std::vector<std::pair<std::string, std::vector<const backend_view*>>> groups;
+  for (const auto& v : views) {
+    const std::string p = phrase(v);
+    if (p.empty()) continue;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == p; });
+    if (it == groups.end()) groups.push_back({p, {&v}});
+    else it->second.push_back(&v);
+  }
+  // A group whose phrase begins as the one before it does ("logits first move at C=2" after
+  // "logits first move at C=4") drops those words: "..., at C=2 on small".
+  auto lead = [](const std::string& p) { return p.substr(0, p.rfind(' ') == std::string::npos ? 0 : p.rfind(' ')); };
+  std::string out, before;
+  for (const auto& [p, members] : groups) {
+    std::vector<std::string> who;
+    sums s;
+    for (const auto* v : members) {
+      who.push_back(v->name);
+      s.add(count(*v));
+    }
+    const bool same_lead = !before.empty() && lead(p) == lead(before) && !lead(p).empty();
+    out += (out.empty() ? "" : ", ") + (same_lead ? p.substr(lead(p).size() + 1) : p) + (named ? " on " + names(who) : "");
+    out += " (" + of(s.logit, s.n) + " logit-identical)";
+    before = p;
+  }
+  return out;
+}
+
+template <class Get>
+verdict_answer answer_of(const std::vector<backend_view>& views, Get get) {
+  int identical = 0, moved = 0;
+  for (const auto& v : views) {
+    const sums s = get(v);
+    if (s.n == 0) continue;
+    (s.logit == s.n ? identical : moved)++;
+  }
+  return moved == 0 ? verdict_answer::identical : identical == 0 ? verdict_answer::moves : verdict_answer::mixed;
+}
+
+std::string tokens_clause(const std::vector<backend_view>& views, bool named, sums (*get)(const backend_view&)) {
+  std::vector<std::string> held, changed;
+  sums h, c;
+  for (const auto& v : views) {
+    const sums s = get(v);
+    if (s.n == 0) continue;
+    (s.token == s.n ? held : changed).push_back(v.name);
+    (s.token == s.n ? h : c).add(s);
+  }
+  auto on = [&](const std::vector<std::string>& who) { return named ? " on " + names(who) : std::string(); };
+  std::string out;
+  if (!held.empty()) out += "greedy tokens hold" + on(held) + " (" + of(h.token, h.n) + ")";
+  if (!changed.empty())
+    out += std::string(out.empty() ? "greedy tokens" : ", but") + " change" + on(changed) + " (" +
+           std::to_string(c.n - c.token) + " of " + std::to_string(c.n) + " streams)";
+  return out;
+}
+
+verdict_line solo_line(const std::vector<backend_view>& views) {
+  auto get = [](const backend_view& v) { return v.solo; };
+  auto phrase = [](const backend_view& v) -> std::string {
+    if (v.solo.n == 0) return "";
+    return v.solo.logit == v.solo.n ? "identical" : "moved";
+  };
+  const auto answer = answer_of(views, get);
+  std::string text = grouped(views, views.size() > 1, phrase, get);
+  text += answer == verdict_answer::identical
+              ? ": run alone, the same request gives the same numbers"
+              : ": even alone the numbers moved, so no line below can be pinned on load";
+  return {verdict_topic::solo, answer, text};
+}
+
+verdict_line concurrency_line(const std::vector<backend_view>& views) {
+  std::vector<backend_view> tested;
+  for (const auto& v : views)
+    if (v.concurrency_tested()) tested.push_back(v);
+  auto get = [](const backend_view& v) { return v.under_concurrency(); };
+  auto phrase = [](const backend_view& v) -> std::string {
+    if (const auto at = v.moved_at()) return "logits first move at C=" + std::to_string(*at);
+    if (!v.widths.empty())
+      return "logits identical up to C=" + std::to_string(v.widths.rbegin()->first) + (v.load.n && v.load.logit < v.load.n ? ", moved under load" : "");
+    return v.load.logit < v.load.n ? "logits moved under load" : "logits identical under load";
+  };
+  std::string text = grouped(tested, views.size() > 1, phrase, get);
+  const auto tokens = tokens_clause(tested, views.size() > 1, [](const backend_view& v) { return v.under_concurrency(); });
+  if (!tokens.empty()) text += "; " + tokens;
+  return {verdict_topic::concurrency, answer_of(tested, get), text};
+}
+
+verdict_line cache_line(const std::vector<backend_view>& views) {
+  std::vector<backend_view> tested;
+  for (const auto& v : views)
+    if (v.cache.n > 0) tested.push_back(v);
+  auto get = [](const backend_view& v) { return v.cache; };
+  auto phrase = [](const backend_view& v) { return std::string(v.cache.logit == v.cache.n ? "logits hold" : "logits move"); };
+  std::string text = grouped(tested, views.size() > 1, phrase, get);
+  const auto tokens = tokens_clause(tested, views.size() > 1, [](const backend_view& v) { return v.cache; });
+  if (!tokens.empty()) text += "; " + tokens;
+  return {verdict_topic::cache_reuse, answer_of(tested, get), text};
+}
+
+verdict_line seeded_line(const std::vector<backend_view>& views) {
+  std::vector<std::string> kept, lost;
+  sums k, l;
+  for (const auto& v : views) {
+    if (v.seeded.n == 0) continue;
+    (v.seeded.token == v.seeded.n ? kept : lost).push_back(v.name);
+    (v.seeded.token == v.seeded.n ? k : l).add(v.seeded);
+  }
+  auto on = [&](const std::vector<std::string>& who) { return views.size() > 1 ? " on " + names(who) : std::string(); };
+  std::string text;
+  if (!lost.empty())
+    text = "not reproducible under concurrency" + on(lost) + " (" + of(l.token, l.n) + " token-identical): a fixed seed is not enough";
+  if (!kept.empty())
+    text += std::string(text.empty() ? "" : "; ") + "the sampled tokens survived" + on(kept) + " (" + of(k.token, k.n) + ")";
+  const auto answer = lost.empty() ? verdict_answer::identical : kept.empty() ? verdict_answer::moves : verdict_answer::mixed;
+  return {verdict_topic::seeded_sampling, answer, text};
+}
+
+verdict_line comparator_line(const findings& f) {
+  sums controls;
+  int ineffective = 0;
+  for (const auto& t : f.pooled)
+    if (t.control()) {
+      controls.add(t);
+      ineffective += t.ineffective;
+    }
+  verdict_line line{verdict_topic::comparator, verdict_answer::sharp, ""};
+  if (!f.valid) {
+    line.answer = verdict_answer::vacuous;
+    line.text = "NOT shown sharp: " + f.invalid_reason + "; nothing above is evidence";
+    return line;
+  }
+  if (controls.n == 0) {
+    line.answer = verdict_answer::unproven;
+    line.text = "not shown sharp: no positive control was counted" +
+                (ineffective ? " (" + std::to_string(ineffective) + " had no room to diverge)" : std::string());
+  } else {
+    line.text = "sharp: " + of(controls.n - controls.logit, controls.n) + " positive controls diverged";
+  }
+  std::vector<std::string> passed, missed, none;
+  for (const auto& b : f.backends) {
+    const auto t = f.selftests.find(b);
+    (t == f.selftests.end() ? none : t->second.passed ? passed : missed).push_back(b);
+  }
+  if (!passed.empty()) line.text += "; selftest passed on " + names(passed);
+  if (!missed.empty()) line.text += "; selftest MISSED on " + names(missed);
+  if (!none.empty()) line.text += "; no selftest of " + names(none) + " (logitaudit selftest)";
+  for (const auto& [b, r] : f.resolution)
+    if (!r.qualifier().empty()) line.text += "; on " + b + " identical means equal " + r.qualifier();
+  return line;
+}
+
+std::string flag_name(evidence_flag fl) {
+  switch (fl) {
+    case evidence_flag::not_batched: return "not batched";
+    case evidence_flag::not_reused: return "cache not reused";
+    case evidence_flag::level_not_reached: return "level not reached";
+    default: return "";
+  }
+}
+
+verdict_line undecided_line(const findings& f, const std::vector<std::string>& untested) {
+  std::vector<std::string> open;
+  for (const auto& t : f.pooled) {
+    const int own = t.flagged - t.not_solo - t.ineffective;
+    if (own > 0 && !flag_name(flag_of(t.kind)).empty())
+      open.push_back(t.condition + ": " + std::to_string(own) + " of " + std::to_string(t.n + t.flagged + t.failed) +
+                     " streams " + flag_name(flag_of(t.kind)) + ", counted apart");
+    if (t.not_solo > 0) open.push_back(t.condition + ": " + std::to_string(t.not_solo) + " solo streams had company");
+  }
+  if (f.failed_runs > 0) open.push_back(std::to_string(f.failed_runs) + " requests failed");
+  for (const auto& p : f.predictions)
+    if (p.outcome == prediction_outcome::undecided) open.push_back(p.claim.id + " undecided (no counted stream)");
+  for (const auto& r : f.searches)
+    for (const auto& w : r.widths)
+      if (w.logit == search_decision::unknown) open.push_back(r.backend + " C=" + std::to_string(w.width) + " undecided at the cap");
+  if (!f.fingerprint_changes.empty()) open.push_back("the server changed during the audit (" + f.fingerprint_changes.front() + ")");
+  for (const auto& m : f.missing_fingerprints) open.push_back("no " + m);
+  for (const auto& c : f.canary_undecided) open.push_back("canary: " + c);
+  if (!untested.empty()) open.push_back("not in this audit: " + names(untested));
+  if (open.empty()) return {verdict_topic::undecided, verdict_answer::nothing, "nothing: every planned condition happened and was compared"};
+  std::string text;
+  const std::size_t shown = std::min<std::size_t>(open.size(), 4);
+  for (std::size_t i = 0; i < shown; ++i) text += (i ? "; " : "") + open[i];
+  if (open.size() > shown) text += "; and " + std::to_string(open.size() - shown) + " more (the findings below)";
+  return {verdict_topic::undecided, verdict_answer::open, text};
+}
+
+}  // namespace
+
+std::string_view to_string(verdict_topic t) { return enumerator_name(t); }
+std::string_view to_string(verdict_answer a) { return enumerator_name(a); }
+
+std::string_view verdict_label(verdict_topic t) {
+  switch (t) {
+    case verdict_topic::solo: return "Solo";
+    case verdict_topic::concurrency: return "Concurrency";
+    case verdict_topic::cache_reuse: return "Cache reuse";
+    case verdict_topic::seeded_sampling: return "Seeded";
+    case verdict_topic::comparator: return "Comparator";
+    case verdict_topic::undecided: return "Undecided";
+  }
+  return "?";
+}
+
+verdict summarize(const findings& f) {
+  std::vector<backend_view> views;
+  for (const auto& b : f.backends) views.push_back(view_of(f, b));
+  auto any = [&](auto test) { return std::any_of(views.begin(), views.end(), test); };
+  // A topic none of whose conditions was planned is "not in this audit"; one that was planned
+  // and counted nothing (its bursts never batched) is said by the undecided line's reasons.
+  auto planned = [&](auto test) { return std::any_of(f.pooled.begin(), f.pooled.end(), test); };
+  verdict v;
+  std::vector<std::string> untested;
+  auto topic = [&](bool counted, bool in_spec, verdict_line (*line)(const std::vector<backend_view>&), const char* name) {
+    if (counted) v.lines.push_back(line(views));
+    else if (!in_spec) untested.emplace_back(name);
+  };
+  topic(any([](const backend_view& b) { return b.solo.n > 0; }),
+        planned([](const condition_tally& t) { return t.kind == condition_kind::repeat; }) || !f.searches.empty(), solo_line,
+        "solo repeats");
+  topic(any([](const backend_view& b) { return b.concurrency_tested(); }),
+        planned([](const condition_tally& t) {
+          return (t.kind == condition_kind::concurrent && !t.seeded) || t.kind == condition_kind::cross_batch ||
+                 t.kind == condition_kind::neighbours || t.kind == condition_kind::threshold_search;
+        }) || !f.load_curves.empty(),
+        concurrency_line, "concurrency");
+  topic(any([](const backend_view& b) { return b.cache.n > 0; }),
+        planned([](const condition_tally& t) { return t.kind == condition_kind::cache_reuse; }), cache_line, "cache reuse");
+  topic(any([](const backend_view& b) { return b.seeded.n > 0; }),
+        planned([](const condition_tally& t) { return t.kind == condition_kind::concurrent && t.seeded; }), seeded_line,
+        "seeded sampling");
+  v.lines.push_back(comparator_line(f));
+  v.lines.push_back(undecided_line(f, untested));
+  return v;
+}
+
+std::optional<verdict_topic> parse_verdict_topic(std::string_view name) {
+  return parse_by_name(kEnumerators<verdict_topic>, name);
+}
+
+std::string verdict_line_text(verdict_topic t, std::string_view text) {
+  std::string label = std::string(verdict_label(t)) + ":";
+  label.resize(std::max<std::size_t>(label.size() + 1, 13), ' ');
+  return label + std::string(text) + "\n";
+}
+
+std::string verdict_text(const verdict& v) {
+  std::string out;
+  for (const auto& l : v.lines) out += verdict_line_text(l.topic, l.text);
+  return out;
+}
+
+std::string verdict_markdown(const verdict& v) {
+  std::string out;
+  for (const auto& l : v.lines) out += "- **" + std::string(verdict_label(l.topic)) + ":** " + l.text + "\n";
+  return out;
+}
+
+}  // namespace logitaudit::audit

@@ -1,0 +1,63 @@
+// The answer before the evidence: what an audit found, in at most six lines, each written
+// from the findings' own tallies (never from their sentences), so that it cannot say what the
+// tables beneath it do not. The text, Markdown and console forms of a report open with it;
+// the JSON report carries it as data (api/report_json.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "findings.hpp"
+
+namespace logitaudit::audit {
+
+// What a line is about, in the order a report gives them.
+enum class verdict_topic {
+  solo,             // serial repeats (and a search's solo reference) against their baseline
+  concurrency,      // bursts of identical requests, cross-batches, neighbours, searches, load probes
+  cache_reuse,      // the prompt cache warmed, then reused
+  seeded_sampling,  // seeded sampling under concurrency
+  comparator,       // the positive controls and the path's selftest: is "identical" shown sharp?
+  undecided,        // what the audit planned but could not decide, and what it did not test
+};
+std::string_view to_string(verdict_topic t);
+std::optional<verdict_topic> parse_verdict_topic(std::string_view name);
+
+// One word a script can switch on.
+enum class verdict_answer {
+  identical,  // every counted stream of the topic was logit-identical to its baseline
+  moves,      // on every backend, some stream's logits moved
+  mixed,      // identical on some backends, moved on others
+  sharp,      // the controls diverged (and the findings are valid)
+  unproven,   // no counted control: nothing shows the comparator sees differences
+  vacuous,    // a control came out identical: the findings are invalid
+  nothing,    // undecided: nothing
+  open,       // undecided: something (the line says what)
+};
+std::string_view to_string(verdict_answer a);
+
+struct verdict_line {
+  verdict_topic topic = verdict_topic::solo;
+  verdict_answer answer = verdict_answer::identical;
+  std::string text;  // as printed, without its label: "identical: 60/60 serial repeats logit-identical"
+};
+
+struct verdict {
+  std::vector<verdict_line> lines;  // at most six, in topic order; a topic not tested has none
+};
+
+verdict summarize(const findings& f);
+
+// "Solo", "Concurrency", ...: a line's label.
+std::string_view verdict_label(verdict_topic t);
+
+// One line as a report's text opens: "Solo:        identical (60/60 ...": its label, padded.
+std::string verdict_line_text(verdict_topic t, std::string_view text);
+// Every line so, one per line.
+std::string verdict_text(const verdict& v);
+// Every line as a Markdown list item: "- **Solo:** identical ...".
+std::string verdict_markdown(const verdict& v);
+
+}  // namespace logitaudit::audit
