@@ -75,8 +75,10 @@ backend_view view_of(const findings& f, const std::string& b) {
   return v;
 }
 
-// "tiny", "tiny and small", "tiny, small and base".
+// "tiny", "tiny and small", "tiny, small and base"; past four, the first three and how many
+// more ("a, b, c and 9 more"): a sweep's configurations are its frontier table's rows.
 std::string names(const std::vector<std::string>& n) {
+  if (n.size() > 4) return n[0] + ", " + n[1] + ", " + n[2] + " and " + std::to_string(n.size() - 3) + " more";
   std::string out;
   for (std::size_t i = 0; i < n.size(); ++i) out += (i == 0 ? "" : i + 1 == n.size() ? " and " : ", ") + n[i];
   return out;

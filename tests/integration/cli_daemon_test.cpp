@@ -3,6 +3,7 @@
 // demo test's). Every daemon-facing subcommand: its table, its --json parsed, its exit code.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -131,6 +132,13 @@ TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
       << csv.out;
   auto md = cli_run({"report", std::to_string(a), "--format", "markdown"});
   EXPECT_NE(md.out.find("| repeat_greedy |"), std::string::npos) << md.out;
+  // The verdict alone: the daemon's JSON lines as the text report opens with them.
+  auto verdict = cli_run({"report", std::to_string(a), "--short"});
+  EXPECT_EQ(verdict.code, 0);
+  EXPECT_TRUE(verdict.out.starts_with("Solo:")) << verdict.out;
+  EXPECT_LE(std::count(verdict.out.begin(), verdict.out.end(), '\n'), 6) << verdict.out;
+  EXPECT_EQ(cli_run({"report", std::to_string(a)}).out.substr(0, verdict.out.size()), verdict.out) << "the full report opens with it";
+  ASSERT_EQ(report["verdict"].size(), static_cast<std::size_t>(std::count(verdict.out.begin(), verdict.out.end(), '\n')));
 
   auto runs = cli_json({"runs", std::to_string(a)});
   ASSERT_EQ(runs["runs"].size(), 65u);
