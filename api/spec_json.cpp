@@ -17,12 +17,25 @@ std::string spec_to_json(const audit::audit_spec& spec) { return storage::encode
 
 std::string findings_to_json(const audit::findings& f) { return storage::encode_findings_format1(f); }
 
+namespace {
+
+nlohmann::json verdict_array(const audit::findings& f) {
+  auto lines = nlohmann::json::array();
+  for (const auto& l : audit::summarize(f).lines)
+    lines.push_back({{"topic", audit::to_string(l.topic)}, {"answer", audit::to_string(l.answer)}, {"text", l.text}});
+  return lines;
+}
+
+}  // namespace
+
+std::string verdict_json(const audit::findings& f) {
+  return verdict_array(f).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string report_json(const audit::findings& f, std::string_view stored) {
   auto j = nlohmann::json::parse(stored, nullptr, false);
   if (!j.is_object()) j = nlohmann::json::parse(findings_to_json(f));
-  auto& lines = j["verdict"] = nlohmann::json::array();
-  for (const auto& l : audit::summarize(f).lines)
-    lines.push_back({{"topic", audit::to_string(l.topic)}, {"answer", audit::to_string(l.answer)}, {"text", l.text}});
+  j["verdict"] = verdict_array(f);
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

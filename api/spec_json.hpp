@@ -32,6 +32,8 @@ std::string findings_to_json(const audit::findings& f);
 // every rendering beside them, as data ("verdict": one object per line, audit/verdict.hpp).
 std::string report_json(const audit::findings& f, std::string_view stored);
 std::string report_json(const audit::findings& f);
+// The verdict alone, as that array (`--short --format json`).
+std::string verdict_json(const audit::findings& f);
 
 // The OpenAPI schemas of the report: Report (Findings and its verdict) and VerdictLine.
 std::string report_schemas();

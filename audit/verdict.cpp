@@ -25,15 +25,25 @@ struct sums {
 
 std::string of(int k, int n) { return std::to_string(k) + "/" + std::to_string(n); }
 
+// A threshold search's own decision, which the verdict follows: a width is DIFFERENT only
+// against the solo reference (audit/search.hpp), never because one stream moved.
+struct search_view {
+  std::optional<int> threshold;  // the narrowest width decided DIFFERENT
+  int widest = 0;                // the widest width decided at all
+  sums decided;                  // the streams of the decided widths
+};
+
 // One backend's tallies, by topic.
 struct backend_view {
   std::string name;
   sums solo, cache, seeded, load;
   std::map<int, sums> widths;  // greedy streams batched with others, by burst width
-  bool concurrency_tested() const { return !widths.empty() || load.n > 0; }
+  std::optional<search_view> search;
+  bool concurrency_tested() const { return !widths.empty() || load.n > 0 || search; }
   sums under_concurrency() const {
     sums all = load;
     for (const auto& [w, s] : widths) all.add(s);
+    if (search) all.add(search->decided);
     return all;
   }
   // The smallest width at which some stream's logits moved.
@@ -41,6 +51,9 @@ struct backend_view {
     for (const auto& [w, s] : widths)
       if (s.logit < s.n) return w;
     return std::nullopt;
+  }
+  bool concurrency_moved() const {
+    return search ? search->threshold.has_value() || load.logit < load.n : moved_at() || load.logit < load.n;
   }
 };
 
@@ -54,11 +67,9 @@ backend_view view_of(const findings& f, const std::string& b) {
       case condition_kind::repeat: v.solo.add(t); break;
       case condition_kind::cache_reuse: v.cache.add(t); break;
       case condition_kind::concurrent:
-        (t.seeded ? v.seeded : v.widths[t.concurrency]).add(t);
-        break;
       case condition_kind::cross_batch:
       case condition_kind::neighbours:
-        if (!t.seeded) v.widths[t.concurrency].add(t);
+        (t.seeded ? v.seeded : v.widths[t.concurrency]).add(t);
         break;
       default: break;  // controls (the comparator's line), searches and load (below), throughput (never compared)
     }
@@ -66,8 +77,13 @@ backend_view view_of(const findings& f, const std::string& b) {
   for (const auto& r : f.searches) {
     if (r.backend != b) continue;
     v.solo.add(r.reference_n, r.reference_logit_identical, r.reference_token_identical);
+    search_view sv{.threshold = r.logit_threshold};
     for (const auto& w : r.widths)
-      if (w.n > 0 && w.logit != search_decision::not_batched) v.widths[w.width].add(w.n, w.logit_identical, w.token_identical);
+      if (w.n > 0 && (w.logit == search_decision::same || w.logit == search_decision::different)) {
+        sv.decided.add(w.n, w.logit_identical, w.token_identical);
+        sv.widest = std::max(sv.widest, w.width);
+      }
+    if (sv.decided.n > 0 || sv.threshold) v.search = sv;
   }
   for (const auto& c : f.load_curves)
     if (c.backend == b)
@@ -166,15 +182,26 @@ verdict_line concurrency_line(const std::vector<backend_view>& views) {
     if (v.concurrency_tested()) tested.push_back(v);
   auto get = [](const backend_view& v) { return v.under_concurrency(); };
   auto phrase = [](const backend_view& v) -> std::string {
-    if (const auto at = v.moved_at()) return "logits first move at C=" + std::to_string(*at);
-    if (!v.widths.empty())
-      return "logits identical up to C=" + std::to_string(v.widths.rbegin()->first) + (v.load.n && v.load.logit < v.load.n ? ", moved under load" : "");
+    const std::string load = v.load.n == 0 ? "" : v.load.logit < v.load.n ? ", moved under load" : ", held under load";
+    if (v.search)
+      return (v.search->threshold ? "the search finds logits differ from C=" + std::to_string(*v.search->threshold)
+                                  : "the search finds no width where logits differ, up to C=" + std::to_string(v.search->widest)) +
+             load;
+    if (const auto at = v.moved_at())  // at the narrowest width tested, nothing says where between 1 and it
+      return *at == v.widths.begin()->first && *at > 2 ? "logits move at C=" + std::to_string(*at) + ", the narrowest width tested" + load
+                                                       : "logits first move at C=" + std::to_string(*at) + load;
+    if (!v.widths.empty()) return "logits identical at every width tested, up to C=" + std::to_string(v.widths.rbegin()->first) + load;
     return v.load.logit < v.load.n ? "logits moved under load" : "logits identical under load";
   };
   std::string text = grouped(tested, views.size() > 1, phrase, get);
   const auto tokens = tokens_clause(tested, views.size() > 1, [](const backend_view& v) { return v.under_concurrency(); });
   if (!tokens.empty()) text += "; " + tokens;
-  return {verdict_topic::concurrency, answer_of(tested, get), text};
+  int moved = 0;
+  for (const auto& v : tested) moved += v.concurrency_moved();
+  const auto answer = moved == 0                                   ? verdict_answer::identical
+                      : moved == static_cast<int>(tested.size()) ? verdict_answer::moves
+                                                                   : verdict_answer::mixed;
+  return {verdict_topic::concurrency, answer, text};
 }
 
 verdict_line cache_line(const std::vector<backend_view>& views) {
@@ -207,37 +234,56 @@ verdict_line seeded_line(const std::vector<backend_view>& views) {
   return {verdict_topic::seeded_sampling, answer, text};
 }
 
+// Counted as judge_controls (audit/findings.cpp) counts: a control diverged when neither its
+// logits nor its tokens stayed identical, and one that had company and still diverged shows
+// the comparator sees differences too.
 verdict_line comparator_line(const findings& f) {
-  sums controls;
-  int ineffective = 0;
+  int judged = 0, diverged = 0, ineffective = 0;
   for (const auto& t : f.pooled)
     if (t.control()) {
-      controls.add(t);
+      judged += t.n;
+      diverged += t.n - std::max(t.logit_identical, t.token_identical);
       ineffective += t.ineffective;
     }
-  verdict_line line{verdict_topic::comparator, verdict_answer::sharp, ""};
-  if (!f.valid) {
-    line.answer = verdict_answer::vacuous;
-    line.text = "NOT shown sharp: " + f.invalid_reason + "; nothing above is evidence";
-    return line;
-  }
-  if (controls.n == 0) {
-    line.answer = verdict_answer::unproven;
-    line.text = "not shown sharp: no positive control was counted" +
-                (ineffective ? " (" + std::to_string(ineffective) + " had no room to diverge)" : std::string());
-  } else {
-    line.text = "sharp: " + of(controls.n - controls.logit, controls.n) + " positive controls diverged";
+  for (const auto& v : f.verdicts) {
+    const bool control = std::any_of(f.pooled.begin(), f.pooled.end(),
+                                     [&](const condition_tally& t) { return t.control() && t.condition == v.condition; });
+    if (control && v.flag == evidence_flag::not_solo && v.result && !v.result->logit_identical) {
+      ++judged;
+      ++diverged;
+    }
   }
   std::vector<std::string> passed, missed, none;
   for (const auto& b : f.backends) {
     const auto t = f.selftests.find(b);
     (t == f.selftests.end() ? none : t->second.passed ? passed : missed).push_back(b);
   }
+  verdict_line line{verdict_topic::comparator, verdict_answer::sharp, ""};
+  const bool controls_failed = f.invalid_reason.find("comparator vacuous") != std::string::npos ||
+                               f.invalid_reason.find("no positive control") != std::string::npos;
+  if (!f.valid && controls_failed) {
+    line.answer = verdict_answer::vacuous;
+    line.text = "NOT shown sharp: " + f.invalid_reason + "; nothing below is evidence";
+    return line;
+  }
+  if (diverged > 0) {
+    line.text = "sharp: " + of(diverged, judged) + " positive controls diverged";
+  } else if (!passed.empty() && none.empty() && missed.empty()) {
+    line.text = "sharp by its selftest: no positive control diverged";
+  } else {
+    line.answer = verdict_answer::unproven;
+    line.text = "not shown sharp: no positive control diverged" +
+                (ineffective ? " (" + std::to_string(ineffective) + " had no room to)" : std::string());
+  }
   if (!passed.empty()) line.text += "; selftest passed on " + names(passed);
   if (!missed.empty()) line.text += "; selftest MISSED on " + names(missed);
   if (!none.empty()) line.text += "; no selftest of " + names(none) + " (logitaudit selftest)";
   for (const auto& [b, r] : f.resolution)
     if (!r.qualifier().empty()) line.text += "; on " + b + " identical means equal " + r.qualifier();
+  if (!f.valid) {  // the server changed, or a fingerprint is missing: no line above is evidence
+    line.answer = verdict_answer::invalid;
+    line.text = "the findings are INVALID: " + f.invalid_reason + "; " + line.text;
+  }
   return line;
 }
 
@@ -245,7 +291,6 @@ std::string flag_name(evidence_flag fl) {
   switch (fl) {
     case evidence_flag::not_batched: return "not batched";
     case evidence_flag::not_reused: return "cache not reused";
-    case evidence_flag::level_not_reached: return "level not reached";
     default: return "";
   }
 }
@@ -259,6 +304,14 @@ verdict_line undecided_line(const findings& f, const std::vector<std::string>& u
                      " streams " + flag_name(flag_of(t.kind)) + ", counted apart");
     if (t.not_solo > 0) open.push_back(t.condition + ": " + std::to_string(t.not_solo) + " solo streams had company");
   }
+  for (const auto& c : f.load_curves)
+    for (const auto& l : c.levels) {
+      if (!l.measurement.reached)
+        open.push_back(c.backend + " " + c.condition + "@" + l.measurement.label + " not reached (" + l.measurement.not_reached + ")");
+      if (l.flagged > 0)
+        open.push_back(c.backend + " " + c.condition + "@" + l.measurement.label + ": " + std::to_string(l.flagged) +
+                       " probes counted apart");
+    }
   if (f.failed_runs > 0) open.push_back(std::to_string(f.failed_runs) + " requests failed");
   for (const auto& p : f.predictions)
     if (p.outcome == prediction_outcome::undecided) open.push_back(p.claim.id + " undecided (no counted stream)");
@@ -321,7 +374,10 @@ verdict summarize(const findings& f) {
   topic(any([](const backend_view& b) { return b.seeded.n > 0; }),
         planned([](const condition_tally& t) { return t.kind == condition_kind::concurrent && t.seeded; }), seeded_line,
         "seeded sampling");
-  v.lines.push_back(comparator_line(f));
+  // Findings that are not evidence say so first.
+  const auto comparator = comparator_line(f);
+  const bool void_ = comparator.answer == verdict_answer::vacuous || comparator.answer == verdict_answer::invalid;
+  v.lines.insert(void_ ? v.lines.begin() : v.lines.end(), comparator);
   v.lines.push_back(undecided_line(f, untested));
   return v;
 }

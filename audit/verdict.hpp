@@ -1,7 +1,7 @@
 // The answer before the evidence: what an audit found, in at most six lines, each written
 // from the findings' own tallies (never from their sentences), so that it cannot say what the
 // tables beneath it do not. The text, Markdown and console forms of a report open with it;
-// the JSON report carries it as data (api/report_json.hpp).
+// the JSON report carries it as data (api/spec_json.hpp, report_json).
 #pragma once
 
 #include <optional>
@@ -32,7 +32,8 @@ enum class verdict_answer {
   mixed,      // identical on some backends, moved on others
   sharp,      // the controls diverged (and the findings are valid)
   unproven,   // no counted control: nothing shows the comparator sees differences
-  vacuous,    // a control came out identical: the findings are invalid
+  vacuous,    // no positive control diverged (and no selftest passed): the findings are invalid
+  invalid,    // the findings are invalid for another reason (the server changed, a fingerprint is missing)
   nothing,    // undecided: nothing
   open,       // undecided: something (the line says what)
 };
@@ -45,9 +46,12 @@ struct verdict_line {
 };
 
 struct verdict {
-  std::vector<verdict_line> lines;  // at most six, in topic order; a topic not tested has none
+  // At most six, in topic order (but the comparator's first when the findings are invalid); a
+  // topic whose conditions counted no stream has no line, and its reason is in `undecided`'s.
+  std::vector<verdict_line> lines;
 };
 
+// Pure: reads nothing but `f`.
 verdict summarize(const findings& f);
 
 // "Solo", "Concurrency", ...: a line's label.

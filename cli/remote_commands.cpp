@@ -375,7 +375,8 @@ void add_submit(CLI::App& app) {
     int code = exit_ok;
     if (a->common.json) {
       const json findings = c.get_json(id_path("/v1/audits", id) + "/report");
-      print_json({{"audit", last}, {"report", findings}});
+      if (a->short_form) print_json(findings.value("verdict", json::array()));
+      else print_json({{"audit", last}, {"report", findings}});
       code = verdict_code(findings, a->strict);
     } else {
       code = print_report(c, id, a->format, a->strict, a->short_form);

@@ -11,8 +11,6 @@
 #include <sstream>
 
 #include "api/spec_json.hpp"
-#include <nlohmann/json.hpp>
-
 #include "audit/report.hpp"
 #include "audit/verdict.hpp"
 #include "clients/api_registry.hpp"
@@ -213,7 +211,7 @@ int run_audit(const run_args& a) {
     std::cerr << "logitaudit run: every request failed; first error: " << first << "\n";
     return exit_unreachable;
   }
-  if (a.short_form && a.format == "json") std::cout << nlohmann::json::parse(api::report_json(f))["verdict"].dump(2) << "\n";
+  if (a.short_form && a.format == "json") std::cout << api::verdict_json(f) << "\n";
   else if (a.short_form && a.format == "markdown") std::cout << audit::verdict_markdown(audit::summarize(f));
   else if (a.short_form) std::cout << audit::verdict_text(audit::summarize(f));
   else if (a.format == "markdown") std::cout << audit::render_markdown(f);

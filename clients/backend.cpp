@@ -131,10 +131,10 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
     for (auto& [k, v] : host_machine()) f->machine.emplace(k, v);
     // The process behind the port: the ggml backends it loaded and its program (no flag, no log).
     if (auto ep = parse_endpoint(config_.url); ep && !ep->port.empty()) {
-      auto seen = listening_server_machine(static_cast<std::uint16_t>(std::stoul(ep->port)));
-      if (auto exe = seen.find("server_executable"); exe != seen.end())
-        if (auto sha = co_await model_file_sha256(exe->second); !sha.empty()) seen["server_executable_sha256"] = sha;
-      for (auto& [k, v] : seen) f->machine.emplace(k, v);
+      auto seen = listening_server(static_cast<std::uint16_t>(std::stoul(ep->port)));
+      if (!seen.image.empty())
+        if (auto sha = co_await model_file_sha256(seen.image); !sha.empty()) seen.facts["server_executable_sha256"] = sha;
+      for (auto& [k, v] : seen.facts) f->machine.emplace(k, v);
     }
   }
   if (config_.server_machine)

@@ -230,14 +230,16 @@ int listening_pid(std::uint16_t port) {
     }
   }
   if (inodes.empty()) return 0;
+  // Processes come and go while their folders are read: every step takes an error code, and a
+  // folder that vanished is passed over.
   std::error_code ec;
-  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
-    const auto name = proc.path().filename().string();
+  for (std::filesystem::directory_iterator proc("/proc", ec), end; !ec && proc != end; proc.increment(ec)) {
+    const auto name = proc->path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::error_code fd_ec;
-    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", fd_ec)) {
+    for (std::filesystem::directory_iterator fd(proc->path() / "fd", fd_ec); !fd_ec && fd != end; fd.increment(fd_ec)) {
       std::error_code link_ec;
-      const auto target = std::filesystem::read_symlink(fd.path(), link_ec);
+      const auto target = std::filesystem::read_symlink(fd->path(), link_ec);
       if (!link_ec && inodes.count(target.string())) return std::stoi(name);
     }
   }
@@ -247,6 +249,10 @@ int listening_pid(std::uint16_t port) {
 machine_facts machine_from_maps(std::string_view maps, std::string_view exe, const std::vector<std::string>& args) {
   machine_facts m;
   auto base = [](std::string_view path) { return path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1); };
+  auto undeleted = [](std::string_view path) {  // a file replaced on disk since it was mapped
+    constexpr std::string_view deleted = " (deleted)";
+    return path.ends_with(deleted) ? path.substr(0, path.size() - deleted.size()) : path;
+  };
   std::string backends;
   std::set<std::string> mapped;
   std::istringstream lines{std::string(maps)};
@@ -256,7 +262,7 @@ machine_facts machine_from_maps(std::string_view maps, std::string_view exe, con
     std::string range, perms, offset, dev, inode, path;
     if (!(fields >> range >> perms >> offset >> dev >> inode)) continue;
     std::getline(fields, path);
-    const auto p = trim(path);
+    const auto p = undeleted(trim(path));
     if (!p.starts_with("/") || !mapped.insert(std::string(p)).second) continue;
     const auto name = base(p);
     if (name.starts_with("libggml-") && !name.starts_with("libggml-base")) {
@@ -265,37 +271,47 @@ machine_facts machine_from_maps(std::string_view maps, std::string_view exe, con
       if (backend.starts_with("cpu-")) m["ggml_cpu_variant"] = one_line(backend.substr(4));
     }
   }
-  m["ggml_backends"] = backends.empty() ? "none loaded as libraries" : one_line(backends);
   // A dynamic loader run by hand maps its program like any file: the program is the first
   // argument that names a mapped file (the loader's own options name folders).
-  std::string executable(exe);
-  const auto exe_name = base(exe);
+  std::string executable(undeleted(exe));
+  const auto exe_name = base(executable);
   if (exe_name.starts_with("ld-linux") || exe_name.starts_with("ld.so") || exe_name.starts_with("ld-musl"))
-    for (std::size_t i = 1; i < args.size(); ++i) {
-      std::error_code ec;
-      const auto resolved = std::filesystem::weakly_canonical(args[i], ec).string();
-      if (mapped.count(args[i]) || (!ec && mapped.count(resolved))) {
-        executable = mapped.count(args[i]) ? args[i] : resolved;
+    for (std::size_t i = 1; i < args.size(); ++i)
+      if (mapped.count(args[i])) {
+        executable = args[i];
         break;
       }
-    }
   if (!executable.empty()) m["server_executable"] = one_line(executable);
+  if (!backends.empty()) m["ggml_backends"] = one_line(backends);
+  else if (base(executable).find("llama") != std::string_view::npos) m["ggml_backends"] = "none loaded as libraries";
+  else  // a proxy in front of the server (socat, ssh -L, a container's port forwarder), or not llama.cpp
+    m["server_process"] = "no ggml library mapped by " + one_line(executable) + " (a proxy, or not llama.cpp)";
   return m;
 }
 
-machine_facts listening_server_machine(std::uint16_t port) {
+server_process listening_server(std::uint16_t port) {
   const int pid = listening_pid(port);
   if (pid == 0)
-    return {{"server_process", "not visible: no process this user can read listens on port " + std::to_string(port)}};
+    return {{{"server_process", "not visible: no process this user can read listens on port " + std::to_string(port) +
+                                    " (in this network and PID namespace)"}},
+            ""};
   const auto proc = std::filesystem::path("/proc") / std::to_string(pid);
-  std::error_code ec;
+  std::error_code ec, cwd_ec;
   const auto exe = std::filesystem::read_symlink(proc / "exe", ec);
+  const auto cwd = std::filesystem::read_symlink(proc / "cwd", cwd_ec);
   const auto maps = read_file(proc / "maps");
-  if (maps.empty()) return {{"server_process", "not visible: the memory map of process " + std::to_string(pid) + " cannot be read"}};
-  std::vector<std::string> args;
+  if (maps.empty())
+    return {{{"server_process", "not visible: the memory map of process " + std::to_string(pid) + " cannot be read"}}, ""};
+  std::vector<std::string> args;  // relative ones as the process resolves them: against its own folder
   std::istringstream cmdline(read_file(proc / "cmdline"));
-  for (std::string a; std::getline(cmdline, a, '\0');) args.push_back(a);
-  return machine_from_maps(maps, ec ? "" : exe.string(), args);
+  for (std::string a; std::getline(cmdline, a, '\0');)
+    args.push_back(!a.empty() && a.front() != '/' && !cwd_ec ? (cwd / a).lexically_normal().string() : a);
+  server_process out{machine_from_maps(maps, ec ? "" : exe.string(), args), ""};
+  // The image the process runs: /proc/PID/exe is it even when the file on disk was replaced;
+  // behind a loader, the program's file.
+  if (auto it = out.facts.find("server_executable"); it != out.facts.end())
+    out.image = !ec && it->second == one_line(exe.string()) ? (proc / "exe").string() : it->second;
+  return out;
 }
 
 std::string listed_devices(const std::string& executable, const std::vector<std::string>& env) {

@@ -42,17 +42,28 @@ int listening_pid(std::uint16_t port);
 
 // What a server process's memory map says of it, with no flag and no log:
 //   ggml_backends     the ggml backend libraries it has loaded ("cpu-zen4 vulkan"), or "none
-//                     loaded as libraries" (a build with its backends linked in);
+//                     loaded as libraries" for a llama.cpp build with its backends linked in;
 //   ggml_cpu_variant  the CPU variant among them ("zen4");
 //   server_executable its program: /proc/PID/exe, or behind a dynamic loader run by hand (as
 //                     scripts/get-llama-server.sh runs Debian's), the first of its arguments
-//                     that is a file it has mapped.
-// `maps` is /proc/PID/maps's text, `exe` the target of /proc/PID/exe, `args` its command line.
+//                     that is a file it has mapped;
+//   server_process    instead of ggml_backends, for a process with no ggml library whose
+//                     program is not llama.cpp's: a proxy in front of the server, whose
+//                     backends are not claimed.
+// `maps` is /proc/PID/maps's text, `exe` the target of /proc/PID/exe, `args` its command line
+// (relative paths resolved against its working folder).
 machine_facts machine_from_maps(std::string_view maps, std::string_view exe, const std::vector<std::string>& args);
 
-// The same for whatever listens on `port` here; {"server_process": "not visible: ..."} when
-// nothing this user can read does.
-machine_facts listening_server_machine(std::uint16_t port);
+// The process behind a port of this host: its facts as above, or {"server_process": "not
+// visible: ..."} when nothing this user can read listens there; and the file that holds the
+// image it runs (`image`: /proc/PID/exe, which stays the running program's even when the file on
+// disk was replaced; "" when not visible), for its sha256. Reads /proc synchronously (every
+// process's file descriptors: milliseconds); never throws.
+struct server_process {
+  machine_facts facts;
+  std::string image;
+};
+server_process listening_server(std::uint16_t port);
 
 // What `executable --list-devices` prints, one device per "; " ("none" when it lists none);
 // `env` is prepended to its environment (NAME=VALUE). "" when it cannot be run.

@@ -10,7 +10,7 @@
   const FINAL = new Set(['done', 'failed', 'cancelled', 'interrupted']);
   // The verdict's topics as the text report labels them, and the answers that warn.
   const VERDICT_LABELS = { solo: 'Solo', concurrency: 'Concurrency', cache_reuse: 'Cache reuse', seeded_sampling: 'Seeded', comparator: 'Comparator', undecided: 'Undecided' };
-  const VERDICT_BAD = new Set(['moves', 'mixed', 'vacuous', 'unproven', 'open']);
+  const VERDICT_BAD = new Set(['moves', 'mixed', 'vacuous', 'invalid', 'unproven', 'open']);
   const TOKEN_KEY = 'logitaudit.token';
 
   // ---------------------------------------------------------------- DOM

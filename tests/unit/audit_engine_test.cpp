@@ -350,7 +350,8 @@ TEST(verdict, a_vacuous_comparator_is_the_answer_and_topics_not_planned_are_name
   auto f = evaluate(spec, plan, runs, batched_evidence(plan));
   ASSERT_FALSE(f.valid);
   const auto v = summarize(f);
-  const auto& comparator = v.lines[v.lines.size() - 2];
+  const auto& comparator = v.lines.front();
+  EXPECT_EQ(comparator.topic, verdict_topic::comparator) << "findings that are not evidence say so first";
   EXPECT_EQ(comparator.answer, verdict_answer::vacuous);
   EXPECT_TRUE(comparator.text.starts_with("NOT shown sharp: invalid: comparator vacuous")) << comparator.text;
   // A spec of serial repeats and controls alone: the other topics are named as not in this audit.
@@ -474,6 +475,14 @@ TEST(findings, a_fingerprint_change_is_reported) {
   EXPECT_EQ(f.fingerprint_changes[0], "a: model");
   EXPECT_FALSE(f.valid) << "a server that changed during the audit voids its findings";
   EXPECT_EQ(f.invalid_reason, "invalid: server changed during the audit: a: model");
+  // The verdict opens with it, the controls that diverged beside it; no line below is evidence.
+  const auto v = summarize(f);
+  ASSERT_LE(v.lines.size(), 6u);
+  EXPECT_EQ(v.lines.front().topic, verdict_topic::comparator);
+  EXPECT_EQ(v.lines.front().answer, verdict_answer::invalid);
+  EXPECT_TRUE(v.lines.front().text.starts_with("the findings are INVALID: invalid: server changed during the audit: a: model; sharp: "))
+      << v.lines.front().text;
+  EXPECT_TRUE(render_text(f).starts_with("Comparator:  the findings are INVALID")) << render_text(f).substr(0, 300);
 }
 
 TEST(findings, a_canary_that_moved_during_the_audit_voids_the_findings_and_so_does_a_missing_end) {

@@ -88,6 +88,10 @@ TEST(machine, a_server_process_map_names_its_ggml_backends_and_its_program) {
   const auto linked = clients::machine_from_maps("55e0-55e1 r-xp 00000000 08:01 12 /usr/local/bin/llama-server\n",
                                                  "/usr/local/bin/llama-server", {"llama-server", "-m", "/m/tiny.gguf"});
   EXPECT_EQ(linked.at("ggml_backends"), "none loaded as libraries");
+  // A binary replaced on disk since it started is still named by its path.
+  const auto replaced = clients::machine_from_maps("55e0-55e1 r-xp 00000000 08:01 12 /usr/bin/llama-server (deleted)\n",
+                                                   "/usr/bin/llama-server (deleted)", {"llama-server"});
+  EXPECT_EQ(replaced.at("server_executable"), "/usr/bin/llama-server");
   EXPECT_FALSE(linked.count("ggml_cpu_variant")) << "nothing mapped, nothing claimed";
   EXPECT_EQ(linked.at("server_executable"), "/usr/local/bin/llama-server");
 }
@@ -98,14 +102,20 @@ TEST(machine, the_process_listening_on_a_port_is_found_and_a_port_nobody_listens
   net::ip::tcp::acceptor listening(io, {net::ip::make_address("127.0.0.1"), 0});
   const auto port = listening.local_endpoint().port();
   EXPECT_EQ(clients::listening_pid(port), static_cast<int>(::getpid())) << "this test process listens on " << port;
-  const auto me = clients::listening_server_machine(port);
-  EXPECT_EQ(me.at("server_executable"), std::filesystem::read_symlink("/proc/self/exe").string());
-  EXPECT_FALSE(me.count("server_process"));
+  // This test's own process maps no ggml library and is not llama.cpp: it is named, and no
+  // backend is claimed for it (as for a proxy in front of a server).
+  const auto me = clients::listening_server(port);
+  EXPECT_EQ(me.facts.at("server_executable"), std::filesystem::read_symlink("/proc/self/exe").string());
+  ASSERT_TRUE(me.facts.count("server_process"));
+  EXPECT_TRUE(me.facts.at("server_process").starts_with("no ggml library mapped by ")) << me.facts.at("server_process");
+  EXPECT_FALSE(me.facts.count("ggml_backends"));
+  EXPECT_EQ(me.image, "/proc/" + std::to_string(::getpid()) + "/exe") << "the running image, even if its file is replaced";
   listening.close();
-  const auto gone = clients::listening_server_machine(port);
-  ASSERT_TRUE(gone.count("server_process"));
-  EXPECT_TRUE(gone.at("server_process").starts_with("not visible")) << gone.at("server_process");
-  EXPECT_FALSE(gone.count("ggml_cpu_variant"));
+  const auto gone = clients::listening_server(port);
+  ASSERT_TRUE(gone.facts.count("server_process"));
+  EXPECT_TRUE(gone.facts.at("server_process").starts_with("not visible")) << gone.facts.at("server_process");
+  EXPECT_FALSE(gone.facts.count("ggml_cpu_variant"));
+  EXPECT_TRUE(gone.image.empty());
 }
 
 TEST(machine, this_host_and_the_provisioned_llama_server_are_read_for_real) {
