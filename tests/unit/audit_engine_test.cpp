@@ -258,6 +258,21 @@ TEST(findings, a_known_world_gives_a_known_table_and_predictions) {
   EXPECT_TRUE(threshold);
 }
 
+// llama-server -np 1: no burst batches (one busy slot per decode), the cache is still reused,
+// and the bursts' streams come back identical, since the server took them one at a time.
+static std::pair<std::vector<observed_run>, evaluation_evidence> one_slot_world(const audit_plan& plan) {
+  std::set<std::size_t> every_burst;
+  for (const auto& g : plan.groups)
+    if (g.mode == group_mode::burst) every_burst.insert(g.index);
+  evaluation_evidence ev;
+  ev.bursts = simulate_bursts(plan, every_burst);
+  ev.fingerprints = steady_fingerprints(plan);
+  auto runs = simulate(plan);
+  for (auto& r : runs)
+    if (every_burst.count(r.group)) r.stream->tokens[1].logprob = stream_of({0}).tokens[0].logprob;
+  return {std::move(runs), std::move(ev)};
+}
+
 // The verdict that opens every report: at most six lines, in topic order, each count a sum of
 // the table's own cells, and a condition that did not happen never said to have held.
 static std::vector<std::string> lines_of(const std::string& text) {
@@ -297,15 +312,7 @@ TEST(verdict, a_known_world_is_answered_first_from_its_own_tallies) {
 TEST(verdict, bursts_that_never_batched_are_undecided_never_identical) {
   auto spec = seed_protocol({{"a", "", "llama"}});
   auto plan = make_plan(spec);
-  std::set<std::size_t> every_burst;
-  for (const auto& g : plan.groups)
-    if (g.mode == group_mode::burst) every_burst.insert(g.index);
-  evaluation_evidence ev;
-  ev.bursts = simulate_bursts(plan, every_burst);
-  ev.fingerprints = steady_fingerprints(plan);
-  auto runs = simulate(plan);
-  for (auto& r : runs)
-    if (every_burst.count(r.group)) r.stream->tokens[1].logprob = stream_of({0}).tokens[0].logprob;
+  const auto [runs, ev] = one_slot_world(plan);
   const auto v = summarize(evaluate(spec, plan, runs, ev));
   ASSERT_LE(v.lines.size(), 6u);
   for (const auto& l : v.lines) {
@@ -625,17 +632,7 @@ TEST(evidence, a_cache_reuse_counts_only_when_the_server_says_it_reused_prompt_t
 TEST(findings, streams_of_bursts_that_did_not_batch_are_counted_apart_never_as_survivors) {
   auto spec = seed_protocol({{"a", "", "llama"}});
   auto plan = make_plan(spec);
-  // llama-server -np 1: no burst batches; the cache is still reused.
-  std::set<std::size_t> every_burst;
-  for (const auto& g : plan.groups)
-    if (g.mode == group_mode::burst) every_burst.insert(g.index);
-  evaluation_evidence ev;
-  ev.bursts = simulate_bursts(plan, every_burst);
-  ev.fingerprints = steady_fingerprints(plan);
-  // In that world the streams come back identical: the server took them one at a time.
-  auto runs = simulate(plan);
-  for (auto& r : runs)
-    if (every_burst.count(r.group)) r.stream->tokens[1].logprob = stream_of({0}).tokens[0].logprob;
+  const auto [runs, ev] = one_slot_world(plan);
   auto f = evaluate(spec, plan, runs, ev);
   EXPECT_TRUE(f.valid) << f.invalid_reason;
   for (const char* name : {"concurrent_greedy_c2", "concurrent_greedy_c4", "concurrent_greedy_c8", "concurrent_seeded_c6",
