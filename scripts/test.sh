@@ -20,7 +20,9 @@ sanitizers=${LOGITAUDIT_SANITIZERS:-1}
 [[ $# -eq 0 ]] || sanitizers=0  # a partial run (ctest arguments) is a quick local run
 
 bash scripts/bootstrap.sh --test
-bash scripts/get-llama-server.sh
+# With ggml's Vulkan (lavapipe), BLAS and RPC backends, for the tests of other devices: 79
+# packages, about 10 s (docs/llama-server.md).
+bash scripts/get-llama-server.sh --backends
 
 # Sanitizers: any report fails the test that caused it (UBSan does not recover; ASan aborts).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
