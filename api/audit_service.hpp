@@ -48,6 +48,10 @@ struct repro_view {
 struct backend_list {
   std::vector<backend_view> backends;  // configured
   bool allow_adhoc = false;            // specs may name other URLs
+  // The devices a managed server may be given here (clients::host_devices): the values, and
+  // each in words with what its llama-server lists.
+  std::vector<std::string> devices;
+  std::string device_words;
 };
 
 class audit_service {

@@ -19,12 +19,14 @@ net::awaitable<api_response> route_get_backends(audit_service* svc, request_cont
   for (const auto& b : list.backends)
     out["backends"].push_back({{"name", b.name}, {"url", b.url}, {"api", b.api}, {"busy", b.busy}});
   // The host managed servers run on, and the ggml CPU variants they may be given (a sweep's
-  // cpu_variant axis): read now, never cached.
+  // cpu_variant axis): read now, never cached; the devices (its device axis), kept a minute.
   const auto host = clients::host_machine();
   auto fact = [&host](const char* key) { return host.count(key) ? host.at(key) : std::string(); };
   out["host"] = {{"cpu_model", fact("cpu_model")},
                  {"cpu_features", fact("cpu_features")},
-                 {"ggml_cpu_variants", clients::runnable_cpu_variants(host)}};
+                 {"ggml_cpu_variants", clients::runnable_cpu_variants(host)},
+                 {"devices", list.devices},
+                 {"device_words", list.device_words}};
   co_return json_response(200, dump(out));
 }
 

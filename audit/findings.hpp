@@ -20,6 +20,7 @@
 #include "reference.hpp"
 #include "frontier.hpp"
 #include "logit_stream.hpp"
+#include "migration.hpp"
 #include "plan.hpp"
 #include "search.hpp"
 #include "spec.hpp"
@@ -173,6 +174,7 @@ struct findings {
   std::vector<throughput_result> throughput;  // throughput probes, per backend
   std::vector<load_curve> load_curves;        // per backend and load condition, level by level (docs/load.md)
   std::vector<frontier_row> frontier;         // sweeps (or specs with a probe): one row per backend
+  std::vector<migration_matrix> migration;    // per model two or more backends serve (audit/migration.hpp)
 };
 
 // Judges every observed run of `plan`. Pure: the same inputs give the same findings.

@@ -55,6 +55,10 @@ std::string machine_summary(const std::map<std::string, std::string>& m) {
   if (const auto loaded = at("ggml_backends"); !loaded.empty() && loaded != "cpu-" + at("ggml_cpu_variant"))
     add("ggml backends " + loaded);
   if (!at("devices").empty() && at("devices") != "none") add("devices " + at("devices"));
+  // The devices the model was given, and how many of its layers: the compute backend it ran on.
+  if (!at("offload_devices").empty())
+    add("offloaded to " + at("offload_devices") +
+        (at("layers_offloaded").empty() ? "" : " (" + at("layers_offloaded") + " layers)"));
   if (const auto exe = at("server_executable"); !exe.empty()) {
     const auto sha = at("server_executable_sha256");
     add(exe.substr(exe.rfind('/') + 1) + (sha.empty() ? "" : " sha256:" + sha.substr(0, 12)));
@@ -62,7 +66,7 @@ std::string machine_summary(const std::map<std::string, std::string>& m) {
   if (!at("server_process").empty()) add("server process " + at("server_process"));
   if (!at("kernel").empty()) add("kernel " + at("kernel"));
   static const std::set<std::string> shown = {"cpu_model",         "logical_cores",     "cpu_features",
-                                              "ggml_cpu_variant",  "ggml_backends",     "devices",
+                                              "ggml_cpu_variant",  "ggml_backends",     "devices",   "offload_devices", "layers_offloaded",
                                               "server_executable", "server_executable_sha256", "server_process",
                                               "kernel",            "cpu_vendor",        "arch",
                                               "ggml_cpu_features"};

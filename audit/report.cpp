@@ -181,9 +181,15 @@ void grid_text(std::string& out, const grid& g) {
 }
 
 void grid_markdown(std::string& out, const grid& g) {
+  // A cell's own "|" (the migration matrix's "solo | under load") would end the cell.
+  auto cell = [](const std::string& c) {
+    std::string e;
+    for (char ch : c) e += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    return e;
+  };
   for (std::size_t r = 0; r < g.size(); ++r) {
     out += "|";
-    for (const auto& c : g[r]) out += " " + c + " |";
+    for (const auto& c : g[r]) out += " " + cell(c) + " |";
     out += "\n";
     if (r == 0) {
       out += "|";
@@ -244,7 +250,40 @@ void load_sections(std::string& out, const findings& f, bool markdown) {
   }
 }
 
+// The migration matrix: a row per backend, a column per backend; each cell is the pair's
+// streams of the same requests, "solo | under load"; the diagonal, a backend's streams under
+// load against its own solo ones (audit/migration.hpp).
+grid migration_grid(const migration_matrix& m) {
+  grid g{{"solo | under load"}};
+  g.front().insert(g.front().end(), m.backends.begin(), m.backends.end());
+  for (const auto& a : m.backends) {
+    std::vector<std::string> row = {a};
+    for (const auto& b : m.backends) {
+      const auto* c = m.cell(a, b);
+      if (!c) row.push_back("-");
+      else if (a == b) row.push_back("itself: " + agreement_words(c->load));
+      else row.push_back(agreement_words(c->solo) + " | " + agreement_words(c->load));
+    }
+    g.push_back(std::move(row));
+  }
+  return g;
+}
+
+void migration_sections(std::string& out, const findings& f, bool markdown) {
+  for (const auto& m : f.migration) {
+    const std::string title = "Migration matrix, " + (m.model.empty() ? std::string("one model") : m.model) +
+                              ": logit-identical streams of the same requests, pair by pair";
+    out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
+    markdown ? grid_markdown(out, migration_grid(m)) : grid_text(out, migration_grid(m));
+    out += std::string(markdown ? "\n" : "") +
+           " Each cell: identical/compared solo | under load, \"from P by D\" where the first difference is (position P, "
+           "largest |logprob difference| D of the chosen token), tokens where they differ too. The diagonal is each backend "
+           "under load against its own solo streams.\n";
+  }
+}
+
 void extra_sections(std::string& out, const findings& f, bool markdown) {
+  migration_sections(out, f, markdown);
   for (const auto& r : f.searches) {
     const std::string title = "Threshold search, " + r.backend + ", " + r.condition + ": " + threshold_words(r);
     out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
@@ -356,6 +395,12 @@ std::string power_cell(const findings& f, const std::string& scope) {
 }
 
 }  // namespace
+
+std::string render_migration(const findings& f) {
+  std::string out;
+  migration_sections(out, f, false);
+  return out;
+}
 
 std::string render_text(const findings& f) {
   std::string out = verdict_text(summarize(f)) + "\n";

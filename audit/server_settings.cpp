@@ -29,8 +29,8 @@ setting_info setting(setting_info row) {
 
 constexpr std::array<std::string_view, 3> kFlashAttn = {"on", "off", "auto"};
 
-const std::array<setting_info, 10>& table() {
-  static const std::array<setting_info, 10> rows = {
+const std::array<setting_info, 11>& table() {
+  static const std::array<setting_info, 11> rows = {
       setting<&server_settings::model, &sweep_spec::models>(
           {.name = "model", .sweep_name = "models", .doc = "a model named in the daemon's managed.models", .required = true}),
       setting<&server_settings::parallel, &sweep_spec::parallel>(
@@ -64,11 +64,51 @@ const std::array<setting_info, 10>& table() {
                   "generation on this machine",
            .shown = ", ggml CPU variant ", .shown_after = " alone", .shown_unless_default = true, .label = "cpu",
            .absent_when_default = true, .choices = kGgmlCpuVariants, .choices_name = "a ggml CPU variant"}),
+      setting<&server_settings::device, &sweep_spec::device>(
+          {.name = "device",
+           .doc = "the compute backend, one this host can run: cpu (ggml's CPU backend alone), blas, vulkan (every "
+                  "layer on the first Vulkan device), rpc:N (the model split over N local ggml-rpc-server "
+                  "processes), or another device family the server lists (cuda, vulkan1)",
+           .shown = ", device ", .shown_unless_default = true, .label = "dev", .absent_when_default = true,
+           .form_problem = device_form_problem, .pattern = "^(cpu|blas|rpc:[1-8]|[a-z]{1,16}[0-9]{0,2})$"}),
   };
   return rows;
 }
 
 }  // namespace
+
+// parse_device's forms, as the settings table's pattern writes them for the OpenAPI document.
+static_assert(kMaxRpcProcesses == 8, "the device row's pattern says rpc:[1-8]");
+
+std::optional<device_choice> parse_device(std::string_view v) {
+  device_choice d;
+  if (v == "cpu") return d;
+  if (v == "blas") return device_choice{.what = device_choice::kind::blas};
+  if (v.starts_with("rpc:")) {
+    const auto n = v.substr(4);
+    if (n.size() != 1 || n[0] < '1' || n[0] > '0' + kMaxRpcProcesses) return std::nullopt;
+    return device_choice{.what = device_choice::kind::rpc, .processes = n[0] - '0'};
+  }
+  // A GPU family and, optionally, its device number: "vulkan", "cuda1".
+  const auto digits = v.find_first_of("0123456789");
+  const auto family = v.substr(0, digits);
+  if (family.empty() || family.size() > 16 || !std::all_of(family.begin(), family.end(), [](char c) { return c >= 'a' && c <= 'z'; }))
+    return std::nullopt;
+  d.what = device_choice::kind::gpu;
+  d.family = std::string(family);
+  if (digits != std::string_view::npos) {
+    const auto number = v.substr(digits);
+    if (number.size() > 2 || number.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    d.index = std::stoi(std::string(number));
+  }
+  return d;
+}
+
+std::string device_form_problem(const std::string& v) {
+  return parse_device(v) ? ""
+                         : "is not a device: cpu, blas, vulkan, rpc:N (N from 1 to " + std::to_string(kMaxRpcProcesses) +
+                               "), or a device family the server lists with an optional number (cuda, vulkan1)";
+}
 
 std::string to_string(const setting_value& v) {
   if (const int* i = std::get_if<int>(&v)) return std::to_string(*i);

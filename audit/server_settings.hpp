@@ -17,7 +17,9 @@
 namespace logitaudit::audit {
 
 // One of the daemon's configured models and the settings an API user may choose. Each member
-// is one flag; there is no path, binary, port, host or free-form argument.
+// is one flag, or for the CPU variant and the device the few that clients::device_arguments and
+// the provisioned wrapper derive from it; there is no path, binary, port, host or free-form
+// argument.
 struct server_settings {
   std::string model;        // a model named in the daemon's configuration (managed.models)
   int parallel = 4;         // -np
@@ -32,6 +34,11 @@ struct server_settings {
   // (kGgmlCpuVariants), which the host's CPU must be able to run: another CPU generation,
   // measured on this machine.
   std::string cpu_variant;
+  // The compute backend (parse_device): "cpu" (ggml's CPU backend, nothing offloaded), "blas",
+  // "vulkan" (every layer on the first Vulkan device), "rpc:N" (the model split over N local
+  // ggml-rpc-server processes), or another device family the server lists ("cuda", "vulkan1").
+  // Which of them this host can run is the daemon's to say (clients::host_devices).
+  std::string device = "cpu";
 
   bool operator==(const server_settings&) const = default;
 };
@@ -41,6 +48,19 @@ inline constexpr std::array<std::string_view, 14> kGgmlCpuVariants = {
     "x64",      "sse42",      "sandybridge", "ivybridge",   "piledriver", "haswell", "alderlake",
     "skylakex", "cannonlake", "cascadelake", "icelake",     "cooperlake", "zen4",    "sapphirerapids"};
 
+// A device value, parsed: what kind of backend it is and, for a GPU family, which one.
+struct device_choice {
+  enum class kind { cpu, blas, gpu, rpc } what = kind::cpu;
+  std::string family;  // gpu: "vulkan", "cuda", ... (lower case)
+  int index = -1;      // gpu: the family's device number ("vulkan1"); -1: its first
+  int processes = 0;   // rpc: how many ggml-rpc-servers
+};
+inline constexpr int kMaxRpcProcesses = 8;
+// nullopt for a value of none of the forms above.
+std::optional<device_choice> parse_device(std::string_view value);
+// "" when `value` is a device value's form, else what is wrong with it.
+std::string device_form_problem(const std::string& value);
+
 // The sweep's matrix: every combination of the listed values is one managed backend; an
 // absent axis keeps server_settings' default. A throughput probe is added to the conditions.
 struct sweep_spec {
@@ -49,6 +69,7 @@ struct sweep_spec {
   std::vector<std::string> flash_attn;
   std::vector<bool> kv_unified, prompt_cache;
   std::vector<std::string> cpu_variant;
+  std::vector<std::string> device;
   int probe_width = 4;     // the probe's burst width
   int probe_bursts = 4;    // the probe's bursts (of different prompts, n_predict tokens each)
 
@@ -85,6 +106,10 @@ struct setting_info {
   setting_limit max_from = setting_limit::none;  // a tighter bound from the configuration
   std::span<const std::string_view> choices;     // a text's only values (empty: any but "")
   std::string_view choices_name;                 // what a wrong value is not ("a ggml CPU variant")
+  // A text whose values have a form rather than a list: what is wrong with one ("" when
+  // nothing), and the form as a regular expression for the OpenAPI document.
+  std::string (*form_problem)(const std::string&) = nullptr;
+  std::string_view pattern;
 
   setting_value (*get)(const server_settings&);
   void (*set)(server_settings&, const setting_value&);

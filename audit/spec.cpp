@@ -284,6 +284,7 @@ std::string setting_problem(const setting_info& row, const setting_value& v, con
     return *i < row.min || *i > hi ? "must be between " + std::to_string(row.min) + " and " + std::to_string(hi) : "";
   }
   const auto* text = std::get_if<std::string>(&v);
+  if (text && row.form_problem) return row.form_problem(*text);
   // A server may keep a choice's default ("" for the CPU variant); a sweep's axis lists values.
   if (!text || row.choices.empty() || (!in_sweep && v == row.default_value()) ||
       std::find(row.choices.begin(), row.choices.end(), *text) != row.choices.end())

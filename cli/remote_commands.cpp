@@ -20,12 +20,14 @@
 #include <thread>
 
 #include "audit/enum_names.hpp"
+#include "audit/report.hpp"
 #include "audit/spec.hpp"
 #include "audit/states.hpp"
 #include "audit/verdict.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/backend.hpp"
 #include "daemon_client.hpp"
+#include "storage/documents.hpp"
 #include "exit_codes.hpp"
 #include "table.hpp"
 
@@ -504,6 +506,11 @@ void add_replay(CLI::App& app) {
               << ": logit-identical streams of the same requests, solo (baselines) | under load (every compared stream)\n";
     m.print(std::cout);
     if (findings.contains("reference")) std::cout << findings["reference"].value("sentence", "") << "\n";
+    // Among the backends replayed: each pair's first difference, and each one's own batch
+    // invariance (the report's migration matrix). The JSON report is the stored findings
+    // document with the verdict beside it, so the findings' own codec reads it.
+    if (const auto stored = storage::decode_findings(findings.dump())) std::cout << audit::render_migration(*stored);
+    else std::cout << "(the migration matrix: logitaudit report " << id << ")\n";
   });
 }
 
@@ -784,6 +791,7 @@ void add_backends(CLI::App& app) {
       for (const auto& v : out["host"].value("ggml_cpu_variants", json::array())) variants += (variants.empty() ? "" : ",") + v.get<std::string>();
       std::cout << "host: " << text(out["host"], "cpu_model") << "; ggml CPU variants it can run (--sweep cpu_variant=...): "
                 << (variants.empty() ? "none" : variants) << "\n";
+      std::cout << "devices it can give a managed server (--sweep device=...): " << text(out["host"], "device_words") << "\n";
     }
   });
 }

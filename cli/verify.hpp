@@ -1,7 +1,8 @@
 // The independent verifier: recomputes both digests of every stored stream from its
 // canonical encoding, every identity verdict from those digests, and every prediction from
-// those verdicts (honouring the evidence flag stored with each verdict), and compares each
-// with what the database says. It shares no code with the comparator or the findings (only
+// those verdicts (honouring the evidence flag stored with each verdict), and the threshold
+// searches, the throughput and the migration matrices from those, and compares each with what
+// the database says. It shares no code with the comparator or the findings (only
 // the documented encoding), so a bug in either is caught.
 #pragma once
 

@@ -26,9 +26,16 @@ namespace logitaudit::clients {
 namespace fs = std::filesystem;
 
 std::string find_llama_tool(const std::string& name) {
-  std::string env_name = name == "llama-server" ? "LOGITAUDIT_LLAMA_SERVER" : "LOGITAUDIT_LLAMA_QUANTIZE";
+  const std::string env_name = name == "llama-server"      ? "LOGITAUDIT_LLAMA_SERVER"
+                               : name == "ggml-rpc-server" ? "LOGITAUDIT_RPC_SERVER"
+                                                           : "LOGITAUDIT_LLAMA_QUANTIZE";
   if (const char* e = std::getenv(env_name.c_str()); e && *e) return e;
   std::vector<fs::path> candidates;
+  // A user's own build keeps its tools together: upstream names the RPC server rpc-server.
+  if (const char* server = std::getenv("LOGITAUDIT_LLAMA_SERVER"); server && *server && name != "llama-server") {
+    candidates.push_back(fs::path(server).parent_path() / name);
+    if (name == "ggml-rpc-server") candidates.push_back(fs::path(server).parent_path() / "rpc-server");
+  }
   if (const char* c = std::getenv("LOGITAUDIT_CACHE"); c && *c) candidates.push_back(fs::path(c) / "bin" / name);
   if (*LOGITAUDIT_DEFAULT_CACHE) candidates.push_back(fs::path(LOGITAUDIT_DEFAULT_CACHE) / "bin" / name);
   if (const char* path = std::getenv("PATH")) {
@@ -62,11 +69,11 @@ int free_loopback_port() {
 
 expected<std::unique_ptr<llama_server_process>, std::string> llama_server_process::spawn(
     llama_server_options o) {
-  if (o.executable.empty()) o.executable = find_llama_tool("llama-server");
-  if (o.executable.empty())
+  if (o.command.empty() && o.executable.empty()) o.executable = find_llama_tool("llama-server");
+  if (o.command.empty() && o.executable.empty())
     return unexpected{std::string("llama-server not found: run scripts/get-llama-server.sh or set "
                                   "LOGITAUDIT_LLAMA_SERVER")};
-  if (!fs::exists(o.model)) return unexpected{"model file not found: " + o.model};
+  if (o.command.empty() && !fs::exists(o.model)) return unexpected{"model file not found: " + o.model};
 
   std::unique_ptr<llama_server_process> p(new llama_server_process());
   p->port_ = o.port > 0 ? o.port : free_loopback_port();
@@ -81,6 +88,11 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
                                    "--no-webui"};
   if (o.metrics) args.push_back("--metrics");
   args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
+  if (!o.command.empty()) {
+    args = o.command;
+    for (auto& a : args)
+      if (a == "{port}") a = std::to_string(p->port_);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -17,7 +17,9 @@
 namespace logitaudit::clients {
 
 // The llama-server to run: $LOGITAUDIT_LLAMA_SERVER, else $LOGITAUDIT_CACHE/bin/llama-server,
-// else the project's .cache/bin/llama-server, else `llama-server` on PATH; "" if none.
+// else the project's .cache/bin/llama-server, else `llama-server` on PATH; "" if none. The
+// same for llama-quantize ($LOGITAUDIT_LLAMA_QUANTIZE) and ggml-rpc-server
+// ($LOGITAUDIT_RPC_SERVER; upstream's build calls it rpc-server, found beside its llama-server).
 std::string find_llama_tool(const std::string& name);
 
 // A free TCP port on 127.0.0.1 at the time of the call.
@@ -31,6 +33,9 @@ struct llama_server_options {
   int ctx = 4096;          // -c (the whole KV cache, shared by the slots)
   bool metrics = false;    // --metrics
   std::vector<std::string> extra_args;
+  // Another program instead (a ggml-rpc-server): its whole command line, "{port}" standing for
+  // the port; the model, the flags above and the health wait are llama-server's and not used.
+  std::vector<std::string> command;
   std::vector<std::pair<std::string, std::string>> env;  // set in the child's environment
   int port = 0;                    // 0: a free loopback port; set: restart a server where its clients expect it
   std::filesystem::path log_file;  // empty: a file under /tmp

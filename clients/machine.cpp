@@ -176,15 +176,47 @@ machine_facts host_machine() {
 
 machine_facts machine_from_log(std::string_view log) {
   machine_facts m;
-  constexpr std::string_view loaded = "loaded CPU backend from ";
-  if (auto at = log.find(loaded); at != std::string_view::npos) {
-    auto end = log.find('\n', at);
-    const auto path = trim(log.substr(at + loaded.size(), end == std::string_view::npos ? end : end - at - loaded.size()));
+  auto lines_with = [&log](std::string_view needle, auto&& each) {
+    for (auto at = log.find(needle); at != std::string_view::npos; at = log.find(needle, at + needle.size())) {
+      const auto end = log.find('\n', at);
+      each(trim(log.substr(at + needle.size(), end == std::string_view::npos ? std::string_view::npos : end - at - needle.size())));
+    }
+  };
+  // "load_backend: loaded Vulkan backend from .../libggml-vulkan.so", one per backend library.
+  std::string backends;
+  lines_with(" backend from ", [&](std::string_view path) {
     auto name = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
-    if (name.starts_with("libggml-cpu-")) name.remove_prefix(12);
+    if (!name.starts_with("libggml-")) return;
+    name.remove_prefix(8);
     if (auto dot = name.find(".so"); dot != std::string_view::npos) name = name.substr(0, dot);
-    m["ggml_cpu_variant"] = one_line(name);
-  }
+    if (name.starts_with("cpu-")) m["ggml_cpu_variant"] = one_line(name.substr(4));
+    // Each once: a server that loads its backends twice (with --rpc) logs them twice.
+    if ((" " + backends + " ").find(" " + std::string(name) + " ") == std::string::npos)
+      backends += (backends.empty() ? "" : " ") + std::string(name);
+  });
+  if (!backends.empty()) m["ggml_backends"] = one_line(backends);
+  // "using device Vulkan0 (llvmpipe (LLVM 22.1.8, 256 bits)) (unknown id) - 23464 MiB free": the
+  // devices the model was given, with their own description; an RPC device's is its address,
+  // which changes with every start and is not the machine.
+  std::string devices;
+  lines_with("using device ", [&](std::string_view rest) {
+    if (auto dash = rest.rfind(" - "); dash != std::string_view::npos) rest = rest.substr(0, dash);
+    if (rest.ends_with(" (unknown id)")) rest.remove_suffix(13);
+    const auto space = rest.find(' ');
+    const auto name = rest.substr(0, space);
+    auto desc = space == std::string_view::npos ? std::string_view() : trim(rest.substr(space));
+    if (desc.starts_with("(") && desc.ends_with(")")) desc = desc.substr(1, desc.size() - 2);
+    std::string one(name);
+    if (name.starts_with("RPC")) one += " ggml-rpc-server";
+    else if (!desc.empty()) one += " " + std::string(desc);
+    devices += (devices.empty() ? "" : "; ") + one;
+  });
+  if (!devices.empty()) m["offload_devices"] = one_line(devices);
+  // "load_tensors: offloaded 5/5 layers to GPU"
+  lines_with("offloaded ", [&](std::string_view rest) {
+    if (auto sp = rest.find(' '); rest.find(" layers") == sp && sp != std::string_view::npos)
+      m["layers_offloaded"] = one_line(rest.substr(0, sp));
+  });
   // "system_info: n_threads = 2 (...) / 2 | CPU : SSE3 = 1 | AVX2 = 1 | ... |"
   if (auto at = log.find("system_info:"); at != std::string_view::npos) {
     auto end = log.find('\n', at);

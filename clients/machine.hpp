@@ -28,9 +28,11 @@ machine_facts host_machine();
 machine_facts machine_from(std::string_view cpuinfo, std::string_view kernel, std::string_view arch);
 
 // From the log of a llama-server started with `-lv 4`: ggml_cpu_variant ("sapphirerapids",
-// from "load_backend: loaded CPU backend from .../libggml-cpu-sapphirerapids.so") and
-// ggml_cpu_features (the features its system_info line says are on). Empty when the log
-// does not say.
+// from "load_backend: loaded CPU backend from .../libggml-cpu-sapphirerapids.so"),
+// ggml_backends (every backend library it loaded, each once: "vulkan cpu-zen4"),
+// offload_devices (the devices the model was given, with their own description; an RPC
+// device's changing address left out), layers_offloaded ("5/5") and ggml_cpu_features (the
+// features its system_info line says are on). Each absent when the log does not say.
 machine_facts machine_from_log(std::string_view log);
 machine_facts server_log_machine(const std::filesystem::path& log);
 

@@ -3,11 +3,132 @@
 
 #include <spdlog/spdlog.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cctype>
+#include <set>
 
 namespace logitaudit::clients {
 
 std::vector<std::string> server_arguments(const audit::server_settings& s) { return audit::setting_flags(s); }
+
+namespace {
+
+// "Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits)" -> "Vulkan0".
+std::string device_name(const std::string& listed) { return listed.substr(0, listed.find(':')); }
+
+// Whether something accepts TCP connections on 127.0.0.1:`port` now.
+bool accepts(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+device_catalogue host_devices(const std::string& executable) {
+  device_catalogue c;
+  c.values.push_back("cpu");
+  const std::string exe = executable.empty() ? find_llama_tool("llama-server") : executable;
+  // The provisioned wrapper loads Vulkan and BLAS only when asked, and refuses them when
+  // scripts/get-llama-server.sh --backends has not run; a user's own build ignores the variable.
+  std::string listed = listed_devices(exe, {"LOGITAUDIT_GGML_BACKENDS=vulkan blas"});
+  if (listed.empty()) listed = listed_devices(exe);
+  std::set<std::string> families;
+  for (std::size_t at = 0; !listed.empty() && listed != "none" && at < listed.size();) {
+    auto end = listed.find("; ", at);
+    if (end == std::string::npos) end = listed.size();
+    const std::string item = listed.substr(at, end - at);
+    at = end + 2;
+    const std::string name = device_name(item);
+    if (name == "BLAS") {
+      c.values.push_back("blas");
+      continue;
+    }
+    std::string family, number;
+    for (char ch : name)
+      (std::isdigit(static_cast<unsigned char>(ch)) ? number : family) += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (family == "mtl") family = "metal";
+    if (family.empty() || !audit::parse_device(family + number)) continue;
+    if (families.insert(family).second) {
+      c.values.push_back(family);
+      c.listed[family] = item;
+    }
+    if (!number.empty()) {
+      c.values.push_back(family + number);
+      c.listed[family + number] = item;
+    }
+  }
+  c.rpc_server = find_llama_tool("ggml-rpc-server");
+  if (!c.rpc_server.empty()) c.values.push_back("rpc:N");
+  return c;
+}
+
+std::string device_catalogue::words() const {
+  std::string out;
+  for (const auto& v : values) {
+    std::string one = v == "rpc:N" ? "rpc:1 to rpc:" + std::to_string(audit::kMaxRpcProcesses) : v;
+    if (auto it = listed.find(v); it != listed.end() && v.find_first_of("0123456789") == std::string::npos)
+      one += " (" + it->second + ")";
+    out += (out.empty() ? "" : ", ") + one;
+  }
+  return out;
+}
+
+std::string device_catalogue::problem(const std::string& device) const {
+  const auto d = audit::parse_device(device);
+  if (!d) return audit::device_form_problem(device);
+  using kind = audit::device_choice::kind;
+  std::string why;
+  if (d->what == kind::blas && std::find(values.begin(), values.end(), "blas") == values.end())
+    why = "its llama-server lists no BLAS device (scripts/get-llama-server.sh --backends provisions one)";
+  else if (d->what == kind::gpu && !listed.count(device))
+    why = "its llama-server lists no " + device + " device (scripts/get-llama-server.sh --backends provisions "
+          "Vulkan on lavapipe; a GPU needs its driver)";
+  else if (d->what == kind::rpc && rpc_server.empty())
+    why = "no ggml-rpc-server is there (scripts/get-llama-server.sh --backends, or LOGITAUDIT_RPC_SERVER)";
+  return why.empty() ? "" : "this host cannot run device '" + device + "': " + why + "; it can run: " + words();
+}
+
+device_launch device_arguments(const audit::server_settings& s, const device_catalogue& host,
+                               const std::vector<std::string>& rpc_endpoints) {
+  device_launch out;
+  const auto d = audit::parse_device(s.device).value_or(audit::device_choice{});
+  using kind = audit::device_choice::kind;
+  switch (d.what) {
+    case kind::cpu:  // nothing offloaded, and no other backend loaded, whatever the daemon's shell asked
+      out.args = {"-dev", "none"};
+      out.env = {{"LOGITAUDIT_GGML_BACKENDS", ""}};
+      break;
+    case kind::blas:  // ggml's CPU backend, with OpenBLAS for the matrix products it takes
+      out.args = {"-dev", "none"};
+      out.env = {{"LOGITAUDIT_GGML_BACKENDS", "blas"}, {"OPENBLAS_NUM_THREADS", std::to_string(s.threads)}};
+      break;
+    case kind::gpu: {  // every layer on that one device, nothing fitted to its free memory
+      const auto it = host.listed.find(s.device);
+      out.args = {"-dev", it == host.listed.end() ? s.device : device_name(it->second), "-ngl", "999", "-fit", "off"};
+      if (d.family == "vulkan") out.env = {{"LOGITAUDIT_GGML_BACKENDS", "vulkan"}};
+      break;
+    }
+    case kind::rpc: {  // every layer over the RPC servers, split as their memory says (evenly here)
+      std::string list;
+      for (const auto& e : rpc_endpoints) list += (list.empty() ? "" : ",") + e;
+      out.args = {"--rpc", list, "-ngl", "999", "-fit", "off"};
+      out.env = {{"LOGITAUDIT_GGML_BACKENDS", "rpc"}};
+      break;
+    }
+  }
+  return out;
+}
 
 managed_servers::managed_servers(net::any_io_executor ex, managed_options options, std::string label)
     : ex_(std::move(ex)), options_(std::move(options)), label_(std::move(label)) {}
@@ -45,6 +166,49 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
 
+  // A device other than the CPU is the host's to offer (the spec's check asked it too).
+  device_catalogue host;
+  if (s.device != "cpu") {
+    host = host_devices(options_.executable);
+    if (auto why = host.problem(s.device); !why.empty()) co_return unexpected{why};
+  }
+  // rpc:N: N ggml-rpc-servers first, each with ggml's CPU backend (the spec's variant), each
+  // listening before llama-server connects to them.
+  std::vector<std::string> endpoints;
+  if (const auto d = audit::parse_device(s.device); d && d->what == audit::device_choice::kind::rpc) {
+    auto& rpc = rpc_servers_[backend];
+    for (int i = 0; i < d->processes; ++i) {
+      llama_server_options h;
+      h.command = {host.rpc_server, "-H", "127.0.0.1", "-p", "{port}", "-t", std::to_string(s.threads)};
+      if (!s.cpu_variant.empty()) h.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
+      h.env.emplace_back("LOGITAUDIT_GGML_BACKENDS", "");  // the CPU backend alone, whatever the daemon's shell asked
+      h.log_file = dir / (label_ + "-" + safe + "-rpc" + std::to_string(i) + ".log");
+      auto spawned = llama_server_process::spawn(h);
+      if (!spawned) {
+        stop(backend);
+        co_return unexpected{"ggml-rpc-server for '" + backend + "': " + spawned.error()};
+      }
+      rpc.push_back(std::move(*spawned));
+      const auto& proc = *rpc.back();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      // Exited first: a port taken by another process before this one bound it must not pass
+      // for this server listening.
+      for (;;) {
+        const bool gone = rpc.back()->exited();
+        if (!gone && accepts(proc.port())) break;
+        if (gone || std::chrono::steady_clock::now() > deadline) {
+          const std::string tail = rpc.back()->log_tail(10);
+          stop(backend);
+          co_return unexpected{"ggml-rpc-server " + std::to_string(i) + " for '" + backend + "' did not listen; the end of its log:\n" + tail};
+        }
+        net::steady_timer pause(ex_, std::chrono::milliseconds(50));
+        co_await pause.async_wait(token_t{});
+      }
+      endpoints.push_back("127.0.0.1:" + std::to_string(proc.port()));
+    }
+  }
+  const auto launch = device_arguments(s, host, endpoints);
+
   // A port found free can be taken before the server binds it: then the server exits at once,
   // and another port is tried.
   std::string last_error;
@@ -62,9 +226,15 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
     o.extra_args.insert(o.extra_args.end(), {"-lv", "4"});
     // One ggml CPU variant alone (the provisioned wrapper keeps a folder per variant).
     if (!s.cpu_variant.empty()) o.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
+    // The compute backend: its flags, and the libraries the provisioned wrapper loads for it.
+    o.extra_args.insert(o.extra_args.end(), launch.args.begin(), launch.args.end());
+    o.env.insert(o.env.end(), launch.env.begin(), launch.env.end());
     o.log_file = dir / (label_ + "-" + safe + ".log");
     auto spawned = llama_server_process::spawn(o);
-    if (!spawned) co_return unexpected{spawned.error()};
+    if (!spawned) {
+      rpc_servers_.erase(backend);
+      co_return unexpected{spawned.error()};
+    }
     auto proc = std::move(*spawned);
     spdlog::info("{}: started llama-server for {} (pid {}, {}, log {})", label_, backend, proc->pid(), proc->url(),
                  proc->log_file().string());
@@ -84,7 +254,9 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
       if (r && r->status == 200) {
         const std::string url = proc->url();
         running_[backend] = std::move(proc);
-        devices_[backend] = listed_devices(options_.executable.empty() ? find_llama_tool("llama-server") : options_.executable);
+        std::vector<std::string> env;
+        for (const auto& [name, value] : launch.env) env.push_back(name + "=" + value);
+        devices_[backend] = listed_devices(options_.executable.empty() ? find_llama_tool("llama-server") : options_.executable, env);
         co_return url;
       }
       net::steady_timer pause(ex_, std::chrono::milliseconds(100));
@@ -93,6 +265,7 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
     const std::string tail = proc->log_tail(20);
     if (!exited) {
       proc->stop();
+      rpc_servers_.erase(backend);
       co_return unexpected{"llama-server for '" + backend + "' did not become healthy within " +
                            std::to_string(options_.startup_timeout.count() / 1000) + " s; the end of its log (" +
                            proc->log_file().string() + "):\n" + tail};
@@ -101,20 +274,26 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
                  proc->log_file().string() + "):\n" + tail;
     if (tail.find("bind") == std::string::npos && tail.find("address already in use") == std::string::npos) break;
   }
+  rpc_servers_.erase(backend);  // its ggml-rpc-servers, which nothing uses now
   co_return unexpected{last_error};
 }
 
 void managed_servers::stop(const std::string& backend) {
   auto it = running_.find(backend);
-  if (it == running_.end()) return;
+  if (it == running_.end()) {
+    rpc_servers_.erase(backend);  // RPC servers of a start that failed: stopped as they go
+    return;
+  }
   spdlog::info("{}: stopping llama-server for {} (pid {})", label_, backend, it->second->pid());
   it->second->stop();
   running_.erase(it);
   devices_.erase(backend);
+  rpc_servers_.erase(backend);  // its ggml-rpc-servers, after the llama-server that used them
 }
 
 void managed_servers::stop_all() {
   while (!running_.empty()) stop(running_.begin()->first);
+  rpc_servers_.clear();
 }
 
 }  // namespace logitaudit::clients

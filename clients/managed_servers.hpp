@@ -35,8 +35,33 @@ struct managed_options {
 };
 
 // The llama-server arguments of `s` (the model's path and the port come from the daemon).
-// The one place a setting becomes a flag.
+// The one place a setting becomes a flag; the device's are device_arguments'.
 std::vector<std::string> server_arguments(const audit::server_settings& s);
+
+// The compute backends a managed server can have on this host (audit::server_settings::device),
+// read from what its llama-server lists (`--list-devices`, with the provisioned wrapper's Vulkan
+// and BLAS backends asked for) and whether a ggml-rpc-server is there. Blocks while it runs
+// the server (about 0.1 s here with Vulkan on lavapipe; at most 20 s, after which nothing beside
+// the CPU is offered): the daemon keeps one a minute (daemon/job_lifecycle.hpp).
+struct device_catalogue {
+  std::vector<std::string> values;            // "cpu", then what the host adds: "blas", "vulkan", "vulkan0", "rpc:N"
+  std::map<std::string, std::string> listed;  // a GPU value -> the server's device and its description
+  std::string rpc_server;                     // the ggml-rpc-server to run ("" when none)
+  // "cpu, blas, vulkan (Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits)), rpc:1 to rpc:8".
+  std::string words() const;
+  // "" when the host can run `device`, else why not, with what it can run.
+  std::string problem(const std::string& device) const;
+};
+device_catalogue host_devices(const std::string& executable);  // "": the provisioned llama-server
+
+// How llama-server is given `device` beyond its flags: the arguments (the RPC servers'
+// addresses are `rpc_endpoints`) and the environment the provisioned wrapper reads.
+struct device_launch {
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+device_launch device_arguments(const audit::server_settings& s, const device_catalogue& host,
+                               const std::vector<std::string>& rpc_endpoints);
 
 class managed_servers {
  public:
@@ -45,8 +70,10 @@ class managed_servers {
   managed_servers(const managed_servers&) = delete;
   managed_servers& operator=(const managed_servers&) = delete;
 
-  // Starts `backend`'s server and suspends until /health answers 200. Returns its URL.
-  // Errors name the cause and carry the tail of the server's log.
+  // Starts `backend`'s server (for device rpc:N, its N ggml-rpc-servers first, each until it
+  // listens) and suspends until /health answers 200. Returns its URL. Errors name the cause
+  // (a device this host cannot run, an RPC server that did not listen, a server that did not
+  // start) and carry the tail of its log; whatever it started is stopped by then.
   net::awaitable<expected<std::string, std::string>> start(std::string backend, audit::server_settings settings);
 
   // Stops `backend`'s server (SIGTERM, then SIGKILL after 5 s). Idempotent.
@@ -67,6 +94,8 @@ class managed_servers {
   managed_options options_;
   std::string label_;
   std::map<std::string, std::unique_ptr<llama_server_process>> running_;
+  // by backend: the ggml-rpc-servers its llama-server splits the model over (device rpc:N)
+  std::map<std::string, std::vector<std::unique_ptr<llama_server_process>>> rpc_servers_;
   std::map<std::string, std::string> devices_;  // by backend: its binary's --list-devices
 };
 

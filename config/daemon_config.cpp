@@ -512,9 +512,11 @@ std::vector<config_problem> apply_environment(daemon_config& c, const std::map<s
       "LOGITAUDIT_BUILD_DIR",      "LOGITAUDIT_DEMO_STATE", "LOGITAUDIT_BENCH_BUILD_DIR",
       "LOGITAUDIT_FUZZ_BUILD_DIR", "LOGITAUDIT_FUZZ_OUT",  "LOGITAUDIT_FUZZ_JOBS",   "LOGITAUDIT_SANITIZERS",
       "LOGITAUDIT_FUZZ_OPT",       "LOGITAUDIT_FRONTIER_STATE", "LOGITAUDIT_HOSTILE_VARIANTS",
-      // The llama-server wrapper's (scripts/get-llama-server.sh): the ggml CPU variant of every
-      // server started from the same shell as the daemon, and arguments put before its own.
-      "LOGITAUDIT_CPU_VARIANT", "LOGITAUDIT_LLAMA_SERVER_ARGS"};
+      "LOGITAUDIT_FINDINGS_STATE", "LOGITAUDIT_RPC_SERVER",
+      // The llama-server wrapper's (scripts/get-llama-server.sh): the ggml CPU variant and the
+      // other backends of every server started from the same shell as the daemon, and
+      // arguments put before its own.
+      "LOGITAUDIT_CPU_VARIANT", "LOGITAUDIT_GGML_BACKENDS", "LOGITAUDIT_LLAMA_SERVER_ARGS"};
   for (const auto& [k, v] : env)
     if (k.starts_with("LOGITAUDIT_") && !known.count(k) && !tools.count(k)) p.push_back({k, "unknown LOGITAUDIT_ variable"});
   if (auto it = env.find("LOGITAUDIT_LISTEN"); it != env.end()) c.listen = it->second;

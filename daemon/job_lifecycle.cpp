@@ -27,6 +27,14 @@ struct stored_evidence {
 
 job_lifecycle::job_lifecycle(storage::db_worker& db, lifecycle_config config) : db_(db), config_(std::move(config)) {}
 
+clients::device_catalogue job_lifecycle::devices() const {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(devices_mutex_);
+  if (!devices_ || now - devices_->first > std::chrono::minutes(1))
+    devices_.emplace(now, clients::host_devices(config_.managed.executable));
+  return devices_->second;
+}
+
 std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_spec& spec) const {
   std::vector<audit::spec_problem> p;
   std::string known;
@@ -47,6 +55,13 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
     for (const auto& v : clients::runnable_cpu_variants(*host)) can += (can.empty() ? "" : ", ") + v;
     return "this host's CPU cannot run the " + variant + " variant (it lacks " + lacks + "); it can run: " + can;
   };
+  // A device this host cannot run (no Vulkan device, no ggml-rpc-server): say what it can run.
+  std::optional<clients::device_catalogue> host_devices;  // read only for a spec that names one
+  auto unavailable = [&](const std::string& device) -> std::string {
+    if (device == "cpu") return "";
+    if (!host_devices) host_devices = devices();
+    return host_devices->problem(device);
+  };
   if (spec.sweep && spec.backends.empty()) {
     for (std::size_t j = 0; j < spec.sweep->models.size(); ++j)
       if (!clients::managed_servers::has_model(config_.managed, spec.sweep->models[j]))
@@ -54,6 +69,9 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
     for (std::size_t j = 0; j < spec.sweep->cpu_variant.size(); ++j)
       if (auto why = unrunnable(spec.sweep->cpu_variant[j]); !why.empty())
         p.push_back({"sweep.cpu_variant[" + std::to_string(j) + "]", why});
+    for (std::size_t j = 0; j < spec.sweep->device.size(); ++j)
+      if (auto why = unavailable(spec.sweep->device[j]); !why.empty())
+        p.push_back({"sweep.device[" + std::to_string(j) + "]", why});
     if (!p.empty()) return p;
     spec = audit::expand_sweep(std::move(spec));
   }
@@ -64,6 +82,7 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
       if (!clients::managed_servers::has_model(config_.managed, b.managed->model))
         p.push_back({f + ".managed.model", unknown_model(b.managed->model)});
       if (auto why = unrunnable(b.managed->cpu_variant); !why.empty()) p.push_back({f + ".managed.cpu_variant", why});
+      if (auto why = unavailable(b.managed->device); !why.empty()) p.push_back({f + ".managed.device", why});
       if (config_.backends.count(b.name))
         p.push_back({f + ".name", "'" + b.name + "' is a configured backend; a managed backend needs a name of its own"});
       continue;

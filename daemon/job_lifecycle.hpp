@@ -4,9 +4,13 @@
 // moment they are taken, its findings evaluated from what was stored (never from memory), and
 // its end written. logitauditd's queue and the offline `logitaudit run` are its two callers,
 // so both store and judge the same way, with the error texts written here once.
-// Thread-safe: no state but its configuration; `run` may be awaited on any executor (the
-// daemon runs audits on a thread of their own, apart from the API).
+// Thread-safe: no state but its configuration and the host's devices it keeps a minute (under
+// a mutex); `run` may be awaited on any executor (the daemon runs audits on a thread of their
+// own, apart from the API).
 #pragma once
+
+#include <chrono>
+#include <mutex>
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -87,6 +91,11 @@ class job_lifecycle {
   // backends are off, a bad URL, a managed model this daemon does not have).
   std::vector<audit::spec_problem> resolve_backends(audit::audit_spec& spec) const;
 
+  // The compute devices a managed server may have on this host (clients::host_devices), read at
+  // most once a minute: reading runs the host's llama-server, which blocks the calling thread
+  // (an HTTP thread, at a submission or GET /v1/backends) and takes a core from a measurement.
+  clients::device_catalogue devices() const;
+
   // Where a spec enters (a submission, a schedule's creation or change, and each fire, since
   // the configuration may have changed since): the spec as a whole against this daemon's
   // limits and API kinds, then resolve_backends. The one validation of a spec; no problem: it
@@ -123,6 +132,8 @@ class job_lifecycle {
 
   storage::db_worker& db_;
   lifecycle_config config_;
+  mutable std::mutex devices_mutex_;
+  mutable std::optional<std::pair<std::chrono::steady_clock::time_point, clients::device_catalogue>> devices_;
 };
 
 }  // namespace logitaudit::daemon

@@ -223,6 +223,9 @@ net::awaitable<api::backend_list> job_service::backends() {
   out.allow_adhoc = lifecycle_.config().allow_adhoc_backends;
   for (const auto& [name, c] : lifecycle_.config().backends)
     out.backends.push_back({name, c.url, std::string(c.api.name()), queue_.busy(name)});
+  const auto devices = lifecycle_.devices();  // read at most once a minute
+  out.devices = devices.values;
+  out.device_words = devices.words();
   co_return out;
 }
 

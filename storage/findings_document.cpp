@@ -487,6 +487,39 @@ const object_table<audit::frontier_row>& frontier_table() {
   return t;
 }
 
+// ---- the migration matrix (audit/migration.hpp) ----
+
+const object_table<audit::agreement>& agreement_table() {
+  using A = audit::agreement;
+  static const std::vector<field<A>> rows = {
+      must<&A::n>("n"), must<&A::logit_identical>("logit_identical"), must<&A::token_identical>("token_identical"),
+      must<&A::first_difference>("first_difference"), must<&A::max_abs_delta>("max_abs_delta"),
+  };
+  static const auto t = stored(rows);
+  return t;
+}
+
+const object_table<audit::migration_cell>& migration_cell_table() {
+  using C = audit::migration_cell;
+  static const std::vector<field<C>> rows = {
+      must<&C::a>("a"), must<&C::b>("b"),
+      required(nested<&C::solo>("solo", agreement_table())),
+      required(nested<&C::load>("load", agreement_table())),
+  };
+  static const auto t = stored(rows);
+  return t;
+}
+
+const object_table<audit::migration_matrix>& migration_table() {
+  using M = audit::migration_matrix;
+  static const std::vector<field<M>> rows = {
+      must<&M::model>("model"), must<&M::backends>("backends"),
+      required(list_of<&M::cells>("cells", migration_cell_table())),
+  };
+  static const auto t = stored(rows);
+  return t;
+}
+
 // ---- the harness's sections (since schema 7, each only when there is something to say) ----
 
 const object_table<audit::selftest_summary>& selftest_table() {
@@ -628,6 +661,7 @@ const object_table<audit::findings>& findings_table() {
         list_of<&F::throughput>("throughput", throughput_table()),
         unless_empty<&F::load_curves>(list_of<&F::load_curves>("load_curves", load_curve_table())),  // since schema 9
         list_of<&F::frontier>("frontier", frontier_table()),
+        unless_empty<&F::migration>(list_of<&F::migration>("migration", migration_table())),  // audits of two or more backends of one model
         thresholds,
     };
   }();

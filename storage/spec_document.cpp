@@ -38,6 +38,7 @@ json setting_schema(const audit::setting_info& row) {
   if (row.is_integer()) value["minimum"] = row.min;
   if (row.is_integer() && row.max > 0) value["maximum"] = row.max;
   if (!row.choices.empty()) value["enum"] = std::vector<std::string>(row.choices.begin(), row.choices.end());
+  if (!row.pattern.empty()) value["pattern"] = std::string(row.pattern);
   return s;
 }
 

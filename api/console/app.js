@@ -509,6 +509,28 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
           h('td', { class: 'num' }, r.cost === null ? '–' : Math.round(100 * r.cost) + '%'),
           h('td', null, badge(r.reproducible ? 'yes' : 'no', r.reproducible ? 'identical' : 'diverged'), r.note ? ' ' + r.note : ''))))) : null;
 
+    // The migration matrix (audit/migration.hpp): per model, a row and a column per backend; a cell
+    // is the pair's streams of the same requests, solo | under load; the diagonal, each backend
+    // under load against its own solo streams.
+    const agreementText = (a) => {
+      if (!a.n) return '–';
+      let t = `${a.logit_identical}/${a.n}`;
+      if (a.first_difference >= 0) t += ` from ${a.first_difference} by ${Number(a.max_abs_delta.toPrecision(2))}`;
+      if (a.token_identical < a.n) t += `, tokens ${a.token_identical}/${a.n}`;
+      return t;
+    };
+    const agreementBadge = (a) => badge(agreementText(a), !a.n ? 'undecided' : a.logit_identical === a.n ? 'identical' : 'diverged');
+    const migration = (report.migration || []).length ? h('section', { 'data-testid': 'migration' }, h('h2', null, 'Migration matrix'),
+      h('p', { class: 'muted' }, 'Logit-identical streams of the same requests, pair by pair: solo | under load, with where the first difference is and its size. The diagonal is each backend under load against its own solo streams.'),
+      ...report.migration.map((m) => h('div', null, h('h3', null, m.model || 'one model'),
+        table(['', ...m.backends], m.backends.map((a) => h('tr', { 'data-backend': a }, h('th', null, a),
+          ...m.backends.map((b) => {
+            const c = m.cells.find((x) => (x.a === a && x.b === b) || (x.a === b && x.b === a));
+            if (!c) return h('td', null, '–');
+            return a === b ? h('td', { 'data-pair': 'itself' }, 'itself: ', agreementBadge(c.load))
+              : h('td', { 'data-pair': b }, agreementBadge(c.solo), ' | ', agreementBadge(c.load));
+          }))))))) : null;
+
     const batching = h('section', { 'data-testid': 'batching' }, h('h2', null, 'Batching evidence'));
     const concurrent = report.pooled.filter((t) => t.batching && t.batching.bursts > 0);
     if (concurrent.length) {
@@ -570,7 +592,7 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
     const curves = loadCurves(report);
     const frontierChart = frontier && report.frontier.some((r) => r.tokens_per_s !== null) ? h('div', { 'data-testid': 'frontier-chart' }) : null;
     if (frontierChart) frontier.append(frontierChart);
-    main.append(...[verdict, curves.section, frontier].filter(Boolean), findings, predictions, ...[searches, attribution].filter(Boolean), batching, hist);
+    main.append(...[verdict, curves.section, frontier, migration].filter(Boolean), findings, predictions, ...[searches, attribution].filter(Boolean), batching, hist);
     curves.draw();
     if (frontierChart) {
       const rows = report.frontier.filter((r) => r.tokens_per_s !== null && r.load_n > 0).sort((a, b) => a.tokens_per_s - b.tokens_per_s);

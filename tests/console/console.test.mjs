@@ -305,6 +305,14 @@ await check('a threshold search and a sweep: their tables as the report has them
   assert.deepEqual(await page.$$eval('main section', (s) => s.slice(0, 2).map((e) => e.getAttribute('data-testid'))), ['verdict', 'frontier'],
     'a sweep leads with its verdict, then its frontier');
   assert.equal(await page.$$eval('[data-testid=frontier-chart] canvas', (c) => c.length) > 0, true, 'the frontier is drawn');
+  // Two configurations of one model: their migration matrix, each cell the stored pair's counts.
+  assert.equal(report.migration.length, 1, JSON.stringify(report.migration));
+  const [m] = report.migration;
+  for (const c of m.cells) {
+    const cell = await page.$eval(`[data-testid=migration] tr[data-backend="${c.a}"] td[data-pair="${c.a === c.b ? 'itself' : c.b}"]`, (e) => e.textContent);
+    const want = c.a === c.b ? `itself: ${c.load.n ? c.load.logit_identical + '/' + c.load.n : '–'}` : `${c.solo.n ? c.solo.logit_identical + '/' + c.solo.n : '–'}`;
+    assert.ok(cell.startsWith(want), `${cell} vs ${want}`);
+  }
   await shot('frontier');
   noErrors();
 });

@@ -789,3 +789,83 @@ TEST(baselines, a_side_that_was_not_alone_is_named_and_never_compared) {
   EXPECT_EQ(j["baselines"][0]["not_solo"], c.baselines[0].not_solo);
   EXPECT_FALSE(j["baselines"][0].contains("logit_identical"));
 }
+
+// The migration matrix on a known world: a and b are the same code path (every stream the
+// same, solo and under load), c is another backend whose every stream differs from theirs at
+// position 0 by 0.125, and d serves another model, so it is in no pair. The diagonal is each
+// backend's bursts against its own solo streams: the one ULP the simulated batch moves.
+TEST(migration, pairs_compare_the_same_requests_and_the_diagonal_is_batch_invariance) {
+  auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}, {"c", "", "llama"}, {"d", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  for (auto& r : runs)
+    if (plan.groups[r.group].backend == "c" && r.stream) r.stream->tokens[0].logprob += 0.125;
+  auto ev = batched_evidence(plan);
+  for (auto& [name, fp] : ev.fingerprints) fp.before.model = fp.after.model = name == "d" ? "other.gguf" : "tiny.gguf";
+  const auto f = evaluate(spec, plan, runs, ev);
+  ASSERT_EQ(f.migration.size(), 1u) << "d alone serves its model: no matrix of one";
+  const auto& m = f.migration[0];
+  EXPECT_EQ(m.backends, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(m.cells.size(), 6u) << "three diagonals and three pairs";
+
+  std::size_t solo_requests = 0;
+  for (const auto& b : plan.baselines) solo_requests += b.backend == "a";
+  int batched = 0;  // a's counted burst members, controls left out
+  for (const auto& v : f.verdicts)
+    batched += v.backend == "a" && v.counted() && plan.groups[v.group].mode == group_mode::burst && !is_control(plan.groups[v.group].kind);
+  ASSERT_GT(batched, 0);
+
+  const auto* ab = m.cell("a", "b");
+  ASSERT_NE(ab, nullptr);
+  EXPECT_EQ(ab->solo.n, static_cast<int>(solo_requests));
+  EXPECT_EQ(ab->solo.logit_identical, ab->solo.n);
+  EXPECT_EQ(ab->load.n, batched);
+  EXPECT_EQ(ab->load.logit_identical, batched) << "the same code path moves the same way under the same load";
+  EXPECT_EQ(ab->solo.first_difference, -1);
+
+  const auto* ac = m.cell("a", "c");
+  ASSERT_NE(ac, nullptr);
+  EXPECT_EQ(ac->solo.logit_identical, 0);
+  EXPECT_EQ(ac->solo.token_identical, ac->solo.n) << "only a logprob moved";
+  EXPECT_EQ(ac->solo.first_difference, 0);
+  EXPECT_DOUBLE_EQ(ac->solo.max_abs_delta, 0.125);
+  EXPECT_EQ(ac->load.logit_identical, 0);
+
+  const auto* aa = m.cell("a", "a");
+  ASSERT_NE(aa, nullptr);
+  EXPECT_EQ(aa->solo.n, 0) << "a backend's solo streams are its own baselines";
+  EXPECT_EQ(aa->load.n, batched);
+  EXPECT_EQ(aa->load.logit_identical, 0);
+  EXPECT_EQ(aa->load.token_identical, batched);
+  EXPECT_EQ(aa->load.first_difference, 1) << "the simulated batch moves position 1 by one ULP";
+  EXPECT_EQ(m.cell("a", "d"), nullptr);
+
+  // Stored and read back, the same matrix; the report prints it.
+  auto parsed = logitaudit::storage::decode_findings(logitaudit::storage::encode_findings(f));
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->migration, f.migration);
+  const auto text = render_text(*parsed);
+  EXPECT_NE(text.find("Migration matrix"), std::string::npos) << text;
+  EXPECT_NE(text.find("0/" + std::to_string(solo_requests) + " from 0 by 0.12"), std::string::npos) << text;
+  // In Markdown a cell's own "|" is escaped, or it would end the cell.
+  const auto md = render_markdown(*parsed);
+  EXPECT_NE(md.find("| solo \\| under load | a | b | c |"), std::string::npos) << md;
+}
+
+// A solo stream that had company is no solo evidence: it is left out of every pair.
+TEST(migration, a_solo_stream_with_company_is_left_out) {
+  auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  const auto& first = plan.baselines.front();
+  for (auto& r : runs)
+    if (r.group == first.group) r.company = 3.0;
+  auto ev = batched_evidence(plan);
+  EXPECT_TRUE(evaluate(spec, plan, runs, ev).migration.empty()) << "no fingerprint names a model: nothing shows a pair served one";
+  for (auto& [name, fp] : ev.fingerprints) fp.before.model = fp.after.model = "tiny.gguf";
+  const auto f = evaluate(spec, plan, runs, ev);
+  ASSERT_EQ(f.migration.size(), 1u);
+  std::size_t solo_requests = 0;
+  for (const auto& b : plan.baselines) solo_requests += b.backend == "a";
+  EXPECT_EQ(f.migration[0].cell("a", "b")->solo.n, static_cast<int>(solo_requests) - 1);
+}

@@ -188,6 +188,59 @@ TEST(managed_servers, settings_become_exactly_their_flags) {
                                       "--no-cache-prompt"}));
 }
 
+// Each device is its own flags and the libraries the provisioned wrapper loads for it; the CPU
+// offloads nothing, whatever the build has.
+TEST(managed_servers, a_device_becomes_its_flags_and_its_wrapper_environment) {
+  clients::device_catalogue host;
+  host.values = {"cpu", "blas", "vulkan", "vulkan0", "rpc:N"};
+  host.listed = {{"vulkan", "Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits)"}, {"vulkan0", "Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits)"}};
+  host.rpc_server = "/x/ggml-rpc-server";
+  auto with = [](std::string device) {
+    audit::server_settings s{"q8"};
+    s.device = std::move(device);
+    return s;
+  };
+  using args = std::vector<std::string>;
+  using env = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(clients::device_arguments(with("cpu"), host, {}).args, (args{"-dev", "none"}));
+  EXPECT_EQ(clients::device_arguments(with("cpu"), host, {}).env, (env{{"LOGITAUDIT_GGML_BACKENDS", ""}}))
+      << "no other backend, whatever the daemon's shell asked";
+  EXPECT_EQ(clients::device_arguments(with("blas"), host, {}).env,
+            (env{{"LOGITAUDIT_GGML_BACKENDS", "blas"}, {"OPENBLAS_NUM_THREADS", "2"}}));
+  const auto vulkan = clients::device_arguments(with("vulkan"), host, {});
+  EXPECT_EQ(vulkan.args, (args{"-dev", "Vulkan0", "-ngl", "999", "-fit", "off"}));
+  EXPECT_EQ(vulkan.env, (env{{"LOGITAUDIT_GGML_BACKENDS", "vulkan"}}));
+  EXPECT_EQ(clients::device_arguments(with("rpc:2"), host, {"127.0.0.1:1", "127.0.0.1:2"}).args,
+            (args{"--rpc", "127.0.0.1:1,127.0.0.1:2", "-ngl", "999", "-fit", "off"}));
+
+  EXPECT_EQ(host.problem("vulkan"), "");
+  EXPECT_EQ(host.problem("rpc:8"), "");
+  clients::device_catalogue bare;
+  bare.values = {"cpu"};
+  const auto refused = bare.problem("vulkan");
+  EXPECT_NE(refused.find("this host cannot run device 'vulkan'"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("it can run: cpu"), std::string::npos) << refused;
+  EXPECT_NE(bare.problem("rpc:2").find("no ggml-rpc-server"), std::string::npos);
+  EXPECT_NE(bare.problem("blas").find("no BLAS device"), std::string::npos);
+  EXPECT_EQ(host.words(), "cpu, blas, vulkan (Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits)), vulkan0, rpc:1 to rpc:8");
+}
+
+// A device's form is the spec's to check (which ones the host has is the daemon's): each bad
+// value is named by its field.
+TEST(managed_servers, a_device_of_no_known_form_is_named_by_its_field) {
+  for (const auto* good : {"cpu", "blas", "vulkan", "vulkan1", "cuda", "rpc:1", "rpc:8"})
+    EXPECT_TRUE(audit::parse_device(good)) << good;
+  for (const auto* bad : {"", "rpc:0", "rpc:9", "rpc:", "Vulkan0", "gpu-1", "vulkan123", "rpc:2x"})
+    EXPECT_FALSE(audit::parse_device(bad)) << bad;
+  audit::audit_spec spec = audit::seed_protocol({{"m", "", "llama", audit::server_settings{"q8"}}});
+  spec.backends[0].managed->device = "rpc:9";
+  const std::vector<std::string> apis = {"llama"};
+  const auto problems = audit::validate(spec, {}, apis);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_EQ(problems.front().field, "backends[0].managed.device");
+  EXPECT_NE(problems.front().message.find("is not a device"), std::string::npos) << problems.front().message;
+}
+
 TEST(managed_servers, a_configured_model_that_does_not_exist_names_its_key) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto real = dir / "logitaudit-managed-model-test.gguf";

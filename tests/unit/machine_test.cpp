@@ -63,6 +63,34 @@ TEST(machine, a_server_log_names_the_ggml_cpu_variant_it_loaded_and_the_features
   EXPECT_TRUE(clients::machine_from_log("a log at the default verbosity\n").empty()) << "nothing said, nothing claimed";
 }
 
+TEST(machine, a_server_log_names_its_backends_the_devices_it_offloads_to_and_how_many_layers) {
+  // As b11669 logs a Vulkan server on lavapipe started with -lv 4 (scripts/get-llama-server.sh
+  // --backends), lines trimmed.
+  const auto vulkan = clients::machine_from_log(
+      "0.00.057.783 I load_backend: loaded Vulkan backend from /r/run/all+vulkan/libggml-vulkan.so\n"
+      "0.00.069.736 I load_backend: loaded CPU backend from /r/run/all+vulkan/libggml-cpu-zen4.so\n"
+      "0.00.030.476 I llama_prepare_model_devices: using device Vulkan0 (llvmpipe (LLVM 22.1.8, 256 bits)) (unknown id) "
+      "- 23464 MiB free\n"
+      "0.00.079.479 I load_tensors: offloading output layer to GPU\n"
+      "0.00.079.500 I load_tensors: offloaded 5/5 layers to GPU\n");
+  EXPECT_EQ(vulkan.at("ggml_backends"), "vulkan cpu-zen4");
+  EXPECT_EQ(vulkan.at("ggml_cpu_variant"), "zen4");
+  EXPECT_EQ(vulkan.at("offload_devices"), "Vulkan0 llvmpipe (LLVM 22.1.8, 256 bits)");
+  EXPECT_EQ(vulkan.at("layers_offloaded"), "5/5");
+  // Split over two ggml-rpc-servers: their addresses (a new port at every start) are left out,
+  // so that two starts of the same configuration have the same machine.
+  const auto rpc = clients::machine_from_log(
+      "I load_backend: loaded RPC backend from /r/run/all+rpc/libggml-rpc.so\n"
+      "I load_backend: loaded RPC backend from /r/run/all+rpc/libggml-rpc.so\n"
+      "I llama_prepare_model_devices: using device RPC0 (127.0.0.1:40111) (unknown id) - 24105 MiB free\n"
+      "I llama_prepare_model_devices: using device RPC1 (127.0.0.1:40112) (unknown id) - 24105 MiB free\n"
+      "I load_tensors: offloaded 5/5 layers to GPU\n");
+  EXPECT_EQ(rpc.at("offload_devices"), "RPC0 ggml-rpc-server; RPC1 ggml-rpc-server");
+  EXPECT_EQ(rpc.at("layers_offloaded"), "5/5");
+  EXPECT_EQ(rpc.at("ggml_backends"), "rpc");
+  EXPECT_FALSE(rpc.contains("ggml_cpu_variant"));
+}
+
 TEST(machine, a_server_process_map_names_its_ggml_backends_and_its_program) {
   // Debian's llama-server run by hand through its own loader (scripts/get-llama-server.sh): the
   // program is the first of its arguments that is a mapped file (the model is mapped too, and

@@ -110,9 +110,11 @@ TEST(spec_document, each_row_of_the_settings_table_reaches_the_schemas_the_flags
     EXPECT_TRUE(all["ServerSettings"]["properties"].contains(std::string(row.name))) << row.name;
     EXPECT_TRUE(all["Sweep"]["properties"].contains(std::string(row.axis_name()))) << row.name;
     // A row without a flag reaches the server by another way: the model's path, -np and -t are
-    // llama_process's, the CPU variant is the wrapper's. A new setting without either fails here.
+    // llama_process's, the CPU variant is the wrapper's, the device is device_arguments'. A new
+    // setting without either fails here.
     if (row.flag.empty()) {
-      EXPECT_TRUE(row.name == "model" || row.name == "parallel" || row.name == "threads" || row.name == "cpu_variant")
+      EXPECT_TRUE(row.name == "model" || row.name == "parallel" || row.name == "threads" || row.name == "cpu_variant" ||
+                  row.name == "device")
           << row.name << " has no flag";
     }
     if (!row.flag.empty()) {

@@ -775,6 +775,37 @@ TEST_P(storage_suite, verify_recomputes_a_clean_job_without_a_mismatch) {
   EXPECT_FALSE(cli::verify_database(s(), job + 100).ok()) << "a job that does not exist is named";
 }
 
+// The verifier recounts a migration matrix from the digests it recomputes: a stored matrix
+// that says more than its streams is a mismatch it names.
+TEST_P(storage_suite, verify_recounts_the_migration_matrix_and_names_a_stored_one_its_streams_contradict) {
+  auto store_pair = [this](bool tamper) {
+    auto spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}, {"b", "http://127.0.0.1:2", "llama"}});
+    const auto plan = audit::make_plan(spec);
+    storage::new_job j;
+    j.spec_json = storage::encode_spec(spec);
+    j.spec_hash = "x";
+    j.prediction_hash = audit::prediction_hash(spec.predictions);
+    j.predictions_registered_at = j.created_at = storage::now_utc();
+    j.total_requests = plan.total_requests();
+    j.total_groups = plan.groups.size();
+    const auto job = s().jobs().create(j);
+    const auto runs = test_support::simulate(plan);
+    auto ev = test_support::batched_evidence(plan);
+    for (auto& [name, fp] : ev.fingerprints) fp.before.model = fp.after.model = "tiny.gguf";
+    s().evidence().record_groups(job, test_support::group_writes(plan, runs, ev.bursts));
+    auto f = audit::evaluate(spec, plan, runs, ev);
+    EXPECT_EQ(f.migration.size(), 1u);
+    if (tamper) f.migration.at(0).cells.at(1).solo.logit_identical -= 1;  // a and b: one fewer than the streams say
+    s().jobs().finish(job, job_status::done, "", f, storage::encode_findings(f), storage::now_utc());
+    return job;
+  };
+  const auto clean = cli::verify_database(s(), store_pair(false));
+  EXPECT_TRUE(clean.ok()) << clean.problems.front();
+  const auto tampered = cli::verify_database(s(), store_pair(true));
+  ASSERT_EQ(tampered.problems.size(), 1u);
+  EXPECT_NE(tampered.problems[0].find("migration a | b solo"), std::string::npos) << tampered.problems[0];
+}
+
 INSTANTIATE_TEST_SUITE_P(engines, storage_suite, ::testing::ValuesIn(engines()),
                          [](const ::testing::TestParamInfo<engine>& i) { return i.param.name; });
 
