@@ -30,40 +30,22 @@ done
 build=${LOGITAUDIT_BUILD_DIR:-build}
 state=${LOGITAUDIT_FINDINGS_STATE:-.cache/findings}
 say() { echo "findings: $*" >&2; }
+source scripts/findings-lib.sh
 bash scripts/bootstrap.sh
 bash scripts/get-llama-server.sh
-if [[ ! -x $build/cli/logitaudit || ! -x $build/daemon/logitauditd || ! -x $build/tools/logitaudit-make-model ]]; then
-  [[ -f $build/CMakeCache.txt ]] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
-fi
-cmake --build "$build" -j "$(nproc)" --target logitaudit logitauditd logitaudit-make-model >/dev/null
-cli=$build/cli/logitaudit
+build_tools
 server=${LOGITAUDIT_LLAMA_SERVER:-.cache/bin/llama-server}
 rm -rf "$state/logs" "$state/out"
 mkdir -p "$state/models" "$state/out"
-
-model() {  # PRESET QUANT (Q4_K_M, Q8_0 or none): the generated model's path
-  local name=$1-$([[ $2 == none ]] && echo F32 || echo "$2") f
-  f=$state/models/$name.gguf
-  if [[ ! -f $f ]]; then
-    say "generating the $1 model in ${2/none/F32}"
-    "$build/tools/logitaudit-make-model" --preset "$1" --seed 7 --quantize "$2" --out "$f" >&2
-  fi
-  realpath "$f"
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 tiny=$(model tiny Q4_K_M)
 small=$(model small Q4_K_M)
 small_q8=$(model small Q8_0)
 small_f32=$(model small none)
 
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-serve() {  # NAME MODEL [FLAGS...]: a llama-server on a free port; prints its URL
+# Not in a command substitution: its subshell would keep the pid from `pids`, and the server
+# would outlive the script.
+serve() {  # NAME MODEL [FLAGS...]: a llama-server on a free port; its URL in $served
   local name=$1 file=$2 port
   shift 2
   port=$(free_port)
@@ -72,12 +54,12 @@ serve() {  # NAME MODEL [FLAGS...]: a llama-server on a free port; prints its UR
   pids+=($!)
   for _ in $(seq 1 600); do curl -sf -m 2 "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.1; done
   curl -sf -m 2 "http://127.0.0.1:$port/health" >/dev/null || { say "llama-server $name did not start"; tail -5 "$state/out/$name.log" >&2; exit 1; }
-  echo "http://127.0.0.1:$port"
+  served="http://127.0.0.1:$port"
 }
 say "starting llama-server for tiny, small and small with -kvu"
-tiny_url=$(serve tiny "$tiny")
-small_url=$(serve small "$small")
-kvu_url=$(serve small_kvu "$small" -kvu)
+serve tiny "$tiny"; tiny_url=$served
+serve small "$small"; small_url=$served
+serve small_kvu "$small" -kvu; kvu_url=$served
 
 port=$(free_port)
 cat >"$state/logitauditd.json" <<JSON
@@ -90,23 +72,8 @@ cat >"$state/logitauditd.json" <<JSON
  "limits": {"max_sweep_configurations": 64}}
 JSON
 rm -f "$state/findings.db"*
-"$build/daemon/logitauditd" --config "$state/logitauditd.json" >"$state/out/logitauditd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 300); do curl -sf -m 2 "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
-export LOGITAUDIT_SERVER=http://127.0.0.1:$port
+start_daemon "$state/logitauditd.json" "$port"
 
-audit() {  # NAME SUBMIT-ARGS...: the audit's report as JSON and Markdown under $state/out
-  local name=$1 id
-  shift
-  say "$name: logitaudit submit $*"
-  # exit 1 is a finding (a control that came out identical), not a failure of this script
-  "$cli" submit "$@" --quiet --wait --json >"$state/out/$name.submit.json" || [[ $? -eq 1 ]]
-  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["audit"]["id"])' "$state/out/$name.submit.json")
-  "$cli" report "$id" --json >"$state/out/$name.json" || true
-  "$cli" report "$id" --format markdown >"$state/out/$name.md" || true
-  curl -sf "$LOGITAUDIT_SERVER/v1/audits/$id/fingerprints" >"$state/out/$name.fingerprints.json"
-  echo "$id" >"$state/out/$name.id"
-}
 variants=$("$cli" backends --json | python3 -c 'import json,sys; print(",".join(json.load(sys.stdin)["host"]["ggml_cpu_variants"]))')
 [[ -n $variants ]] || { say "this host runs no ggml CPU variant of this build"; exit 1; }
 audit seed --preset seed-protocol --backend tiny --backend small --n-predict 32
