@@ -74,11 +74,8 @@ std::vector<engine> engines() {
 
 // A finished seed-protocol job on synthetic streams and batched bursts, stored the way the
 // lifecycle stores one: groups, fingerprints, then its end with the findings.
-std::int64_t store_job(storage::store& s, audit::audit_spec& spec, audit::audit_plan& plan,
-                       std::vector<std::string> tags = {}) {
-  spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}});
-  spec.tags = tags;
-  plan = audit::make_plan(spec);
+// A queued job's row for `spec` and its plan.
+storage::new_job job_row(const audit::audit_spec& spec, const audit::audit_plan& plan) {
   storage::new_job j;
   j.spec_json = storage::encode_spec(spec);
   j.spec_hash = "x";
@@ -86,8 +83,16 @@ std::int64_t store_job(storage::store& s, audit::audit_spec& spec, audit::audit_
   j.predictions_registered_at = j.created_at = storage::now_utc();
   j.total_requests = plan.total_requests();
   j.total_groups = plan.groups.size();
-  j.tags = tags;
-  const auto job = s.jobs().create(j);
+  j.tags = spec.tags;
+  return j;
+}
+
+std::int64_t store_job(storage::store& s, audit::audit_spec& spec, audit::audit_plan& plan,
+                       std::vector<std::string> tags = {}) {
+  spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}});
+  spec.tags = tags;
+  plan = audit::make_plan(spec);
+  const auto job = s.jobs().create(job_row(spec, plan));
   const auto runs = test_support::simulate(plan);
   const auto bursts = test_support::simulate_bursts(plan);
   s.evidence().record_groups(job, test_support::group_writes(plan, runs, bursts));
@@ -781,14 +786,7 @@ TEST_P(storage_suite, verify_recounts_the_migration_matrix_and_names_a_stored_on
   auto store_pair = [this](bool tamper) {
     auto spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}, {"b", "http://127.0.0.1:2", "llama"}});
     const auto plan = audit::make_plan(spec);
-    storage::new_job j;
-    j.spec_json = storage::encode_spec(spec);
-    j.spec_hash = "x";
-    j.prediction_hash = audit::prediction_hash(spec.predictions);
-    j.predictions_registered_at = j.created_at = storage::now_utc();
-    j.total_requests = plan.total_requests();
-    j.total_groups = plan.groups.size();
-    const auto job = s().jobs().create(j);
+    const auto job = s().jobs().create(job_row(spec, plan));
     const auto runs = test_support::simulate(plan);
     auto ev = test_support::batched_evidence(plan);
     for (auto& [name, fp] : ev.fingerprints) fp.before.model = fp.after.model = "tiny.gguf";
