@@ -79,10 +79,17 @@ JSON
 fi
 
 say "writing the section"
-python3 - "$state/out" "$write" "$threads" "$devices" "$variants" <<'PY'
-import datetime, json, os, re, sys
+python3 - "$state/out" "$write" "$threads" "$devices" "$variants" "${LOGITAUDIT_CACHE:-.cache}/llama.cpp/root" <<'PY'
+import datetime, gzip, json, os, re, sys
 
-out, write, threads, devices, variants = sys.argv[1], sys.argv[2] == "1", sys.argv[3], sys.argv[4], sys.argv[5]
+out, write, threads, devices, variants, root = sys.argv[1], sys.argv[2] == "1", sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+def version(package):
+    """A provisioned package's version, from the first line of its Debian changelog in the root."""
+    try:
+        with gzip.open(os.path.join(root, "usr/share/doc", package, "changelog.Debian.gz"), "rt") as f:
+            return re.search(r"\((.*?)\)", f.readline()).group(1)
+    except (OSError, AttributeError):
+        return "?"
 def load(name): return json.load(open(os.path.join(out, name)))
 def text(name): return open(os.path.join(out, name)).read()
 
@@ -119,8 +126,8 @@ setup = "\n".join([
     "| | |", "| --- | --- |",
     f"| machine | {machine.get('logical_cores', '?')} cores of `{model}`, features `{machine.get('cpu_features', '')}`, kernel {machine.get('kernel', '?')} |",
     f"| ggml CPU variant | `{variant}` (ggml's own choice for `cpu`, `blas` and the RPC servers' CPU backend) |",
-    f"| server | llama.cpp `llama-server` {cpu.get('build_info', '?')} from Debian sid, ggml backends from Debian sid's `libggml0-backend-*`, `-np 8 -t {threads}` |",
-    f"| devices | {devices}; Vulkan is `{vulkan or 'not listed'}` (Mesa's lavapipe, as the device describes itself); BLAS is OpenBLAS (pthread); rpc:2 is two local `ggml-rpc-server` processes |",
+    f"| server | llama.cpp `llama-server` {cpu.get('build_info', '?')} from Debian sid, ggml {version('libggml0')} and its backends (`libggml0-backend-*`), `-np 8 -t {threads}` |",
+    f"| devices | {devices}; Vulkan is `{vulkan or 'not listed'}` (Mesa {version('mesa-vulkan-drivers')}'s lavapipe, as the device describes itself); BLAS is OpenBLAS {version('libopenblas0-pthread')} (pthread); rpc:2 is two local `ggml-rpc-server` processes |",
     f"| models | the generated models (seed 7): " + ", ".join(f"{k} `{v}`" for k, v in sorted(shas.items())) + " |",
     f"| written by | `scripts/findings-backends.sh` on {today}, from audits {ids} of its own database |",
 ])
