@@ -874,6 +874,9 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
     f.sentences.push_back("Server not checked: " + std::to_string(f.missing_fingerprints.size()) +
                           " fingerprint(s) are not stored, so nothing shows that the server stayed the same "
                           "during the audit; the findings are not trusted.");
+  // Last, since it reads the validity and the server's changes judged above.
+  f.certificate = certify(spec, plan, runs, f);
+  if (f.certificate) f.sentences.insert(f.sentences.begin(), f.certificate->sentence);
   if (f.failed_runs > 0)
     f.sentences.push_back("Failures: " + std::to_string(f.failed_runs) +
                           " compared request(s) failed and are kept out of every tally above.");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "burst_measurement.hpp"
+#include "certify.hpp"
 #include "compare.hpp"
 #include "decode_steps.hpp"
 #include "evidence.hpp"
@@ -175,6 +176,7 @@ struct findings {
   std::vector<load_curve> load_curves;        // per backend and load condition, level by level (docs/load.md)
   std::vector<frontier_row> frontier;         // sweeps (or specs with a probe): one row per backend
   std::vector<migration_matrix> migration;    // per model two or more backends serve (audit/migration.hpp)
+  std::optional<audit::certificate> certificate;  // a certify job's (audit/certify.hpp)
 };
 
 // Judges every observed run of `plan`. Pure: the same inputs give the same findings.

@@ -1,6 +1,8 @@
 // Spec -> plan expansion.
 #include "plan.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <map>
 #include <tuple>
 
@@ -17,6 +19,52 @@ std::string cross_batch_filler(std::size_t i) {
                                  "the life cycle of a star",    "a history of the bicycle", "how vaccines work",
                                  "the geography of Norway",     "how compilers optimize loops"};
   return "Unrelated request " + std::to_string(i + 1) + ": explain " + topics[i % 8] + ".";
+}
+
+std::optional<std::vector<std::int64_t>> prompt_token_ids(std::string_view prompt) {
+  constexpr std::string_view head = "[tokens:", tail = "]";
+  if (!prompt.starts_with(head) || !prompt.ends_with(tail)) return std::nullopt;
+  std::vector<std::int64_t> ids;
+  std::string_view rest = prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
+  while (!rest.empty()) {
+    if (rest.front() == ' ') {
+      rest.remove_prefix(1);
+      continue;
+    }
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+    if (ec != std::errc{} || v < 0 || (end != rest.data() + rest.size() && *end != ' ')) return std::nullopt;
+    ids.push_back(v);
+    rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+  }
+  if (ids.empty()) return std::nullopt;
+  return ids;
+}
+
+std::string token_prompt(const std::vector<std::int64_t>& ids) {
+  std::string s = "[tokens:";
+  for (auto id : ids) s += " " + std::to_string(id);
+  return s + "]";
+}
+
+std::vector<std::int64_t> certify_token_ids(int n, std::uint64_t stream) {
+  // Ids in [300, 397): ordinary text pieces in every vocabulary of 400 or more (control and
+  // byte tokens sit below 259 in llama's and 256 in GPT-2's), a different walk per stream.
+  std::vector<std::int64_t> ids;
+  ids.reserve(static_cast<std::size_t>(std::max(0, n)));
+  const std::uint64_t step = 37 + 2 * (stream % 24);  // odd, never a multiple of 97: every residue visited
+  for (int i = 0; i < n; ++i)
+    ids.push_back(300 + static_cast<std::int64_t>((stream * 53 + static_cast<std::uint64_t>(i) * step) % 97));
+  return ids;
+}
+
+std::pair<std::string, std::string> shared_prefix_prompts(int shared, int tail) {
+  auto prefix = certify_token_ids(shared, 0);
+  auto warm = prefix, probe = prefix;
+  const auto a = certify_token_ids(tail, 1), b = certify_token_ids(tail, 2);
+  warm.insert(warm.end(), a.begin(), a.end());
+  probe.insert(probe.end(), b.begin(), b.end());
+  return {token_prompt(warm), token_prompt(probe)};
 }
 
 namespace {
@@ -77,7 +125,9 @@ class planner {
     std::vector<planned_request> reqs;
     for (int i = 1; i < c.concurrency; ++i) {
       const auto k = static_cast<std::size_t>(i - 1);
-      planned_request q{neighbour_prompt(prompt, n.prompts, k), params, false, std::nullopt, false, -1};
+      planned_request q{n.prompt_tokens > 0 ? token_prompt(certify_token_ids(n.prompt_tokens, 3 + k))
+                                            : neighbour_prompt(prompt, n.prompts, k),
+                        params, false, std::nullopt, false, -1};
       if (!n.n_predict.empty()) q.n_predict = n.n_predict[k];
       if (!n.join_after.empty()) q.join_after_tokens = n.join_after[k];
       reqs.push_back(std::move(q));
@@ -141,8 +191,13 @@ class planner {
         break;
       case condition_kind::cache_reuse:
         for (int r = 0; r < c.replicates; ++r) {
-          const int base = baseline(backend, prompt, params);
-          out.push_back({group_mode::serial, {{prompt, params, true, 0, false, -1}, {prompt, params, true, 0, true, base}}});
+          // The warm-up fills slot 0's cache; the probe then finds its prompt (or the shared
+          // prefix) there.
+          const auto [warm, probe] = c.shared_prefix > 0 ? shared_prefix_prompts(c.shared_prefix)
+                                                         : std::pair<std::string, std::string>{prompt, prompt};
+          const int base = baseline(backend, probe, params);
+          out.push_back({group_mode::serial,
+                         {{warm, params, c.cache_prompt, 0, false, -1}, {probe, params, c.cache_prompt, 0, true, base}}});
         }
         break;
       case condition_kind::control_prompt:

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,18 @@ struct audit_plan {
   int top_k = 5;
   std::size_t total_requests() const;
 };
+
+// A prompt of token ids, written "[tokens: 301 302 ...]": sent as the ids themselves (llama's
+// /completion and the OpenAI completions API take them), so that a prompt's length and a shared
+// prefix are exact in the server's own tokens. nullopt: a text prompt.
+std::optional<std::vector<std::int64_t>> prompt_token_ids(std::string_view prompt);
+std::string token_prompt(const std::vector<std::int64_t>& ids);
+// `n` token ids in [300, 397), a different sequence per `stream`: certify's prompts of exact
+// lengths (a vocabulary of 400 or more is assumed).
+std::vector<std::int64_t> certify_token_ids(int n, std::uint64_t stream);
+// A warm-up and a probe that share exactly `shared` leading token ids, then `tail` ids each
+// that differ from the first: what a cache can serve the probe from the warm-up is the prefix.
+std::pair<std::string, std::string> shared_prefix_prompts(int shared, int tail = 8);
 
 // Expands a validated spec. Pure and deterministic: the same spec gives the same plan.
 //  - Baselines are solo, cache_prompt off, on slot 0, so that they are reproducible.

@@ -396,6 +396,61 @@ std::string power_cell(const findings& f, const std::string& scope) {
 
 }  // namespace
 
+// A certify job's certificate (audit/certify.hpp): the outcome, a row per family, and the
+// counterexamples, smallest schedule first.
+void certificate_sections(std::string& out, const findings& f, bool markdown) {
+  if (!f.certificate) return;
+  const auto& c = *f.certificate;
+  const std::string title = "Certificate: '" + c.claim + "' on " + c.backend + ": " + std::string(to_string(c.outcome));
+  out += markdown ? "### " + title + "\n\n" + c.sentence + "\n\n" : title + "\n " + c.sentence + "\n";
+  const std::string shape = "Sized from " + (c.shape_source.empty() ? std::string("the job's settings") : c.shape_source) +
+                            ": slots " + std::to_string(c.shape.slots) + ", n_batch " + std::to_string(c.shape.n_batch) +
+                            ", n_ubatch " + std::to_string(c.shape.n_ubatch) + ", a slot's context " + std::to_string(c.shape.n_ctx) +
+                            "; identity at the " + std::string(to_string(c.level)) + " level.";
+  out += markdown ? shape + "\n\n" : " " + shape + "\n";
+  grid g{{"family", "status", "compared", "moved", "in flight (client)", "batch width (server)", "95% bound", "note"}};
+  for (const auto& r : c.families) {
+    std::string server = "-";
+    if (r.server_width_max >= 0)
+      server = r.server_width_min == r.server_width_max ? fixed(r.server_width_max, 2)
+                                                        : fixed(r.server_width_min, 2) + "-" + fixed(r.server_width_max, 2);
+    if (r.reused_tokens_max >= 0) server = "cache served up to " + std::to_string(r.reused_tokens_max) + " tokens";
+    g.push_back({r.family, std::string(to_string(r.status)), std::to_string(r.compared), std::to_string(r.divergent),
+                 r.client_width_max > 0 ? std::to_string(r.client_width_max) : "-", server,
+                 r.bound95 >= 0 && r.status == family_status::passed ? fixed(r.bound95, 3) : "-", r.note.empty() ? "-" : r.note});
+  }
+  out += markdown ? "" : "\n";
+  markdown ? grid_markdown(out, g) : grid_text(out, g);
+  if (c.counterexamples.empty()) return;
+  out += markdown ? "\n#### Counterexamples (" + std::to_string(c.counterexamples_total) + ", smallest first)\n\n"
+                  : "\n Counterexamples (" + std::to_string(c.counterexamples_total) + ", smallest first):\n";
+  grid x{{"#", "family", "schedule", "first difference", "max |delta|", "decode step there"}};
+  for (std::size_t i = 0; i < c.counterexamples.size(); ++i) {
+    const auto& e = c.counterexamples[i];
+    std::string schedule = e.condition + " (group " + std::to_string(e.group) + ", request " + std::to_string(e.request) + "): ";
+    if (e.shared_prefix > 0)
+      schedule += "warm-up then probe sharing " + std::to_string(e.shared_prefix) + " tokens, cache served " +
+                  (e.reused_tokens >= 0 ? std::to_string(e.reused_tokens) : std::string("?"));
+    else if (e.requests > 1)
+      schedule += std::to_string(e.client_width) + " at once, server width " + (e.server_width >= 0 ? fixed(e.server_width, 2) : "?") +
+                  (e.batched ? "" : " (not batched)");
+    else
+      schedule += "alone";
+    if (e.seeded) schedule += ", seeded";
+    std::string step = e.step_width >= 0 ? "width " + std::to_string(e.step_width) +
+                                               (e.step_width_before >= 0 ? " (was " + std::to_string(e.step_width_before) + ")" : "") +
+                                               (e.step_events.empty() ? "" : ", " + e.step_events)
+                                         : "-";
+    x.push_back({std::to_string(i + 1), e.family, schedule,
+                 "token " + std::to_string(e.first_difference) +
+                     (e.first_token_difference >= 0 ? " (a token changed at " + std::to_string(e.first_token_difference) + ")" : ""),
+                 fixed(e.max_abs_delta, 6), step});
+  }
+  markdown ? grid_markdown(out, x) : grid_text(out, x);
+  const std::string how = "Each counterexample's script: logitaudit counterexamples AUDIT --out DIR (curl and sh, against the server).";
+  out += markdown ? "\n" + how + "\n" : " " + how + "\n";
+}
+
 std::string render_migration(const findings& f) {
   std::string out;
   migration_sections(out, f, false);
@@ -405,6 +460,10 @@ std::string render_migration(const findings& f) {
 std::string render_text(const findings& f) {
   std::string out = verdict_text(summarize(f)) + "\n";
   if (!f.valid) out += "!! " + f.invalid_reason + "\n\n";
+  if (f.certificate) {
+    certificate_sections(out, f, false);
+    out += "\n";
+  }
   if (const auto m = machines_text(f, " "); !m.empty()) out += "Measured on:\n" + m + "\n";
   if (const auto h = harness_text(f, " "); !h.empty()) out += "Oracle resolution and harness power:\n" + h + "\n";
   // A curve is the answer of an audit that has one: it comes first.
@@ -443,6 +502,10 @@ std::string render_markdown(const findings& f) {
   std::string out;
   out += verdict_markdown(summarize(f)) + "\n";
   if (!f.valid) out += "> **" + f.invalid_reason + "**\n\n";
+  if (f.certificate) {
+    certificate_sections(out, f, true);
+    out += "\n";
+  }
   auto table = [&](const std::vector<condition_tally>& rows, const reference_findings* ref) {
     out += std::string("| condition | logit-ident | token-ident |") + (ref ? " against the reference |" : "") +
            " note |\n| --- | --- | --- |" + (ref ? " --- |" : "") + " --- |\n";

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 
+#include "certify.hpp"
 #include "enum_names.hpp"
 #include "numbers.hpp"
 
@@ -14,6 +15,8 @@ namespace logitaudit::audit {
 std::string_view to_string(condition_kind k) { return enumerator_name(k); }
 
 std::string_view to_string(neighbour_prompts p) { return enumerator_name(p); }
+
+std::string_view to_string(identity_level l) { return enumerator_name(l); }
 
 std::optional<neighbour_prompts> parse_neighbour_prompts(std::string_view s) {
   return parse_by_name(std::array{neighbour_prompts::identical, neighbour_prompts::same_length, neighbour_prompts::other_lengths}, s);
@@ -204,6 +207,16 @@ audit_spec load_curve_preset(std::vector<backend_ref> backends) {
 
 namespace {
 
+audit_spec certify_preset(std::string_view claim) {
+  audit_spec s;
+  s.preset = "certify-" + std::string(claim);
+  s.prompts = default_prompts();
+  s.n_predict = 16;
+  s.certify = certify_settings{};
+  s.certify->claim = std::string(claim);
+  return s;
+}
+
 constexpr preset_info kPresets[] = {
     {"seed-protocol", "The seed audit: its conditions, positive controls and four predictions", true,
      [] { return seed_protocol({}); }},
@@ -227,6 +240,20 @@ constexpr preset_info kPresets[] = {
      "16/32/64), 20 s and 6 probes a level: identity and latency per level (docs/load.md); serial repeats and a prompt "
      "control",
      true, [] { return load_curve_preset({}); }},
+    {"certify-batch-invariant",
+     "Certify that neither concurrency, neighbours, arrival timing, a reused prefix nor seeded sampling changes the "
+     "numbers: every schedule family, sized from the server (docs/certify.md)",
+     true, [] { return certify_preset("batch-invariant"); }},
+    {"certify-no-prompt-cache",
+     "Certify the llama.cpp maintainers' advice: with cache_prompt off, every schedule family leaves the numbers as they "
+     "were (docs/certify.md)",
+     true, [] { return certify_preset("no-prompt-cache"); }},
+    {"certify-single-slot",
+     "Certify a one-slot server (-np 1): whatever arrives beside a request, it gets its solo numbers (docs/certify.md)",
+     true, [] { return certify_preset("single-slot"); }},
+    {"certify-greedy-text-only",
+     "Certify that greedy token ids hold under every schedule family, logprobs free to move (docs/certify.md)", true,
+     [] { return certify_preset("greedy-text-only"); }},
 };
 
 }  // namespace
@@ -550,6 +577,11 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
     } else if (c.neighbours != neighbour_settings{}) {
       add(f + ".neighbours", "only a neighbours condition has neighbour settings");
     }
+    if (c.shared_prefix < 0 || (c.shared_prefix > 0 && c.kind != condition_kind::cache_reuse))
+      add(f + ".shared_prefix", "only a cache_reuse condition shares a prefix (a positive number of tokens)");
+    if (!c.cache_prompt && c.kind != condition_kind::cache_reuse) add(f + ".cache_prompt", "only a cache_reuse condition sets cache_prompt");
+    if (!c.family.empty() && std::find(kCertifyFamilies.begin(), kCertifyFamilies.end(), c.family) == kCertifyFamilies.end())
+      add(f + ".family", "must be one of the certify families (solo, co_residency, prefix_reuse, chunked_prefill, neighbours, seeded, random)");
     if (c.kind == condition_kind::load) validate_load(c, f, lim, p);
     else if (c.load != load_settings{}) add(f + ".load", "only a load condition has load settings");
     if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))
@@ -607,10 +639,41 @@ void validate_predictions(const audit_spec& s, const std::set<std::string>& cond
     if (s.tags[i].empty() || s.tags[i].size() > 64) add("tags[" + std::to_string(i) + "]", "must be 1 to 64 characters");
 }
 
+// A certify job's settings; a spec not yet expanded is then judged as what it expands to with
+// the shape its settings state (or its managed server's slots).
+std::optional<audit_spec> validate_certify(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  const auto& c = *s.certify;
+  if (!find_claim(c.claim)) {
+    std::string names;
+    for (const auto& k : certify_claims()) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    add("certify.claim", "unknown claim '" + c.claim.substr(0, 100) + "'; the claims are: " + names);
+  }
+  if (c.budget_requests < 1 || static_cast<std::size_t>(c.budget_requests) > lim.max_requests)
+    add("certify.budget_requests", "must be between 1 and " + std::to_string(lim.max_requests));
+  if (c.budget_minutes < 0 || c.budget_minutes > 1440) add("certify.budget_minutes", "must be between 0 (none) and 1440");
+  for (auto [v, name] : {std::pair{c.slots, "slots"}, {c.n_batch, "n_batch"}, {c.n_ubatch, "n_ubatch"}, {c.n_ctx, "n_ctx"}})
+    if (v < 0 || v > (1 << 24)) add(std::string("certify.") + name, "must be between 0 (read from the server) and 16777216");
+  if (s.backends.size() != 1 || s.sweep)
+    add("backends", "a certify job certifies one backend: give exactly one (a sweep is not certified)");
+  const bool expanded = std::any_of(s.conditions.begin(), s.conditions.end(), [](const condition& x) { return !x.family.empty(); });
+  if (!expanded && !s.conditions.empty())
+    add("conditions", "a certify job makes its own conditions from its claim: leave conditions out");
+  if (!p.empty() || expanded) return std::nullopt;
+  auto shape = shape_of(c);
+  if (c.slots <= 0 && s.backends.front().managed) shape.slots = s.backends.front().managed->parallel;
+  return expand_certify(s, shape);
+}
+
 }  // namespace
 
 std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& lim, std::span<const std::string> api_kinds) {
   std::vector<spec_problem> p;
+  if (spec.certify) {
+    const auto expanded = validate_certify(spec, lim, p);
+    if (!p.empty()) return p;
+    if (expanded) return validate(*expanded, lim, api_kinds);
+  }
   // A sweep not yet expanded is judged as the spec it expands to, once its matrix is sound.
   const bool unexpanded = spec.sweep && spec.backends.empty();
   const audit_spec expanded = unexpanded && sweep_size(*spec.sweep) <= static_cast<std::size_t>(lim.max_sweep_configurations) &&

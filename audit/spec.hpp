@@ -74,6 +74,9 @@ struct neighbour_settings {
   bool target_last = false;    // the target written after its neighbours (so it gets another slot)
   std::vector<int> n_predict;  // per neighbour (concurrency-1 of them); empty: the spec's n_predict
   std::vector<int> join_after; // per neighbour, the target's tokens before it is sent; empty: all at once
+  // > 0: each neighbour's prompt is this many token ids (token_prompt) instead of a text: a long
+  // prompt whose prefill crosses the server's batch (certify's chunked-prefill family).
+  int prompt_tokens = 0;
 
   bool operator==(const neighbour_settings&) const = default;
 };
@@ -92,11 +95,19 @@ struct condition {
   search_settings search;     // threshold_search only; concurrency is its largest width
   neighbour_settings neighbours;  // neighbours only
   load_settings load;             // load only
+  // cache_reuse only, > 0: the probe and its warm-up are token prompts (token_prompt) that share
+  // exactly this many leading tokens and then part, so the cache can serve that prefix and no
+  // more (certify's prefix-reuse family); 0: the target prompt sent twice.
+  int shared_prefix = 0;
+  bool cache_prompt = true;  // cache_reuse only: false sends the warm-up and probe with cache_prompt off
+  // The certify family this condition belongs to (audit/certify.hpp); "" outside a certify job.
+  std::string family;
 
   bool operator==(const condition&) const = default;
 };
 
 enum class identity_level { logit, token };
+std::string_view to_string(identity_level l);
 enum class expectation { identical, diverges };
 
 // A pre-registered prediction: over the streams of `conditions`, at least `at_least` of
@@ -121,6 +132,28 @@ struct backend_ref {
   bool operator==(const backend_ref&) const = default;
 };
 
+// A certify job (audit/certify.hpp, docs/certify.md): a claim about what must not change the
+// numbers, a budget, and what the server says of itself, from which its schedule families are
+// sized. Expanded into conditions when the job is created (expand_certify).
+struct certify_settings {
+  std::string claim = "batch-invariant";  // a row of certify_claims()
+  int budget_requests = 400;  // planned requests at most (a random family takes what the others leave)
+  int budget_minutes = 0;     // 0: none; else groups not begun by then are skipped (their families not tested)
+  std::uint64_t seed = 1;     // of the random schedules
+  // What the server says of itself; 0: read when the job is created (a managed server's
+  // settings, else the server's /props), with llama-server's defaults for what neither says.
+  int slots = 0;
+  int n_batch = 0;
+  int n_ubatch = 0;
+  int n_ctx = 0;  // per slot
+  std::string shape_source;  // where the four came from, in words (written at expansion)
+  // Written at expansion: the schedules the budget (or the server's context) left out, as
+  // condition names, or "family: why" for a family left out whole.
+  std::vector<std::string> left_out;
+
+  bool operator==(const certify_settings&) const = default;
+};
+
 struct audit_spec {
   std::string preset;  // informational: the preset it was expanded from
   std::vector<backend_ref> backends;
@@ -143,6 +176,9 @@ struct audit_spec {
   // Before each solo group, wait for the server to be idle (no request processing), at most
   // this long (0: do not wait); how long it waited and how often it gave up is reported.
   int wait_for_quiet_s = 0;
+  // A certify job: its claim, budget and the server's shape; its conditions are the families
+  // expand_certify makes (each with its `family`).
+  std::optional<certify_settings> certify;
 
   bool operator==(const audit_spec&) const = default;
 };

@@ -61,6 +61,12 @@ double incomplete_beta(double a, double b, double x) {
   return 1 - front * beta_fraction(b, a, 1 - x) / b;
 }
 
+double clopper_pearson_upper(int k, int n, double confidence) {
+  if (n <= 0 || k >= n) return 1;
+  if (k <= 0) return 1 - std::pow(1 - confidence, 1.0 / n);
+  return beta_quantile(k + 1.0, static_cast<double>(n - k), confidence);
+}
+
 rate_interval jeffreys_interval(int k, int n, double confidence) {
   if (n <= 0) return {0, 1};
   k = std::clamp(k, 0, n);

@@ -16,6 +16,11 @@ struct rate_interval {
 // when k = n. n = 0 gives [0, 1]. `confidence` in (0, 1).
 rate_interval jeffreys_interval(int k, int n, double confidence = 0.95);
 
+// The one-sided Clopper-Pearson upper bound on a rate with k of n observed, at `confidence`:
+// the rate below which k or fewer would be seen with probability 1 - confidence (k = 0: 1 -
+// (1 - confidence)^(1/n)). n = 0 gives 1.
+double clopper_pearson_upper(int k, int n, double confidence = 0.95);
+
 // The regularized incomplete beta function I_x(a, b), a, b > 0, x in [0, 1].
 double incomplete_beta(double a, double b, double x);
 

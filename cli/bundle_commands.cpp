@@ -15,8 +15,6 @@
 #include "verify.hpp"
 
 namespace logitaudit::cli {
-namespace {
-
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw cli_failure(exit_usage, "cannot read " + path);
@@ -24,6 +22,8 @@ std::string read_all(const std::string& path) {
   out << in.rdbuf();
   return out.str();
 }
+
+namespace {
 
 void write_all(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";

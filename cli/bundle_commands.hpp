@@ -11,6 +11,9 @@ namespace logitaudit::cli {
 
 void add_bundle_commands(CLI::App& app);
 
+// The whole of a file; throws cli_failure(exit_usage) when it cannot be read.
+std::string read_all(const std::string& path);
+
 // Whether `path` is a file that starts as an evidence bundle does.
 bool is_bundle_file(const std::string& path);
 

@@ -2,10 +2,13 @@
 #include "db_commands.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "bundle_commands.hpp"
+#include "clients/certify_scripts.hpp"
 #include "exit_codes.hpp"
+#include "storage/bundle.hpp"
 #include "storage/copy.hpp"
 #include "storage/retention.hpp"
 #include "storage/repositories.hpp"
@@ -70,6 +73,51 @@ void run_verify(const std::string& location, std::optional<std::int64_t> job) {
   if (!r.ok()) throw cli_failure(exit_findings, "");
 }
 
+// logitaudit counterexamples DB|BUNDLE --job N --out DIR: a certify job's counterexample
+// scripts, rebuilt from its stored spec and certificate (a bundle is read in memory).
+void run_counterexamples(const std::string& location, std::int64_t job, const std::string& out) {
+  std::unique_ptr<storage::store> store;
+  std::int64_t local = job;
+  if (!storage::is_postgres_url(location) && is_bundle_file(location)) {
+    std::string digest_problem;
+    auto b = storage::read_bundle_unchecked(read_all(location), digest_problem);
+    if (!b) throw cli_failure(exit_findings, location + ": " + b.error());
+    if (!digest_problem.empty()) throw cli_failure(exit_findings, location + ": " + digest_problem);
+    store = storage::open_store(":memory:");
+    const auto imported = storage::import_bundle(*store, *b, storage::now_utc());
+    local = -1;
+    for (std::size_t i = 0; i < imported.jobs.size(); ++i)
+      if (b->audits[i].id == job || (job == 0 && imported.jobs.size() == 1)) local = imported.jobs[i];
+    if (local < 0) throw cli_failure(exit_usage, "--job: the bundle holds no audit " + std::to_string(job));
+  } else {
+    store = open_existing(location);
+  }
+  const auto row = store->jobs().get(local);
+  if (!row) throw cli_failure(exit_usage, "--job: no audit " + std::to_string(job) + " in " + location);
+  if (!row->spec || !row->findings) throw cli_failure(exit_usage, "--job: audit " + std::to_string(job) + " has not ended");
+  if (!row->findings->certificate)
+    throw cli_failure(exit_usage, "--job: audit " + std::to_string(job) + " is not a certify job (it has no certificate)");
+  const auto& c = *row->findings->certificate;
+  if (c.counterexamples.empty()) {
+    std::cout << "audit " << job << ": '" << c.claim << "' " << audit::to_string(c.outcome) << "; no counterexample to script\n";
+    return;
+  }
+  const auto files = clients::counterexample_scripts(audit::make_plan(*row->spec), c, job == 0 ? local : job);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) throw cli_failure(exit_usage, "--out: cannot create " + out + ": " + ec.message());
+  for (const auto& [name, text] : files) {
+    std::ofstream f(std::filesystem::path(out) / name, std::ios::binary);
+    f << text;
+    if (!f) throw cli_failure(exit_usage, "--out: cannot write " + (std::filesystem::path(out) / name).string());
+    if (name.ends_with(".sh"))
+      std::filesystem::permissions(std::filesystem::path(out) / name, std::filesystem::perms::owner_exec,
+                                   std::filesystem::perm_options::add, ec);
+  }
+  std::cout << "wrote " << files.size() - 1 << " script(s) and README.txt to " << out << " (" << c.counterexamples_total
+            << " counterexample(s) in all, the " << c.counterexamples.size() << " smallest kept)\n";
+}
+
 // logitaudit db copy FROM TO
 void run_copy(const std::string& from_location, const std::string& to_location) {
   auto from = open_existing(from_location);
@@ -117,6 +165,14 @@ void add_db_commands(CLI::App& app) {
     if (job_opt->count()) job = a->job;
     run_verify(a->db, job);
   });
+
+  auto ce = std::make_shared<args_t>();
+  auto* counter = app.add_subcommand("counterexamples", "write a certify job's counterexamples as scripts (curl and sh) "
+                                                        "to run against its server, from a database or an evidence bundle");
+  counter->add_option("db", ce->db, "database file, postgresql:// URL, or bundle file")->required();
+  counter->add_option("--job", ce->job, "the certify job (in a bundle: its audit id; may be left out when it holds one)");
+  counter->add_option("--out", ce->target, "the folder to write them to")->required();
+  counter->callback([ce] { run_counterexamples(ce->db, ce->job, ce->target); });
 
   auto* db = app.add_subcommand("db", "database housekeeping");
   db->require_subcommand(1);

@@ -1,6 +1,7 @@
 // verify: digests from bytes, identity from digests, predictions from identity.
 #include "verify.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -41,6 +42,7 @@ struct identity {
   bool logit = false, token = false;
   bool counted = true;  // its stored verdict carries no evidence flag
   std::size_t group = 0;
+  audit::evidence_flag flag = audit::evidence_flag::none;
 };
 
 // What one job's checks share.
@@ -115,6 +117,7 @@ std::vector<identity> judge_identities(const job_evidence& e, const std::map<std
     }
     const auto& v = *r.verdict;
     id.counted = v.flag == audit::evidence_flag::none;
+    id.flag = v.flag;
     judged.push_back(id);
     if (auto b = burst_batched.find(r.group); b != burst_batched.end() && b->second == (v.flag == audit::evidence_flag::not_batched))
       rep.problems.push_back(name_of(job, r) + ": its burst is stored as " + (b->second ? "batched" : "not batched") +
@@ -323,6 +326,53 @@ void verify_migration(const job_evidence& e, const audit::audit_plan& plan, cons
       }
 }
 
+// 7. A certify job's certificate, recounted from the recomputed identities: per family, the
+// streams that moved (whatever their batching evidence: a divergence refutes) and those judged
+// at all, then the outcome those counts allow.
+void verify_certificate(const job_evidence& e, const audit::audit_spec& spec, const audit::findings& stored,
+                        const std::vector<identity>& judged, verify_report& rep) {
+  const auto& c = *stored.certificate;
+  const std::string at = "job " + std::to_string(e.job) + " certificate ";
+  std::map<std::string, std::string> family_of;
+  for (const auto& x : spec.conditions) family_of[x.name] = x.family;
+  std::map<std::string, std::pair<int, int>> count;  // family -> judged, moved
+  int moved = 0;
+  for (const auto& id : judged) {
+    auto f = family_of.find(id.condition);
+    if (f == family_of.end() || f->second.empty()) continue;
+    const bool m = c.level == audit::identity_level::logit ? !id.logit : !id.token;
+    ++count[f->second].first;
+    count[f->second].second += m;
+    moved += m;
+  }
+  for (const auto& fr : c.families) {
+    const auto [n, m] = count[fr.family];
+    if (fr.divergent != m)
+      rep.problems.push_back(at + fr.family + ": stored " + std::to_string(fr.divergent) + " streams moved, recomputed " +
+                             std::to_string(m));
+    if (fr.compared + fr.flagged != n)
+      rep.problems.push_back(at + fr.family + ": stored " + std::to_string(fr.compared + fr.flagged) +
+                             " judged streams, recomputed " + std::to_string(n));
+    if ((fr.status == audit::family_status::refuted) != (m > 0))
+      rep.problems.push_back(at + fr.family + ": stored " + std::string(audit::to_string(fr.status)) + " with " +
+                             std::to_string(m) + " recomputed streams moved");
+    if (fr.status == audit::family_status::passed && fr.compared > 0 &&
+        std::abs(fr.bound95 - audit::upper_bound95(fr.divergent, fr.compared)) > 1e-9)
+      rep.problems.push_back(at + fr.family + ": stored 95% bound " + std::to_string(fr.bound95) + ", recomputed " +
+                             std::to_string(audit::upper_bound95(fr.divergent, fr.compared)));
+  }
+  if (c.counterexamples_total != moved)
+    rep.problems.push_back(at + "counts " + std::to_string(c.counterexamples_total) + " counterexamples, recomputed " +
+                           std::to_string(moved));
+  const bool all_passed = std::all_of(c.families.begin(), c.families.end(),
+                                      [](const audit::family_result& f) { return f.status == audit::family_status::passed; });
+  if (c.outcome == audit::certificate_outcome::refuted ? moved == 0
+      : c.outcome == audit::certificate_outcome::certified ? moved > 0 || !all_passed
+                                                            : false)
+    rep.problems.push_back(at + "says " + std::string(audit::to_string(c.outcome)) + " with " + std::to_string(moved) +
+                           " recomputed streams moved");
+}
+
 void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
   ++rep.jobs;
   job_evidence e;
@@ -349,6 +399,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
   verify_searches(e, *spec, plan, *stored_findings, judged, rep);
   if (!stored_findings->throughput.empty()) verify_throughput(store, e, plan, *stored_findings, rep);
   if (!stored_findings->migration.empty()) verify_migration(e, plan, *stored_findings, digests, rep);
+  if (stored_findings->certificate) verify_certificate(e, *spec, *stored_findings, judged, rep);
 }
 
 }  // namespace

@@ -430,6 +430,7 @@ bool retryable(const client_error& e) {
 completion_request to_request(const audit::planned_request& r, const audit::audit_plan& plan) {
   completion_request c;
   c.prompt = r.prompt;
+  if (auto ids = audit::prompt_token_ids(r.prompt)) c.prompt_ids = std::move(*ids);
   c.n_predict = r.n_predict.value_or(plan.n_predict);
   c.join_after_tokens = r.join_after_tokens;
   c.n_probs = plan.top_k;

@@ -19,6 +19,7 @@ using json = nlohmann::json;
 completion_request to_completion(const audit::repro_request& r, int top_k, bool stream) {
   completion_request c;
   c.prompt = r.prompt;
+  if (auto ids = audit::prompt_token_ids(r.prompt)) c.prompt_ids = std::move(*ids);
   c.n_predict = r.n_predict;
   c.temperature = r.temperature;
   c.seed = r.seed;

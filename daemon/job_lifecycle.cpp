@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "audit/certify.hpp"
 #include "audit/plan.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/llama_api.hpp"
@@ -117,6 +118,11 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
                                                                                       std::optional<std::int64_t> schedule,
                                                                                       std::optional<std::int64_t> fire_unix) {
   if (auto problems = admit(spec); !problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
+  if (spec.certify) {
+    if (auto why = co_await expand_certify(spec); !why.empty())
+      co_return unexpected{api::invalid({{"certify", why}}, "invalid_spec")};
+    if (auto problems = admit(spec); !problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
+  }
 
   const auto plan = audit::make_plan(spec);
   storage::new_job nj;
@@ -182,12 +188,13 @@ struct search_state {
 
 // The requests that a threshold search did not need: they leave the plan's count, so that a
 // finished search is 100% done.
-std::int64_t skipped_trials(const audit::audit_plan& plan, const std::vector<audit::observed_run>& runs) {
+std::int64_t skipped_trials(const audit::audit_plan& plan, const std::vector<audit::observed_run>& runs,
+                            const std::set<std::size_t>& out_of_time) {
   std::set<std::size_t> ran;
   for (const auto& r : runs) ran.insert(r.group);
   std::int64_t skipped = 0;
   for (const auto& g : plan.groups)
-    if (g.kind == audit::condition_kind::threshold_search && !ran.count(g.index))
+    if ((g.kind == audit::condition_kind::threshold_search || out_of_time.count(g.index)) && !ran.count(g.index))
       skipped += static_cast<std::int64_t>(g.requests.size());
   return skipped;
 }
@@ -196,7 +203,8 @@ std::int64_t skipped_trials(const audit::audit_plan& plan, const std::vector<aud
 // its retries is a measurement missing from the evidence: the audit ends failed (its findings
 // over the runs that did succeed are still stored).
 void judge_end(const clients::job_outcome& outcome, const std::vector<audit::observed_run>& runs,
-               const std::string& write_error, const audit::audit_plan& plan, job_end& end) {
+               const std::string& write_error, const audit::audit_plan& plan, const std::set<std::size_t>& out_of_time,
+               job_end& end) {
   std::size_t failed_runs = 0;
   std::string first_failure;
   for (const auto& r : runs)
@@ -231,7 +239,8 @@ void judge_end(const clients::job_outcome& outcome, const std::vector<audit::obs
   std::set<std::size_t> stored;
   for (const auto& r : runs) stored.insert(r.group);
   std::size_t missing = 0;
-  for (const auto& g : plan.groups) missing += g.kind != audit::condition_kind::threshold_search && !stored.count(g.index);
+  for (const auto& g : plan.groups)
+    missing += g.kind != audit::condition_kind::threshold_search && !out_of_time.count(g.index) && !stored.count(g.index);
   if (missing > 0) {
     end.status = audit::job_status::failed;
     end.error = std::to_string(missing) + " of the plan's " + std::to_string(plan.groups.size()) +
@@ -240,6 +249,44 @@ void judge_end(const clients::job_outcome& outcome, const std::vector<audit::obs
 }
 
 }  // namespace
+
+net::awaitable<std::string> job_lifecycle::expand_certify(audit::audit_spec& spec) const {
+  auto& cs = *spec.certify;
+  if (std::any_of(spec.conditions.begin(), spec.conditions.end(), [](const audit::condition& c) { return !c.family.empty(); }))
+    co_return "";
+  // What the job's settings do not state, the server does: a managed server's own settings, or
+  // what a running server reports of itself (/props: its slots and a slot's context).
+  audit::certify_shape shape = audit::shape_of(cs);
+  std::string source;
+  const auto& b = spec.backends.front();
+  if (b.managed) {
+    if (cs.slots <= 0) shape.slots = b.managed->parallel;
+    if (cs.n_batch <= 0) shape.n_batch = b.managed->batch;
+    if (cs.n_ubatch <= 0) shape.n_ubatch = b.managed->ubatch;
+    if (cs.n_ctx <= 0) shape.n_ctx = b.managed->kv_unified ? config_.managed.ctx_per_slot * b.managed->parallel : config_.managed.ctx_per_slot;
+    source = "the managed server's settings (-np " + std::to_string(b.managed->parallel) + ", -b " +
+             std::to_string(b.managed->batch) + ", -ub " + std::to_string(b.managed->ubatch) + ", -c " +
+             std::to_string(config_.managed.ctx_per_slot * b.managed->parallel) + (b.managed->kv_unified ? ", -kvu" : "") + ")";
+  } else if (cs.slots <= 0 || cs.n_ctx <= 0) {
+    auto configs = client_configs(spec);
+    if (!configs) co_return configs.error();
+    clients::backend server(co_await net::this_coro::executor, configs->begin()->second);
+    auto fp = co_await server.fingerprint({});
+    if (!fp)
+      co_return "could not read the server's slots and context from " + b.url + " (" + fp.error().message +
+                "): it must answer, or give certify.slots and certify.n_ctx";
+    if (cs.slots <= 0 && fp->total_slots > 0) shape.slots = static_cast<int>(fp->total_slots);
+    if (cs.n_ctx <= 0 && fp->n_ctx > 0) shape.n_ctx = static_cast<int>(fp->n_ctx);
+    source = "the server's own account (slots " + std::to_string(fp->total_slots) + ", a slot's context " +
+             std::to_string(fp->n_ctx) + ")";
+    if (cs.n_batch <= 0 || cs.n_ubatch <= 0) source += "; n_batch and n_ubatch are llama-server's defaults, which it does not report";
+  } else {
+    source = "the job's certify settings";
+  }
+  spec = audit::expand_certify(std::move(spec), shape);
+  spec.certify->shape_source = source;
+  co_return "";
+}
 
 expected<std::map<std::string, clients::backend_config>, std::string> job_lifecycle::client_configs(
     const audit::audit_spec& spec) const {
@@ -444,6 +491,18 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     return c.kind == audit::condition_kind::threshold_search;
   });
   if (searches) arm_search(o, co_await load_search_state(&db_, id, !stored.empty(), config_.evidence), *spec, plan);
+  // A certify job's minutes: groups not begun by then are skipped, and their families say so.
+  auto out_of_time = std::make_shared<std::set<std::size_t>>();
+  if (spec->certify && spec->certify->budget_minutes > 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(spec->certify->budget_minutes);
+    o.wanted = [deadline, out_of_time, inner = std::move(o.wanted)](const audit::request_group& g) {
+      if (!g.is_baseline && std::chrono::steady_clock::now() > deadline) {
+        out_of_time->insert(g.index);
+        return false;
+      }
+      return inner ? inner(g) : true;
+    };
+  }
   auto outcome = co_await clients::run_audit(*spec, *plan, *configs, o);
   servers->stop_all();
   if (outcome.cancelled && !controls.stop->by_user) {
@@ -472,8 +531,8 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   auto [ev, write_error] = co_await on_db_patient(db_, std::move(load));
   ev.evidence.thresholds = config_.evidence;
   auto f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
-  judge_end(outcome, ev.runs, write_error, *plan, end);
-  const std::int64_t skipped = searches ? skipped_trials(*plan, ev.runs) : 0;
+  judge_end(outcome, ev.runs, write_error, *plan, *out_of_time, end);
+  const std::int64_t skipped = searches || !out_of_time->empty() ? skipped_trials(*plan, ev.runs, *out_of_time) : 0;
   const auto planned = static_cast<std::int64_t>(plan->total_requests()) - skipped;
   if (const auto failure = co_await store_end(id, end, f, skipped, planned); !failure.empty()) {
     end.status = audit::job_status::failed;

@@ -106,6 +106,10 @@ class job_lifecycle {
   // fire time it is for (one job per fire, whichever daemon fires it). Suspends (db thread).
   // Errors: invalid (every problem, each naming its field), queue_full, storage_full,
   // unavailable, conflict (code already_fired: that fire has its job). Nothing is stored on error.
+  // A certify job's conditions, from its claim and the server's shape (audit::expand_certify):
+  // what its settings leave out comes from a managed server's settings or the running server's
+  // own account. "" when expanded (or already so), else why not.
+  net::awaitable<std::string> expand_certify(audit::audit_spec& spec) const;
   net::awaitable<expected<storage::job_record, api::service_error>> create(audit::audit_spec spec,
                                                                          std::optional<std::int64_t> schedule = std::nullopt,
                                                                          std::optional<std::int64_t> fire_unix = std::nullopt);

@@ -230,6 +230,12 @@ const object_table<audit::neighbour_settings>& neighbours_table() {
       target_field(),
       fields::member<&N::n_predict>("n_predict", "per neighbour (concurrency - 1), its own length", {1}),
       fields::member<&N::join_after>("join_after", "per neighbour, the target's tokens before it is sent (0: at once)", {0}),
+      [] {
+        auto f = fields::member<&N::prompt_tokens>(
+            "prompt_tokens", "> 0: each neighbour's prompt is this many token ids (a long prefill), not a text", {0, 1 << 20});
+        f.omit = [](const N& in, const field<N>&) { return in.prompt_tokens <= 0; };
+        return f;
+      }(),
   };
   static const object_table<N> t{"", "neighbours only: what the target shares its burst with (docs/explain.md)", rows};
   return t;
@@ -403,6 +409,24 @@ const object_table<audit::condition>& condition_table() {
       nested<&C::neighbours>("neighbours", neighbours_table(),
                              [](const C& in, const field<C>&) { return in.kind != audit::condition_kind::neighbours; }),
       load_field(),
+      [] {
+        auto f = fields::member<&C::shared_prefix>(
+            "shared_prefix", "cache_reuse only, > 0: the warm-up and the probe are token prompts sharing exactly this many tokens",
+            {0, 1 << 20});
+        f.omit = [](const C& in, const field<C>&) { return in.shared_prefix <= 0; };
+        return f;
+      }(),
+      [] {
+        auto f = fields::member<&C::cache_prompt>("cache_prompt", "cache_reuse only: false sends the warm-up and the probe "
+                                                                  "with cache_prompt off");
+        f.omit = [](const C& in, const field<C>&) { return in.cache_prompt; };
+        return f;
+      }(),
+      [] {
+        auto f = fields::member<&C::family>("family", "the certify family this condition belongs to (docs/certify.md)");
+        f.omit = [](const C& in, const field<C>&) { return in.family.empty(); };
+        return f;
+      }(),
   };
   static const object_table<C> t{"Condition", "", rows};
   return t;
@@ -505,6 +529,34 @@ field<audit::audit_spec> reference_field() {
   return f;
 }
 
+// ---- a certify job (audit/certify.hpp) ----
+
+const object_table<audit::certify_settings>& certify_table() {
+  using K = audit::certify_settings;
+  static const std::vector<field<K>> rows = [] {
+    auto left = fields::member<&K::left_out>("left_out", "written when the job is created: the schedules the budget or the "
+                                                         "server's context left out");
+    left.omit = [](const K& in, const field<K>&) { return in.left_out.empty(); };
+    auto source = fields::member<&K::shape_source>("shape_source", "written when the job is created: where the server's shape came from");
+    source.omit = [](const K& in, const field<K>&) { return in.shape_source.empty(); };
+    return std::vector{
+        fields::member<&K::claim>("claim", "batch-invariant, no-prompt-cache, single-slot or greedy-text-only (GET /v1/presets)"),
+        fields::member<&K::budget_requests>("budget_requests", "planned requests at most; the random family takes what the others leave",
+                                            {1}),
+        fields::member<&K::budget_minutes>("budget_minutes", "0: none; else groups not begun by then are skipped", {0, 1440}),
+        fields::member<&K::seed>("seed", "of the random schedules"),
+        fields::member<&K::slots>("slots", "the server's slots (0: read from the server)", {0}),
+        fields::member<&K::n_batch>("n_batch", "the server's logical batch (0: its setting, else 2048)", {0}),
+        fields::member<&K::n_ubatch>("n_ubatch", "the server's physical batch (0: its setting, else 512)", {0}),
+        fields::member<&K::n_ctx>("n_ctx", "a slot's context (0: read from the server)", {0}),
+        source,
+        left,
+    };
+  }();
+  static const object_table<K> t{"", "a certify job: a claim, a budget, and the server's shape (docs/certify.md)", rows};
+  return t;
+}
+
 const object_table<audit::audit_spec>& spec_table() {
   using S = audit::audit_spec;
   static const std::vector<field<S>> rows = [] {
@@ -534,6 +586,16 @@ const object_table<audit::audit_spec>& spec_table() {
         reference_field(),
         selftest,
         quiet,
+        [] {
+          // Over a certify preset: its claim stays unless the member names another.
+          auto f = fields::optional_object<&S::certify>("certify", certify_table());
+          f.read = [](reader& r, const json& v, const std::string& at, S& out, const field<S>&) {
+            if (!v.is_object()) return r.problem(at, "must be an object {" + fields::known_names(certify_table()) + "}");
+            if (!out.certify) out.certify.emplace();
+            fields::read_object(r, v, at, certify_table(), *out.certify);
+          };
+          return f;
+        }(),
     };
   }();
   static const object_table<S> t{"Spec", "An audit spec. `preset` expands first; the other members override it.", rows};

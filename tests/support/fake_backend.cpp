@@ -2,6 +2,7 @@
 #include "fake_backend.hpp"
 
 #include "audit/fingerprint.hpp"
+#include "audit/plan.hpp"
 
 #include <ctime>
 
@@ -36,10 +37,31 @@ struct fake_backend::state {
   std::multiset<std::string> flying;  // the prompts of the completions in flight
   std::chrono::steady_clock::time_point free_at{};  // batching off: when the one "slot" is free again
   double decodes = 0, busy_slot_decodes = 0;        // llama.cpp's n_decode_total, n_busy_slots_total
-  std::map<std::int64_t, std::string> slot_prompts; // the prompt each slot holds (prompt cache)
+  std::map<std::int64_t, std::vector<std::string>> slot_pieces;  // the prompt each slot holds, token by token (prompt cache)
 };
 
 namespace {
+
+// A prompt as the fake keys its answers: the text, or token ids written as a token prompt.
+std::string prompt_text(const json& p) {
+  if (p.is_string()) return p.get<std::string>();
+  if (!p.is_array()) return "";
+  std::vector<std::int64_t> ids;
+  for (const auto& v : p)
+    if (v.is_number_integer()) ids.push_back(v.get<std::int64_t>());
+  return audit::token_prompt(ids);
+}
+
+// Its tokens as the fake counts them: each id, or each byte of a text.
+std::vector<std::string> prompt_pieces(const json& p) {
+  std::vector<std::string> out;
+  if (p.is_array()) {
+    for (const auto& v : p) out.push_back(v.dump());
+  } else if (p.is_string()) {
+    for (char c : p.get<std::string>()) out.emplace_back(1, c);
+  }
+  return out;
+}
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -232,8 +254,8 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     }
     ++st->in_flight;
     std::string early_prompt;
-    if (auto early = json::parse(req.body(), nullptr, false); early.is_object() && early.contains("prompt") && early["prompt"].is_string())
-      early_prompt = early["prompt"].get<std::string>();
+    if (auto early = json::parse(req.body(), nullptr, false); early.is_object() && early.contains("prompt"))
+      early_prompt = prompt_text(early["prompt"]);
     {
       std::lock_guard lock(st->mutex);
       st->flying.insert(early_prompt);
@@ -278,7 +300,9 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     needle = k.batching && (needle || beside_needle());
     json in = json::parse(req.body(), nullptr, false);
     if (!in.is_object()) in = json::object();
-    const std::string prompt = in.contains("prompt") && in["prompt"].is_string() ? in["prompt"].get<std::string>() : "";
+    const std::string prompt = in.contains("prompt") ? prompt_text(in["prompt"]) : "";
+    // Token ids count one token each; a text prompt, one per byte.
+    const std::vector<std::string> pieces = prompt_pieces(in.contains("prompt") ? in["prompt"] : json());
     const std::size_t n = static_cast<std::size_t>(std::clamp<std::int64_t>(
         in.value(native ? "n_predict" : "max_tokens", std::int64_t{8}), 0, 4096));
     const std::size_t topk = static_cast<std::size_t>(std::clamp<std::int64_t>(
@@ -291,8 +315,30 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       std::lock_guard lock(st->mutex);
       noise = ((st->served * 0x9E3779B97F4A7C15ull) >> 63) == 1;  // about every other answer, in no fixed rhythm
     }
+    // The server's account first (its cache decides a prefix divergence): batched requests share
+    // their decodes; a slot serves from its cache the prefix its last prompt shares with this
+    // one, all but the last token, as llama.cpp does.
+    account acct;
+    acct.timings = k.timings;
+    acct.slot = in.contains("id_slot") && in["id_slot"].is_number_integer() ? in["id_slot"].get<std::int64_t>() : 0;
+    acct.prompt_n = std::max<std::int64_t>(1, static_cast<std::int64_t>(pieces.size()));
+    const bool cache_prompt = in.contains("cache_prompt") && in["cache_prompt"].is_boolean() && in["cache_prompt"].get<bool>();
+    {
+      std::lock_guard lock(st->mutex);
+      auto& last = st->slot_pieces[acct.slot];
+      if (k.prompt_cache && cache_prompt) {
+        std::int64_t common = 0;
+        while (static_cast<std::size_t>(common) < std::min(last.size(), pieces.size()) &&
+               last[static_cast<std::size_t>(common)] == pieces[static_cast<std::size_t>(common)])
+          ++common;
+        acct.cache_n = std::min(common, acct.prompt_n - 1);
+      }
+      last = pieces;
+    }
+    const bool wide = k.diverge_from_width > 0 && k.batching && peak >= k.diverge_from_width;
+    const bool long_prefix = k.diverge_from_prefix > 0 && acct.cache_n >= k.diverge_from_prefix;
     auto tokens = fake_tokens(prompt, seed, temperature, n, topk,
-                              (k.jitter_when_overlapping && overlapped) || noise || needle, k.weights);
+                              (k.jitter_when_overlapping && overlapped) || noise || needle || wide || long_prefix, k.weights);
     if (k.logprob_decimals >= 0) {  // a proxy that rounds what it passes on
       const double scale = std::pow(10.0, k.logprob_decimals);
       for (auto& t : tokens) {
@@ -307,13 +353,6 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     }
     // The server's account: batched requests share their decodes; a slot that held the same
     // prompt serves all but its last token from the cache, as llama.cpp does.
-    account acct;
-    acct.timings = k.timings;
-    acct.slot = in.contains("id_slot") && in["id_slot"].is_number_integer() ? in["id_slot"].get<std::int64_t>() : 0;
-    acct.prompt_n = std::max<std::int64_t>(1, static_cast<std::int64_t>(prompt.size()));
-    const bool cache_prompt = in.contains("cache_prompt") && in["cache_prompt"].is_boolean() && in["cache_prompt"].get<bool>();
-    if (k.prompt_cache && cache_prompt && st->slot_prompts[acct.slot] == prompt) acct.cache_n = acct.prompt_n - 1;
-    st->slot_prompts[acct.slot] = prompt;
     acct.predicted_ms = std::max(0.001, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() - acct.prompt_ms);
     const double together = k.batching ? std::clamp(peak, 1, std::max(1, k.total_slots)) : 1;
     st->decodes += static_cast<double>(std::max<std::size_t>(n, 1)) / together;

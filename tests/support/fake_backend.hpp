@@ -32,6 +32,12 @@ struct fake_knobs {
   // Non-empty: logprobs move by one ULP only while a request whose prompt contains this text
   // is in flight beside one whose prompt does not (a divergence one neighbour causes: repro).
   std::string jitter_beside;
+  // > 0: logprobs move by one ULP when this many requests or more are in flight together (a
+  // divergence that starts at a set co-residency: certify's boundary search).
+  int diverge_from_width = 0;
+  // > 0: logprobs move by one ULP when the cache served this many prompt tokens or more (a
+  // divergence that starts at a set shared-prefix length).
+  int diverge_from_prefix = 0;
   bool noisy = false;  // solo non-determinism: every other answer's logprobs move by one ULP (the canary's never)
   std::size_t padding_bytes = 0;       // extra bytes in each completion body (oversize tests)
   int total_slots = 8;

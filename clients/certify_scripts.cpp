@@ -1,0 +1,121 @@
+// Counterexample scripts: the plan's requests of each counterexample's group, as curl calls.
+#include "certify_scripts.hpp"
+
+#include "llama_api.hpp"
+#include "repro.hpp"
+
+namespace logitaudit::clients {
+namespace {
+
+audit::repro_request as_repro(const audit::planned_request& r, const audit::audit_plan& plan) {
+  audit::repro_request q;
+  q.prompt = r.prompt;
+  q.temperature = r.params.temperature;
+  q.seed = r.params.seed;
+  q.n_predict = r.n_predict.value_or(plan.n_predict);
+  q.join_after = r.join_after_tokens;
+  return q;
+}
+
+std::string request_body(const audit::planned_request& r, const audit::audit_plan& plan, bool cache_prompt) {
+  completion_request c;
+  c.prompt = r.prompt;
+  if (auto ids = audit::prompt_token_ids(r.prompt)) c.prompt_ids = std::move(*ids);
+  c.n_predict = r.n_predict.value_or(plan.n_predict);
+  c.n_probs = plan.top_k;
+  c.temperature = r.params.temperature;
+  c.seed = r.params.seed;
+  c.cache_prompt = cache_prompt;
+  c.id_slot = 0;
+  return completion_body(c);
+}
+
+std::string script_file(const std::string& file, const std::string& text) {
+  return "cat > \"$dir/" + file + "\" <<'LOGITAUDIT_EOF'\n" + text + "\nLOGITAUDIT_EOF\n";
+}
+
+// A probe that shares a prefix with its warm-up: cold (cache off), then warm-up and probe on
+// slot 0 as the audit sent them, TRIALS times.
+std::string prefix_script(const audit::request_group& g, const audit::audit_plan& plan, const audit::counterexample& x,
+                          std::int64_t audit, int trials) {
+  const auto& warm = g.requests.at(0);
+  const auto& probe = g.requests.at(1);
+  std::string sh =
+      "#!/bin/sh\n"
+      "# A counterexample to a determinism claim, made by logitaudit (audit " + std::to_string(audit) + ", " + x.condition +
+      ", group " + std::to_string(x.group) + ").\n"
+      "# It starts nothing. It sends the probe alone on slot 0 with cache_prompt false, then TRIALS times the warm-up and\n"
+      "# the probe on slot 0 as the audit did (cache_prompt " + std::string(probe.cache_prompt ? "true" : "false") +
+      "; they share " + std::to_string(x.shared_prefix) + " leading tokens), and says each time whether\n"
+      "# the probe's numbers (token ids, logprobs, top-k; timings and slot left out) equal its cold ones.\n"
+      "# Needs curl and a POSIX shell with sed and cmp. Exit 1 when any trial differed.\n"
+      "#   sh " + std::string("counterexample.sh") + " http://127.0.0.1:8080 [TRIALS]\n"
+      "set -u\n"
+      "URL=${1:?usage: sh counterexample.sh URL [TRIALS]}\n"
+      "TRIALS=${2:-" + std::to_string(trials) + "}\n"
+      "dir=$(mktemp -d)\n"
+      "trap 'rm -rf \"$dir\"' EXIT INT TERM\n";
+  sh += script_file("cold.json", request_body(probe, plan, false));
+  sh += script_file("warm.json", request_body(warm, plan, warm.cache_prompt));
+  sh += script_file("probe.json", request_body(probe, plan, probe.cache_prompt));
+  sh +=
+      "numbers() { sed -e 's/\"timings\":{[^}]*}//' -e 's/\"id_slot\":-\\{0,1\\}[0-9]*//' -e 's/\"tokens_cached\":[0-9]*//' "
+      "-e 's/\"index\":[0-9]*//' \"$1\"; }\n"
+      "post() { curl -sS -H 'Content-Type: application/json' --data-binary @\"$dir/$1\" -o \"$dir/$2\" \"$URL/completion\"; }\n"
+      "post cold.json cold.out || { echo \"the server at $URL did not answer\"; exit 2; }\n"
+      "numbers \"$dir/cold.out\" > \"$dir/cold\"\n"
+      "grep -q completion_probabilities \"$dir/cold\" || { echo 'the answer has no completion_probabilities:'; cat \"$dir/cold.out\"; exit 2; }\n"
+      "differ=0\n"
+      "i=1\n"
+      "while [ \"$i\" -le \"$TRIALS\" ]; do\n"
+      "  post warm.json warm.out && post probe.json probe.out || exit 2\n"
+      "  cached=$(sed -n 's/.*\"cache_n\":\\([0-9]*\\).*/\\1/p' \"$dir/probe.out\")\n"
+      "  numbers \"$dir/probe.out\" > \"$dir/probe\"\n"
+      "  if cmp -s \"$dir/cold\" \"$dir/probe\"; then echo \"trial $i: SAME as cold (the cache served ${cached:-?} tokens)\"; "
+      "else echo \"trial $i: DIFFERENT from cold (the cache served ${cached:-?} tokens)\"; differ=$((differ + 1)); fi\n"
+      "  i=$((i + 1))\n"
+      "done\n"
+      "echo \"$differ of $TRIALS trials: the probe's numbers differed from its cold run\"\n"
+      "[ \"$differ\" -eq 0 ]\n";
+  return sh;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> counterexample_scripts(const audit::audit_plan& plan, const audit::certificate& c,
+                                                          std::int64_t audit, int trials) {
+  std::map<std::string, std::string> files;
+  std::string readme = "Counterexamples to '" + c.claim + "' on " + c.backend + " (audit " + std::to_string(audit) +
+                       "), smallest first. Run each against the server: sh counterexample-N.sh http://HOST:PORT [TRIALS]\n\n";
+  for (std::size_t i = 0; i < c.counterexamples.size(); ++i) {
+    const auto& x = c.counterexamples[i];
+    const std::string name = "counterexample-" + std::to_string(i + 1) + ".sh";
+    if (x.group >= plan.groups.size()) continue;
+    const auto& g = plan.groups[x.group];
+    std::string script;
+    if (g.mode == audit::group_mode::serial && g.requests.size() == 2 && x.shared_prefix > 0) {
+      script = prefix_script(g, plan, x, audit, trials);
+    } else if (g.mode == audit::group_mode::burst && x.request < g.requests.size()) {
+      repro_result r;
+      r.minimal.top_k = plan.top_k;
+      r.minimal.target = as_repro(g.requests[x.request], plan);
+      for (std::size_t k = 0; k < g.requests.size(); ++k)
+        if (k != x.request) r.minimal.neighbours.push_back(as_repro(g.requests[k], plan));
+      repro_context ctx;
+      ctx.audit = audit;
+      ctx.backend = c.backend;
+      script = repro_bundle(r, ctx, trials)["repro.sh"];
+    } else {
+      readme += std::to_string(i + 1) + ". " + x.condition + ": a random schedule, not scripted (its background is drawn "
+                "live); logitaudit repro shrinks a burst, not a schedule.\n";
+      continue;
+    }
+    files[name] = script;
+    readme += std::to_string(i + 1) + ". " + name + ": " + x.condition + ", group " + std::to_string(x.group) + ", request " +
+              std::to_string(x.request) + ", first difference at token " + std::to_string(x.first_difference) + "\n";
+  }
+  files["README.txt"] = readme;
+  return files;
+}
+
+}  // namespace logitaudit::clients

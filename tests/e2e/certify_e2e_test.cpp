@@ -1,0 +1,85 @@
+// e2e: a certify job against a real llama-server. One slot, the single-slot claim: whatever
+// arrives beside a request or came before it on its slot, with cache_prompt off, it gets its
+// solo numbers; the certificate names every family tested with the server's own widths, and it
+// verifies offline from the audit's evidence bundle. The same server under the batch-invariant
+// claim never batched: its batching families are "not tested", and it is not certified.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/daemon_harness.hpp"
+#include "support/llama_server.hpp"
+#include "support/process.hpp"
+
+using namespace logitaudit;
+using json = nlohmann::json;
+namespace http = boost::beast::http;
+namespace fs = std::filesystem;
+
+namespace {
+
+const json& family(const json& cert, const std::string& name) {
+  for (const auto& f : cert["families"])
+    if (f["family"] == name) return f;
+  static const json none;
+  ADD_FAILURE() << "no family " << name << " in " << cert.dump();
+  return none;
+}
+
+}  // namespace
+
+TEST(certify_e2e, a_one_slot_server_is_certified_single_slot_and_its_certificate_verifies_offline_from_its_bundle) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-certify-e2e-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 1, .ctx = 1024, .metrics = true});
+  test_support::harness_options o;
+  o.backends = {{"np1", server->url()}};
+  o.database = (dir / "certify.db").string();
+  test_support::daemon_harness d(o);
+  const auto end = d.run(R"({"preset":"certify-single-slot","backends":["np1"],"n_predict":8,"certify":{"budget_requests":160}})");
+  ASSERT_EQ(end["status"], "done") << end.dump();
+  const auto id = std::to_string(end["id"].get<std::int64_t>());
+  const auto report = d.call(http::verb::get, "/v1/audits/" + id + "/report").json();
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  // Sized from what the server said of itself.
+  EXPECT_EQ(cert["shape"]["slots"], 1);
+  EXPECT_EQ(cert["shape"]["n_ctx"], 1024);
+  EXPECT_NE(cert["shape_source"].get<std::string>().find("the server's own account"), std::string::npos);
+  EXPECT_EQ(cert["outcome"], "certified") << cert["sentence"] << "\n" << cert.dump(1);
+  for (const auto& f : cert["families"]) {
+    EXPECT_EQ(f["status"], "passed") << f.dump();
+    EXPECT_GT(f["compared"].get<int>(), 0) << f.dump();
+    EXPECT_GT(f["bound95"].get<double>(), 0) << f.dump();
+  }
+  // The client had requests in flight together; the server, one slot, decoded one at a time.
+  const auto& co = family(cert, "co_residency");
+  EXPECT_EQ(co["client_width_max"], 4);
+  EXPECT_GE(co["server_width_max"].get<double>(), 0) << "the server's counters were read (--metrics)";
+  EXPECT_LT(co["server_width_max"].get<double>(), 1.5) << co.dump();
+  const auto text = d.call(http::verb::get, "/v1/audits/" + id + "/report?format=text").body;
+  EXPECT_NE(text.find("Certificate: 'single-slot' on np1: certified"), std::string::npos) << text.substr(0, 3000);
+
+  // Offline: the bundle verifies, the certificate recounted from its streams.
+  const auto bundle = d.call(http::verb::get, "/v1/audits/" + id + "/bundle");
+  ASSERT_EQ(bundle.status, 200u);
+  std::ofstream(dir / "certify.bundle", std::ios::binary) << bundle.body;
+  auto verified = test_support::run_process({LOGITAUDIT_CLI, "verify", (dir / "certify.bundle").string()});
+  EXPECT_EQ(verified.code, 0) << verified.out << verified.err;
+  EXPECT_NE(verified.out.find("content digest ok; 0 mismatch(es)"), std::string::npos) << verified.out;
+  auto scripts = test_support::run_process(
+      {LOGITAUDIT_CLI, "counterexamples", (dir / "certify.bundle").string(), "--out", (dir / "scripts").string()});
+  EXPECT_EQ(scripts.code, 0) << scripts.out << scripts.err;
+  EXPECT_NE(scripts.out.find("certified; no counterexample to script"), std::string::npos) << scripts.out;
+
+  // The same server under batch-invariant: its bursts never batched, so nothing is certified.
+  const auto again = d.run(R"({"preset":"certify-batch-invariant","backends":["np1"],"n_predict":8,"certify":{"budget_requests":120}})");
+  ASSERT_EQ(again["status"], "done") << again.dump();
+  const auto r2 = d.call(http::verb::get, "/v1/audits/" + std::to_string(again["id"].get<std::int64_t>()) + "/report").json();
+  const auto& c2 = r2["certificate"];
+  EXPECT_NE(c2["outcome"], "certified") << c2.dump(1);
+  EXPECT_EQ(family(c2, "co_residency")["status"], "not_tested") << family(c2, "co_residency").dump();
+  EXPECT_EQ(family(c2, "co_residency")["compared"], 0);
+  fs::remove_all(dir);
+}

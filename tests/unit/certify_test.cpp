@@ -1,0 +1,175 @@
+// Certify (audit/certify.hpp, docs/certify.md): the families sized from the server, and whole
+// certify jobs through the daemon against the fake, whose divergence we set: one that starts at
+// a set co-residency and one at a set shared prefix must be refuted with that boundary named;
+// a server that never batches leaves its batching families "not tested", never "passed".
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "audit/certify.hpp"
+#include "audit/plan.hpp"
+#include "clients/certify_scripts.hpp"
+#include "storage/documents.hpp"
+#include "support/daemon_harness.hpp"
+#include "support/fake_backend.hpp"
+
+namespace logitaudit {
+namespace {
+
+using json = nlohmann::json;
+namespace http = boost::beast::http;
+
+TEST(certify, co_residency_widths_reach_the_slots_and_one_past_every_power_of_two) {
+  EXPECT_EQ(audit::co_residency_widths(8), (std::vector<int>{2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(audit::co_residency_widths(40), (std::vector<int>{2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 32, 33, 40}));
+  EXPECT_EQ(audit::co_residency_widths(1), (std::vector<int>{2, 4})) << "one slot: requests it must queue";
+}
+
+TEST(certify, prefix_lengths_sit_around_the_boundaries_a_slot_can_hold) {
+  audit::certify_shape s;
+  s.n_ubatch = 128;
+  s.n_ctx = 300;
+  EXPECT_EQ(audit::prefix_lengths(s, 16), (std::vector<int>{15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 256, 257}));
+  s.n_ctx = 100;
+  EXPECT_EQ(audit::prefix_lengths(s, 16), (std::vector<int>{15, 16, 17, 63, 64, 65})) << "what a slot of 100 holds";
+}
+
+TEST(certify, shared_prefix_prompts_share_exactly_their_prefix_in_token_ids) {
+  for (int l : {1, 16, 64, 513}) {
+    const auto [warm, probe] = audit::shared_prefix_prompts(l);
+    const auto a = audit::prompt_token_ids(warm), b = audit::prompt_token_ids(probe);
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(a->size(), static_cast<std::size_t>(l + 8));
+    std::size_t common = 0;
+    while (common < a->size() && (*a)[common] == (*b)[common]) ++common;
+    EXPECT_EQ(common, static_cast<std::size_t>(l));
+    for (auto id : *a) {
+      EXPECT_GE(id, 300);
+      EXPECT_LT(id, 400);
+    }
+  }
+  EXPECT_FALSE(audit::prompt_token_ids("[tokens: 1 x]"));
+  EXPECT_FALSE(audit::prompt_token_ids("plain text"));
+  EXPECT_EQ(audit::token_prompt({301, 302}), "[tokens: 301 302]");
+}
+
+TEST(certify, the_budget_leaves_schedules_out_and_says_which) {
+  auto spec = *audit::preset("certify-batch-invariant");
+  spec.backends = {{"s", "http://127.0.0.1:1", "llama", std::nullopt}};
+  spec.certify->budget_requests = 60;
+  audit::certify_shape shape;
+  shape.slots = 8;
+  const auto e = audit::expand_certify(spec, shape);
+  EXPECT_LE(audit::make_plan(e).total_requests(), 60u + 8u) << "solo and the control are never left out";
+  EXPECT_FALSE(e.certify->left_out.empty());
+  std::set<std::string> names;
+  for (const auto& c : e.conditions) names.insert(c.name);
+  for (const auto& l : e.certify->left_out) EXPECT_FALSE(names.count(l)) << l;
+  EXPECT_TRUE(names.count("co_residency_w2"));
+  // Expanding again changes nothing: the stored spec is what ran.
+  EXPECT_EQ(audit::expand_certify(e, shape), e);
+}
+
+// A certify job through the daemon against `fake`; its JSON report.
+json certify_job(const test_support::fake_backend& fake, const std::string& claim, int budget) {
+  test_support::harness_options o;
+  o.backends = {{"s", fake.url()}};
+  test_support::daemon_harness d(o);
+  const auto end = d.run(R"({"preset":"certify-)" + claim + R"(","backends":["s"],"n_predict":4,"certify":{"budget_requests":)" +
+                         std::to_string(budget) + "}}");
+  EXPECT_EQ(end["status"], "done") << end.dump();
+  return d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/report").json();
+}
+
+const json& family(const json& cert, const std::string& name) {
+  for (const auto& f : cert["families"])
+    if (f["family"] == name) return f;
+  static const json none;
+  ADD_FAILURE() << "no family " << name << " in " << cert.dump();
+  return none;
+}
+
+TEST(certify, a_divergence_past_a_set_co_residency_is_refuted_at_that_exact_boundary) {
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.diverge_from_width = 5;
+  test_support::fake_backend fake(k);
+  const auto report = certify_job(fake, "batch-invariant", 160);
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  EXPECT_EQ(cert["outcome"], "refuted");
+  const auto& co = family(cert, "co_residency");
+  EXPECT_EQ(co["status"], "refuted");
+  EXPECT_EQ(co["boundary"], 5);
+  EXPECT_EQ(co["held_below"], 4);
+  EXPECT_NE(co["note"].get<std::string>().find("the exact boundary"), std::string::npos) << co.dump();
+  EXPECT_EQ(family(cert, "prefix_reuse")["status"], "passed") << "a serial probe is never co-resident";
+  // Every counterexample had 5 or more requests in flight (a burst, or the random family's
+  // traffic); the smallest first.
+  ASSERT_FALSE(cert["counterexamples"].empty());
+  int last = 0;
+  for (const auto& x : cert["counterexamples"]) {
+    EXPECT_GE(x["client_width"].get<int>(), 5) << x.dump();
+    EXPECT_GE(x["requests"].get<int>(), last);
+    last = x["requests"].get<int>();
+  }
+  EXPECT_EQ(cert["counterexamples"][0]["client_width"], 5);
+  EXPECT_NE(cert["sentence"].get<std::string>().find("Diverges from 5 requests at once; held at 4"), std::string::npos)
+      << cert["sentence"];
+}
+
+TEST(certify, a_divergence_past_a_set_shared_prefix_is_refuted_at_that_exact_boundary) {
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.diverge_from_prefix = 64;
+  test_support::fake_backend fake(k);
+  const auto report = certify_job(fake, "batch-invariant", 160);
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  EXPECT_EQ(cert["outcome"], "refuted");
+  const auto& prefix = family(cert, "prefix_reuse");
+  EXPECT_EQ(prefix["status"], "refuted");
+  EXPECT_EQ(prefix["boundary"], 64) << prefix.dump();
+  EXPECT_EQ(prefix["held_below"], 63) << prefix.dump();
+  EXPECT_EQ(family(cert, "co_residency")["status"], "passed");
+  for (const auto& x : cert["counterexamples"]) EXPECT_GE(x["reused_tokens"].get<int>(), 64) << x.dump();
+}
+
+TEST(certify, a_server_that_never_batches_leaves_its_batching_families_not_tested) {
+  test_support::fake_knobs k;
+  k.delay = std::chrono::milliseconds(5);
+  k.batching = false;
+  k.jitter_when_overlapping = true;  // it would move the numbers, if it ever batched
+  test_support::fake_backend fake(k);
+  const auto report = certify_job(fake, "batch-invariant", 220);
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  EXPECT_EQ(cert["outcome"], "incomplete");
+  for (const char* f : {"co_residency", "neighbours"}) {
+    EXPECT_EQ(family(cert, f)["status"], "not_tested") << f;
+    EXPECT_EQ(family(cert, f)["compared"], 0) << f;
+    EXPECT_GT(family(cert, f)["flagged"].get<int>(), 0) << f;
+  }
+  EXPECT_EQ(family(cert, "solo")["status"], "passed");
+}
+
+TEST(certify, a_single_slot_claim_counts_concurrent_requests_it_queued) {
+  test_support::fake_knobs k;
+  k.delay = std::chrono::milliseconds(5);
+  k.batching = false;
+  k.total_slots = 1;
+  test_support::fake_backend fake(k);
+  const auto report = certify_job(fake, "single-slot", 120);
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  const auto& co = family(cert, "co_residency");
+  EXPECT_EQ(co["status"], "passed") << co.dump();
+  EXPECT_EQ(co["client_width_max"], 4);
+  EXPECT_GT(co["compared"].get<int>(), 0);
+  EXPECT_GT(co["bound95"].get<double>(), 0);
+  EXPECT_LT(co["bound95"].get<double>(), 1);
+}
+
+}  // namespace
+}  // namespace logitaudit
