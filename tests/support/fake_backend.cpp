@@ -25,21 +25,6 @@ using tcp = net::ip::tcp;
 using json = nlohmann::json;
 using token_t = net::as_tuple_t<net::use_awaitable_t<>>;
 
-struct fake_backend::state {
-  mutable std::mutex mutex;
-  fake_knobs knobs;
-  std::vector<std::int64_t> arrivals;
-  std::size_t served = 0;
-  std::size_t streamed = 0;
-  std::size_t accepted = 0;
-  // Only touched on the server thread:
-  int in_flight = 0;
-  std::multiset<std::string> flying;  // the prompts of the completions in flight
-  std::chrono::steady_clock::time_point free_at{};  // batching off: when the one "slot" is free again
-  double decodes = 0, busy_slot_decodes = 0;        // llama.cpp's n_decode_total, n_busy_slots_total
-  std::map<std::int64_t, std::vector<std::string>> slot_pieces;  // the prompt each slot holds, token by token (prompt cache)
-};
-
 namespace {
 
 // A prompt as the fake keys its answers: the text, or token ids written as a token prompt.
@@ -52,16 +37,51 @@ std::string prompt_text(const json& p) {
   return audit::token_prompt(ids);
 }
 
-// Its tokens as the fake counts them: each id, or each byte of a text.
-std::vector<std::string> prompt_pieces(const json& p) {
-  std::vector<std::string> out;
+// Its tokens as the fake counts them: each id, or each byte of a text (kept as the text: a
+// prompt of 256 KiB stays one string).
+struct prompt_tokens {
+  std::vector<std::int64_t> ids;
+  std::string text;
+  std::size_t size() const { return ids.empty() ? text.size() : ids.size(); }
+  // The leading tokens this prompt shares with `o`.
+  std::size_t common(const prompt_tokens& o) const {
+    if (ids.empty() != o.ids.empty()) return 0;
+    if (ids.empty())
+      return static_cast<std::size_t>(std::mismatch(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(std::min(text.size(), o.text.size())), o.text.begin()).first - text.begin());
+    return static_cast<std::size_t>(std::mismatch(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), o.ids.size())), o.ids.begin()).first - ids.begin());
+  }
+};
+
+prompt_tokens prompt_pieces(const json& p) {
+  prompt_tokens out;
   if (p.is_array()) {
-    for (const auto& v : p) out.push_back(v.dump());
+    for (const auto& v : p)
+      if (v.is_number_integer()) out.ids.push_back(v.get<std::int64_t>());
   } else if (p.is_string()) {
-    for (char c : p.get<std::string>()) out.emplace_back(1, c);
+    out.text = p.get<std::string>();
   }
   return out;
 }
+
+}  // namespace
+
+struct fake_backend::state {
+  mutable std::mutex mutex;
+  fake_knobs knobs;
+  std::vector<std::int64_t> arrivals;
+  std::size_t served = 0;
+  std::size_t streamed = 0;
+  std::size_t accepted = 0;
+  // Only touched on the server thread:
+  int in_flight = 0;
+  std::multiset<std::string> flying;  // the prompts of the completions in flight
+  std::chrono::steady_clock::time_point free_at{};  // batching off: when the one "slot" is free again
+  double decodes = 0, busy_slot_decodes = 0;        // llama.cpp's n_decode_total, n_busy_slots_total
+  std::map<std::int64_t, prompt_tokens> slot_pieces;  // the prompt each slot holds, token by token (prompt cache)
+};
+
+namespace {
+
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -302,7 +322,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     if (!in.is_object()) in = json::object();
     const std::string prompt = in.contains("prompt") ? prompt_text(in["prompt"]) : "";
     // Token ids count one token each; a text prompt, one per byte.
-    const std::vector<std::string> pieces = prompt_pieces(in.contains("prompt") ? in["prompt"] : json());
+    const prompt_tokens pieces = prompt_pieces(in.contains("prompt") ? in["prompt"] : json());
     const std::size_t n = static_cast<std::size_t>(std::clamp<std::int64_t>(
         in.value(native ? "n_predict" : "max_tokens", std::int64_t{8}), 0, 4096));
     const std::size_t topk = static_cast<std::size_t>(std::clamp<std::int64_t>(
@@ -327,11 +347,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       std::lock_guard lock(st->mutex);
       auto& last = st->slot_pieces[acct.slot];
       if (k.prompt_cache && cache_prompt) {
-        std::int64_t common = 0;
-        while (static_cast<std::size_t>(common) < std::min(last.size(), pieces.size()) &&
-               last[static_cast<std::size_t>(common)] == pieces[static_cast<std::size_t>(common)])
-          ++common;
-        acct.cache_n = std::min(common, acct.prompt_n - 1);
+        acct.cache_n = std::min(static_cast<std::int64_t>(pieces.common(last)), acct.prompt_n - 1);
       }
       last = pieces;
     }
