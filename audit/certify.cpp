@@ -322,7 +322,10 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
       if (auto r = run_at.find({v.group, v.request}); r != run_at.end() && r->second->stream)
         reused = static_cast<int>(r->second->stream->server.cache_n);
     if (reused >= 0) fr.reused_tokens_max = std::max(fr.reused_tokens_max, reused);
-    const int at = c.kind == condition_kind::cache_reuse ? c.shared_prefix : client;
+    // A prefix is where the server's cache served from: what it says it served when it sent the
+    // cache, else what the probe shares with its warm-up.
+    const int at = c.kind != condition_kind::cache_reuse ? client : c.cache_prompt && reused >= 0 ? reused : c.shared_prefix;
+    if (c.kind == condition_kind::cache_reuse && c.cache_prompt && reused > c.shared_prefix) ++fr.served_beyond;
     auto& pt = points[c.family][at];
     if (happened) {
       ++fr.compared;
@@ -371,7 +374,7 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
       for (const auto& [at, p] : pts)
         if (at < fr.boundary && p.compared > 0 && p.moved == 0) fr.held_below = at;
       if (fr.family == "co_residency" || fr.family == "prefix_reuse") {
-        const std::string unit = fr.family == "co_residency" ? "requests at once" : "shared prefix tokens";
+        const std::string unit = fr.family == "co_residency" ? "requests at once" : "prompt tokens served from the cache";
         std::string moved_at, held_at;
         for (const auto& [at, p] : pts)
           (p.moved > 0 ? moved_at : held_at) += (p.moved > 0 ? moved_at : held_at).empty() ? std::to_string(at) : ", " + std::to_string(at);
@@ -400,6 +403,10 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
                   " with up to " + std::to_string(fr.client_width_max) + " requests in flight";
     }
     if (fr.compared > 0) fr.bound95 = upper_bound95(fr.divergent, fr.compared);
+    if (fr.served_beyond > 0)
+      fr.note += std::string(fr.note.empty() ? "" : "; ") + std::to_string(fr.served_beyond) +
+                 " probe(s) were served more than their shared prefix: the server's prompt cache held them from an earlier "
+                 "request (llama-server's --cache-ram)";
     // Conditions the budget left out of a tested family: said, not hidden.
     int left = 0;
     for (const auto& l : cs.left_out)

@@ -93,6 +93,9 @@ struct family_result {
   int client_width_max = 0;
   double server_width_min = -1, server_width_max = -1;
   int reused_tokens_max = -1;  // prefix reuse: the most prompt tokens the server said it served from its cache
+  // Probes the cache served more than their shared prefix (a prompt cache that held the probe
+  // itself from an earlier request: llama-server's --cache-ram).
+  int served_beyond = 0;
   // An upper bound on the rate of divergence at 95% confidence (Clopper-Pearson, one-sided):
   // 1 - 0.05^(1/n) when nothing of n diverged; -1 when nothing was compared.
   double bound95 = -1;

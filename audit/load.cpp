@@ -212,6 +212,8 @@ latency_summary latency_values::summary(double unit_ns) const {
 
 level_recorder::level_recorder(const load_settings& s, std::size_t level, std::size_t probes)
     : arrival_(s.arrival), max_in_flight_(s.max_in_flight), probes_(probes) {
+  slo_ttft_ns_ = static_cast<std::int64_t>(s.slo_ttft_ms * 1e6);
+  slo_itl_ns_ = static_cast<std::int64_t>(s.slo_itl_ms * 1e6);
   m_.level = level < s.levels.size() ? s.levels[level] : 0;
   m_.label = level_label(s, level);
   m_.arrival = s.arrival;
@@ -287,6 +289,10 @@ void level_recorder::on_end(std::int64_t now_ns, const request_timing& r, std::s
       if (out_tokens > 1) tpot_.add((r.done_ns - r.first_token_ns) / (out_tokens - 1));
     }
     for (std::size_t i = 1; i < r.token_ns.size(); ++i) itl_.add(r.token_ns[i] - r.token_ns[i - 1]);
+    const bool ttft_ok = slo_ttft_ns_ <= 0 || (r.first_token_ns >= 0 && r.first_token_ns - r.sent_ns <= slo_ttft_ns_);
+    const bool itl_ok = slo_itl_ns_ <= 0 || r.token_ns.size() < 2 ||
+                        (r.token_ns.back() - r.token_ns.front()) / static_cast<std::int64_t>(r.token_ns.size() - 1) <= slo_itl_ns_;
+    within_ += ttft_ok && itl_ok;
   }
   if (probe < 0 || static_cast<std::size_t>(probe) >= probes_.size()) return;
   // The probe's company over its decode (first token to last; sent to done without two tokens).
@@ -331,6 +337,11 @@ load_measurement level_recorder::finish(std::int64_t server_slots) {
     m.bench_duration_s = static_cast<double>(last_done_ - first_send_) / 1e9;
     m.request_throughput = static_cast<double>(m.completed) / m.bench_duration_s;
     m.output_throughput = static_cast<double>(m.output_tokens) / m.bench_duration_s;
+  }
+  if (slo_ttft_ns_ > 0 || slo_itl_ns_ > 0) {
+    m.within_slo = within_;
+    m.goodput = m.completed > 0 ? static_cast<double>(within_) / static_cast<double>(m.completed) : 0;
+    m.goodput_rps = m.bench_duration_s > 0 ? static_cast<double>(within_) / m.bench_duration_s : 0;
   }
   const std::int64_t half = window_end_ / 2;
   m.mean_in_flight = window_end_ > 0 ? (area_first_ + area_second_) / static_cast<double>(window_end_) : 0;

@@ -68,6 +68,16 @@ struct load_settings {
   std::vector<trace_entry> trace;
   int max_in_flight = 64;   // the generator's cap: a level that needs more is not reached
   std::uint64_t seed = 1;   // of the arrivals and lengths (the same curve sends the same traffic)
+  // Saturation first (GuideLLM's sweep): before the first level, the server's synchronous rate
+  // (one request at a time) and its maximum throughput (every slot full) are measured, and each
+  // level is then that fraction of the way between them: `levels` are fractions in (0, 1], the
+  // top one 1, so the top level fills the slots. Rates only (constant, poisson, gamma).
+  bool sweep = false;
+  double calibration_s = 5;  // sweep: how long each of the two measurements runs
+  // Goodput (as GuideLLM and AIPerf define it): the share of completed requests whose time to
+  // first token and mean inter-token latency are within these objectives (0: no objective).
+  double slo_ttft_ms = 0;
+  double slo_itl_ms = 0;
 
   bool operator==(const load_settings&) const = default;
 };
@@ -186,6 +196,17 @@ struct load_measurement {
   std::vector<std::array<double, 3>> replay;
   bool reached = false;
   std::string not_reached;  // why, in words
+  // A sweep's anchors, measured before its first level: the synchronous rate and the maximum
+  // throughput (requests/s), and this level's fraction of the way between them; -1 otherwise.
+  double sweep_synchronous_rps = -1, sweep_max_rps = -1, sweep_fraction = -1;
+  // Goodput: completed requests within the objectives (-1: the level had none), their share of
+  // the completed ones, and their rate over the benchmark's duration.
+  std::int64_t within_slo = -1;
+  double goodput = -1, goodput_rps = -1;
+  // The server's slots in use: its busy slots per decode over its slots (-1: not reported).
+  double slot_fullness() const {
+    return server_slots > 0 && server_busy_slots_per_decode >= 0 ? server_busy_slots_per_decode / static_cast<double>(server_slots) : -1;
+  }
 
   bool operator==(const load_measurement&) const = default;
 };
@@ -240,6 +261,7 @@ class level_recorder {
   double area_first_ = 0, area_second_ = 0;  // in-flight x ns over the window's halves
   bool half_seen_ = false, end_seen_ = false;
   latency_values ttft_, itl_, tpot_, e2el_, lateness_;
+  std::int64_t slo_ttft_ns_ = 0, slo_itl_ns_ = 0, within_ = 0;
   std::vector<probe_track> probes_;
   std::vector<std::array<double, 3>> replay_;
   std::vector<bool> replayed_;

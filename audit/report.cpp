@@ -207,20 +207,21 @@ std::string ms3(const latency_summary& l) {
 
 grid load_identity_grid(const load_curve& c) {
   grid g{{"level", "reached", "logit-ident", "95% interval", "token-ident", "batch width", "offered req/s", "achieved req/s",
-          "served req/s", "output tok/s"}};
+          "served req/s", "output tok/s", "slots full"}};
   for (const auto& l : c.levels) {
     const auto& m = l.measurement;
     g.push_back({m.label, m.reached ? "yes" : "NO", pct_cell(l.logit_identical, l.probes),
                  l.probes ? fixed(100 * l.logit_low, 0) + "-" + fixed(100 * l.logit_high, 0) + "%" : "-",
                  pct_cell(l.token_identical, l.probes), l.probes ? fixed(l.mean_width, 1) : "-", fixed(m.offered_rps, 2),
-                 fixed(m.achieved_rps, 2), fixed(m.request_throughput, 2), fixed(m.output_throughput, 0)});
+                 fixed(m.achieved_rps, 2), fixed(m.request_throughput, 2), fixed(m.output_throughput, 0),
+                 m.slot_fullness() >= 0 ? fixed(100 * m.slot_fullness(), 0) + "%" : "-"});
   }
   return g;
 }
 
 grid load_latency_grid(const load_curve& c) {
   grid g{{"level", "requests", "TTFT ms p50/p90/p99", "ITL ms", "TPOT ms", "E2E ms", "in flight mean/max",
-          "arrival lateness us p99", "server tokens", "server in flight"}};
+          "arrival lateness us p99", "server tokens", "server in flight", "goodput"}};
   for (const auto& l : c.levels) {
     const auto& m = l.measurement;
     g.push_back({m.label,
@@ -230,7 +231,9 @@ grid load_latency_grid(const load_curve& c) {
                  fixed(m.mean_in_flight, 1) + "/" + std::to_string(m.max_in_flight), fixed(m.arrival_lateness_us.p99, 0),
                  m.server_tokens_predicted >= 0 ? fixed(m.server_tokens_predicted, 0) + " (ours " + std::to_string(m.output_tokens) + ")"
                                                 : "-",
-                 m.server_in_flight >= 0 ? fixed(m.server_in_flight, 2) + " (ours " + fixed(m.sampled_in_flight, 2) + ")" : "-"});
+                 m.server_in_flight >= 0 ? fixed(m.server_in_flight, 2) + " (ours " + fixed(m.sampled_in_flight, 2) + ")" : "-",
+                 m.goodput >= 0 ? std::to_string(m.within_slo) + "/" + std::to_string(m.completed) + " (" + fixed(m.goodput_rps, 2) + " req/s)"
+                                : "-"});
   }
   return g;
 }
@@ -242,6 +245,12 @@ void load_sections(std::string& out, const findings& f, bool markdown) {
     const std::string title = "Load curve, " + c.backend + ", " + c.condition + " (" + std::string(to_string(c.arrival)) +
                               " arrivals): probes against their solo baseline, per level";
     out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
+    if (!c.levels.empty() && c.levels.front().measurement.sweep_max_rps >= 0) {
+      const auto& m = c.levels.front().measurement;
+      out += std::string(markdown ? "" : " ") + "Saturation first: one request at a time served " + fixed(m.sweep_synchronous_rps, 2) +
+             " req/s, every slot full " + fixed(m.sweep_max_rps, 2) +
+             " req/s; each level is its fraction of the way between them, the top one the maximum.\n" + (markdown ? "\n" : "");
+    }
     markdown ? grid_markdown(out, load_identity_grid(c)) : grid_text(out, load_identity_grid(c));
     out += markdown ? "\n" : "\n Latencies (every request of the level, probes included):\n";
     markdown ? grid_markdown(out, load_latency_grid(c)) : grid_text(out, load_latency_grid(c));
@@ -414,7 +423,8 @@ void certificate_sections(std::string& out, const findings& f, bool markdown) {
     if (r.server_width_max >= 0)
       server = r.server_width_min == r.server_width_max ? fixed(r.server_width_max, 2)
                                                         : fixed(r.server_width_min, 2) + "-" + fixed(r.server_width_max, 2);
-    if (r.reused_tokens_max >= 0) server = "cache served up to " + std::to_string(r.reused_tokens_max) + " tokens";
+    if (r.reused_tokens_max >= 0)
+      server = (server == "-" ? "" : server + "; ") + "cache served up to " + std::to_string(r.reused_tokens_max) + " tokens";
     g.push_back({r.family, std::string(to_string(r.status)), std::to_string(r.compared), std::to_string(r.divergent),
                  r.client_width_max > 0 ? std::to_string(r.client_width_max) : "-", server,
                  r.bound95 >= 0 && r.status == family_status::passed ? fixed(r.bound95, 3) : "-", r.note.empty() ? "-" : r.note});

@@ -192,7 +192,12 @@ audit_spec load_curve_preset(std::vector<backend_ref> backends) {
   s.prompts = default_prompts();
   condition load{"load_poisson", condition_kind::load, 1, 1, false, false};
   load.load.arrival = arrival_kind::poisson;
-  load.load.levels = {0.5, 1, 2, 4, 8};
+  // Saturation first: the levels are fifths of the way from the synchronous rate to the
+  // maximum throughput, so the top one fills the slots (docs/load.md).
+  load.load.sweep = true;
+  load.load.levels = {0.2, 0.4, 0.6, 0.8, 1.0};
+  load.load.slo_ttft_ms = 1000;
+  load.load.slo_itl_ms = 100;
   load.load.duration_s = 20;
   load.load.probes = 6;
   load.load.prompt_tokens = {{16, 64, 256}, {}, 0, 0};
@@ -236,9 +241,10 @@ constexpr preset_info kPresets[] = {
      "burst of 4 and a prompt control, each solo group after the server went quiet",
      true, [] { return selftest_preset({}); }},
     {"load-curve",
-     "Probes in Poisson background traffic at 0.5, 1, 2, 4 and 8 requests/s (prompts of 16/64/256 tokens, answers of "
-     "16/32/64), 20 s and 6 probes a level: identity and latency per level (docs/load.md); serial repeats and a prompt "
-     "control",
+     "Saturation first: the server's synchronous rate and maximum throughput, then probes in Poisson traffic at "
+     "fifths of the way between them, the top level filling the slots (prompts of 16/64/256 tokens, answers of "
+     "16/32/64), 20 s and 6 probes a level: identity, latency, slot fullness and goodput (TTFT 1 s, ITL 100 ms) per "
+     "level (docs/load.md); serial repeats and a prompt control",
      true, [] { return load_curve_preset({}); }},
     {"certify-batch-invariant",
      "Certify that neither concurrency, neighbours, arrival timing, a reused prefix nor seeded sampling changes the "
@@ -473,7 +479,10 @@ void validate_load(const condition& c, const std::string& f, const spec_limits& 
     const std::string at = f + ".load.levels[" + std::to_string(j) + "]";
     const double v = l.levels[j];
     if (!std::isfinite(v)) add(at, "must be a finite number");
-    else if (l.arrival == arrival_kind::concurrency && (v < 1 || v > lim.max_concurrency || v != std::floor(v)))
+    else if (l.sweep && !(v > 0 && v <= 1))
+      add(at, "must be a fraction in (0, 1] of the way from the synchronous rate to the maximum throughput (sweep)");
+    else if (l.sweep) {
+    } else if (l.arrival == arrival_kind::concurrency && (v < 1 || v > lim.max_concurrency || v != std::floor(v)))
       add(at, "must be a whole number of requests in flight, 1 to " + std::to_string(lim.max_concurrency));
     else if (l.arrival == arrival_kind::trace && !(v >= 0.01 && v <= 100))
       add(at, "must be a speed from 0.01 to 100 (1: the trace as recorded)");
@@ -481,6 +490,11 @@ void validate_load(const condition& c, const std::string& f, const spec_limits& 
       add(at, "must be a rate in (0, 10000] requests/s");
     if (j > 0 && std::isfinite(v) && v <= l.levels[j - 1]) add(at, "levels must ascend");
   }
+  if (l.sweep && (l.arrival == arrival_kind::concurrency || l.arrival == arrival_kind::trace))
+    add(f + ".load.sweep", "a sweep sets rates: its arrival must be constant, poisson or gamma");
+  if (l.sweep && !(l.calibration_s >= 1 && l.calibration_s <= 600)) add(f + ".load.calibration_s", "must be between 1 and 600 seconds");
+  if (!(l.slo_ttft_ms >= 0 && l.slo_ttft_ms <= 3'600'000)) add(f + ".load.slo_ttft_ms", "must be between 0 (none) and 3600000 ms");
+  if (!(l.slo_itl_ms >= 0 && l.slo_itl_ms <= 3'600'000)) add(f + ".load.slo_itl_ms", "must be between 0 (none) and 3600000 ms");
   if (!(l.burstiness > 0 && l.burstiness <= 100)) add(f + ".load.burstiness", "must be in (0, 100] (1: Poisson)");
   if (l.arrival != arrival_kind::gamma && l.burstiness != 1.0) add(f + ".load.burstiness", "only gamma arrivals have a burstiness");
   if (l.arrival != arrival_kind::trace && !(l.duration_s >= 1 && l.duration_s <= 3600))

@@ -6,7 +6,9 @@
 #include <iostream>
 
 #include "bundle_commands.hpp"
+#include "clients/api_registry.hpp"
 #include "clients/certify_scripts.hpp"
+#include "clients/http_client.hpp"
 #include "exit_codes.hpp"
 #include "storage/bundle.hpp"
 #include "storage/copy.hpp"
@@ -75,7 +77,47 @@ void run_verify(const std::string& location, std::optional<std::int64_t> job) {
 
 // logitaudit counterexamples DB|BUNDLE --job N --out DIR: a certify job's counterexample
 // scripts, rebuilt from its stored spec and certificate (a bundle is read in memory).
-void run_counterexamples(const std::string& location, std::int64_t job, const std::string& out) {
+// Each family's first burst counterexample reduced against the server at `url` (ddmin over its
+// neighbours, then their lengths: clients/repro.hpp), on an io_context of this thread.
+std::map<std::size_t, clients::repro_result> shrink(const audit::audit_plan& plan, const audit::certificate& c, const std::string& url,
+                                                    const std::string& api) {
+  std::map<std::size_t, clients::repro_result> out;
+  clients::backend_config config;
+  config.name = c.backend;
+  config.url = url;
+  if (auto kind = clients::parse_api_kind(api)) config.api = *kind;
+  else throw cli_failure(exit_usage, "--api: unknown API kind '" + api + "' (known: " + clients::api_kinds().names_text() + ")");
+  if (auto ep = clients::parse_endpoint(url); !ep) throw cli_failure(exit_usage, "--shrink: '" + url + "' " + ep.error());
+  boost::asio::io_context io;
+  clients::backend b(io.get_executor(), config);
+  // Per family, its smallest burst counterexamples in turn, until one is reproduced (three at most).
+  for (auto& [family, cases] : clients::burst_cases(plan, c)) {
+    for (std::size_t k = 0; k < cases.size() && k < 3; ++k) {
+      auto& [i, rc] = cases[k];
+      std::cerr << "shrinking counterexample " << i + 1 << " (" << c.counterexamples[i].condition << "): " << audit::describe(rc) << "\n";
+      clients::repro_options o;
+      o.on_progress = [](const clients::repro_progress& p) {
+        std::cerr << "\r  " << p.phase << ": " << p.bursts << " of at most " << p.max_bursts << " bursts   " << std::flush;
+      };
+      std::optional<clients::repro_result> r;
+      boost::asio::co_spawn(io, clients::find_minimal_repro(b, rc, o), [&r](std::exception_ptr e, clients::repro_result v) {
+        if (!e) r = std::move(v);
+      });
+      io.run();
+      io.restart();
+      std::cerr << "\n";
+      if (!r) throw cli_failure(exit_internal, "shrinking counterexample " + std::to_string(i + 1) + " stopped with an internal error");
+      std::cerr << "  " << clients::to_string(r->outcome) << ": " << audit::describe(r->minimal) << "\n";
+      const bool reproduced = r->outcome == clients::repro_outcome::reproduced;
+      out[i] = std::move(*r);
+      if (reproduced) break;
+    }
+  }
+  return out;
+}
+
+void run_counterexamples(const std::string& location, std::int64_t job, const std::string& out, const std::string& shrink_url,
+                         const std::string& api) {
   std::unique_ptr<storage::store> store;
   std::int64_t local = job;
   if (!storage::is_postgres_url(location) && is_bundle_file(location)) {
@@ -102,7 +144,9 @@ void run_counterexamples(const std::string& location, std::int64_t job, const st
     std::cout << "audit " << job << ": '" << c.claim << "' " << audit::to_string(c.outcome) << "; no counterexample to script\n";
     return;
   }
-  const auto files = clients::counterexample_scripts(audit::make_plan(*row->spec), c, job == 0 ? local : job);
+  const auto plan = audit::make_plan(*row->spec);
+  const auto shrunk = shrink_url.empty() ? std::map<std::size_t, clients::repro_result>{} : shrink(plan, c, shrink_url, api);
+  const auto files = clients::counterexample_scripts(plan, c, job == 0 ? local : job, 3, shrunk);
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec) throw cli_failure(exit_usage, "--out: cannot create " + out + ": " + ec.message());
@@ -172,7 +216,12 @@ void add_db_commands(CLI::App& app) {
   counter->add_option("db", ce->db, "database file, postgresql:// URL, or bundle file")->required();
   counter->add_option("--job", ce->job, "the certify job (in a bundle: its audit id; may be left out when it holds one)");
   counter->add_option("--out", ce->target, "the folder to write them to")->required();
-  counter->callback([ce] { run_counterexamples(ce->db, ce->job, ce->target); });
+  auto shrink_url = std::make_shared<std::string>();
+  auto api = std::make_shared<std::string>("llama");
+  counter->add_option("--shrink", *shrink_url, "the server's URL: first shrink each family's first burst counterexample on it "
+                                               "(ddmin over its neighbours, then their lengths) and script the minimal case");
+  counter->add_option("--api", *api, "the API kind of the --shrink server");
+  counter->callback([ce, shrink_url, api] { run_counterexamples(ce->db, ce->job, ce->target, *shrink_url, *api); });
 
   auto* db = app.add_subcommand("db", "database housekeeping");
   db->require_subcommand(1);

@@ -53,6 +53,7 @@ std::string prefix_script(const audit::request_group& g, const audit::audit_plan
       "set -u\n"
       "URL=${1:?usage: sh counterexample.sh URL [TRIALS]}\n"
       "TRIALS=${2:-" + std::to_string(trials) + "}\n"
+      "AUDIT_CACHED=" + (x.reused_tokens >= 0 ? std::to_string(x.reused_tokens) : std::string("?")) + "  # what the server said it served then\n"
       "dir=$(mktemp -d)\n"
       "trap 'rm -rf \"$dir\"' EXIT INT TERM\n";
   sh += script_file("cold.json", request_body(probe, plan, false));
@@ -71,6 +72,9 @@ std::string prefix_script(const audit::request_group& g, const audit::audit_plan
       "  post warm.json warm.out && post probe.json probe.out || exit 2\n"
       "  cached=$(sed -n 's/.*\"cache_n\":\\([0-9]*\\).*/\\1/p' \"$dir/probe.out\")\n"
       "  numbers \"$dir/probe.out\" > \"$dir/probe\"\n"
+      "  [ \"${cached:-?}\" = \"$AUDIT_CACHED\" ] || echo \"trial $i: the cache served ${cached:-?} tokens, the audit's probe \"\\\n"
+      "\"$AUDIT_CACHED: its prompt cache in RAM holds this probe from an earlier request (this script's cold one among them); \"\\\n"
+      "\"start llama-server with --cache-ram 0 to repeat the audit's condition\"\n"
       "  if cmp -s \"$dir/cold\" \"$dir/probe\"; then echo \"trial $i: SAME as cold (the cache served ${cached:-?} tokens)\"; "
       "else echo \"trial $i: DIFFERENT from cold (the cache served ${cached:-?} tokens)\"; differ=$((differ + 1)); fi\n"
       "  i=$((i + 1))\n"
@@ -80,10 +84,34 @@ std::string prefix_script(const audit::request_group& g, const audit::audit_plan
   return sh;
 }
 
+
+audit::repro_case burst_case(const audit::request_group& g, const audit::audit_plan& plan, std::size_t target) {
+  audit::repro_case rc;
+  rc.top_k = plan.top_k;
+  rc.target = as_repro(g.requests[target], plan);
+  for (std::size_t k = 0; k < g.requests.size(); ++k)
+    if (k != target) rc.neighbours.push_back(as_repro(g.requests[k], plan));
+  return rc;
+}
+
 }  // namespace
 
+std::map<std::string, std::vector<std::pair<std::size_t, audit::repro_case>>> burst_cases(const audit::audit_plan& plan,
+                                                                                          const audit::certificate& c) {
+  std::map<std::string, std::vector<std::pair<std::size_t, audit::repro_case>>> out;
+  for (std::size_t i = 0; i < c.counterexamples.size(); ++i) {
+    const auto& x = c.counterexamples[i];
+    if (x.group >= plan.groups.size()) continue;
+    const auto& g = plan.groups[x.group];
+    if (g.mode != audit::group_mode::burst || x.request >= g.requests.size()) continue;
+    out[x.family].emplace_back(i, burst_case(g, plan, x.request));
+  }
+  return out;
+}
+
 std::map<std::string, std::string> counterexample_scripts(const audit::audit_plan& plan, const audit::certificate& c,
-                                                          std::int64_t audit, int trials) {
+                                                          std::int64_t audit, int trials,
+                                                          const std::map<std::size_t, repro_result>& shrunk) {
   std::map<std::string, std::string> files;
   std::string readme = "Counterexamples to '" + c.claim + "' on " + c.backend + " (audit " + std::to_string(audit) +
                        "), smallest first. Run each against the server: sh counterexample-N.sh http://HOST:PORT [TRIALS]\n\n";
@@ -97,10 +125,14 @@ std::map<std::string, std::string> counterexample_scripts(const audit::audit_pla
       script = prefix_script(g, plan, x, audit, trials);
     } else if (g.mode == audit::group_mode::burst && x.request < g.requests.size()) {
       repro_result r;
-      r.minimal.top_k = plan.top_k;
-      r.minimal.target = as_repro(g.requests[x.request], plan);
-      for (std::size_t k = 0; k < g.requests.size(); ++k)
-        if (k != x.request) r.minimal.neighbours.push_back(as_repro(g.requests[k], plan));
+      r.minimal = burst_case(g, plan, x.request);
+      if (auto s = shrunk.find(i); s != shrunk.end()) {
+        readme += std::to_string(i + 1) + ". shrunk on the live server (" + std::string(to_string(s->second.outcome)) + ", " +
+                  std::to_string(s->second.bursts) + " bursts): " + audit::describe(s->second.original) + " -> " +
+                  audit::describe(s->second.minimal) + (s->second.message.empty() ? "" : "; " + s->second.message) + "\n";
+        if (s->second.outcome == repro_outcome::reproduced || s->second.outcome == repro_outcome::limit_reached)
+          r.minimal = s->second.minimal;
+      }
       repro_context ctx;
       ctx.audit = audit;
       ctx.backend = c.backend;

@@ -11,11 +11,20 @@
 
 #include "audit/certify.hpp"
 #include "audit/plan.hpp"
+#include "repro.hpp"
 
 namespace logitaudit::clients {
 
-// File name -> script ("counterexample-1.sh", ...), and a README.txt saying which is which.
+// The burst counterexamples of each family, by their index in the certificate (smallest first),
+// as the cases the repro machinery shrinks (the target and its neighbours as the plan sent them).
+std::map<std::string, std::vector<std::pair<std::size_t, audit::repro_case>>> burst_cases(const audit::audit_plan& plan,
+                                                                                          const audit::certificate& c);
+
+// File name -> script ("counterexample-1.sh", ...), and a README.txt saying which is which. A
+// counterexample in `shrunk` (by its index) is scripted as its minimal case, when the reduction
+// reproduced it.
 std::map<std::string, std::string> counterexample_scripts(const audit::audit_plan& plan, const audit::certificate& c,
-                                                          std::int64_t audit, int trials = 3);
+                                                          std::int64_t audit, int trials = 3,
+                                                          const std::map<std::size_t, repro_result>& shrunk = {});
 
 }  // namespace logitaudit::clients

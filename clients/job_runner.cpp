@@ -52,6 +52,9 @@ struct server_watch {
   int quiet_waits = 0, quiet_gave_up = 0;
   std::int64_t quiet_waited_ms = 0, quiet_longest_ms = 0;
   bool quiet_no_counters = false;
+  // A sweep's anchors per load condition (synchronous rate, maximum throughput), measured before
+  // its first level and kept for the others.
+  std::map<std::string, std::pair<double, double>> sweep_anchors;
 
   void observe(const decode_counters& now, std::size_t group) {
     if (last && now.decodes < last->decodes) {
@@ -93,8 +96,36 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
     audit::load_settings settings;  // named: GCC 12 mis-builds a temporary in a co_await's arguments
     if (c) settings = c->load;
     const auto level = static_cast<std::size_t>(g.replicate);
+    double fraction = -1;
+    std::pair<double, double> anchors{-1, -1};
+    if (settings.sweep && c) {
+      // Saturation first: one request at a time, then every slot full, each for calibration_s;
+      // the level is its fraction of the way between the two rates.
+      auto it = w.sweep_anchors.find(c->name);
+      if (it == w.sweep_anchors.end()) {
+        audit::load_settings cal = settings;
+        cal.sweep = false;
+        cal.arrival = audit::arrival_kind::concurrency;
+        cal.levels = {1, static_cast<double>(std::max<std::int64_t>(1, server_slots))};
+        cal.duration_s = settings.calibration_s;
+        cal.max_in_flight = std::max(cal.max_in_flight, static_cast<int>(cal.levels[1]));
+        const auto sync = co_await run_load_level(b, cal, 0, {}, o);
+        const auto full = co_await run_load_level(b, cal, 1, {}, o);
+        it = w.sweep_anchors.emplace(c->name, std::pair{sync.measurement.request_throughput, full.measurement.request_throughput}).first;
+      }
+      anchors = it->second;
+      fraction = level < settings.levels.size() ? settings.levels[level] : 1;
+      const double rate = anchors.first + fraction * std::max(0.0, anchors.second - anchors.first);
+      settings.levels[level] = std::max(0.01, rate);
+      settings.sweep = false;
+    }
     auto res = co_await run_load_level(b, settings, level, std::move(probes), o);
     out.load = std::move(res.measurement);
+    if (fraction >= 0) {
+      out.load->sweep_synchronous_rps = anchors.first;
+      out.load->sweep_max_rps = anchors.second;
+      out.load->sweep_fraction = fraction;
+    }
     for (std::size_t i = 0; i < res.probes.size(); ++i) {
       audit::observed_run r{g.index, i, std::nullopt, {}};
       if (res.probes[i]) r.stream = std::move(*res.probes[i]);

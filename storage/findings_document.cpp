@@ -403,6 +403,12 @@ const object_table<audit::load_measurement>& load_measurement_table() {
         must<&L::reached>("reached"),
         must<&L::not_reached>("not_reached"),
         replay,
+        unless_default<&L::sweep_synchronous_rps>(member<&L::sweep_synchronous_rps>("sweep_synchronous_rps")),  // since 2026-12-03
+        unless_default<&L::sweep_max_rps>(member<&L::sweep_max_rps>("sweep_max_rps")),
+        unless_default<&L::sweep_fraction>(member<&L::sweep_fraction>("sweep_fraction")),
+        unless_default<&L::within_slo>(member<&L::within_slo>("within_slo")),
+        unless_default<&L::goodput>(member<&L::goodput>("goodput")),
+        unless_default<&L::goodput_rps>(member<&L::goodput_rps>("goodput_rps")),
     };
   }();
   static const auto t = stored(rows);
@@ -540,6 +546,7 @@ const object_table<audit::family_result>& family_result_table() {
       must<&R::client_width_max>("client_width_max"), must<&R::server_width_min>("server_width_min"),
       must<&R::server_width_max>("server_width_max"), must<&R::reused_tokens_max>("reused_tokens_max"),
       must<&R::bound95>("bound95"), must<&R::boundary>("boundary"), must<&R::held_below>("held_below"), must<&R::note>("note"),
+      unless_default<&R::served_beyond>(member<&R::served_beyond>("served_beyond")),
   };
   static const auto t = stored(rows);
   return t;

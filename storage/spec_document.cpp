@@ -373,6 +373,27 @@ const object_table<audit::load_settings>& load_table() {
         trace_field(),
         fields::member<&L::max_in_flight>("max_in_flight", "", {1, 4096}),
         fields::member<&L::seed>("seed"),
+        [] {
+          auto f = fields::member<&L::sweep>("sweep", "saturation first: levels are fractions of the way from the server's "
+                                                      "synchronous rate to its maximum throughput, both measured first");
+          f.omit = [](const L& in, const field<L>&) { return !in.sweep; };
+          return f;
+        }(),
+        [] {
+          auto f = fields::member<&L::calibration_s>("calibration_s", "sweep: how long each measurement runs", {1, 600});
+          f.omit = [](const L& in, const field<L>&) { return !in.sweep; };
+          return f;
+        }(),
+        [] {
+          auto f = fields::member<&L::slo_ttft_ms>("slo_ttft_ms", "goodput: the time-to-first-token objective (0: none)", {0});
+          f.omit = [](const L& in, const field<L>&) { return in.slo_ttft_ms <= 0; };
+          return f;
+        }(),
+        [] {
+          auto f = fields::member<&L::slo_itl_ms>("slo_itl_ms", "goodput: the mean inter-token latency objective (0: none)", {0});
+          f.omit = [](const L& in, const field<L>&) { return in.slo_itl_ms <= 0; };
+          return f;
+        }(),
     };
   }();
   static const object_table<L> t{"", "load only: the background traffic of each level and its probes (docs/load.md)", rows};

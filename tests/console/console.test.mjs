@@ -317,6 +317,35 @@ await check('a threshold search and a sweep: their tables as the report has them
   noErrors();
 });
 
+await check('a certificate follows the verdict: a row per family as stored, each counterexample linked to its run', async () => {
+  const certAudit = Number(process.env.CERTIFY_AUDIT);
+  const report = await get(`/v1/audits/${certAudit}/report`);
+  const cert = report.certificate;
+  assert.ok(cert && cert.families.length >= 6, JSON.stringify(cert));
+  await open(`#/audits/${certAudit}`);
+  assert.deepEqual(await page.$$eval('main section', (s) => s.slice(0, 2).map((e) => e.getAttribute('data-testid'))), ['verdict', 'certificate'],
+    'a certificate follows its verdict');
+  assert.ok((await page.$eval('[data-testid=certificate] h2', (e) => e.textContent)).endsWith(cert.outcome));
+  for (const f of cert.families) {
+    const cells = await page.$$eval(`[data-testid=certificate] tr[data-family="${f.family}"] td`, (cs) => cs.map((c) => c.textContent));
+    assert.equal(cells[1], f.status.replace('_', ' '));
+    assert.equal(cells[2], String(f.compared));
+    assert.equal(cells[3], String(f.divergent));
+    assert.equal(cells[6], f.status === 'passed' ? f.bound95.toFixed(3) : '–');
+  }
+  const rows = await page.$$eval('[data-testid=certificate] tr[data-counterexample]', (r) => r.length);
+  assert.equal(rows, cert.counterexamples.length);
+  await shot('certificate');
+  if (cert.counterexamples.length) {  // whether any moved is this machine's: the first one's run, when it has steps, draws them
+    const href = await page.$eval('[data-testid=certificate] tr[data-counterexample="1"] a', (a) => a.getAttribute('href'));
+    await open(href);
+    const x = cert.counterexamples[0];
+    if (x.step_width >= 0) await page.waitForSelector('[data-testid=width-track]');
+    await shot('certificate-run');
+  }
+  noErrors();
+});
+
 await check('a load curve leads its audit: a row per level as the report has it, identity and latency drawn on one axis', async () => {
   const loadAudit = Number(process.env.LOAD_AUDIT);
   const report = await get(`/v1/audits/${loadAudit}/report`);

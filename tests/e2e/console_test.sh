@@ -87,6 +87,7 @@ kvu=$(submit '{"backends": ["tiny-kvu"], "prompts": ["The history of the printin
 load=$(submit '{"backends": ["tiny"], "prompts": ["The history of the printing press begins", "Once upon a time"], "n_predict": 8,
   "conditions": [{"name": "load_c", "kind": "load", "load": {"arrival": "concurrency", "levels": [1, 2], "duration_s": 2, "probes": 2,
   "prompt_tokens": [8, 32], "output_tokens": 8}}, {"name": "k", "kind": "control_prompt"}]}')
+certify=$(submit '{"preset": "certify-batch-invariant", "backends": ["tiny"], "n_predict": 8, "certify": {"budget_requests": 90}}')
 spec_hash=$(curl -sf "${auth[@]}" "$daemon/v1/audits/$s1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec_hash"])')
 echo "seeded: series $s1 $s2 $s3, xss $xss, seed protocol $seed, threshold search $search, sweep $sweep"
 
@@ -96,7 +97,7 @@ if [[ -n ${CONSOLE_TEST_HOLD:-} ]]; then  # for working on the console: keep the
   sleep "$CONSOLE_TEST_HOLD"
 fi
 DAEMON_URL=$daemon TOKEN=$token ARTIFACTS=$artifacts SERIES_AUDITS="$s1,$s2,$s3" XSS_AUDIT=$xss SEED_AUDIT=$seed \
-  SEARCH_AUDIT=$search SWEEP_AUDIT=$sweep KVU_AUDIT=$kvu LOAD_AUDIT=$load \
+  SEARCH_AUDIT=$search SWEEP_AUDIT=$sweep KVU_AUDIT=$kvu LOAD_AUDIT=$load CERTIFY_AUDIT=$certify \
   SPEC_HASH=$spec_hash node console.test.mjs
 npx --no-install redocly lint --format stylish "$daemon/openapi.json" >"$state/lint.txt" 2>&1 || { cat "$state/lint.txt" >&2; fail "redocly lint"; }
 grep -q "Your API description is valid" "$state/lint.txt" || { cat "$state/lint.txt" >&2; fail "redocly lint reported problems"; }

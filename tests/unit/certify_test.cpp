@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <set>
 
 #include "audit/certify.hpp"
@@ -69,6 +70,53 @@ TEST(certify, the_budget_leaves_schedules_out_and_says_which) {
   EXPECT_TRUE(names.count("co_residency_w2"));
   // Expanding again changes nothing: the stored spec is what ran.
   EXPECT_EQ(audit::expand_certify(e, shape), e);
+}
+
+TEST(certify, counterexamples_are_scripted_from_the_plan_and_a_shrunk_one_as_its_minimal_case) {
+  auto spec = *audit::preset("certify-batch-invariant");
+  spec.backends = {{"s", "http://127.0.0.1:1", "llama", std::nullopt}};
+  audit::certify_shape shape;
+  shape.slots = 4;
+  spec = audit::expand_certify(spec, shape);
+  const auto plan = audit::make_plan(spec);
+  auto group_of = [&](const std::string& condition) {
+    for (const auto& g : plan.groups)
+      if (g.condition == condition) return g.index;
+    ADD_FAILURE() << condition;
+    return std::size_t{0};
+  };
+  audit::certificate c;
+  c.claim = "batch-invariant";
+  c.backend = "s";
+  c.counterexamples = {{.family = "co_residency", .condition = "co_residency_w3", .group = group_of("co_residency_w3"), .request = 1},
+                       {.family = "co_residency", .condition = "co_residency_w4", .group = group_of("co_residency_w4"), .request = 0},
+                       {.family = "prefix_reuse", .condition = "prefix_16", .group = group_of("prefix_16"), .request = 1,
+                        .shared_prefix = 16, .reused_tokens = 16}};
+  const auto all = clients::burst_cases(plan, c);
+  ASSERT_EQ(all.size(), 1u) << "a prefix probe is serial: no burst to shrink";
+  const auto& cases = all.at("co_residency");
+  ASSERT_EQ(cases.size(), 2u);
+  EXPECT_EQ(cases[0].first, 0u);
+  EXPECT_EQ(cases[0].second.neighbours.size(), 2u);
+  EXPECT_EQ(cases[1].second.neighbours.size(), 3u);
+
+  auto files = clients::counterexample_scripts(plan, c, 7);
+  ASSERT_TRUE(files.count("counterexample-1.sh") && files.count("counterexample-2.sh") && files.count("counterexample-3.sh"));
+  EXPECT_NE(files["counterexample-1.sh"].find("n2.json"), std::string::npos);
+  EXPECT_NE(files["counterexample-3.sh"].find("AUDIT_CACHED=16"), std::string::npos);
+  EXPECT_NE(files["counterexample-3.sh"].find("\"cache_prompt\":true"), std::string::npos);
+  EXPECT_NE(files["counterexample-3.sh"].find("\"prompt\":[300,"), std::string::npos) << "token ids, as the audit sent them";
+
+  clients::repro_result shrunk;
+  shrunk.outcome = clients::repro_outcome::reproduced;
+  shrunk.original = cases[0].second;
+  shrunk.minimal = shrunk.original;
+  shrunk.minimal.neighbours.resize(1);
+  shrunk.bursts = 12;
+  files = clients::counterexample_scripts(plan, c, 7, 3, {{0, shrunk}});
+  EXPECT_NE(files["counterexample-1.sh"].find("n1.json"), std::string::npos);
+  EXPECT_EQ(files["counterexample-1.sh"].find("n2.json"), std::string::npos) << "the minimal case: one neighbour";
+  EXPECT_NE(files["README.txt"].find("shrunk on the live server (reproduced, 12 bursts)"), std::string::npos) << files["README.txt"];
 }
 
 // A certify job through the daemon against `fake`; its JSON report.
@@ -169,6 +217,65 @@ TEST(certify, a_single_slot_claim_counts_concurrent_requests_it_queued) {
   EXPECT_GT(co["compared"].get<int>(), 0);
   EXPECT_GT(co["bound95"].get<double>(), 0);
   EXPECT_LT(co["bound95"].get<double>(), 1);
+}
+
+// Saturation first (docs/load.md): a sweep measures the synchronous rate and the maximum
+// throughput, and each level's rate is its fraction of the way between the two, as stored; the
+// goodput counts the completed requests within the objectives, as stored.
+TEST(load_sweep, levels_are_placed_between_the_measured_synchronous_rate_and_maximum_throughput) {
+  test_support::fake_knobs k;
+  k.delay = std::chrono::milliseconds(40);
+  k.total_slots = 4;
+  test_support::fake_backend fake(k);
+  test_support::harness_options o;
+  o.backends = {{"s", fake.url()}};
+  test_support::daemon_harness d(o);
+  const auto end = d.run(R"({"backends":["s"],"prompts":["a b c d","e f g h"],"n_predict":4,"conditions":[
+    {"name":"curve","kind":"load","load":{"arrival":"poisson","sweep":true,"calibration_s":1,"levels":[0.5,1],
+     "duration_s":2,"probes":2,"prompt_tokens":8,"output_tokens":4,"slo_ttft_ms":60000,"slo_itl_ms":60000}},
+    {"name":"k","kind":"control_prompt"}]})");
+  ASSERT_EQ(end["status"], "done") << end.dump();
+  const auto report = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/report").json();
+  const auto& levels = report["load_curves"][0]["levels"];
+  ASSERT_EQ(levels.size(), 2u) << report["load_curves"].dump();
+  const double sync = levels[0]["measurement"]["sweep_synchronous_rps"], max = levels[0]["measurement"]["sweep_max_rps"];
+  EXPECT_GT(sync, 0);
+  EXPECT_GT(max, 0);
+  for (const auto& l : levels) {
+    const auto& m = l["measurement"];
+    EXPECT_EQ(m["sweep_synchronous_rps"], sync) << "one calibration for the curve";
+    EXPECT_EQ(m["sweep_max_rps"], max);
+    const double f = m["sweep_fraction"];
+    EXPECT_NEAR(m["level"].get<double>(), std::max(0.01, sync + f * std::max(0.0, max - sync)), 1e-9) << m.dump();
+    EXPECT_NEAR(m["offered_rps"].get<double>(), m["level"].get<double>(), 1e-9);
+    // Objectives of a minute: every completed request is within them.
+    EXPECT_EQ(m["within_slo"], m["completed"]) << m.dump();
+    EXPECT_NEAR(m["goodput"].get<double>(), 1.0, 1e-12);
+  }
+  EXPECT_EQ(levels[1]["measurement"]["sweep_fraction"], 1.0);
+  const auto text = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/report?format=text").body;
+  EXPECT_NE(text.find("Saturation first: one request at a time served"), std::string::npos) << text.substr(0, 2000);
+}
+
+TEST(load_sweep, a_sweep_sets_rates_and_its_fields_are_checked) {
+  audit::audit_spec spec = *audit::preset("load-curve");
+  spec.backends = {{"b", "http://127.0.0.1:1", "llama", std::nullopt}};
+  EXPECT_TRUE(audit::validate(spec, {}, std::vector<std::string>{"llama"}).empty());
+  EXPECT_TRUE(spec.conditions[1].load.sweep) << "the load-curve preset finds saturation first";
+  auto bad = spec;
+  bad.conditions[1].load.levels = {0.5, 2};
+  auto p = audit::validate(bad, {}, std::vector<std::string>{"llama"});
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].field, "conditions[1].load.levels[1]");
+  bad = spec;
+  bad.conditions[1].load.arrival = audit::arrival_kind::concurrency;
+  p = audit::validate(bad, {}, std::vector<std::string>{"llama"});
+  EXPECT_TRUE(std::any_of(p.begin(), p.end(), [](const auto& x) { return x.field == "conditions[1].load.sweep"; }));
+  bad = spec;
+  bad.conditions[1].load.slo_ttft_ms = -1;
+  p = audit::validate(bad, {}, std::vector<std::string>{"llama"});
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p[0].field, "conditions[1].load.slo_ttft_ms");
 }
 
 }  // namespace
