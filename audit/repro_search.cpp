@@ -4,6 +4,25 @@
 
 namespace logitaudit::audit {
 
+repro_case burst_repro_case(const audit_plan& plan, const request_group& g, std::size_t target) {
+  auto as_request = [&](const planned_request& p) {
+    repro_request q;
+    q.prompt = p.prompt;
+    q.temperature = p.params.temperature;
+    q.seed = p.params.seed;
+    q.n_predict = p.n_predict.value_or(plan.n_predict);
+    q.join_after = p.join_after_tokens;
+    return q;
+  };
+  repro_case c;
+  c.top_k = plan.top_k;
+  c.target = as_request(g.requests.at(target));
+  c.target.join_after = 0;
+  for (std::size_t i = 0; i < g.requests.size(); ++i)
+    if (i != target) c.neighbours.push_back(as_request(g.requests[i]));
+  return c;
+}
+
 std::string describe(const repro_case& c) {
   std::string s = "target (n_predict " + std::to_string(c.target.n_predict) + ") + " + std::to_string(c.neighbours.size()) +
                   (c.neighbours.size() == 1 ? " neighbour" : " neighbours");

@@ -31,7 +31,10 @@ struct repro_case {
   int top_k = 5;
   bool operator==(const repro_case&) const = default;
 };
-std::string describe(const repro_case& c);  // "target (n_predict 8) + 2 neighbours (n_predict 8, 32)"
+std::string describe(const repro_case& c);
+// Request `target` of burst group `g` with the group's other requests as its neighbours, as the
+// plan sent them (the target itself never waits to join).
+repro_case burst_repro_case(const audit_plan& plan, const request_group& g, std::size_t target);  // "target (n_predict 8) + 2 neighbours (n_predict 8, 32)"
 
 // The reduction of a case already shown DIFFERENT. Each call of next() gives the candidate to
 // try, and decide() takes its decision; only DIFFERENT keeps a reduction. First ddmin over

@@ -7,15 +7,6 @@
 namespace logitaudit::clients {
 namespace {
 
-audit::repro_request as_repro(const audit::planned_request& r, const audit::audit_plan& plan) {
-  audit::repro_request q;
-  q.prompt = r.prompt;
-  q.temperature = r.params.temperature;
-  q.seed = r.params.seed;
-  q.n_predict = r.n_predict.value_or(plan.n_predict);
-  q.join_after = r.join_after_tokens;
-  return q;
-}
 
 std::string request_body(const audit::planned_request& r, const audit::audit_plan& plan, bool cache_prompt) {
   completion_request c;
@@ -85,14 +76,6 @@ std::string prefix_script(const audit::request_group& g, const audit::audit_plan
 }
 
 
-audit::repro_case burst_case(const audit::request_group& g, const audit::audit_plan& plan, std::size_t target) {
-  audit::repro_case rc;
-  rc.top_k = plan.top_k;
-  rc.target = as_repro(g.requests[target], plan);
-  for (std::size_t k = 0; k < g.requests.size(); ++k)
-    if (k != target) rc.neighbours.push_back(as_repro(g.requests[k], plan));
-  return rc;
-}
 
 }  // namespace
 
@@ -104,7 +87,7 @@ std::map<std::string, std::vector<std::pair<std::size_t, audit::repro_case>>> bu
     if (x.group >= plan.groups.size()) continue;
     const auto& g = plan.groups[x.group];
     if (g.mode != audit::group_mode::burst || x.request >= g.requests.size()) continue;
-    out[x.family].emplace_back(i, burst_case(g, plan, x.request));
+    out[x.family].emplace_back(i, audit::burst_repro_case(plan, g, x.request));
   }
   return out;
 }
@@ -125,7 +108,7 @@ std::map<std::string, std::string> counterexample_scripts(const audit::audit_pla
       script = prefix_script(g, plan, x, audit, trials);
     } else if (g.mode == audit::group_mode::burst && x.request < g.requests.size()) {
       repro_result r;
-      r.minimal = burst_case(g, plan, x.request);
+      r.minimal = audit::burst_repro_case(plan, g, x.request);
       if (auto s = shrunk.find(i); s != shrunk.end()) {
         readme += std::to_string(i + 1) + ". shrunk on the live server (" + std::string(to_string(s->second.outcome)) + ", " +
                   std::to_string(s->second.bursts) + " bursts): " + audit::describe(s->second.original) + " -> " +

@@ -40,22 +40,7 @@ expected<audit::repro_case, api::service_error> case_of(const storage::job_recor
     return unexpected{refused(service_errc::conflict, "not_a_burst",
                               "run " + std::to_string(run) + " was not in a burst: nothing shared its batch", "run")};
   const auto& g = plan.groups[target->group];
-  auto as_request = [&](const audit::planned_request& p) {
-    audit::repro_request q;
-    q.prompt = p.prompt;
-    q.temperature = p.params.temperature;
-    q.seed = p.params.seed;
-    q.n_predict = p.n_predict.value_or(plan.n_predict);
-    q.join_after = p.join_after_tokens;
-    return q;
-  };
-  audit::repro_case c;
-  c.top_k = plan.top_k;
-  c.target = as_request(g.requests.at(target->request));
-  c.target.join_after = 0;
-  for (std::size_t i = 0; i < g.requests.size(); ++i)
-    if (i != target->request) c.neighbours.push_back(as_request(g.requests[i]));
-  return c;
+  return audit::burst_repro_case(plan, g, target->request);
 }
 
 using stored_audit = std::pair<storage::job_record, std::vector<storage::run_record>>;
