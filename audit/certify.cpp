@@ -45,6 +45,12 @@ const certify_claim* find_claim(std::string_view name) {
   return nullptr;
 }
 
+std::string certify_family_names() {
+  std::string out;
+  for (auto f : kCertifyFamilies) out += (out.empty() ? "" : ", ") + std::string(f);
+  return out;
+}
+
 std::string_view family_aim(std::string_view f) {
   if (f == "solo") return "serial repeats on one slot: the server's own determinism, which every other family presumes";
   if (f == "co_residency") return "identical requests decoded together, from 2 up to the slots and one past every power of two";
@@ -253,7 +259,8 @@ std::string describe(const counterexample& c) {
 }  // namespace
 
 std::optional<certificate> certify(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
-                                   const findings& f) {
+                                   const findings& f, const std::map<std::size_t, burst_measurement>& bursts,
+                                   const evidence_thresholds& t) {
   if (!spec.certify) return std::nullopt;
   const auto& cs = *spec.certify;
   const certify_claim* claim = find_claim(cs.claim);
@@ -279,6 +286,7 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
 
   std::map<std::string, family_result> fams;
   std::map<std::string, std::map<int, point>> points;  // family -> width or prefix -> point
+  std::map<std::string, int> moved_counted;            // family -> moved streams among the compared ones
   for (const auto& v : f.verdicts) {
     auto it = by_name.find(v.condition);
     if (it == by_name.end() || it->second->family.empty() || v.group >= plan.groups.size()) continue;
@@ -293,7 +301,8 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
     const bool moved = claim->level == identity_level::logit ? !v.result->logit_identical : !v.result->token_identical;
     // Whether its condition happened, as the claim defines it.
     bool happened = v.flag == evidence_flag::none;
-    if (v.flag == evidence_flag::not_batched && !claim->needs_batching) happened = true;
+    if (v.flag == evidence_flag::not_batched && !claim->needs_batching)  // in flight together, decoded apart
+      if (auto m = bursts.find(v.group); m != bursts.end() && m->second.overlap >= t.min_overlap) happened = true;
     if (v.flag == evidence_flag::not_reused && !c.cache_prompt) happened = true;  // the claim sends no cache
     const burst_verdict* bv = nullptr;
     if (auto b = f.bursts.find(v.group); b != f.bursts.end()) bv = &b->second;
@@ -330,6 +339,7 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
     if (happened) {
       ++fr.compared;
       ++pt.compared;
+      moved_counted[c.family] += moved;
     } else {
       ++fr.flagged;
     }
@@ -359,6 +369,13 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
     cert.counterexamples.push_back(std::move(x));
   }
 
+  // Planned groups of a family that left nothing (the budget's minutes skipped them).
+  std::set<std::size_t> ran;
+  for (const auto& r : runs) ran.insert(r.group);
+  std::map<std::string, int> not_run;
+  for (const auto& g : plan.groups)
+    if (auto it = by_name.find(g.condition); !g.is_baseline && it != by_name.end() && !it->second->family.empty() && !ran.count(g.index))
+      ++not_run[it->second->family];
   for (std::string_view name : kCertifyFamilies) {
     if (name == "seeded" && !claim->seeded) continue;
     family_result fr = fams.count(std::string(name)) ? fams[std::string(name)] : family_result{};
@@ -376,8 +393,11 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
       if (fr.family == "co_residency" || fr.family == "prefix_reuse") {
         const std::string unit = fr.family == "co_residency" ? "requests at once" : "prompt tokens served from the cache";
         std::string moved_at, held_at;
-        for (const auto& [at, p] : pts)
-          (p.moved > 0 ? moved_at : held_at) += (p.moved > 0 ? moved_at : held_at).empty() ? std::to_string(at) : ", " + std::to_string(at);
+        for (const auto& [at, p] : pts) {
+          if (p.moved == 0 && p.compared == 0) continue;  // nothing counted there: neither moved nor held
+          auto& list = p.moved > 0 ? moved_at : held_at;
+          list += list.empty() ? std::to_string(at) : ", " + std::to_string(at);
+        }
         fr.note = "moved at " + moved_at + (held_at.empty() ? "" : "; held at " + held_at) + ". ";
         fr.note += "Diverges from " + std::to_string(fr.boundary) + " " + unit +
                   (fr.held_below >= 0 ? "; held at " + std::to_string(fr.held_below) : "; nothing smaller held") +
@@ -402,7 +422,11 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
                   (fr.server_width_max >= 0 ? "reached at most " + fixed(fr.server_width_max, 2) : std::string("were not reported")) +
                   " with up to " + std::to_string(fr.client_width_max) + " requests in flight";
     }
-    if (fr.compared > 0) fr.bound95 = upper_bound95(fr.divergent, fr.compared);
+    if (fr.compared > 0) fr.bound95 = upper_bound95(moved_counted[fr.family], fr.compared);
+    fr.not_run = not_run[fr.family];
+    if (fr.not_run > 0 && fr.status != family_status::not_planned)
+      fr.note += std::string(fr.note.empty() ? "" : "; ") + std::to_string(fr.not_run) +
+                 " of its schedules did not run (the budget's minutes ran out)";
     if (fr.served_beyond > 0)
       fr.note += std::string(fr.note.empty() ? "" : "; ") + std::to_string(fr.served_beyond) +
                  " probe(s) were served more than their shared prefix: the server's prompt cache held them from an earlier "
@@ -435,7 +459,7 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
   std::string untested_names, refuted_names;
   for (const auto& fr : cert.families) {
     streams += fr.compared;
-    if (fr.status == family_status::passed) {
+    if (fr.status == family_status::passed && fr.not_run == 0) {
       ++passed;
       worst = std::max(worst, fr.bound95);
     } else if (fr.status == family_status::refuted) {
@@ -460,7 +484,7 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
                     std::to_string(refuted) + " famil" + (refuted == 1 ? "y" : "ies") + " (" + refuted_names +
                     "); the smallest counterexample is " + describe(cert.counterexamples.front()) + ".";
     for (const auto& fr : cert.families)
-      if (fr.status == family_status::refuted && fr.boundary >= 0 && !fr.note.empty())
+      if (fr.status == family_status::refuted && fr.boundary >= 0 && (fr.family == "co_residency" || fr.family == "prefix_reuse"))
         cert.sentence += " " + std::string(fr.family == "co_residency" ? "Co-residency" : "Prefix reuse") + " " + fr.note + ".";
   } else if (untested == 0) {
     cert.outcome = certificate_outcome::certified;

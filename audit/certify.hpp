@@ -10,12 +10,15 @@
 // divergence refutes whatever the batching evidence says. Pure.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "burst_measurement.hpp"
+#include "evidence.hpp"
 #include "plan.hpp"
 #include "spec.hpp"
 
@@ -27,6 +30,8 @@ struct observed_run;
 // The families, in the order a certificate lists them.
 inline constexpr std::array<std::string_view, 7> kCertifyFamilies = {
     "solo", "co_residency", "prefix_reuse", "chunked_prefill", "neighbours", "seeded", "random"};
+// "solo, co_residency, ...": the families, for messages.
+std::string certify_family_names();
 // What a family is aimed at, in words.
 std::string_view family_aim(std::string_view family);
 
@@ -96,6 +101,7 @@ struct family_result {
   // Probes the cache served more than their shared prefix (a prompt cache that held the probe
   // itself from an earlier request: llama-server's --cache-ram).
   int served_beyond = 0;
+  int not_run = 0;  // its planned groups that left nothing (the budget's minutes): the family is not fully tested
   // An upper bound on the rate of divergence at 95% confidence (Clopper-Pearson, one-sided):
   // 1 - 0.05^(1/n) when nothing of n diverged; -1 when nothing was compared.
   double bound95 = -1;
@@ -142,8 +148,11 @@ struct certificate {
 };
 
 // The certificate of a certify spec from its judged findings; nullopt for any other spec.
-std::optional<certificate> certify(const audit_spec& spec, const audit_plan& plan,
-                                   const std::vector<observed_run>& runs, const findings& f);
+// `bursts`: each burst's measurement (a claim that counts unbatched bursts needs their requests
+// to have been in flight together: overlap at least `t.min_overlap`).
+std::optional<certificate> certify(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
+                                   const findings& f, const std::map<std::size_t, burst_measurement>& bursts,
+                                   const evidence_thresholds& t);
 
 // 1 - alpha^(1/n)... the one-sided Clopper-Pearson upper bound on a rate with k of n observed.
 double upper_bound95(int k, int n);

@@ -875,7 +875,7 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
                           " fingerprint(s) are not stored, so nothing shows that the server stayed the same "
                           "during the audit; the findings are not trusted.");
   // Last, since it reads the validity and the server's changes judged above.
-  f.certificate = certify(spec, plan, runs, f);
+  f.certificate = certify(spec, plan, runs, f, ev.bursts, ev.thresholds);
   if (f.certificate) f.sentences.insert(f.sentences.begin(), f.certificate->sentence);
   if (f.failed_runs > 0)
     f.sentences.push_back("Failures: " + std::to_string(f.failed_runs) +

@@ -595,7 +595,7 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
       add(f + ".shared_prefix", "only a cache_reuse condition shares a prefix (a positive number of tokens)");
     if (!c.cache_prompt && c.kind != condition_kind::cache_reuse) add(f + ".cache_prompt", "only a cache_reuse condition sets cache_prompt");
     if (!c.family.empty() && std::find(kCertifyFamilies.begin(), kCertifyFamilies.end(), c.family) == kCertifyFamilies.end())
-      add(f + ".family", "must be one of the certify families (solo, co_residency, prefix_reuse, chunked_prefill, neighbours, seeded, random)");
+      add(f + ".family", "must be one of the certify families (" + certify_family_names() + ")");
     if (c.kind == condition_kind::load) validate_load(c, f, lim, p);
     else if (c.load != load_settings{}) add(f + ".load", "only a load condition has load settings");
     if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))

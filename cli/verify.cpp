@@ -366,8 +366,10 @@ void verify_certificate(const job_evidence& e, const audit::audit_spec& spec, co
                            std::to_string(moved));
   const bool all_passed = std::all_of(c.families.begin(), c.families.end(),
                                       [](const audit::family_result& f) { return f.status == audit::family_status::passed; });
+  const bool all_ran = std::all_of(c.families.begin(), c.families.end(), [](const audit::family_result& f) { return f.not_run == 0; });
   if (c.outcome == audit::certificate_outcome::refuted ? moved == 0
-      : c.outcome == audit::certificate_outcome::certified ? moved > 0 || !all_passed
+      : c.outcome == audit::certificate_outcome::certified ? moved > 0 || !all_passed || !all_ran
+      : c.outcome == audit::certificate_outcome::incomplete ? moved > 0 || (all_passed && all_ran)
                                                             : false)
     rep.problems.push_back(at + "says " + std::string(audit::to_string(c.outcome)) + " with " + std::to_string(moved) +
                            " recomputed streams moved");

@@ -28,7 +28,7 @@ std::string script_file(const std::string& file, const std::string& text) {
 // A probe that shares a prefix with its warm-up: cold (cache off), then warm-up and probe on
 // slot 0 as the audit sent them, TRIALS times.
 std::string prefix_script(const audit::request_group& g, const audit::audit_plan& plan, const audit::counterexample& x,
-                          std::int64_t audit, int trials) {
+                          std::int64_t audit, int trials, const std::string& name) {
   const auto& warm = g.requests.at(0);
   const auto& probe = g.requests.at(1);
   std::string sh =
@@ -40,13 +40,14 @@ std::string prefix_script(const audit::request_group& g, const audit::audit_plan
       "; they share " + std::to_string(x.shared_prefix) + " leading tokens), and says each time whether\n"
       "# the probe's numbers (token ids, logprobs, top-k; timings and slot left out) equal its cold ones.\n"
       "# Needs curl and a POSIX shell with sed and cmp. Exit 1 when any trial differed.\n"
-      "#   sh " + std::string("counterexample.sh") + " http://127.0.0.1:8080 [TRIALS]\n"
+      "#   sh " + name + " http://127.0.0.1:8080 [TRIALS]\n"
       "set -u\n"
-      "URL=${1:?usage: sh counterexample.sh URL [TRIALS]}\n"
+      "URL=${1:?usage: sh " + name + " URL [TRIALS]}\n"
       "TRIALS=${2:-" + std::to_string(trials) + "}\n"
       "AUDIT_CACHED=" + (x.reused_tokens >= 0 ? std::to_string(x.reused_tokens) : std::string("?")) + "  # what the server said it served then\n"
       "dir=$(mktemp -d)\n"
-      "trap 'rm -rf \"$dir\"' EXIT INT TERM\n";
+      "trap 'rm -rf \"$dir\"' EXIT\n"
+      "trap 'exit 130' INT TERM\n";
   sh += script_file("cold.json", request_body(probe, plan, false));
   sh += script_file("warm.json", request_body(warm, plan, warm.cache_prompt));
   sh += script_file("probe.json", request_body(probe, plan, probe.cache_prompt));
@@ -61,6 +62,8 @@ std::string prefix_script(const audit::request_group& g, const audit::audit_plan
       "i=1\n"
       "while [ \"$i\" -le \"$TRIALS\" ]; do\n"
       "  post warm.json warm.out && post probe.json probe.out || exit 2\n"
+      "  grep -q completion_probabilities \"$dir/probe.out\" || { echo 'the probe was answered without completion_probabilities:'; "
+      "cat \"$dir/probe.out\"; exit 2; }\n"
       "  cached=$(sed -n 's/.*\"cache_n\":\\([0-9]*\\).*/\\1/p' \"$dir/probe.out\")\n"
       "  numbers \"$dir/probe.out\" > \"$dir/probe\"\n"
       "  [ \"${cached:-?}\" = \"$AUDIT_CACHED\" ] || echo \"trial $i: the cache served ${cached:-?} tokens, the audit's probe \"\\\n"
@@ -105,7 +108,7 @@ std::map<std::string, std::string> counterexample_scripts(const audit::audit_pla
     const auto& g = plan.groups[x.group];
     std::string script;
     if (g.mode == audit::group_mode::serial && g.requests.size() == 2 && x.shared_prefix > 0) {
-      script = prefix_script(g, plan, x, audit, trials);
+      script = prefix_script(g, plan, x, audit, trials, name);
     } else if (g.mode == audit::group_mode::burst && x.request < g.requests.size()) {
       repro_result r;
       r.minimal = audit::burst_repro_case(plan, g, x.request);
@@ -121,8 +124,9 @@ std::map<std::string, std::string> counterexample_scripts(const audit::audit_pla
       ctx.backend = c.backend;
       script = repro_bundle(r, ctx, trials)["repro.sh"];
     } else {
-      readme += std::to_string(i + 1) + ". " + x.condition + ": a random schedule, not scripted (its background is drawn "
-                "live); logitaudit repro shrinks a burst, not a schedule.\n";
+      readme += std::to_string(i + 1) + ". " + x.condition + (g.mode == audit::group_mode::load
+                                                                  ? ": a random schedule, not scripted (its background is drawn live)\n"
+                                                                  : ": a serial request, not scripted\n");
       continue;
     }
     files[name] = script;

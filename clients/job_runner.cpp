@@ -106,7 +106,9 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
         audit::load_settings cal = settings;
         cal.sweep = false;
         cal.arrival = audit::arrival_kind::concurrency;
-        cal.levels = {1, static_cast<double>(std::max<std::int64_t>(1, server_slots))};
+        // Every slot full; a server that reports no slots gets 16 in flight (the excess queues,
+        // which a maximum throughput allows).
+        cal.levels = {1, static_cast<double>(server_slots > 0 ? server_slots : 16)};
         cal.duration_s = settings.calibration_s;
         cal.max_in_flight = std::max(cal.max_in_flight, static_cast<int>(cal.levels[1]));
         const auto sync = co_await run_load_level(b, cal, 0, {}, o);
@@ -116,7 +118,7 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
       anchors = it->second;
       fraction = level < settings.levels.size() ? settings.levels[level] : 1;
       const double rate = anchors.first + fraction * std::max(0.0, anchors.second - anchors.first);
-      settings.levels[level] = std::max(0.01, rate);
+      if (level < settings.levels.size()) settings.levels[level] = std::max(0.01, rate);
       settings.sweep = false;
     }
     auto res = co_await run_load_level(b, settings, level, std::move(probes), o);

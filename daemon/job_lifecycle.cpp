@@ -117,6 +117,13 @@ std::vector<audit::spec_problem> job_lifecycle::admit(audit::audit_spec& spec) c
 net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle::create(audit::audit_spec spec,
                                                                                       std::optional<std::int64_t> schedule,
                                                                                       std::optional<std::int64_t> fire_unix) {
+  // A certify job's conditions are the daemon's to make: a submitted schedule, however tagged, is
+  // never taken for one it expanded.
+  if (spec.certify && (!spec.conditions.empty() || !spec.certify->shape_source.empty() || !spec.certify->left_out.empty()))
+    co_return unexpected{api::invalid({{spec.conditions.empty() ? "certify" : "conditions",
+                                        "a certify job makes its own conditions from its claim and the server: leave out "
+                                        "conditions, certify.shape_source and certify.left_out"}},
+                                      "invalid_spec")};
   if (auto problems = admit(spec); !problems.empty()) co_return unexpected{api::invalid(std::move(problems), "invalid_spec")};
   if (spec.certify) {
     if (auto why = co_await expand_certify(spec); !why.empty())
@@ -270,11 +277,15 @@ net::awaitable<std::string> job_lifecycle::expand_certify(audit::audit_spec& spe
   } else if (cs.slots <= 0 || cs.n_ctx <= 0) {
     auto configs = client_configs(spec);
     if (!configs) co_return configs.error();
+    // /props alone: no completion (another job may be measuring this server), no model hash.
     clients::backend server(co_await net::this_coro::executor, configs->begin()->second);
-    auto fp = co_await server.fingerprint({});
+    auto props = co_await server.http().request(clients::http::verb::get, "/props");
+    clients::client_result<audit::backend_fingerprint> fp = unexpected{clients::client_error{clients::client_errc::cancelled, ""}};
+    if (props) fp = clients::parse_props(props->body);
+    else fp = unexpected{props.error()};
     if (!fp)
-      co_return "could not read the server's slots and context from " + b.url + " (" + fp.error().message +
-                "): it must answer, or give certify.slots and certify.n_ctx";
+      co_return "could not read the server's slots and context from " + b.url + "/props (" + fp.error().message +
+                "): give certify.slots and certify.n_ctx (a server that is not llama.cpp's does not report them)";
     if (cs.slots <= 0 && fp->total_slots > 0) shape.slots = static_cast<int>(fp->total_slots);
     if (cs.n_ctx <= 0 && fp->n_ctx > 0) shape.n_ctx = static_cast<int>(fp->n_ctx);
     source = "the server's own account (slots " + std::to_string(fp->total_slots) + ", a slot's context " +

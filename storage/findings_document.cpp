@@ -547,6 +547,7 @@ const object_table<audit::family_result>& family_result_table() {
       must<&R::server_width_max>("server_width_max"), must<&R::reused_tokens_max>("reused_tokens_max"),
       must<&R::bound95>("bound95"), must<&R::boundary>("boundary"), must<&R::held_below>("held_below"), must<&R::note>("note"),
       unless_default<&R::served_beyond>(member<&R::served_beyond>("served_beyond")),
+      unless_default<&R::not_run>(member<&R::not_run>("not_run")),
   };
   static const auto t = stored(rows);
   return t;

@@ -62,7 +62,7 @@ TEST(certify, the_budget_leaves_schedules_out_and_says_which) {
   audit::certify_shape shape;
   shape.slots = 8;
   const auto e = audit::expand_certify(spec, shape);
-  EXPECT_LE(audit::make_plan(e).total_requests(), 60u + 8u) << "solo and the control are never left out";
+  EXPECT_LE(audit::make_plan(e).total_requests(), 60u);
   EXPECT_FALSE(e.certify->left_out.empty());
   std::set<std::string> names;
   for (const auto& c : e.conditions) names.insert(c.name);
@@ -136,6 +136,23 @@ const json& family(const json& cert, const std::string& name) {
   static const json none;
   ADD_FAILURE() << "no family " << name << " in " << cert.dump();
   return none;
+}
+
+TEST(certify, a_submitted_schedule_is_never_taken_for_an_expanded_one) {
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"s", fake.url()}};
+  test_support::daemon_harness d(o);
+  const auto refused = d.call(http::verb::post, "/v1/audits",
+                              R"({"preset":"certify-batch-invariant","backends":["s"],"conditions":[
+                                 {"name":"solo","kind":"repeat","family":"solo"},{"name":"k","kind":"control_prompt"}]})");
+  EXPECT_EQ(refused.status, 400u) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["field"], "conditions") << refused.body;
+  const auto claim = d.call(http::verb::post, "/v1/audits", R"({"preset":"certify-batch-invariant","backends":["s"],"certify":{"claim":"fast"}})");
+  EXPECT_EQ(claim.status, 400u) << claim.body;
+  EXPECT_EQ(claim.json()["error"]["field"], "certify.claim") << claim.body;
+  EXPECT_NE(claim.body.find("batch-invariant, no-prompt-cache, single-slot, greedy-text-only"), std::string::npos) << claim.body;
+  EXPECT_EQ(fake.completions_served(), 0u) << "a refused job sends nothing";
 }
 
 TEST(certify, a_divergence_past_a_set_co_residency_is_refuted_at_that_exact_boundary) {
