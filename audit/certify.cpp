@@ -210,7 +210,7 @@ audit_spec expand_certify(audit_spec spec, const certify_shape& shape) {
       c.load.arrival = arrival_kind::concurrency;
       c.load.levels = {static_cast<double>(std::max(1, shape.slots - 1))};
       c.load.probes = probes;
-      c.load.duration_s = std::max(5.0, probes * 0.5);
+      c.load.duration_s = std::clamp(probes * 0.25, 2.0, 30.0);  // a probe every quarter second
       c.load.prompt_tokens = length_mix{{}, {}, 4, std::clamp(shape.n_ctx / 4, 8, 256)};
       c.load.output_tokens = length_mix{{}, {}, 2, std::max(4, spec.n_predict * 2)};
       c.load.max_in_flight = std::max(64, shape.slots * 2);

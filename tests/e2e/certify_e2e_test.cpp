@@ -37,7 +37,7 @@ TEST(certify_e2e, a_one_slot_server_moves_nothing_under_single_slot_and_its_cert
   o.backends = {{"np1", server->url()}};
   o.database = (dir / "certify.db").string();
   test_support::daemon_harness d(o);
-  const auto end = d.run(R"({"preset":"certify-single-slot","backends":["np1"],"n_predict":8,"certify":{"budget_requests":160}})");
+  const auto end = d.run(R"({"preset":"certify-single-slot","backends":["np1"],"n_predict":8,"certify":{"budget_requests":120}})");
   ASSERT_EQ(end["status"], "done") << end.dump();
   const auto id = std::to_string(end["id"].get<std::int64_t>());
   const auto report = d.call(http::verb::get, "/v1/audits/" + id + "/report").json();
@@ -83,7 +83,7 @@ TEST(certify_e2e, a_one_slot_server_moves_nothing_under_single_slot_and_its_cert
   EXPECT_NE(scripts.out.find("no counterexample to script"), std::string::npos) << scripts.out;
 
   // The same server under batch-invariant: its bursts never batched, so nothing is certified.
-  const auto again = d.run(R"({"preset":"certify-batch-invariant","backends":["np1"],"n_predict":8,"certify":{"budget_requests":120}})");
+  const auto again = d.run(R"({"preset":"certify-batch-invariant","backends":["np1"],"n_predict":8,"certify":{"budget_requests":100}})");
   ASSERT_EQ(again["status"], "done") << again.dump();
   const auto r2 = d.call(http::verb::get, "/v1/audits/" + std::to_string(again["id"].get<std::int64_t>()) + "/report").json();
   const auto& c2 = r2["certificate"];
