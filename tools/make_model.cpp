@@ -1,6 +1,7 @@
 // logitaudit-make-model: writes a seeded random llama-architecture GGUF (optionally
-// quantized with llama-quantize) and can measure its greedy top1-top2 margin on a real
-// llama-server. Same arguments, same bytes.
+// quantized with llama-quantize) and can measure the distribution of its greedy top1-top2
+// margins on a real llama-server, or an existing model's (--model: a trained one,
+// scripts/train-model.sh). Same arguments, same bytes.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   std::string quantize = "Q4_K_M";
   std::string quantize_tool;
   bool measure = false;
+  bool json = false;
+  std::string existing;
   app.add_option("--preset", preset, "tiny (n_embd 256, 4 layers, vocab 512) or small (512, 8, 2048)")
       ->check(CLI::IsMember(tools::preset_names()));
   auto* o_embd = app.add_option("--n-embd", shape.n_embd, "embedding width");
@@ -78,8 +81,36 @@ int main(int argc, char** argv) {
   app.add_option("--quantize", quantize, "llama-quantize type (Q4_K_M, Q8_0, ...) or none for F32");
   app.add_option("--llama-quantize", quantize_tool, "llama-quantize to run (default: found like llama-server)");
   app.add_flag("--measure-margin", measure,
-               "serve the model with llama-server and print the median greedy top1-top2 logprob margin");
+               "serve the model with llama-server and print the distribution of its greedy top1-top2 "
+               "logprob margins over the seed protocol's prompts");
+  auto* o_model = app.add_option("--model", existing,
+                                 "measure this existing GGUF (with --measure-margin) instead of writing one")
+                      ->check(CLI::ExistingFile);
+  app.add_flag("--json", json, "print the margin distribution as one JSON object");
   CLI11_PARSE(app, argc, argv);
+
+  // Prints the distribution of `model`'s margins; the exit status of the tool.
+  auto print_margins = [&](const std::string& model) {
+    auto m = tools::measure_margin(model);
+    if (!m) {
+      std::cerr << "logitaudit-make-model: margin measurement failed: " << m.error() << "\n";
+      return 1;
+    }
+    std::cout << (json ? m->json() : m->summary()) << "\n";
+    return 0;
+  };
+  if (o_model->count() > 0) {
+    if (!measure) {
+      std::cerr << "logitaudit-make-model: --model measures an existing model: add --measure-margin\n";
+      return 2;
+    }
+    for (const auto* o : app.get_options())
+      if (o->count() > 0 && o != o_model && o->get_name() != "--measure-margin" && o->get_name() != "--json") {
+        std::cerr << "logitaudit-make-model: " << o->get_name() << " writes a model; --model measures an existing one\n";
+        return 2;
+      }
+    return print_margins(existing);
+  }
 
   // A preset gives the shape; explicit dimensions override it.
   tools::model_shape chosen = preset.empty() ? tools::model_shape{} : *tools::preset_shape(preset);
@@ -144,15 +175,5 @@ int main(int argc, char** argv) {
             << ", n_ff " << chosen.n_ff << ", n_vocab " << chosen.n_vocab << ", logit scale "
             << chosen.logit_scale << ", seed " << seed << ", " << (quantized ? quantize : "F32") << ")\n";
 
-  if (measure) {
-    auto m = tools::measure_margin(out_path.string());
-    if (!m) {
-      std::cerr << "logitaudit-make-model: margin measurement failed: " << m.error() << "\n";
-      return 1;
-    }
-    std::printf("greedy top1-top2 logprob margin over %zu tokens of %zu prompts: median %.3f, p10 %.3f, "
-                "min %.4f nats\n",
-                m->tokens, m->prompts, m->median, m->p10, m->min);
-  }
-  return 0;
+  return measure ? print_margins(out_path.string()) : 0;
 }

@@ -1,24 +1,34 @@
 // The top1-top2 logprob margin of greedy decoding, measured on a real llama-server: the
-// property that decides whether a greedy token survives numerical jitter.
+// property that decides whether a greedy token survives numerical jitter. A random model's
+// margins are flat (many near-ties); a trained model's are not (docs/models.md).
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "audit/expected.hpp"
 
 namespace logitaudit::tools {
 
-struct margin_summary {
+struct margin_distribution {
   std::size_t prompts = 0;
-  std::size_t tokens = 0;
-  double median = 0;
-  double p10 = 0;
-  double min = 0;
+  int n_predict = 0;
+  std::vector<double> margins;  // every greedy position's top1 - top2 in nats, ascending
+
+  // The q-quantile (0..1) by the nearest rank; 0 when empty.
+  double quantile(double q) const;
+  // The share of positions whose margin is below `nats`.
+  double share_below(double nats) const;
+  // One line: quantiles, the minimum, and the shares below 0.01, 0.1 and 1 nat.
+  std::string summary() const;
+  // The same as a JSON object (for scripts/train-model.sh's manifest).
+  std::string json() const;
 };
 
-// Serves `model` with a local llama-server, decodes a few fixed prompts greedily with
-// top-2 logprobs, and summarises top1 - top2. Blocks; the error says what failed.
-expected<margin_summary, std::string> measure_margin(const std::string& model);
+// Serves `model` with a local llama-server (one slot, two threads, prompt cache off), decodes
+// the seed protocol's prompts greedily for the seed protocol's length with top-2 logprobs, and
+// keeps every position's top1 - top2. Blocks; the error says what failed.
+expected<margin_distribution, std::string> measure_margin(const std::string& model);
 
 }  // namespace logitaudit::tools
