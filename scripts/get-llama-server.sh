@@ -9,7 +9,11 @@
 # with its ggml-rpc-server (a third wrapper). Each is a library ggml loads only where the
 # wrapper is asked for it (LOGITAUDIT_GGML_BACKENDS), so a plain llama-server stays CPU-only.
 #
-# Usage: scripts/get-llama-server.sh [--force] [--backends]
+# --training adds sid's llama.cpp-examples and llama.cpp-tools-extra for llama-finetune and
+# llama-perplexity (two more wrappers): scripts/train-model.sh trains the generated models with
+# them (docs/models.md).
+#
+# Usage: scripts/get-llama-server.sh [--force] [--backends] [--training]
 # Env:   LOGITAUDIT_CACHE  cache folder (default: <repo>/.cache)
 set -euo pipefail
 
@@ -19,25 +23,36 @@ root=$cache/llama.cpp/root
 bin=$cache/bin
 stamp=$cache/llama.cpp/.complete
 backends_stamp=$cache/llama.cpp/.backends-complete
+training_stamp=$cache/llama.cpp/.training-complete
 packages=(llama.cpp-tools libllama0 libggml0 libc6 libstdc++6 libgcc-s1 libssl3t64 libgomp1)
 # The other backends, with every package they need (apt resolves the rest). OpenBLAS (its
 # pthread build) is the BLAS: the one Debian's backend recommends first and the one a user who
 # wants BLAS runs; the reference BLAS (libblas3) comes along as a dependency and is not used.
 backend_packages=(libggml0-backend-vulkan mesa-vulkan-drivers libvulkan1 libggml0-backend-blas libopenblas0-pthread
                   libggml0-backend-rpc llama.cpp-tools-extra)
+# llama-finetune (llama.cpp-examples) and llama-perplexity (llama.cpp-tools-extra), CPU only.
+training_packages=(llama.cpp-examples llama.cpp-tools-extra)
 # Alternatives apt's recursion lists that the root does not need (other BLAS builds).
 backend_skip='^(libblis4-.*|libopenblas0-openmp|libopenblas0-serial|debconf|cdebconf|libdebian-installer4)$'
 
-force=0 want_backends=0
+force=0 want_backends=0 want_training=0
 for arg in "$@"; do
   case $arg in
     --force) force=1 ;;
     --backends) want_backends=1 ;;
-    *) echo "usage: scripts/get-llama-server.sh [--force] [--backends]" >&2; exit 2 ;;
+    --training) want_training=1 ;;
+    *) echo "usage: scripts/get-llama-server.sh [--force] [--backends] [--training]" >&2; exit 2 ;;
   esac
 done
 
 die() { echo "get-llama-server: $*" >&2; exit 1; }
+# Where the root holds a training tool: /usr/bin, or the examples' own folder.
+training_program() {
+  local p
+  for p in "$root/usr/bin/$1" "$root/usr/libexec/x86_64-linux-gnu/llama/bin/$1"; do
+    [[ -x $p ]] && { echo "$p"; return; }
+  done
+}
 
 # The wrappers: sid's tool under sid's loader. ggml loads the backends beside its executable,
 # which under the loader is the loader's folder; the root's own folder holds the CPU variants
@@ -56,9 +71,11 @@ write_wrappers() {
   mkdir -p "$bin"
   local tools=(llama-server llama-quantize)
   if [[ -f $backends_stamp ]]; then tools+=(ggml-rpc-server); else rm -f "$bin/ggml-rpc-server"; fi
+  if [[ -f $training_stamp ]]; then tools+=(llama-finetune llama-perplexity); else rm -f "$bin/llama-finetune" "$bin/llama-perplexity"; fi
   for tool in "${tools[@]}"; do
     local program=$root/usr/bin/$tool
     [[ $tool == ggml-rpc-server ]] && program=$root/usr/libexec/x86_64-linux-gnu/llama/bin/$tool
+    [[ $tool == llama-finetune || $tool == llama-perplexity ]] && program=$(training_program "$tool")
     [[ -x $program ]] || die "$tool not found in $program"
     local extra='' own=''
     [[ $tool == llama-server ]] && extra='${LOGITAUDIT_LLAMA_SERVER_ARGS:-} '
@@ -148,15 +165,18 @@ unpack() {
 }
 
 if [[ $force == 1 ]]; then
-  rm -rf "$cache/llama.cpp" "$bin/llama-server" "$bin/llama-quantize" "$bin/ggml-rpc-server"
+  rm -rf "$cache/llama.cpp" "$bin/llama-server" "$bin/llama-quantize" "$bin/ggml-rpc-server" "$bin/llama-finetune" \
+    "$bin/llama-perplexity"
 fi
 versions=$cache/llama.cpp/versions.txt  # "package version" of each package the root was made of
 need_base=0
 [[ -f $stamp && -x $bin/llama-server && -x $bin/llama-quantize ]] || need_base=1
 need_backends=0
 [[ $want_backends == 1 && ! -f $backends_stamp ]] && need_backends=1
+need_training=0
+[[ $want_training == 1 && ! -f $training_stamp ]] && need_training=1
 apt_ready=0
-if [[ $need_backends == 1 && $need_base == 0 ]]; then
+if [[ $need_backends == 1 || $need_training == 1 ]] && [[ $need_base == 0 ]]; then
   # A backend needs the ggml it was built with: when sid's has moved since the root was made,
   # the root is made again from the same package list as its backends.
   apt_setup && apt_ready=1
@@ -169,7 +189,11 @@ if [[ $need_backends == 1 && $need_base == 0 ]]; then
 fi
 if [[ $need_base == 1 ]]; then
   [[ $apt_ready == 1 ]] || { apt_setup && apt_ready=1; }
-  rm -rf "$root" "$backends_stamp" "$bin/ggml-rpc-server"; mkdir -p "$root"
+  # What the root held before comes back with it.
+  [[ -f $backends_stamp ]] && need_backends=1
+  [[ -f $training_stamp ]] && need_training=1
+  rm -rf "$root" "$backends_stamp" "$training_stamp" "$bin/ggml-rpc-server" "$bin/llama-finetune" "$bin/llama-perplexity"
+  mkdir -p "$root"
   unpack "${packages[@]}"
   for deb in "$work"/debs/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb"; done >"$versions"
   L=$root/usr/lib/x86_64-linux-gnu
@@ -208,8 +232,25 @@ if [[ $need_backends == 1 ]]; then
   LOGITAUDIT_GGML_BACKENDS="vulkan blas" "$bin/llama-server" --list-devices >"$work/devices.txt" 2>&1 || true
   echo "get-llama-server: backends: ${#closure[@]} packages, $((bytes / 1000000)) MB, $((SECONDS - started)) s;" \
        "devices: $(grep -E '^ +[A-Za-z]+[0-9]*:' "$work/devices.txt" | sed 's/^ *//' | paste -sd';' -)" >&2
-else
-  write_wrappers  # cheap, and an older wrapper learns what this one knows
+  rm -f "$work"/debs/*.deb
 fi
+
+if [[ $need_training == 1 ]]; then
+  started=$SECONDS
+  [[ $apt_ready == 1 ]] || { apt_setup && apt_ready=1; }
+  # The two packages alone: their libraries (libllama0, libggml0, libc6, ...) are the root's.
+  unpack "${training_packages[@]}"
+  for tool in llama-finetune llama-perplexity; do
+    [[ -n $(training_program "$tool") ]] || die "$tool not found after unpacking ${training_packages[*]}"
+  done
+  for deb in "$work"/debs/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb"; done >>"$versions"
+  bytes=$(du -cb "$work"/debs/*.deb | tail -1 | cut -f1)
+  touch "$training_stamp"
+  write_wrappers
+  echo "get-llama-server: training tools: ${training_packages[*]}, $((bytes / 1000000)) MB, $((SECONDS - started)) s" >&2
+  rm -f "$work"/debs/*.deb
+fi
+[[ $need_backends == 1 || $need_training == 1 ]] || write_wrappers  # cheap, and an older wrapper learns what this one knows
+[[ -f $versions ]] && sort -u -o "$versions" "$versions"
 [[ $apt_ready == 1 ]] && rm -rf "$work/lists" "$work/archives" "$work/debs"
 exit 0

@@ -29,7 +29,7 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 
 bash scripts/bootstrap.sh --test
-bash scripts/get-llama-server.sh
+bash scripts/get-llama-server.sh --training
 step "build ($build: unsanitized, -O1, the fastest build with -Wall -Wextra -Werror)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g0" -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null

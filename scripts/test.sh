@@ -21,8 +21,9 @@ sanitizers=${LOGITAUDIT_SANITIZERS:-1}
 
 bash scripts/bootstrap.sh --test
 # With ggml's Vulkan (lavapipe), BLAS and RPC backends, for the tests of other devices: 79
-# packages, about 10 s (docs/llama-server.md).
-bash scripts/get-llama-server.sh --backends
+# packages, about 10 s (docs/llama-server.md); and llama-finetune and llama-perplexity, for the
+# test of scripts/train-model.sh (one more package).
+bash scripts/get-llama-server.sh --backends --training
 
 # Sanitizers: any report fails the test that caused it (UBSan does not recover; ASan aborts).
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0
