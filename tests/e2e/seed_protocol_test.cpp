@@ -86,7 +86,7 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
       }
     }
   }
-  EXPECT_TRUE(f.valid) << f.invalid_reason;  // every positive control diverged
+  EXPECT_TRUE(f.valid) << f.invalid_reason;  // a positive control diverged (a changed prompt always can)
   for (const auto& t : f.pooled) {
     if (t.condition == "repeat_greedy") {
       EXPECT_EQ(t.n, 60);
