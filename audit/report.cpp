@@ -29,7 +29,11 @@ std::string flag_words(const condition_tally& t) {
 
 std::string note(const condition_tally& t) {
   if (t.control() && t.n == 0 && t.flagged > 0) return "<- control: " + flag_words(t) + ", not counted";
-  if (t.control()) return t.logit_identical == 0 && t.token_identical == 0 ? "<- control: diverged" : "<- CONTROL IDENTICAL";
+  // Logits that diverged show the comparator sees the change; the same tokens from a changed
+  // prompt are the model's (a trained model's greedy loop can ignore its prompt).
+  if (t.control() && t.logit_identical == 0 && t.token_identical > 0)
+    return "<- control: logits diverged, tokens identical in " + std::to_string(t.token_identical) + "/" + std::to_string(t.n);
+  if (t.control()) return t.logit_identical == 0 ? "<- control: diverged" : "<- CONTROL IDENTICAL";
   std::string apart;
   if (t.failed) apart = std::to_string(t.failed) + " failed";
   if (t.flagged) apart += (apart.empty() ? "" : ", ") + flag_words(t);

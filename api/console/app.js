@@ -374,7 +374,10 @@ const short = (s, n = 12) => (s && s.length > n ? s.slice(0, n) + '…' : s || '
     };
     const note = (t) => {
       if (t.control && t.n === 0 && t.flagged > 0) return `<- control: ${flags(t).join(', ')}, not counted`;
-      if (t.control) return t.logit_identical === 0 && t.token_identical === 0 ? '<- control: diverged' : '<- CONTROL IDENTICAL';
+      if (t.control && t.logit_identical === 0 && t.token_identical > 0) {
+        return `<- control: logits diverged, tokens identical in ${t.token_identical}/${t.n}`;
+      }
+      if (t.control) return t.logit_identical === 0 ? '<- control: diverged' : '<- CONTROL IDENTICAL';
       const apart = [];
       if (t.failed) apart.push(`${t.failed} failed`);
       if (t.flagged) apart.push(...flags(t));

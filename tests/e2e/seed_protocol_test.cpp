@@ -92,9 +92,10 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
       EXPECT_EQ(t.n, 60);
       EXPECT_EQ(t.logit_identical, 60) << "serial repeats must be bit-identical";
     }
+    // A counted control's logits diverged: the comparator sees the change. Whether its tokens
+    // did too is the model's (a greedy loop may ignore a changed prompt), never asserted.
     if (t.control()) {
       EXPECT_EQ(t.logit_identical, 0) << t.condition;
-      EXPECT_EQ(t.token_identical, 0) << t.condition;
     }
   }
   EXPECT_TRUE(f.predictions.at(0).held());  // P1: serial repeats are logit-identical

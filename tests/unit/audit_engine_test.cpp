@@ -396,6 +396,27 @@ TEST(findings, controls_that_all_come_out_identical_void_the_job) {
   EXPECT_NE(render_text(f).find("!! invalid: comparator vacuous"), std::string::npos);
 }
 
+TEST(findings, a_prompt_control_whose_logits_diverged_but_tokens_held_says_so_in_the_table) {
+  // A trained model's greedy loop can give the same tokens for another prompt: the comparator
+  // saw the logits move, and the table says that, not that the control was identical.
+  auto spec = seed_protocol({{"a", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto runs = simulate(plan);
+  for (const auto& g : plan.groups)
+    if (g.condition == "control_prompt") {
+      const auto& base = plan.baselines[static_cast<std::size_t>(g.requests[0].baseline)];
+      for (auto& r : runs)
+        if (r.group == g.index) {
+          r.stream = runs[base.group].stream;
+          r.stream->tokens.back().logprob -= 0.25;
+        }
+    }
+  auto f = evaluate(spec, plan, runs, batched_evidence(plan));
+  const auto text = render_text(f);
+  EXPECT_NE(text.find("<- control: logits diverged, tokens identical in 1/1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("CONTROL IDENTICAL"), std::string::npos) << text;
+}
+
 TEST(findings, one_identical_control_beside_controls_that_diverged_is_named_and_the_job_stays_valid) {
   auto spec = seed_protocol({{"a", "", "llama"}});
   auto plan = make_plan(spec);
