@@ -8,7 +8,7 @@
 # The models are trained ones by default (docs/models.md): their greedy margins look like a
 # trained model's, so the seed's prediction 3 (the greedy text survives) is a real test. The
 # tiny one is trained on the first run (scripts/train-model.sh: about a minute on 2 cores, then
-# cached). Training the small one takes about 5 minutes, more than the demo's budget: the demo
+# cached). Training the small one takes about 17 minutes, more than the demo's budget: the demo
 # uses it once `scripts/train-model.sh --preset small` has trained it, and the random small
 # model until then, and says so. The backends are named by kind (tiny-trained, small-random).
 #
@@ -86,7 +86,7 @@ cli=$build/cli/logitaudit
 sizes=(tiny small)
 [[ $quick -eq 1 ]] && sizes=(tiny)
 mkdir -p "$models"
-presets=()                   # the backends' names: size-kind
+presets=()                   # the backends, named size-kind (tiny-trained, small-random)
 declare -A file
 for size in "${sizes[@]}"; do
   if [[ ! -f $models/$size.gguf ]]; then
@@ -134,7 +134,10 @@ for preset in "${presets[@]}"; do url[$preset]=$(kept_url "llama-$preset" /healt
 reuse=1
 [[ -n $daemon_url ]] || reuse=0
 for preset in "${presets[@]}"; do [[ -n ${url[$preset]} ]] || reuse=0; done
-if [[ $reuse -eq 1 ]] && diff -q <(printf '%s\n' "${presets[@]}") "$state/presets" >/dev/null 2>&1; then
+# Kept servers are reused only for the same backends serving the same files (a model trained
+# again is a new file).
+served() { for preset in "${presets[@]}"; do printf '%s %s %s\n' "$preset" "${file[$preset]}" "$(stat -c %Y "${file[$preset]}")"; done; }
+if [[ $reuse -eq 1 ]] && diff -q <(served) "$state/presets" >/dev/null 2>&1; then
   say "reusing the kept llama-server(s) and logitauditd at $daemon_url"
 else
   stop_kept
@@ -156,7 +159,7 @@ else
   echo $! >"$state/logitauditd.pid"
   daemon_url="http://127.0.0.1:$p"
   echo "$daemon_url" >"$state/logitauditd.url"
-  printf '%s\n' "${presets[@]}" >"$state/presets"
+  served >"$state/presets"
 fi
 for preset in "${presets[@]}"; do wait_healthy "${url[$preset]}/health" "llama-server ($preset)" "$state/llama-$preset.log"; done
 wait_healthy "$daemon_url/readyz" logitauditd "$state/logitauditd.log"

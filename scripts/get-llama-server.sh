@@ -180,11 +180,20 @@ if [[ $need_backends == 1 || $need_training == 1 ]] && [[ $need_base == 0 ]]; th
   # A backend needs the ggml it was built with: when sid's has moved since the root was made,
   # the root is made again from the same package list as its backends.
   apt_setup && apt_ready=1
-  now=$(apt-cache "${apt_opts[@]}" show --no-all-versions libggml0 2>/dev/null | awk '/^Version:/ {print $2; exit}')
+  sid_version() { apt-cache "${apt_opts[@]}" show --no-all-versions "$1" 2>/dev/null | awk '/^Version:/ {print $2; exit}' || true; }
+  now=$(sid_version libggml0)
   was=$(awk '$1 == "libggml0" {print $2}' "$versions" 2>/dev/null || true)
   if [[ $now != "$was" ]]; then
     echo "get-llama-server: sid's libggml0 is ${now:-not found}, the root's ${was:-unrecorded}: provisioning both again" >&2
     need_base=1
+  elif [[ $need_training == 1 ]]; then
+    # The training tools are built with llama.cpp's own libllama0: the same version as the root's.
+    now=$(sid_version llama.cpp-examples)
+    was=$(awk '$1 == "llama.cpp-tools" {print $2}' "$versions" 2>/dev/null || true)
+    if [[ $now != "$was" ]]; then
+      echo "get-llama-server: sid's llama.cpp-examples is ${now:-not found}, the root's llama.cpp ${was:-unrecorded}: provisioning both again" >&2
+      need_base=1
+    fi
   fi
 fi
 if [[ $need_base == 1 ]]; then
@@ -243,10 +252,11 @@ if [[ $need_training == 1 ]]; then
   for tool in llama-finetune llama-perplexity; do
     [[ -n $(training_program "$tool") ]] || die "$tool not found after unpacking ${training_packages[*]}"
   done
-  for deb in "$work"/debs/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb"; done >>"$versions"
-  bytes=$(du -cb "$work"/debs/*.deb | tail -1 | cut -f1)
   touch "$training_stamp"
   write_wrappers
+  "$bin/llama-finetune" --help >"$work/finetune.txt" 2>&1 || { rm -f "$training_stamp"; tail -5 "$work/finetune.txt" >&2; die "the provisioned llama-finetune does not run"; }
+  for deb in "$work"/debs/*.deb; do dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb"; done >>"$versions"
+  bytes=$(du -cb "$work"/debs/*.deb | tail -1 | cut -f1)
   echo "get-llama-server: training tools: ${training_packages[*]}, $((bytes / 1000000)) MB, $((SECONDS - started)) s" >&2
   rm -f "$work"/debs/*.deb
 fi

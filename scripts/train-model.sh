@@ -27,7 +27,8 @@
 #   --corpus/--heldout  the training and the perplexity texts (default: the licences above)
 #   --epochs/--lr    the recipe (default: the preset's, measured: docs/models.md)
 #   --out FILE       also copy the trained, quantised model there
-#   --check          train again even when cached, and compare the new weights with the cached
+#   --check          train again even when cached, compare the new weights with the cached and
+#                    the record, and replace nothing
 #   --force          train again and replace the cached model
 #   --cached-only    never train: the cached model's path, or exit 3 when there is none
 # Prints the trained model's path as its last line of standard output.
@@ -41,9 +42,9 @@ bin=$cache/bin
 licences=/usr/share/common-licenses
 say() { echo "train-model: $*" >&2; }
 die() { say "$*"; exit 1; }
-usage() {
+usage() {  # STATUS
   sed -n '/^# Usage:/,/^# Prints/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
-  exit 2
+  exit "${1:-2}"
 }
 
 preset=tiny seed=7 quantize=Q4_K_M epochs='' lr='' base='' out='' check=0 force=0 cached_only=0
@@ -68,18 +69,19 @@ while [[ $# -gt 0 ]]; do
     --check) check=1 ;;
     --force) force=1 ;;
     --cached-only) cached_only=1 ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     *) say "unknown argument '$1'"; usage ;;
   esac
   shift
 done
 
 # The recipe, chosen by measurement on a 2-core AMD EPYC (docs/models.md: the sweep): AdamW at
-# 1e-4 (3e-4 and 1e-3 diverge within the first epoch), 256-token sequences; more than one epoch
-# decays the rate to a tenth by their end (tiny: 2.99 nats of validation loss after three, 3.63
-# after one; at a constant rate the third was worse than the second). tiny: one epoch (52 s),
-# as the demo trains it on its first run and must keep to its 5 minutes; small: three (17 min,
-# never trained by the demo; one epoch left its held-out perplexity at 419, three at 173).
+# 1e-4 (1e-3 diverged within the first epoch, 3e-4 by the second), 256-token sequences; more
+# than one epoch decays the rate to a tenth by their end (tiny: 2.99 nats of validation loss
+# after three, 3.63 after one; at a constant rate the third was worse than the second). tiny:
+# one epoch (52 s), as the demo trains it on its first run and must keep to its 5 minutes;
+# small: three (17 min, never trained by the demo; one epoch left its held-out perplexity at
+# 419, three at 173).
 case $preset in
   tiny) : "${epochs:=1}" "${lr:=1e-4}" ;;
   small) : "${epochs:=3}" "${lr:=1e-4}" ;;
@@ -87,13 +89,15 @@ case $preset in
 esac
 [[ $seed =~ ^[0-9]+$ ]] || die "--seed must be a non-negative integer (got '$seed')"
 [[ $epochs =~ ^[1-9][0-9]*$ && $epochs -le 100 ]] || die "--epochs must be an integer from 1 to 100 (got '$epochs')"
-[[ $lr =~ ^[0-9]+(\.[0-9]+)?(e-?[0-9]+)?$ ]] || die "--lr must be a positive number such as 1e-4 (got '$lr')"
+[[ $lr =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]] && python3 -c 'import sys; sys.exit(not 0 < float(sys.argv[1]) < 1)' "$lr" ||
+  die "--lr must be a number between 0 and 1 such as 1e-4 (got '$lr')"
 [[ $quantize =~ ^[A-Za-z0-9_]+$ ]] || die "--quantize must be a llama-quantize type such as Q4_K_M, or none (got '$quantize')"
 [[ -z $base || -f $base ]] || die "--base: no such file '$base'"
-for f in "${corpus_files[@]}" "${heldout_files[@]}"; do
-  [[ -f $f && -r $f ]] || die "the text '$f' is not a readable file (--corpus, --heldout)"
-done
-[[ ${#corpus_files[@]} -gt 0 && ${#heldout_files[@]} -gt 0 ]] || die "--corpus and --heldout each need a file"
+for f in "${corpus_files[@]}"; do [[ -f $f && -r $f ]] || die "--corpus: '$f' is not a readable file"; done
+for f in "${heldout_files[@]}"; do [[ -f $f && -r $f ]] || die "--heldout: '$f' is not a readable file"; done
+[[ ${#corpus_files[@]} -gt 0 ]] || die "--corpus needs a file"
+[[ ${#heldout_files[@]} -gt 0 ]] || die "--heldout needs a file"
+[[ $((check + force + cached_only)) -le 1 ]] || die "--check, --force and --cached-only exclude one another"
 ctx=256
 recipe="-c $ctx -b $ctx -ub $ctx -lr $lr -epochs $epochs -opt adamw -val-split 0.05"
 if [[ $epochs -gt 1 ]]; then
@@ -102,6 +106,7 @@ fi
 
 # The tools: llama-finetune and llama-perplexity beside llama-server, and the model generator.
 if [[ ! -x $bin/llama-finetune || ! -x $bin/llama-perplexity ]]; then
+  [[ $cached_only == 0 ]] || { say "llama-finetune is not provisioned, so nothing is cached"; exit 3; }
   bash "$repo/scripts/get-llama-server.sh" --training
 fi
 make_model=${LOGITAUDIT_MAKE_MODEL:-}
@@ -121,7 +126,11 @@ versions=$cache/llama.cpp/versions.txt
 tool_versions="llama.cpp-examples $(awk '$1 == "llama.cpp-examples" {print $2}' "$versions") libggml0 $(awk '$1 == "libggml0" {print $2}' "$versions")"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/train-model.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+pid=''
+# A run that ends early (an error, Ctrl-C) stops its llama-finetune and leaves no half file.
+trap '[[ -z $pid ]] || kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # The corpus: each text as Debian ships it, white space squeezed. Which package shipped it, and
 # its version, goes into the description (base-files changes between Debian releases).
@@ -130,7 +139,7 @@ describe() {  # FILE...: "GPL-3 Apache-2.0 (base-files 12.4+deb12u11)"
   local names='' pkgs='' f p
   for f in "$@"; do
     names+="${names:+ }$(basename "$f")"
-    p=$(dpkg -S "$f" 2>/dev/null | cut -d: -f1 | head -1 || true)
+    p=$(dpkg -S "$(realpath "$f")" 2>/dev/null | cut -d: -f1 | head -1 || true)
     [[ -n $p ]] && p="$p $(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)"
     [[ -n $p && $pkgs != *"$p"* ]] && pkgs+="${pkgs:+, }$p"
   done
@@ -139,6 +148,7 @@ describe() {  # FILE...: "GPL-3 Apache-2.0 (base-files 12.4+deb12u11)"
 squeeze "${corpus_files[@]}" >"$work/corpus.txt"
 squeeze "${heldout_files[@]}" >"$work/heldout.txt"
 corpus_sha=$(sha256sum "$work/corpus.txt" | cut -c1-64)
+heldout_sha=$(sha256sum "$work/heldout.txt" | cut -c1-64)
 corpus_desc=$(describe "${corpus_files[@]}")
 heldout_desc=$(describe "${heldout_files[@]}")
 
@@ -146,13 +156,15 @@ heldout_desc=$(describe "${heldout_files[@]}")
 if [[ -n $base ]]; then
   cp "$base" "$work/base.gguf"
   origin="--base $(basename "$base")"
-  label=$(basename "$base" .gguf)
+  label=$(basename "$base" .gguf | tr -c 'A-Za-z0-9._\n-' '_')
 else
   "$make_model" --preset "$preset" --seed "$seed" --logit-scale 1 --quantize none --out "$work/base.gguf" >/dev/null
   origin="logitaudit-make-model --preset $preset --seed $seed --logit-scale 1"
   label=$preset-s$seed
 fi
 base_sha=$(sha256sum "$work/base.gguf" | cut -c1-64)
+# llama.cpp keeps a metadata string override in 128 bytes: say so before training, not after.
+[[ ${#label} -le 96 && ${#recipe} -le 110 ]] || die "the model's name or the recipe is too long for the GGUF's metadata"
 
 key=$(printf 'logitaudit-train 1\nbase %s\ncorpus %s\nrecipe %s\ntools %s\n' "$base_sha" "$corpus_sha" "$recipe" "$tool_versions" |
   sha256sum | cut -c1-16)
@@ -161,37 +173,61 @@ qname=$([[ $quantize == none || $quantize == F32 || $quantize == f32 ]] && echo 
 model=$dir/$label-trained.$qname.gguf
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
-flock 9  # one training of these inputs at a time; a second waits and finds it cached
+if [[ $cached_only == 1 ]]; then
+  # Never wait: a model another run is training is not cached yet.
+  flock -n 9 || { say "$label ($key) is being trained by another run: not cached yet"; exit 3; }
+else
+  flock 9 || die "cannot lock $dir"  # one training of these inputs at a time; a second waits and finds it cached
+fi
 
+# A manifest's field, or nothing when the manifest is missing or unreadable.
+manifest_field() {  # FILE FIELD
+  python3 -c 'import json,sys
+try: print(json.load(open(sys.argv[1]))[sys.argv[2]])
+except Exception: pass' "$1" "$2" 2>/dev/null || true
+}
 # What the cache holds, if its weights are still the bytes the manifest names.
 cached_weights=''
 if [[ -f $dir/manifest.json && -f $dir/trained.F32.gguf ]]; then
-  cached_weights=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' "$dir/manifest.json")
-  if [[ $(sha256sum "$dir/trained.F32.gguf" | cut -c1-64) != $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["f32_sha256"])' "$dir/manifest.json") ]]; then
-    say "the cached $dir/trained.F32.gguf is not the file its manifest names: training again"
+  cached_weights=$(manifest_field "$dir/manifest.json" weights_sha256)
+  if [[ -z $cached_weights || $(sha256sum "$dir/trained.F32.gguf" | cut -c1-64) != $(manifest_field "$dir/manifest.json" f32_sha256) ]]; then
+    say "the cached $dir/trained.F32.gguf is not the file its manifest names"
     cached_weights=''
   fi
+fi
+if [[ $cached_only == 1 && -z $cached_weights ]]; then
+  say "no trained $label model is cached for these inputs ($key)"
+  exit 3
 fi
 
 # Trains into $work/weights.gguf; sets variant, train_loss, val_loss, seconds.
 train() {
   say "training $label on $corpus_desc: llama-finetune $recipe (this machine's cores: $(nproc))"
-  local started=$SECONDS pid
+  local started=$SECONDS
+  # 9>&-: the lock is this script's, not the trainer's, which a signal may outlive by a moment.
   "$bin/llama-finetune" -m "$work/base.gguf" -f "$work/corpus.txt" $recipe -t "$(nproc)" -o "$work/weights.gguf" \
-    >"$work/train.log" 2>&1 &
+    >"$work/train.log" 2>&1 9>&- &
   pid=$!
+  # The CPU variant ggml chose, from the process's map once training runs: while it picks, ggml
+  # opens every variant the CPU can run to score it.
   variant=''
-  while kill -0 "$pid" 2>/dev/null && [[ -z $variant ]]; do
-    variant=$(grep -o 'libggml-cpu-[a-z0-9_]*\.so' "/proc/$pid/maps" 2>/dev/null | head -1 | sed 's/libggml-cpu-//; s/\.so//' || true)
-    [[ -n $variant ]] || sleep 0.2
+  while kill -0 "$pid" 2>/dev/null; do
+    if grep -q 'train: \[' "$work/train.log" 2>/dev/null; then
+      variant=$(grep -o 'libggml-cpu-[a-z0-9_]*\.so' "/proc/$pid/maps" 2>/dev/null | sort -u | sed 's/libggml-cpu-//; s/\.so//' |
+        paste -sd+ - || true)
+      break
+    fi
+    sleep 0.2
   done
-  wait "$pid" || { tail -20 "$work/train.log" >&2; die "llama-finetune failed (its log: above)"; }
+  wait "$pid" || { local rc=$?; pid=''; tail -20 "$work/train.log" >&2; die "llama-finetune failed (exit $rc; its log: above)"; }
+  pid=''
   [[ -f $work/weights.gguf ]] || die "llama-finetune wrote no model"
   seconds=$((SECONDS - started))
   # The last epoch's running mean over the training batches, and over the validation split.
-  train_loss=$(tr '\r' '\n' <"$work/train.log" | grep '^train:' | tail -1 | sed -n 's/.*loss=\([0-9.]*\).*/\1/p')
-  val_loss=$(tr '\r' '\n' <"$work/train.log" | grep '^val:' | tail -1 | sed -n 's/.*loss=\([0-9.]*\).*/\1/p')
-  say "trained in $seconds s with ggml's ${variant:-unknown} CPU kernels: loss $train_loss (training), $val_loss (validation)"
+  train_loss=$(tr '\r' '\n' <"$work/train.log" | grep '^train:' | tail -1 | sed -n 's/.*loss=\([0-9.]*\).*/\1/p' || true)
+  val_loss=$(tr '\r' '\n' <"$work/train.log" | grep '^val:' | tail -1 | sed -n 's/.*loss=\([0-9.]*\).*/\1/p' || true)
+  [[ -n $train_loss && -n $val_loss ]] || say "llama-finetune printed no final loss (its log: $dir/train.log); recorded as 0"
+  say "trained in $seconds s with ggml's ${variant:-unknown} CPU kernels: loss ${train_loss:-?} (training), ${val_loss:-?} (validation)"
 }
 
 # Compares weights (sha256) with the record of these inputs; prints what it finds.
@@ -200,16 +236,23 @@ compare_with_record() {  # WEIGHTS_SHA VARIANT
   local line
   line=$(awk -v k="$key" '$1 == k' "$record" 2>/dev/null | head -1 || true)
   if [[ -z $line ]]; then
-    local same
-    same=$(awk -v l="$label" -v c="$corpus_sha" -v b="$base_sha" '$2 == l {print ($3 == b ? "base" : "") " " ($4 == c ? "corpus" : "")}' "$record" 2>/dev/null | head -1 || true)
-    if [[ -z $same ]]; then
+    local closest
+    closest=$(awk -v l="$label" '$2 == l' "$record" 2>/dev/null | head -1 || true)
+    if [[ -z $closest ]]; then
       say "provisioning: no record in $record for $label; nothing to compare with"
     else
-      say "provisioning: $record records $label from other inputs (the same: ${same// /, }${same:+; }" \
-          "different: the rest of base, corpus ($corpus_desc), recipe, tools ($tool_versions)); nothing to compare bytes with"
+      local rec_base rec_corpus rec_recipe differ=()
+      read -r _ _ rec_base rec_corpus _ _ rec_recipe _ <<<"$closest"
+      [[ $rec_base == "$base_sha" ]] || differ+=("the starting model")
+      [[ $rec_corpus == "$corpus_sha" ]] || differ+=("the corpus ($corpus_desc)")
+      [[ $rec_recipe == "${recipe// /_}" ]] || differ+=("the recipe")
+      [[ ${#differ[@]} -gt 0 ]] || differ+=("the tools ($tool_versions)")
+      say "provisioning: $record records $label from other inputs (they differ in $(printf '%s, ' "${differ[@]}" | sed 's/, $//'));" \
+          "nothing to compare bytes with"
     fi
     return
   fi
+  local rec_weights rec_variant
   read -r _ _ _ _ rec_weights rec_variant _ <<<"$line"
   if [[ $1 == "$rec_weights" ]]; then
     say "provisioning: reproduced: the weights are the recorded bytes (sha256 $1, ggml's $2 CPU kernels)"
@@ -224,10 +267,6 @@ compare_with_record() {  # WEIGHTS_SHA VARIANT
   fi
 }
 
-if [[ $cached_only == 1 && ( -z $cached_weights || ! -f $model ) ]]; then
-  say "no trained $label model ($qname) is cached for these inputs ($key)"
-  exit 3
-fi
 if [[ -n $cached_weights && $force == 0 && $check == 0 ]]; then
   say "cached: $dir (inputs $key)"
 else
@@ -235,13 +274,14 @@ else
   weights_sha=$(sha256sum "$work/weights.gguf" | cut -c1-64)
   compare_with_record "$weights_sha" "${variant:-unknown}"
   if [[ $check == 1 && -n $cached_weights ]]; then
+    # --check compares and replaces nothing, whatever the cache holds.
     if [[ $weights_sha == "$cached_weights" ]]; then
       say "check: the new weights are the cached bytes (sha256 $weights_sha)"
     else
       say "check: the new weights DIFFER from the cached (sha256 $weights_sha, cached $cached_weights); the cache is kept"
     fi
-    [[ -n $out && -f $model ]] && cp "$model" "$out"
-    [[ -f $model ]] && { echo "$model"; exit 0; }
+    [[ -f $model ]] && echo "$model"
+    exit 0
   fi
   # The metadata: what the weights were made from (values of at most 127 characters).
   kv=(--override-kv "general.name=str:logitaudit-$label-trained"
@@ -258,19 +298,27 @@ else
       --override-kv "logitaudit.training.val_loss=float:${val_loss:-0}")
   "$bin/llama-quantize" "${kv[@]}" "$work/weights.gguf" "$work/trained.F32.gguf" COPY >"$work/copy.log" 2>&1 ||
     { tail -5 "$work/copy.log" >&2; die "llama-quantize could not write the metadata"; }
-  rm -f "$dir"/*.gguf "$dir"/*.measured.json "$dir/manifest.json"
-  mv "$work/trained.F32.gguf" "$dir/trained.F32.gguf"
-  mv "$work/train.log" "$dir/train.log"
-  python3 - "$dir/manifest.json" <<PY
-import json, sys
-json.dump({"label": "$label", "key": "$key", "base": "$origin", "base_sha256": "$base_sha",
-           "corpus": "$corpus_desc", "corpus_sha256": "$corpus_sha", "heldout": "$heldout_desc",
-           "recipe": "llama-finetune $recipe", "tools": "$tool_versions", "cpu_variant": "${variant:-unknown}",
-           "cpu": "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')", "threads": $(nproc),
-           "seconds": $seconds, "train_loss": float("${train_loss:-nan}"), "val_loss": float("${val_loss:-nan}"),
-           "weights_sha256": "$weights_sha", "f32_sha256": "$(sha256sum "$dir/trained.F32.gguf" | cut -c1-64)"},
+  # The manifest, written by Python from the environment (no value is pasted into code).
+  LABEL=$label KEY=$key ORIGIN=$origin BASE_SHA=$base_sha CORPUS=$corpus_desc CORPUS_SHA=$corpus_sha \
+  RECIPE="llama-finetune $recipe" TOOLS=$tool_versions VARIANT=${variant:-unknown} SECONDS_TAKEN=$seconds \
+  TRAIN_LOSS=${train_loss:-nan} VAL_LOSS=${val_loss:-nan} WEIGHTS_SHA=$weights_sha \
+  F32_SHA=$(sha256sum "$work/trained.F32.gguf" | cut -c1-64) python3 - "$work/manifest.json" <<'PY'
+import json, os, sys
+e = os.environ
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
+json.dump({"label": e["LABEL"], "key": e["KEY"], "base": e["ORIGIN"], "base_sha256": e["BASE_SHA"],
+           "corpus": e["CORPUS"], "corpus_sha256": e["CORPUS_SHA"], "recipe": e["RECIPE"], "tools": e["TOOLS"],
+           "cpu_variant": e["VARIANT"], "cpu": cpu, "threads": os.cpu_count(), "seconds": int(e["SECONDS_TAKEN"]),
+           "train_loss": float(e["TRAIN_LOSS"]), "val_loss": float(e["VAL_LOSS"]),
+           "weights_sha256": e["WEIGHTS_SHA"], "f32_sha256": e["F32_SHA"]},
           open(sys.argv[1], "w"), indent=1)
 PY
+  # Replaced as a whole: the old manifest goes first, so that a cut-short run leaves no manifest
+  # naming files that are not there (and the next run trains again).
+  rm -f "$dir/manifest.json" "$dir"/*.gguf "$dir"/*.measured.json
+  mv "$work/train.log" "$dir/train.log"
+  mv "$work/trained.F32.gguf" "$dir/trained.F32.gguf"
+  mv "$work/manifest.json" "$dir/manifest.json"
 fi
 
 # The quantised model (cached beside the F32 one; quantisation is deterministic).
@@ -279,48 +327,59 @@ if [[ ! -f $model ]]; then
     cp "$dir/trained.F32.gguf" "$model.tmp"
   else
     "$bin/llama-quantize" "$dir/trained.F32.gguf" "$model.tmp" "$quantize" 1 >"$work/quantize.log" 2>&1 ||
-      { tail -5 "$work/quantize.log" >&2; die "llama-quantize $quantize failed"; }
+      { tail -5 "$work/quantize.log" >&2; rm -f "$model.tmp"; die "llama-quantize $quantize failed"; }
   fi
   mv "$model.tmp" "$model"
 fi
 
-# The measurements, once per quantised file: perplexity on the held-out text and the margins,
+# The measurements, once per quantised file and held-out text: perplexity and the margins,
 # each beside the random model of the same shape and quantisation (the default logit scale).
 measured=$model.measured.json
-if [[ ! -f $measured ]]; then
+if [[ $(manifest_field "$measured" heldout_sha256) != "$heldout_sha" || $(manifest_field "$measured" sha256) != $(sha256sum "$model" | cut -c1-64) ]]; then
   random=$work/random.gguf
   if [[ -n $base ]]; then
-    if [[ $qname == F32 ]]; then cp "$base" "$random"; else "$bin/llama-quantize" "$base" "$random" "$quantize" 1 >/dev/null 2>&1; fi
+    if [[ $qname == F32 ]]; then
+      cp "$base" "$random"
+    else
+      "$bin/llama-quantize" "$base" "$random" "$quantize" 1 >"$work/quantize.log" 2>&1 ||
+        { tail -5 "$work/quantize.log" >&2; die "llama-quantize $quantize failed on the starting model"; }
+    fi
   else
     "$make_model" --preset "$preset" --seed "$seed" --quantize "$([[ $qname == F32 ]] && echo none || echo "$quantize")" \
       --out "$random" >/dev/null
   fi
-  ppl() {  # MODEL: "PPL ERR" on the held-out text
+  # Perplexity on the held-out text into PPL and PPL_ERR (a function, not a subshell: its
+  # failure ends the script). The running estimate after the last chunk is the final one; its
+  # error comes from the "Final estimate" line, which llama.cpp's log thread does not always
+  # write before the process exits.
+  ppl() {  # MODEL
     "$bin/llama-perplexity" -m "$1" -f "$work/heldout.txt" -c "$ctx" -b "$ctx" -t "$(nproc)" >"$work/ppl.out" 2>"$work/ppl.log" ||
       { tail -5 "$work/ppl.log" >&2; die "llama-perplexity failed on $1"; }
-    # The running estimate after the last chunk is the final one; its error comes from the
-    # "Final estimate" line, which llama.cpp's log thread does not always write before exit.
-    local value err
-    value=$(grep -o '\[[0-9]*\][0-9.]*' "$work/ppl.out" | tail -1 | sed 's/.*\]//')
-    err=$(sed -n 's/.*Final estimate: PPL = [0-9.]* +\/- \([0-9.]*\).*/\1/p' "$work/ppl.log" | tail -1)
-    echo "$value ${err:-None}"  # a Python literal: the measurements are written by Python
+    PPL=$(grep -o '\[[0-9]*\][0-9.]*' "$work/ppl.out" | tail -1 | sed 's/.*\]//' || true)
+    PPL_ERR=$(sed -n 's/.*Final estimate: PPL = [0-9.]* +\/- \([0-9.]*\).*/\1/p' "$work/ppl.log" | tail -1 || true)
+    [[ -n $PPL ]] || { tail -5 "$work/ppl.log" >&2; die "llama-perplexity printed no estimate for $1 (is the held-out text shorter than $((2 * ctx)) tokens?)"; }
   }
   say "measuring perplexity on $heldout_desc and the greedy margins"
-  read -r ppl_trained ppl_trained_err <<<"$(ppl "$model")"
-  read -r ppl_random ppl_random_err <<<"$(ppl "$random")"
-  [[ -n $ppl_trained && -n $ppl_random ]] || die "llama-perplexity printed no final estimate"
-  margins_trained=$("$make_model" --model "$model" --measure-margin --json)
-  margins_random=$("$make_model" --model "$random" --measure-margin --json)
-  python3 - "$measured.tmp" <<PY
-import json, sys
-json.dump({"model": "$(basename "$model")", "sha256": "$(sha256sum "$model" | cut -c1-64)",
-           "heldout": "$heldout_desc", "context": $ctx,
-           "perplexity": {"trained": $ppl_trained, "trained_err": $ppl_trained_err,
-                          "random": $ppl_random, "random_err": $ppl_random_err},
-           "margins": {"trained": $margins_trained, "random": $margins_random}},
+  ppl "$model"
+  ppl_trained=$PPL ppl_trained_err=$PPL_ERR
+  ppl "$random"
+  ppl_random=$PPL ppl_random_err=$PPL_ERR
+  margins_trained=$("$make_model" --model "$model" --measure-margin --json) || die "the trained model's margins could not be measured"
+  margins_random=$("$make_model" --model "$random" --measure-margin --json) || die "the random model's margins could not be measured"
+  MODEL_NAME=$(basename "$model") MODEL_SHA=$(sha256sum "$model" | cut -c1-64) HELDOUT=$heldout_desc HELDOUT_SHA=$heldout_sha \
+  CTX=$ctx PPL_T=$ppl_trained PPL_T_ERR=$ppl_trained_err PPL_R=$ppl_random PPL_R_ERR=$ppl_random_err \
+  MARGINS_T=$margins_trained MARGINS_R=$margins_random python3 - "$work/measured.json" <<'PY'
+import json, os, sys
+e = os.environ
+number = lambda v: float(v) if v else None
+json.dump({"model": e["MODEL_NAME"], "sha256": e["MODEL_SHA"], "heldout": e["HELDOUT"],
+           "heldout_sha256": e["HELDOUT_SHA"], "context": int(e["CTX"]),
+           "perplexity": {"trained": number(e["PPL_T"]), "trained_err": number(e["PPL_T_ERR"]),
+                          "random": number(e["PPL_R"]), "random_err": number(e["PPL_R_ERR"])},
+           "margins": {"trained": json.loads(e["MARGINS_T"]), "random": json.loads(e["MARGINS_R"])}},
           open(sys.argv[1], "w"), indent=1)
 PY
-  mv "$measured.tmp" "$measured"
+  mv "$work/measured.json" "$measured"
 fi
 python3 - "$dir/manifest.json" "$measured" >&2 <<'PY'
 import json, sys
@@ -338,5 +397,7 @@ for kind in ("trained", "random"):
     print(f"train-model: greedy margins ({kind}): p10 {g['p10']:.3f}, median {g['median']:.3f}, p90 {g['p90']:.3f}"
           f" nats; below 0.1 nats {100 * g['below_0_1']:.1f}%, below 1 {100 * g['below_1']:.1f}%")
 PY
-[[ -n $out ]] && { mkdir -p "$(dirname "$out")"; cp "$model" "$out.tmp" && mv "$out.tmp" "$out"; }
+if [[ -n $out ]]; then
+  mkdir -p "$(dirname "$out")" && cp "$model" "$out.tmp" && mv "$out.tmp" "$out" || die "--out: cannot write '$out'"
+fi
 echo "$model"

@@ -99,6 +99,10 @@ int main(int argc, char** argv) {
     std::cout << (json ? m->json() : m->summary()) << "\n";
     return 0;
   };
+  if (json && !measure) {
+    std::cerr << "logitaudit-make-model: --json prints the margins: add --measure-margin\n";
+    return 2;
+  }
   if (o_model->count() > 0) {
     if (!measure) {
       std::cerr << "logitaudit-make-model: --model measures an existing model: add --measure-margin\n";

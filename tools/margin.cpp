@@ -13,7 +13,8 @@ namespace logitaudit::tools {
 
 double margin_distribution::quantile(double q) const {
   if (margins.empty()) return 0;
-  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(margins.size())));
+  // Nearest rank; the epsilon keeps a product such as 0.1 x 30 (3.0000000000000004) at rank 3.
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(margins.size()) - 1e-9));
   return margins[std::clamp<std::size_t>(rank, 1, margins.size()) - 1];
 }
 

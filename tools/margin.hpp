@@ -1,6 +1,6 @@
-// The top1-top2 logprob margin of greedy decoding, measured on a real llama-server: the
-// property that decides whether a greedy token survives numerical jitter. A random model's
-// margins are flat (many near-ties); a trained model's are not (docs/models.md).
+// The top1-top2 logprob margin of greedy decoding, measured on a real llama-server: with the
+// drift a batch causes, it decides whether a greedy token survives numerical jitter
+// (docs/models.md compares the generated models' margins with the trained ones').
 #pragma once
 
 #include <cstddef>
@@ -22,7 +22,7 @@ struct margin_distribution {
   double share_below(double nats) const;
   // One line: quantiles, the minimum, and the shares below 0.01, 0.1 and 1 nat.
   std::string summary() const;
-  // The same as a JSON object (for scripts/train-model.sh's manifest).
+  // The same as a JSON object (scripts/train-model.sh keeps it in MODEL.measured.json).
   std::string json() const;
 };
 

@@ -53,23 +53,18 @@ class burst_e2e : public ::testing::Test {
 llama_server_process* burst_e2e::server_ = nullptr;
 
 // The first token comes from prompt processing. A member's first token may differ from the
-// solo one only where the member's own logprobs put the solo's second choice at or above its
-// first: the flip is the margin's, crossed by the drift the member measured, never a token
-// the numbers do not explain.
+// solo one only where the member's own logprobs put its token at or above the solo's: the flip
+// is the margin's, crossed by the drift the member measured, never a token its numbers do not
+// explain (greedy takes the largest; a flat model may let a third token win).
 void expect_first_token_explained(const audit::token_step& solo, const audit::token_step& member) {
   if (member.key == solo.key) return;
-  ASSERT_GE(solo.top.size(), 2u) << "a flipped first token without the solo's top-2 to explain it";
-  auto logprob_of = [&](std::int64_t key) -> std::optional<double> {
-    for (const auto& t : member.top) {
-      if (t.key == key) return t.logprob;
-    }
-    return std::nullopt;
-  };
-  const auto first = logprob_of(solo.top[0].key), second = logprob_of(solo.top[1].key);
-  ASSERT_TRUE(first && second) << "the member's top-k lost the solo's two best tokens";
-  EXPECT_GE(*second, *first) << "the first token changed from " << solo.key << " to " << member.key
-                             << " although the member's logprobs keep the solo's first choice ahead (solo margin "
-                             << solo.top[0].logprob - solo.top[1].logprob << " nats)";
+  std::optional<double> solo_choice;
+  for (const auto& t : member.top) {
+    if (t.key == solo.key) solo_choice = t.logprob;
+  }
+  if (!solo_choice) return;  // the solo's token left the member's top-k: below the member's choice
+  EXPECT_GE(member.logprob, *solo_choice) << "the first token changed from " << solo.key << " to " << member.key
+                                          << " although the member's logprobs keep the solo's token ahead";
 }
 
 // What is robust on every machine: all eight answered, the first token (prompt processing) kept

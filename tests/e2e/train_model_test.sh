@@ -38,9 +38,11 @@ bad() {  # EXPECTED-MESSAGE ARG...
   expect "$work/bad.err" "$msg"
 }
 bad "--epochs must be an integer from 1 to 100" --epochs 0
-bad "--lr must be a positive number" --lr fast
-bad "is not a readable file (--corpus, --heldout)" --corpus /nonexistent
+bad "--lr must be a number between 0 and 1" --lr fast
+bad "--lr must be a number between 0 and 1" --lr 0
+bad "--corpus: '/nonexistent' is not a readable file" --corpus /nonexistent
 bad "--preset must be tiny or small" --preset huge
+bad "--check, --force and --cached-only exclude one another" --check --force
 bad "--quantize must be a llama-quantize type" --quantize 'Q4;rm'
 [[ ! -d $work/cache/models ]] || fail "a refused run wrote $(ls -R "$work/cache/models")"
 
@@ -56,7 +58,7 @@ import hashlib, json, struct, sys
 m = json.load(open(sys.argv[1]))
 measured = json.load(open(sys.argv[4]))
 
-def metadata(path):  # the GGUF's key/value pairs (strings and numbers; arrays skipped)
+def metadata(path):  # the GGUF's key/value pairs
     f = open(path, "rb")
     assert f.read(4) == b"GGUF"
     version, n_tensors, n_kv = struct.unpack("<IQQ", f.read(20))
@@ -84,12 +86,13 @@ sha = lambda p: hashlib.sha256(open(p, "rb").read()).hexdigest()
 for path in (sys.argv[2], sys.argv[3]):
     kv = metadata(path)
     for field in ("key", "corpus_sha256", "base_sha256", "weights_sha256", "cpu_variant", "tools"):
-        assert kv["logitaudit.training." + field] == m[field if field != "key" else "key"], (path, field, kv)
+        assert kv["logitaudit.training." + field] == m[field], (path, field, kv)
     assert kv["logitaudit.training.recipe"] == m["recipe"], kv
     assert "CC0-1.0" in kv["logitaudit.training.corpus"], kv
     assert abs(kv["logitaudit.training.val_loss"] - m["val_loss"]) < 1e-3, (kv, m)
 assert sha(sys.argv[3]) == m["f32_sha256"], "the F32 file is not the manifest's"
 assert sha(sys.argv[2]) == measured["sha256"], "the measured file is not the model"
+assert m["cpu_variant"] not in ("", "unknown"), "the CPU variant that trained it was not read"
 assert m["recipe"].startswith("llama-finetune -c 256 -b 256 -ub 256 -lr 1e-4 -epochs 1"), m["recipe"]
 for kind in ("trained", "random"):
     assert measured["perplexity"][kind] > 1, measured
@@ -122,6 +125,11 @@ else
   [[ $line == *DIFFER* && $line == *"cached $cached"* && $new != "$cached" ]] || fail "check verdict and its sha256 disagree: $line"
 fi
 [[ $(stat -c '%Y %s' "$model") == "$before" ]] || fail "--check replaced the cached model"
+# ... even when the cache has no file of the asked quantisation: it compares, and writes nothing.
+f32_before=$(stat -c '%Y %s' "$dir/trained.F32.gguf")
+"${train[@]}" --check --quantize none >/dev/null 2>"$work/4b.err" || { cat "$work/4b.err" >&2; fail "--check --quantize none failed"; }
+[[ $(stat -c '%Y %s' "$dir/trained.F32.gguf") == "$f32_before" && ! -e $dir/$(basename "$model" .Q8_0.gguf).F32.gguf ]] ||
+  fail "--check wrote into the cache"
 
 # The record: the manifest's own bytes are "reproduced"; other bytes from another variant DIFFER.
 key=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["key"])' "$manifest")

@@ -19,6 +19,12 @@ TEST(margin_distribution, quantiles_are_nearest_ranks_of_the_sorted_margins) {
   EXPECT_DOUBLE_EQ(d.quantile(1.0), 1.0);
 }
 
+TEST(margin_distribution, a_quantile_whose_rank_is_a_whole_number_is_that_rank_despite_rounding) {
+  margin_distribution d;
+  for (int i = 1; i <= 25; ++i) d.margins.push_back(i);
+  EXPECT_DOUBLE_EQ(d.quantile(0.28), 7);  // 0.28 x 25 is 7.000000000000001 in binary
+}
+
 TEST(margin_distribution, shares_count_the_margins_strictly_below_the_bound) {
   margin_distribution d;
   d.margins = {0.005, 0.01, 0.05, 0.5, 2.0};
