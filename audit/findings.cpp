@@ -461,7 +461,9 @@ std::vector<base> baselines_of(const audit_plan& plan, const run_index& seen) {
 // whole-burst overlap and the average busy slots say little: it happened when every neighbour
 // shared at least one decode step with the target, and same-length neighbours had the
 // target's prompt length in tokens, as the server counted them.
-void judge_neighbours(const request_group& g, const run_index& seen, std::int64_t slots, burst_verdict& v) {
+void judge_neighbours(const request_group& g, const run_index& seen, const burst_measurement* measured,
+                      burst_verdict& v) {
+  const std::int64_t slots = measured ? measured->server_slots : -1;
   std::vector<const logit_stream*> members;
   std::size_t target = 0;
   for (std::size_t r = 0; r < g.requests.size(); ++r) {
@@ -470,6 +472,14 @@ void judge_neighbours(const request_group& g, const run_index& seen, std::int64_
     if (g.requests[r].compared) target = r;
   }
   std::vector<std::string> why;
+  // The server's own count outranks steps read from token times: when no decode of the burst
+  // held two requests, nothing was shared, however close a serial server's tokens came (a
+  // server that never batched once passed for one, its requests 5 ms apart).
+  if (measured && measured->busy_slots_per_decode && *measured->busy_slots_per_decode <= 1.0 + 1e-9) {
+    char busy[64];
+    std::snprintf(busy, sizeof busy, "%.2f", *measured->busy_slots_per_decode);
+    why.push_back(std::string("the server never decoded two requests at once (busy slots per decode ") + busy + ")");
+  }
   const auto steps = reconstruct_steps(members, slots);
   if (steps.clock == step_clock::none) {
     why.push_back("no decode steps: " + steps.why_not);
@@ -520,7 +530,7 @@ void judge_bursts(const audit_plan& plan, const run_index& seen, const evaluatio
                                            "no measurement of this burst was stored"};
     const auto m = ev.bursts.find(g.index);
     if (g.kind == condition_kind::neighbours)
-      judge_neighbours(g, seen, m != ev.bursts.end() ? m->second.server_slots : -1, f.bursts[g.index]);
+      judge_neighbours(g, seen, m != ev.bursts.end() ? &m->second : nullptr, f.bursts[g.index]);
   }
 
 }
