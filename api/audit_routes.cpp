@@ -48,8 +48,11 @@ net::awaitable<api_response> route_get_healthz(request_context) { co_return json
 
 // GET /readyz
 net::awaitable<api_response> route_get_readyz(state_ptr st, request_context) {
-  co_return st->svc->ready() ? json_response(200, R"({"status":"ready"})")
-                             : error_response(service_errc::unavailable, "not_ready", "the database or the queue is not ready");
+  const auto problems = st->svc->not_ready();
+  if (problems.empty()) co_return json_response(200, R"({"status":"ready"})");
+  std::string why = "not ready: ";
+  for (std::size_t i = 0; i < problems.size(); ++i) why += (i ? "; " : "") + problems[i];
+  co_return error_response(service_errc::unavailable, "not_ready", why);
 }
 
 // POST /v1/audits

@@ -104,7 +104,9 @@ class audit_service {
   // Errors: not_found, conflict (it has ended).
   virtual boost::asio::awaitable<expected<repro_view, service_error>> cancel_repro(std::int64_t id) = 0;
   virtual boost::asio::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() = 0;
-  virtual bool ready() const = 0;
+  // Why the daemon is not ready, one entry per cause (a background loop that makes no progress
+  // names itself); empty when it is.
+  virtual std::vector<std::string> not_ready() const = 0;
 };
 
 }  // namespace logitaudit::api

@@ -94,6 +94,21 @@ std::string daemon_metrics::render(const std::map<audit::job_status, std::int64_
     for (const auto& r : g.rates)
       out += "logitaudit_series_identical_ratio{series=\"" + label(g.series) + "\",backend=\"" + label(g.backend) +
              "\",condition=\"" + label(r.condition) + "\",level=\"" + r.level + "\"} " + num(r.ratio) + "\n";
+  if (loops) {
+    const auto all = loops();
+    out += "# HELP logitaudit_loop_healthy Whether each background loop of the daemon makes progress (1) or not (0).\n"
+           "# TYPE logitaudit_loop_healthy gauge\n";
+    for (const auto& l : all) out += "logitaudit_loop_healthy{loop=\"" + label(l.loop) + "\"} " + (l.healthy ? "1" : "0") + "\n";
+    out += "# HELP logitaudit_loop_last_progress_timestamp_seconds When each loop last ended a pass well (0: never).\n"
+           "# TYPE logitaudit_loop_last_progress_timestamp_seconds gauge\n";
+    for (const auto& l : all)
+      out += "logitaudit_loop_last_progress_timestamp_seconds{loop=\"" + label(l.loop) + "\"} " +
+             std::to_string(l.last_progress_unix) + "\n";
+    out += "# HELP logitaudit_loop_consecutive_failures Passes of each loop that failed in a row.\n"
+           "# TYPE logitaudit_loop_consecutive_failures gauge\n";
+    for (const auto& l : all)
+      out += "logitaudit_loop_consecutive_failures{loop=\"" + label(l.loop) + "\"} " + std::to_string(l.failures) + "\n";
+  }
   out += "# HELP logitaudit_bursts_not_batched_total Bursts whose server did not batch them (counted apart).\n"
          "# TYPE logitaudit_bursts_not_batched_total counter\n"
          "logitaudit_bursts_not_batched_total " + std::to_string(bursts_not_batched) + "\n";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,6 +42,14 @@ struct series_gauge {
   std::vector<rate> rates;  // the latest audit's identical ratio per counted condition
 };
 
+// One background loop of the daemon as /metrics shows it (daemon/loop_health.hpp judges it).
+struct loop_gauge {
+  std::string loop;
+  bool healthy = true;
+  std::int64_t last_progress_unix = 0;
+  int failures = 0;  // passes failed in a row
+};
+
 struct daemon_metrics {
   std::map<std::string, std::uint64_t> requests_sent;     // completion requests, by backend
   std::map<std::string, std::uint64_t> request_failures;  // of those, failed after retries
@@ -51,6 +60,7 @@ struct daemon_metrics {
   std::map<unsigned, std::uint64_t> api_responses;  // by status
   histogram burst_spread_seconds{{1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1}};
   histogram api_latency_seconds{{1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1}};
+  std::function<std::vector<loop_gauge>()> loops;  // read at each scrape (empty: none shown)
 
   void observe_response(unsigned status, double seconds) {
     ++api_requests;

@@ -175,11 +175,12 @@ enum class alert_kind {
   reversion,         // the baselines returned to the numbers of before a step
   revised,           // this audit revised an earlier transition's classification (its alert is out of date)
   reference_mismatch,  // a nightly gate: this audit stopped matching its reference audit
+  loop_unhealthy,      // a loop of the daemon (the scheduler, the queue, ...) has made no progress for a while
 };
 inline constexpr std::array kAlertKinds = {alert_kind::unexplained_step, alert_kind::confirmed, alert_kind::intermittent,
                                            alert_kind::rate_shift,       alert_kind::explained, alert_kind::server_changed,
                                            alert_kind::failed,           alert_kind::reversion, alert_kind::revised,
-                                           alert_kind::reference_mismatch};
+                                           alert_kind::reference_mismatch, alert_kind::loop_unhealthy};
 std::string_view to_string(alert_kind k);
 std::optional<alert_kind> parse_alert_kind(std::string_view s);
 

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "api/history_routes.hpp"
 #include "clients/webhook.hpp"
@@ -66,18 +67,32 @@ alerter::alerter(net::any_io_executor ex, storage::db_worker& db, history_reader
     : ex_(std::move(ex)), db_(db), history_(history), settings_(std::move(settings)) {}
 
 void alerter::start() {
-  if (enabled()) net::co_spawn(ex_, resume_pending(), net::detached);
+  if (!enabled()) return;
+  if (health) health->add(loop_names::alerts, std::chrono::seconds(60));
+  net::co_spawn(ex_, resume_pending(), net::detached);
 }
 
-// Pending deliveries of an earlier process go to the webhook with the same URL, if any.
+// Pending deliveries of an earlier process go to the webhook with the same URL, if any. The
+// database is read until it answers.
 net::awaitable<void> alerter::resume_pending() {
   auto load = [](storage::store& s) { return s.alerts().pending(); };
   std::vector<storage::alert_delivery> pending;
-  try {
-    pending = co_await on_db(db_, std::move(load));
-  } catch (const std::exception& e) {
-    spdlog::warn("alerts: pending deliveries not read: {}", e.what());
-    co_return;
+  for (;;) {
+    if (health) health->pass_started(loop_names::alerts);
+    std::string error;
+    try {
+      pending = co_await on_db(db_, std::move(load));
+      if (health) health->progress(loop_names::alerts);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (error.empty()) break;
+    if (!health) {
+      spdlog::warn("alerts: pending deliveries not read: {}", error);
+      co_return;
+    }
+    net::steady_timer pause(ex_, health->failed(loop_names::alerts, "pending deliveries not read: " + error));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
   }
   for (auto& d : pending)
     for (const auto& hook : settings_.webhooks)
@@ -93,32 +108,84 @@ void alerter::audit_ended(std::int64_t job) {
   net::co_spawn(ex_, classify_and_send(job), net::detached);
 }
 
+// Retried with the loop's backoff while the database fails (at most max_tries passes): an
+// audit's alert is never dropped for an outage shorter than that.
 net::awaitable<void> alerter::classify_and_send(std::int64_t job) {
-  try {
-    auto read_job = [job](storage::store& s) { return s.jobs().get(job); };
-    const auto row = co_await on_db(db_, std::move(read_job));
-    if (!row) co_return;
-    storage::series_filter f;
-    if (row->schedule_id) f.schedule = row->schedule_id;
-    else f.spec_hash = row->spec_hash;
-    auto all = co_await history_.series(f, 30);
-    for (const auto& v : all) {
-      if (v.summary.key.schedule != row->schedule_id) continue;  // the ad-hoc series of a spec a schedule also runs
-      for (const auto& a : alerts_of(v, job)) {
-        const std::string payload = api::alert_payload_json(v, job, std::string(audit::to_string(a.kind)), a.transition).dump();
-        for (const auto& hook : settings_.webhooks) {
-          if (!hook.on.empty() && !hook.on.count(a.kind)) continue;
-          auto store = [url = hook.url, payload](storage::store& s) {
-            return s.alerts().enqueue(url, payload, storage::now_utc());
-          };
-          const auto id = co_await on_db(db_, std::move(store));
-          spdlog::info("alert {}: {} of audit {} on {} -> {}", id, std::string(audit::to_string(a.kind)), job, v.summary.key.backend, hook.url);
-          net::co_spawn(ex_, deliver(id, hook, payload, 0), net::detached);
-        }
+  constexpr int max_tries = 30;
+  for (int attempt = 1;; ++attempt) {
+    if (health) health->pass_started(loop_names::alerts);
+    std::string error;
+    try {
+      co_await classify_and_send_once(job);
+      if (health) health->progress(loop_names::alerts);
+      co_return;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (!health || attempt >= max_tries) {
+      spdlog::error("alerts of audit {} not sent after {} tries: {}", job, attempt, error);  // the audit itself is unaffected
+      if (health) health->progress(loop_names::alerts);  // given up: no longer a pass that fails
+      co_return;
+    }
+    net::steady_timer pause(ex_, health->failed(loop_names::alerts, "alerts of audit " + std::to_string(job) + " not classified: " + error));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+  }
+}
+
+net::awaitable<void> alerter::classify_and_send_once(std::int64_t job) {
+  auto read_job = [job](storage::store& s) { return s.jobs().get(job); };
+  const auto row = co_await on_db(db_, std::move(read_job));
+  if (!row) co_return;
+  storage::series_filter f;
+  if (row->schedule_id) f.schedule = row->schedule_id;
+  else f.spec_hash = row->spec_hash;
+  auto all = co_await history_.series(f, 30);
+  for (const auto& v : all) {
+    if (v.summary.key.schedule != row->schedule_id) continue;  // the ad-hoc series of a spec a schedule also runs
+    for (const auto& a : alerts_of(v, job)) {
+      const std::string payload = api::alert_payload_json(v, job, std::string(audit::to_string(a.kind)), a.transition).dump();
+      for (const auto& hook : settings_.webhooks) {
+        if (!hook.on.empty() && !hook.on.count(a.kind)) continue;
+        auto store = [url = hook.url, payload](storage::store& s) {
+          return s.alerts().enqueue(url, payload, storage::now_utc());
+        };
+        const auto id = co_await on_db(db_, std::move(store));
+        spdlog::info("alert {}: {} of audit {} on {} -> {}", id, std::string(audit::to_string(a.kind)), job, v.summary.key.backend, hook.url);
+        net::co_spawn(ex_, deliver(id, hook, payload, 0), net::detached);
       }
     }
-  } catch (const std::exception& e) {
-    spdlog::warn("alerts of audit {} not sent: {}", job, e.what());  // the audit itself is unaffected
+  }
+}
+
+void alerter::loop_unhealthy(const loop_status& loop, const std::string& daemon) {
+  nlohmann::json payload = {{"kind", "loop_unhealthy"},
+                            {"loop", loop.name},
+                            {"problem", loop.problem},
+                            {"unhealthy_since_unix", loop.unhealthy_since_unix},
+                            {"last_progress_unix", loop.last_progress_unix},
+                            {"daemon", daemon},
+                            {"sent_by", "logitauditd"}};
+  const auto key = "loop-" + loop.name + "-" + std::to_string(loop.unhealthy_since_unix);
+  for (const auto& hook : settings_.webhooks) {
+    if (!hook.on.empty() && !hook.on.count(audit::alert_kind::loop_unhealthy)) continue;
+    spdlog::info("alert {}: loop_unhealthy ({}) -> {}", key, loop.name, hook.url);
+    net::co_spawn(ex_, deliver_unstored(hook, payload.dump(), key), net::detached);
+  }
+}
+
+// Like deliver(), with no record in the database: attempts are logged only.
+net::awaitable<void> alerter::deliver_unstored(webhook hook, std::string payload, std::string key) {
+  auto backoff = settings_.backoff;
+  for (int attempt = 1; attempt <= settings_.attempts; ++attempt) {
+    const auto result = co_await clients::post_webhook(hook.url, hook.secret, payload, key, settings_.timeout);
+    if (result.delivered) co_return;
+    if (attempt == settings_.attempts) {
+      spdlog::warn("alert {} to {} failed after {} attempts: {}", key, hook.url, attempt, result.error);
+      co_return;
+    }
+    net::steady_timer pause(ex_, backoff);
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+    backoff *= 2;
   }
 }
 

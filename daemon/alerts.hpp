@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "history_reader.hpp"
+#include "loop_health.hpp"
 #include "storage/db_worker.hpp"
 
 namespace logitaudit::daemon {
@@ -41,14 +42,20 @@ class alerter {
   // Classifies the series of audit `job` and sends what it changed. Returns at once.
   void audit_ended(std::int64_t job);
   bool enabled() const { return !settings_.webhooks.empty(); }
+  // A loop of the daemon made no progress for a while (loop_health): every webhook that takes
+  // loop_unhealthy is told at once, without the database (which is often what failed).
+  void loop_unhealthy(const loop_status& loop, const std::string& daemon);
 
   // Told after every attempt (delivery id, its status), on the executor; for tests.
   std::function<void(std::int64_t, audit::delivery_status)> on_attempt;
+  loop_health* health = nullptr;  // where the database reads of alerts report failures (null: nowhere)
 
  private:
   net::awaitable<void> resume_pending();
   net::awaitable<void> classify_and_send(std::int64_t job);
+  net::awaitable<void> classify_and_send_once(std::int64_t job);
   net::awaitable<void> deliver(std::int64_t id, webhook hook, std::string payload, int attempts_before);
+  net::awaitable<void> deliver_unstored(webhook hook, std::string payload, std::string key);
 
   net::any_io_executor ex_;
   storage::db_worker& db_;

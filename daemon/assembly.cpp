@@ -81,6 +81,19 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
       history_(db, conf.history, conf.evidence),
       alerts_(api, db, history_, alert_settings_of(conf)),
       retention_(api, db, conf.retention.stream_bytes_days, std::chrono::seconds(conf.retention.interval_s)) {
+  api_ = api;
+  name_ = host_name() + " (pid " + std::to_string(::getpid()) + ", " + conf.listen + ")";
+  scheduler_.health = &loops_;
+  queue_.health = &loops_;
+  retention_.health = &loops_;
+  alerts_.health = &loops_;
+  service_.loops = &loops_;
+  loops_.on_unhealthy = [this](const loop_status& s) { alerts_.loop_unhealthy(s, name_); };
+  metrics_.loops = [this] {
+    std::vector<api::loop_gauge> out;
+    for (const auto& s : loops_.snapshot()) out.push_back({s.name, s.healthy, s.last_progress_unix, s.failures});
+    return out;
+  };
   if (hooks.clock) scheduler_.now = hooks.clock;
   scheduler_.max_sleep = hooks.clock_max_sleep;
   if (hooks.on_fire) scheduler_.on_fire = hooks.on_fire;
@@ -119,6 +132,7 @@ void assembly::add_routes(const config::daemon_config& conf, const assembly_hook
 void assembly::listen(const net::ip::tcp::endpoint& ep) { server_->listen(ep); }
 
 void assembly::start() {
+  net::co_spawn(api_, loops_.watch(std::chrono::seconds(5)), net::detached);
   queue_.start();
   scheduler_.start();
   alerts_.start();
@@ -127,6 +141,7 @@ void assembly::start() {
 
 net::awaitable<void> assembly::stop() {
   server_->stop();
+  loops_.stop();
   scheduler_.stop();
   retention_.stop();
   queue_.stop();

@@ -25,6 +25,7 @@
 #include "retention.hpp"
 #include "job_lifecycle.hpp"
 #include "job_queue.hpp"
+#include "loop_health.hpp"
 #include "job_service.hpp"
 #include "scheduler.hpp"
 #include "storage/database_lock.hpp"
@@ -93,10 +94,12 @@ class assembly {
   job_lifecycle& lifecycle() { return lifecycle_; }
   daemon::scheduler& schedules() { return scheduler_; }
   api::daemon_metrics& metrics() { return metrics_; }
+  loop_health& loops() { return loops_; }
 
  private:
   void add_routes(const config::daemon_config& conf, const assembly_hooks& hooks);
 
+  loop_health loops_;  // first: every part below reports to it
   api::daemon_metrics metrics_;
   api::read_model reads_;
   job_lifecycle lifecycle_;
@@ -110,6 +113,8 @@ class assembly {
   std::unique_ptr<fleet_reader> fleet_;
   api::router routes_;
   std::unique_ptr<api::http_server> server_;
+  net::any_io_executor api_;
+  std::string name_;  // this daemon, as a loop_unhealthy alert names it
 };
 
 }  // namespace logitaudit::daemon

@@ -33,6 +33,10 @@ job_queue::job_queue(net::any_io_executor ex, net::any_io_executor audits, stora
 
 void job_queue::start() {
   started_ = true;
+  if (health) {
+    health->add(loop_names::dispatch, std::chrono::seconds(30));
+    if (config_.fleet) health->add(loop_names::heartbeat, std::chrono::seconds(std::max(30, config_.fleet->heartbeat_s * 3)));
+  }
   auto loop = [this] { return dispatch_loop(); };
   net::co_spawn(ex_, loop(), [](std::exception_ptr e) { log_exception("the job dispatcher stopped", e); });
   if (config_.fleet) {
@@ -235,10 +239,10 @@ std::vector<std::string> job_queue::backends_of(storage::job_holding job) {
   return std::move(job.backends);
 }
 
-net::awaitable<void> job_queue::dispatch_loop() {
+// Jobs an earlier process left running come first, in their order. (In a fleet they are
+// leased like the others once their daemon's lease expires.)
+net::awaitable<void> job_queue::recover_left() {
   if (!config_.fleet) {
-    // Jobs an earlier process left running come first, in their order. (In a fleet they are
-    // leased like the others once their daemon's lease expires.)
     auto find_left = [](storage::store& s) { return s.jobs().holdings(audit::job_status::running); };
     for (const auto& r : co_await on_db(db_, std::move(find_left))) {
       const bool resume = config_.resume_interrupted;
@@ -252,19 +256,28 @@ net::awaitable<void> job_queue::dispatch_loop() {
       if (!resume) notify(r.id);
     }
   }
-  try {
-    co_await recover_repros();
-  } catch (const std::exception& e) {
-    spdlog::warn("the repros left running could not be read: {}", e.what());
-  }
+  co_await recover_repros();
+}
+
+// Every error of a pass (the database unreachable, most likely) is logged with the loop's name
+// and waited out with a backoff; the loop only ends at stop().
+net::awaitable<void> job_queue::dispatch_loop() {
+  bool recovered = false;
   while (!stopping_) {
+    if (health) health->pass_started(loop_names::dispatch);
+    std::string error;
     try {
+      if (!recovered) {
+        co_await recover_left();
+        recovered = true;
+      }
       co_await dispatch_once();
+      if (health) health->progress(loop_names::dispatch);
     } catch (const std::exception& e) {
-      // The database is unreachable, most likely: the queue looks again at the next poll.
-      spdlog::warn("the queue could not be read: {}", e.what());
+      error = e.what();
     }
-    wake_.expires_after(config_.poll);
+    if (error.empty()) wake_.expires_after(config_.poll);
+    else wake_.expires_after(health ? health->failed(loop_names::dispatch, "the queue could not be read: " + error) : config_.poll);
     co_await wake_.async_wait(net::as_tuple(net::use_awaitable));
   }
 }
@@ -329,12 +342,18 @@ net::awaitable<void> job_queue::heartbeat_loop() {
     auto beat = [member = fleet.member, ttl = fleet.lease_ttl_s](storage::store& s) {
       return s.fleet() ? s.fleet()->heartbeat(member, ttl) : std::vector<std::int64_t>{};
     };
+    if (health) health->pass_started(loop_names::heartbeat);
+    std::string error;
     try {
       for (auto id : co_await on_db(db_, std::move(beat)))
         if (cancel(id)) spdlog::info("audit {}: cancelled through another daemon of the fleet", id);
+      if (health) health->progress(loop_names::heartbeat);
     } catch (const std::exception& e) {
-      spdlog::warn("fleet heartbeat failed (the leases expire {} s after the last one): {}", fleet.lease_ttl_s, e.what());
+      error = e.what();
     }
+    // The beat keeps its period while it fails: the leases expire lease_ttl_s after the last one.
+    if (!error.empty() && health)
+      health->failed(loop_names::heartbeat, "(the leases expire " + std::to_string(fleet.lease_ttl_s) + " s after the last beat) " + error);
     timer.expires_after(std::chrono::seconds(fleet.heartbeat_s));
     co_await timer.async_wait(net::as_tuple(net::use_awaitable));
   }

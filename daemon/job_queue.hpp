@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "job_lifecycle.hpp"
+#include "loop_health.hpp"
 #include "repro_jobs.hpp"
 #include "storage/db_worker.hpp"
 
@@ -59,6 +60,8 @@ class job_queue {
   // Observers, called on the queue's executor: every stored group, every job's end.
   std::function<void(const group_stats&)> on_group;
   std::function<void(const job_end&)> on_end;
+  // Where the dispatch and heartbeat loops report their passes (null: nowhere).
+  loop_health* health = nullptr;
 
   // Resumes (or marks) jobs left running by an earlier process, then dispatches.
   void start();
@@ -112,6 +115,7 @@ class job_queue {
     std::vector<std::string> backends;
   };
   net::awaitable<void> dispatch_loop();
+  net::awaitable<void> recover_left();
   // One look at the queue: launches what may run here now.
   net::awaitable<void> dispatch_once();
   net::awaitable<void> dispatch_leased();

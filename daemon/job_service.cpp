@@ -27,6 +27,15 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_service::s
   co_return job;
 }
 
+std::vector<std::string> job_service::not_ready() const {
+  std::vector<std::string> out;
+  if (!queue_.started()) out.push_back("the queue has not started");
+  if (queue_.stopping()) out.push_back("the daemon is stopping");
+  if (loops)
+    for (auto& p : loops->problems()) out.push_back(std::move(p));
+  return out;
+}
+
 net::awaitable<expected<storage::job_record, api::service_error>> job_service::submit_scheduled(audit::audit_spec spec,
                                                                                               std::int64_t schedule,
                                                                                               std::int64_t fire_unix) {

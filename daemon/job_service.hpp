@@ -46,7 +46,8 @@ class job_service final : public api::audit_service {
   net::awaitable<std::optional<api::repro_view>> repro(std::int64_t id, std::chrono::milliseconds wait) override;
   net::awaitable<expected<api::repro_view, api::service_error>> cancel_repro(std::int64_t id) override;
   net::awaitable<std::map<audit::job_status, std::int64_t>> job_counts() override;
-  bool ready() const override { return queue_.started() && !queue_.stopping(); }
+  std::vector<std::string> not_ready() const override;
+  const loop_health* loops = nullptr;  // the daemon's background loops (not_ready names the unhealthy)
 
  private:
   storage::db_worker& db_;

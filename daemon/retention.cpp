@@ -14,6 +14,7 @@ retention_keeper::retention_keeper(net::any_io_executor ex, storage::db_worker& 
 
 void retention_keeper::start() {
   if (days_ <= 0) return;
+  if (health) health->add(loop_names::retention, std::chrono::seconds(300));
   net::co_spawn(ex_, loop(), net::detached);
 }
 
@@ -26,15 +27,23 @@ net::awaitable<void> retention_keeper::loop() {
   while (!stopping_) {
     const auto cutoff = storage::utc_days_ago(days_);
     auto prune = [cutoff](storage::store& s) { return storage::prune_stream_bytes(s, cutoff, storage::now_utc()); };
+    if (health) health->pass_started(loop_names::retention);
+    std::string error;
     try {
       const auto r = co_await on_db(db_, std::move(prune));
       if (r.streams > 0)
         spdlog::info("retention: pruned the bytes of {} stream(s) ({} bytes) of audits that ended before {}", r.streams,
                      r.bytes, cutoff);
+      if (health) health->progress(loop_names::retention);
     } catch (const std::exception& e) {
-      spdlog::warn("retention: pruning failed, tried again in {} s: {}", interval_.count(), e.what());
+      error = e.what();
     }
-    wake_.expires_after(interval_);
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(interval_);
+    if (!error.empty()) {
+      if (health) wait = std::min(wait, health->failed(loop_names::retention, "pruning failed: " + error));
+      else spdlog::warn("retention: pruning failed, tried again in {} s: {}", interval_.count(), error);
+    }
+    wake_.expires_after(wait);
     boost::system::error_code ec;
     co_await wake_.async_wait(net::redirect_error(net::use_awaitable, ec));
   }

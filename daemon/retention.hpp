@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "loop_health.hpp"
 #include "storage/db_worker.hpp"
 
 namespace logitaudit::daemon {
@@ -19,6 +20,8 @@ class retention_keeper {
   retention_keeper(net::any_io_executor ex, storage::db_worker& db, int stream_bytes_days, std::chrono::seconds interval);
   void start();
   void stop();
+
+  loop_health* health = nullptr;  // where the loop reports its passes (null: nowhere)
 
  private:
   net::awaitable<void> loop();

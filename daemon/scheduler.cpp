@@ -23,12 +23,13 @@ scheduler::scheduler(net::any_io_executor ex, storage::db_worker& db, job_servic
     : now(system_now), ex_(ex), db_(db), jobs_(jobs), lifecycle_(lifecycle), wake_(ex, net::steady_timer::time_point::max()) {}
 
 void scheduler::start() {
+  if (health) health->add(loop_names::scheduler, std::chrono::seconds(30));
   auto run = [this] { return loop(); };
   net::co_spawn(ex_, run(), [](std::exception_ptr e) {
     if (e) try {
         std::rethrow_exception(e);
       } catch (const std::exception& x) {
-        spdlog::critical("the scheduler stopped: {}", x.what());
+        spdlog::critical("[scheduler] stopped by a bug: {}", x.what());  // loop() catches every pass's errors
       }
   });
 }
@@ -121,13 +122,14 @@ net::awaitable<std::optional<std::vector<api::schedule_fire>>> scheduler::histor
   co_return co_await on_db(db_, std::move(load));
 }
 
-net::awaitable<void> scheduler::fire(storage::schedule_record r, std::int64_t fire_unix) {
+net::awaitable<void> scheduler::fire(storage::schedule_record r, std::int64_t fire_unix, std::int64_t late_s) {
   auto spec = std::move(r.spec);
   if (!spec) {
     spdlog::error("schedule {}: its stored spec does not parse; not fired", r.id);
     co_return;
   }
   spec->tags.push_back("schedule:" + std::to_string(r.id));
+  if (late_s > 0) spec->tags.push_back("fired_late:" + std::to_string(late_s) + "s");
   auto job = co_await jobs_.submit_scheduled(std::move(*spec), r.id, fire_unix);
   if (job) spdlog::info("schedule {} fired audit {}", r.id, job->id);
   else if (job.error().code == "already_fired") {
@@ -146,11 +148,11 @@ net::awaitable<void> scheduler::advance(const storage::schedule_record& r, std::
     spdlog::debug("schedule {}: moved on from {} already (another daemon, or an edit)", r.id, from);
 }
 
-net::awaitable<void> scheduler::loop() {
-  // Fires missed while the daemon was down: once now, or skipped, as each schedule says. The
-  // clock is read once, before the schedules: a fire that falls due while this pass runs was
-  // not missed, and is left to the loop below (or, in a fleet, to whichever member looks
-  // first); the next fire after a later clock would skip it.
+// Fires missed while the daemon was down: once now, or skipped, as each schedule says. The
+// clock is read once, before the schedules: a fire that falls due while this pass runs was
+// not missed, and is left to the loop below (or, in a fleet, to whichever member looks
+// first); the next fire after a later clock would skip it.
+net::awaitable<void> scheduler::catch_up() {
   const std::int64_t started = now();
   auto load = [](storage::store& s) { return s.schedules().list(); };
   for (auto r : co_await on_db(db_, std::move(load))) {
@@ -159,7 +161,7 @@ net::awaitable<void> scheduler::loop() {
       case audit::missed_fire_policy::run_once:
         spdlog::info("schedule {}: the fire at {} was missed while the daemon was down; running it once now", r.id,
                      *r.next_fire_unix);
-        co_await fire(r, *r.next_fire_unix);
+        co_await fire(r, *r.next_fire_unix, started - *r.next_fire_unix);
         r.last_fire_unix = started;
         break;
       case audit::missed_fire_policy::skip:
@@ -170,23 +172,67 @@ net::awaitable<void> scheduler::loop() {
     if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, started, r.timezone);
     co_await advance(r, due);
   }
-  while (!stopping_) {
-    auto load_all = [](storage::store& s) { return s.schedules().list(); };
-    auto all = co_await on_db(db_, std::move(load_all));
-    std::int64_t soonest = now() + max_sleep.count();  // look again at least this often
-    for (auto& r : all) {
-      if (!r.enabled || !r.next_fire_unix) continue;
-      if (*r.next_fire_unix <= now()) {
-        const auto due = *r.next_fire_unix;
-        co_await fire(r, due);
-        r.last_fire_unix = due;
-        if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, due, r.timezone);
-        co_await advance(r, due);
+}
+
+// One look at every schedule: fires what is due. A fire found more than late_after past its
+// time (the database was unreachable, the clock stepped) is late: it follows the schedule's
+// missed-fire policy like a fire missed while the daemon was down (run once, tagged with how
+// late, or skipped), and the next fire is counted from now, so that an outage of many
+// periods never fires a schedule more than once. Returns when to look again.
+net::awaitable<std::int64_t> scheduler::pass() {
+  auto load_all = [](storage::store& s) { return s.schedules().list(); };
+  auto all = co_await on_db(db_, std::move(load_all));
+  std::int64_t soonest = now() + max_sleep.count();  // look again at least this often
+  for (auto& r : all) {
+    if (!r.enabled || !r.next_fire_unix) continue;
+    const auto at = now();
+    if (*r.next_fire_unix <= at) {
+      const auto due = *r.next_fire_unix;
+      const auto late = at - due;
+      if (late <= late_after.count()) {
+        co_await fire(r, due, 0);
+      } else if (r.missed == audit::missed_fire_policy::run_once) {
+        spdlog::warn("schedule {}: the fire at {} runs {} s late (the scheduler could not fire it on time); once", r.id, due,
+                     late);
+        co_await fire(r, due, late);
+      } else {
+        spdlog::warn("schedule {}: the fire at {} is {} s late; skipped (the schedule's missed-fire policy)", r.id, due, late);
       }
-      if (r.next_fire_unix) soonest = std::min(soonest, *r.next_fire_unix);
+      r.last_fire_unix = due;
+      const auto from = late > late_after.count() ? at : due;
+      if (auto c = parse_cron(r.cron)) r.next_fire_unix = next_fire(*c, from, r.timezone);
+      co_await advance(r, due);
     }
-    wake_.expires_after(std::chrono::seconds(std::clamp<std::int64_t>(soonest - now(), 0, max_sleep.count())) +
-                        std::chrono::milliseconds(50));
+    if (r.next_fire_unix) soonest = std::min(soonest, *r.next_fire_unix);
+  }
+  co_return soonest;
+}
+
+// Every error of a pass (the database gone, a fleet member's write refused) is logged with the
+// loop's name and waited out with a backoff; the loop itself only ends at stop().
+net::awaitable<void> scheduler::loop() {
+  bool caught_up = false;
+  while (!stopping_) {
+    if (health) health->pass_started(loop_names::scheduler);
+    std::string error;
+    std::int64_t soonest = 0;
+    try {
+      if (!caught_up) {
+        co_await catch_up();
+        caught_up = true;
+      }
+      soonest = co_await pass();
+      if (health) health->progress(loop_names::scheduler);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (!error.empty()) {
+      const auto wait = health ? health->failed(loop_names::scheduler, error) : std::chrono::milliseconds(5000);
+      wake_.expires_after(wait);
+    } else {
+      wake_.expires_after(std::chrono::seconds(std::clamp<std::int64_t>(soonest - now(), 0, max_sleep.count())) +
+                          std::chrono::milliseconds(50));
+    }
     co_await wake_.async_wait(net::as_tuple(net::use_awaitable));
   }
 }

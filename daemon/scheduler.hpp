@@ -9,6 +9,7 @@
 
 #include "api/schedule_service.hpp"
 #include "job_service.hpp"
+#include "loop_health.hpp"
 #include "storage/db_worker.hpp"
 
 namespace logitaudit::daemon {
@@ -33,13 +34,20 @@ class scheduler final : public api::schedule_service {
   // looks at the schedules again (short with a test clock, which jumps).
   std::function<std::int64_t()> now;
   std::chrono::seconds max_sleep{60};
+  // A fire found more than this past its time is late (loop(): run once and tagged, or skipped).
+  std::chrono::seconds late_after{30};
+  // Where the loop reports its passes (null: nowhere, as in the offline CLI).
+  loop_health* health = nullptr;
   // Told of every fire (schedule id, the audit it submitted or 0), on the scheduler's executor.
   std::function<void(std::int64_t schedule, std::int64_t audit)> on_fire;
 
  private:
   net::awaitable<void> loop();
-  // Submits the schedule's job for its fire at `fire_unix`, unless a daemon did already.
-  net::awaitable<void> fire(storage::schedule_record r, std::int64_t fire_unix);
+  net::awaitable<void> catch_up();
+  net::awaitable<std::int64_t> pass();
+  // Submits the schedule's job for its fire at `fire_unix`, unless a daemon did already; a late
+  // one (late_s > 0) is tagged fired_late:<late_s>s.
+  net::awaitable<void> fire(storage::schedule_record r, std::int64_t fire_unix, std::int64_t late_s);
   // Stores `r`'s next and last fire, unless its stored next fire is no longer `from` (another
   // daemon of the fleet moved it on, or an edit changed it): an old record never moves it back.
   net::awaitable<void> advance(const storage::schedule_record& r, std::int64_t from);

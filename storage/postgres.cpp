@@ -136,6 +136,9 @@ bool pg_statement::step() {
       formats.push_back(p.binary ? 1 : 0);
       types.push_back(p.type);
     }
+    // Reconnect first: a reconnect inside run_prepared would start a session in which this
+    // statement's name does not exist ("prepared statement \"la10\" does not exist").
+    c_.ensure_connected();
     if (session_ != c_.session()) {
       prepared_.clear();
       session_ = c_.session();

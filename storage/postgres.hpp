@@ -101,10 +101,11 @@ class pg_connection final : public sql_connection {
                          const std::vector<int>& lengths, const std::vector<int>& formats);
   // Counts the server sessions: prepared statements belong to one.
   std::uint64_t session() const { return session_; }
+  // Reconnects a lost connection, unless a transaction was open on it (that one is gone): a
+  // new session. Throws storage_error (kind unavailable).
+  void ensure_connected();
 
  private:
-  // Reconnects a lost connection, unless a transaction was open on it (that one is gone).
-  void ensure_connected();
   pg_result check(PGresult* r, std::string_view what);
 
   std::string url_;

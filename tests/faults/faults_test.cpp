@@ -18,6 +18,7 @@
 #include "support/fake_backend.hpp"
 #include "support/http_call.hpp"
 #include "support/llama_server.hpp"
+#include "support/postgres.hpp"
 #include "support/process.hpp"
 #include "support/preamble.hpp"
 
@@ -193,6 +194,88 @@ TEST_F(faults, each_backend_failure_has_its_own_error_code_and_memory_stays_boun
   // And a healthy backend again: the daemon audits normally.
   fake.set_knobs({});
   EXPECT_EQ(wait_end(*d, submit(*d, kSmallSpec))["status"], "done");
+}
+
+// A schedule firing every minute of an injected clock; PostgreSQL halted (as by a crash) while
+// two of its minutes pass, then resumed. Meanwhile /readyz answers 503 naming the scheduler;
+// after it the loop resumes by itself: the fire that fell due in the outage runs once, tagged
+// with how late it ran, the minute after fires on time, no fire runs twice, and nothing stored
+// is lost (verify passes). The log never says that a prepared statement went missing.
+TEST_F(faults, the_schedule_survives_a_postgresql_outage_fires_once_late_and_readyz_names_the_scheduler_meanwhile) {
+  test_support::private_postgres pg;
+  test_support::fake_backend fake;
+  const auto clock = dir_ / "clock";
+  const std::int64_t minute = 1'800'000'000;  // a whole minute in Unix seconds
+  const auto set_clock = [&](std::int64_t t) {
+    std::ofstream(dir_ / "clock.next") << t;
+    fs::rename(dir_ / "clock.next", clock);
+  };
+  set_clock(minute + 30);
+  auto d = daemon({"--clock-file", clock.string(), "--backend", "b=" + fake.url()}, pg.url());
+  auto created = test_support::http_call(d->port(), http::verb::post, "/v1/schedules",
+                                         std::string(R"({"cron":"* * * * *","spec":)") + kSmallSpec + "}");
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const auto schedule = "/v1/schedules/" + std::to_string(created.json()["id"].get<std::int64_t>());
+  // Polls `what` for at most `limit` (generous: the machine may be shared).
+  const auto until = [](const std::function<bool()>& what, std::chrono::seconds limit) {
+    for (const auto end = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < end;) {
+      if (what()) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return false;
+  };
+  const auto fires = [&] {
+    auto r = test_support::http_call(d->port(), http::verb::get, schedule + "/history");
+    return r.status == 200 ? r.json()["runs"] : json::array();
+  };
+  set_clock(minute + 61);
+  ASSERT_TRUE(until([&] { return fires().size() == 1; }, 60s)) << fires().dump();
+
+  pg.halt();
+  set_clock(minute + 121);  // due in the outage
+  std::string not_ready;
+  EXPECT_TRUE(until(
+      [&] {
+        auto r = test_support::http_call(d->port(), http::verb::get, "/readyz");
+        not_ready = r.body;
+        return r.status == 503 && r.body.find("scheduler") != std::string::npos;
+      },
+      60s))
+      << not_ready;
+  EXPECT_EQ(test_support::http_call(d->port(), http::verb::get, "/healthz").status, 200u);
+  set_clock(minute + 181);  // another minute passes in the outage
+  std::this_thread::sleep_for(3s);
+  pg.resume();
+
+  // Back: ready again, one late fire for the outage's two minutes, tagged with how late.
+  EXPECT_TRUE(until([&] { return test_support::http_call(d->port(), http::verb::get, "/readyz").status == 200; }, 90s));
+  ASSERT_TRUE(until([&] { return fires().size() >= 2; }, 90s)) << fires().dump();
+  std::this_thread::sleep_for(3s);  // a second fire for the outage would come now
+  auto runs = fires();
+  ASSERT_EQ(runs.size(), 2u) << runs.dump();
+  const auto late_audit = get(*d, "/v1/audits/" + std::to_string(runs[0]["audit"].get<std::int64_t>()));
+  bool tagged = false;
+  for (const auto& t : late_audit["tags"]) tagged = tagged || t.get<std::string>().starts_with("fired_late:");
+  EXPECT_TRUE(tagged) << late_audit.dump();
+  // The next minute fires on time, untagged.
+  set_clock(minute + 241);
+  ASSERT_TRUE(until([&] { return fires().size() == 3; }, 60s)) << fires().dump();
+  runs = fires();
+  const auto on_time = get(*d, "/v1/audits/" + std::to_string(runs[0]["audit"].get<std::int64_t>()));
+  for (const auto& t : on_time["tags"]) EXPECT_FALSE(t.get<std::string>().starts_with("fired_late:")) << on_time.dump();
+  for (const auto& r : runs) {
+    const json end = wait_end(*d, r["audit"].get<std::int64_t>());
+    EXPECT_EQ(end["status"], "done") << end.dump();
+  }
+  const auto metrics = test_support::http_call(d->port(), http::verb::get, "/metrics").body;
+  EXPECT_NE(metrics.find("logitaudit_loop_healthy{loop=\"scheduler\"} 1"), std::string::npos) << metrics;
+  EXPECT_EQ(d->stop(), 0);
+  std::ifstream in(dir_ / "daemon.log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("[scheduler] pass failed"), std::string::npos);
+  EXPECT_EQ(log.find("does not exist"), std::string::npos) << "a statement prepared on the lost connection was used";
+  auto verify = cli({"verify", pg.url()});
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
 }
 
 TEST_F(faults, logitauditd_sigkilled_at_random_points_resumes_to_every_planned_stream_exactly_once) {

@@ -83,4 +83,32 @@ postgres_database::~postgres_database() {
   }
 }
 
+namespace {
+
+void cluster(const std::string& verb, const std::string& state, const std::string& extra = "") {
+  const std::string cmd = "bash '" LOGITAUDIT_SOURCE_DIR "/scripts/postgres-cluster.sh' " + verb + " '" + state + "' " + extra;
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("postgres-cluster.sh " + verb + " failed: " + cmd);
+}
+
+}  // namespace
+
+private_postgres::private_postgres(bool durable) {
+  static std::atomic<int> count{0};
+  state_ = (fs::temp_directory_path() / ("logitaudit-pg-own-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(++count) + ".state"))
+               .string();
+  cluster("start", state_, durable ? "--durable >/dev/null" : ">/dev/null");
+  url_ = first_line(state_);
+}
+
+private_postgres::~private_postgres() {
+  try {
+    cluster("stop", state_);
+  } catch (const std::exception&) {  // a test's end: nothing left to tell
+  }
+}
+
+void private_postgres::halt() { cluster("halt", state_); }
+void private_postgres::resume() { cluster("resume", state_); }
+
 }  // namespace logitaudit::test_support

@@ -26,4 +26,22 @@ class postgres_database {
   std::string url_;
 };
 
+// A cluster of one test's own (scripts/postgres-cluster.sh), for the faults that stop it:
+// halted as a crash would, resumed on the same port; stopped and deleted when this goes.
+// Throws std::runtime_error when the script fails.
+class private_postgres {
+ public:
+  explicit private_postgres(bool durable = false);
+  ~private_postgres();
+  private_postgres(const private_postgres&) = delete;
+  private_postgres& operator=(const private_postgres&) = delete;
+  const std::string& url() const { return url_; }  // its admin URL (database "postgres")
+  void halt();
+  void resume();
+
+ private:
+  std::string state_;
+  std::string url_;
+};
+
 }  // namespace logitaudit::test_support
