@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <tuple>
 
 #include "audit/numbers.hpp"
@@ -48,6 +49,8 @@ struct server_watch {
   std::string restart_at;
   std::int64_t longest_solo_ns = 0;
   bool down = false;  // a health wait ran out: the server is gone, later failures do not wait again
+  // When the server last answered a completion whole (wall clock, ms), for a hang's words.
+  std::int64_t last_answer_ms = 0;
   // Waits for quiet before solo groups (spec.wait_for_quiet_s).
   int quiet_waits = 0, quiet_gave_up = 0;
   std::int64_t quiet_waited_ms = 0, quiet_longest_ms = 0;
@@ -73,6 +76,10 @@ net::awaitable<std::optional<decode_counters>> read_counters(backend& b, server_
   if (c) w.observe(*c, group);
   co_return c;
 }
+
+// A deadline that passed with no answer: the server took the request and said nothing, or
+// stopped mid-stream. (A hung server does this while its health target answers.)
+bool silent(client_errc code) { return code == client_errc::first_byte_timeout || code == client_errc::request_timeout; }
 
 net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_spec& spec,
                                              const audit::audit_plan& plan, std::int64_t server_slots, server_watch& w,
@@ -171,6 +178,7 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
       if (after && res) r.company = busy_slots_between(*before, *after);
       before = after;
     }
+    const bool went_silent = !res && silent(res.error().code);
     if (res) {
       w.longest_solo_ns = std::max(w.longest_solo_ns, res->client.last_byte_ns - res->client.write_ns);
       r.stream = std::move(*res);
@@ -178,13 +186,23 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
       fail(out, r, res.error());
     }
     out.runs.push_back(std::move(r));
+    // A server that said nothing for a whole deadline is asked whether it answers at all
+    // (run_backend) before the group's other requests each wait out a deadline of their own.
+    if (went_silent) {
+      for (std::size_t j = i + 1; j < g.requests.size(); ++j)
+        out.runs.push_back({g.index, j, std::nullopt, "not_sent: request " + std::to_string(i) + " of its group got no answer"});
+      break;
+    }
   }
   co_return out;
 }
 
-// Every remaining group of `name` failed with `why` (its server is unreachable or did not start).
-void fail_backend(shared_state* st, const std::string& name, const std::string& why) {
-  for (const auto& g : st->plan->groups) {
+// Every group of `name` from the plan's position `from` on failed with `why` (its server is
+// unreachable, did not start, or hung). Returns how many groups it recorded.
+std::size_t fail_backend(shared_state* st, const std::string& name, const std::string& why, std::size_t from = 0) {
+  std::size_t recorded = 0;
+  for (std::size_t at = from; at < st->plan->groups.size(); ++at) {
+    const auto& g = st->plan->groups[at];
     if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
     if (st->options->wanted && !st->options->wanted(g)) {
       st->progress.total -= g.requests.size();
@@ -197,7 +215,43 @@ void fail_backend(shared_state* st, const std::string& name, const std::string& 
     for (std::size_t i = 0; i < g.requests.size(); ++i) out.runs.push_back({g.index, i, std::nullopt, why});
     report(*st, out);
     st->out->groups.push_back(std::move(out));
+    ++recorded;
   }
+  return recorded;
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string utc_clock(std::int64_t ms) {
+  const std::time_t t = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+  return std::string(buf) + " UTC";
+}
+
+// After a group that went silent: does the server answer any completion? Its health target
+// first (a server that does not answer that is down or restarting, not hung: the retries
+// handle it), then one completion of a single token under the group's own deadline. Returns
+// the hang in words when health answered and the completion did not; "" otherwise.
+net::awaitable<std::string> hang_of(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
+                                    const server_watch& w) {
+  auto h = co_await b.health();
+  if (!h) co_return "";
+  auto probe = to_request(g.requests.front(), plan);
+  probe.n_predict = 1;
+  probe.stream = false;
+  probe.cache_prompt = false;
+  probe.join_after_tokens = 0;
+  auto answer = co_await b.complete(std::move(probe));
+  if (answer || !silent(answer.error().code)) co_return "";
+  std::string since = "since the audit began";
+  if (w.last_answer_ms > 0)
+    since = "since " + utc_clock(w.last_answer_ms) + " (" + audit::fixed((wall_ms() - w.last_answer_ms) / 1000.0, 0) + " s)";
+  co_return b.config().url + ": " + b.config().api->health_target() + " answers, but no completion " + since;
 }
 
 void set_canary(audit::backend_fingerprint& f, const backend::canary_reading& c) {
@@ -363,8 +417,11 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     const auto result = co_await run_selftest(b.config(), so);
     if (st->options->on_selftest) st->options->on_selftest(name, b.config(), result);
   }
+  if (before) watch.last_answer_ms = wall_ms();  // its canary is a completion
   const std::chrono::milliseconds quiet_bound(static_cast<std::int64_t>(st->spec->wait_for_quiet_s) * 1000);
-  for (const auto& g : st->plan->groups) {
+  std::string hang;
+  for (std::size_t at = 0; at < st->plan->groups.size() && hang.empty(); ++at) {
+    const auto& g = st->plan->groups[at];
     if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
     if (st->options->cancel && st->options->cancel->load()) {
       st->out->cancelled = true;
@@ -383,6 +440,14 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     for (int attempt = 1;; ++attempt) {
       out = co_await run_group_once(b, g, *st->spec, *st->plan, server_slots, watch, n_vocab);
       out.attempts = attempt;
+      if (std::any_of(out.runs.begin(), out.runs.end(), [](const audit::observed_run& r) { return r.stream.has_value(); }))
+        watch.last_answer_ms = wall_ms();
+      // Silence with health answering is asked about once, not retried group by group: a hung
+      // server is named within two deadlines (this group's and the probe's).
+      if (out.first_failure && silent(*out.first_failure) && !g.requests.empty()) {
+        hang = co_await hang_of(b, g, *st->plan, watch);
+        if (!hang.empty()) break;
+      }
       if (attempt >= st->options->max_attempts || !out.retryable_failure) break;
       retry_event ev{name, g.index, attempt, out.first_error, {}};
       if (restarting(out.first_failure) && watch.down) break;  // it did not come back before: fail at once
@@ -403,6 +468,22 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     if (!out.first_failure) watch.down = false;
     report(*st, out);
     st->out->groups.push_back(std::move(out));
+    if (!hang.empty()) {
+      std::size_t failed_groups = 0;
+      for (const auto& o : st->out->groups)
+        failed_groups += o.backend == name &&
+                         std::any_of(o.runs.begin(), o.runs.end(), [](const audit::observed_run& r) { return !r.stream; });
+      const auto not_run = fail_backend(st, name, "backend_hung: not run: " + hang, at + 1);
+      hang += "; " + std::to_string(failed_groups) + " group" + (failed_groups == 1 ? "" : "s") + " failed, " +
+              std::to_string(not_run) + " not run";
+      st->out->hung.push_back(name + ": " + hang);
+      if (st->options->on_hung) st->options->on_hung(name, hang);
+    }
+  }
+  if (!hang.empty()) {
+    // Its fingerprint would wait out one more deadline for a canary that never comes.
+    st->out->errors.push_back(name + ": fingerprint after the job not taken: the backend hung");
+    co_return true;
   }
 
   if (watch.counters) co_await read_counters(b, watch, st->plan->groups.size());

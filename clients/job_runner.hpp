@@ -75,6 +75,9 @@ struct runner_options {
   std::function<void(const std::string& backend, const backend_config& config, const selftest_result&)> on_selftest;
   // Each retry, before it is made (the daemon logs a warning and counts it in /metrics).
   std::function<void(const retry_event&)> on_retry;
+  // A backend found hung (its health target answers, a completion of one token does not within
+  // the group's deadline): told once, with the words the report uses.
+  std::function<void(const std::string& backend, const std::string& hang)> on_hung;
   // A connection refused or reset, or a 503 (a server restarting, loading its model): the
   // next attempt waits for the kind's health target to answer 2xx, at most this long.
   std::chrono::milliseconds health_wait{15'000};
@@ -95,6 +98,9 @@ struct job_outcome {
   std::vector<group_outcome> groups;  // in completion order
   std::map<std::string, audit::backend_fingerprints> fingerprints;
   std::vector<std::string> errors;  // fingerprint failures and the like, for the job's record
+  // Each backend that hung ("NAME: URL: /health answers, but no completion since ...; F groups
+  // failed, N not run"): its remaining groups are recorded with the reason backend_hung.
+  std::vector<std::string> hung;
   bool cancelled = false;
 
   std::vector<audit::observed_run> runs() const;

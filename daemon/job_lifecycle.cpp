@@ -219,7 +219,9 @@ void judge_end(const clients::job_outcome& outcome, const std::vector<audit::obs
       if (first_failure.empty()) first_failure = r.error;
       ++failed_runs;
     }
+  // A hung backend is said first, in its own words: it is what the user must act on.
   std::string errors;
+  for (const auto& e : outcome.hung) errors += (errors.empty() ? "" : "; ") + ("hung: " + e);
   for (const auto& e : outcome.errors) errors += (errors.empty() ? "" : "; ") + e;
   if (!write_error.empty()) {
     end.status = audit::job_status::failed;
@@ -230,6 +232,11 @@ void judge_end(const clients::job_outcome& outcome, const std::vector<audit::obs
   if (outcome.cancelled) {
     end.status = audit::job_status::cancelled;
     end.error = errors;
+    return;
+  }
+  if (failed_runs > 0 && !outcome.hung.empty()) {
+    end.status = audit::job_status::failed;
+    end.error = errors + "; " + std::to_string(failed_runs) + " of " + std::to_string(runs.size()) + " requests failed or not run";
     return;
   }
   if (failed_runs > 0) {
@@ -364,6 +371,9 @@ clients::runner_options job_lifecycle::runner_of(std::int64_t id, std::shared_pt
   o.on_retry = [id](const clients::retry_event& e) {
     spdlog::warn("audit {}: {}: group {} attempt {} failed ({}){}; retrying", id, e.backend, e.group, e.attempt, e.reason,
                  e.waited.empty() ? "" : "; " + e.waited);
+  };
+  o.on_hung = [id](const std::string& backend, const std::string& hang) {
+    spdlog::error("audit {}: {} hung: {}", id, backend, hang);
   };
   o.health_wait = config_.health_wait;
   o.idle_wait = config_.idle_wait;

@@ -161,13 +161,21 @@ TEST_F(faults, each_backend_failure_has_its_own_error_code_and_memory_stays_boun
     const json end = wait_end(*d, submit(*d, kSmallSpec));
     EXPECT_EQ(end["status"], "failed") << end.dump();
     const auto runs = get(*d, "/v1/audits/" + std::to_string(end.value("id", 0)) + "/runs")["runs"];
-    int failed = 0;
+    int failed = 0, with_code = 0;
     for (const auto& r : runs)
       if (r["status"] == "failed") {
         ++failed;
-        EXPECT_TRUE(r.value("error", "").starts_with(std::string(c.code) + ":")) << r.value("error", "");
+        const std::string e = r.value("error", "");
+        with_code += e.starts_with(std::string(c.code) + ":");
+        // A backend that stays silent under its health target is named hung after one probe:
+        // the groups after that one are not run, and a serial group stops at its silent request.
+        const bool silent = std::string(c.code) == "first_byte_timeout" || std::string(c.code) == "request_timeout";
+        EXPECT_TRUE(e.starts_with(std::string(c.code) + ":") ||
+                    (silent && (e.starts_with("backend_hung: not run: ") || e.starts_with("not_sent: "))))
+            << e;
       }
     EXPECT_GT(failed, 0) << end.dump();
+    EXPECT_GT(with_code, 0) << runs.dump();
     expect_serving(*d);
   }
   // A body over the 64 MiB bound, on a daemon with a deadline long enough for the fake to
@@ -194,6 +202,60 @@ TEST_F(faults, each_backend_failure_has_its_own_error_code_and_memory_stays_boun
   // And a healthy backend again: the daemon audits normally.
   fake.set_knobs({});
   EXPECT_EQ(wait_end(*d, submit(*d, kSmallSpec))["status"], "done");
+}
+
+// Health answers, completions never do from the 6th on (a llama-server hung after SIGTERM).
+// The audit asks once, with one short completion, and names the backend hung instead of
+// retrying group after group: its other groups are recorded as not run, the other backend of
+// the same audit is measured whole, and the job's error says it in one line.
+TEST_F(faults, a_hung_backend_is_named_after_one_probe_its_other_groups_are_not_run_and_another_backend_finishes) {
+  test_support::fake_knobs k;
+  k.hang_from = 6;
+  test_support::fake_backend hung(k), healthy;
+  auto d = daemon({"--backend", "h=" + hung.url(), "--backend", "ok=" + healthy.url(), "--backend-timeout", "3"});
+  const auto id = submit(*d, R"({"preset":"seed-protocol","backends":["h","ok"],"n_predict":4,)"
+                             R"("prompts":["alpha beta","gamma delta","epsilon zeta"],)"
+                             R"("conditions":[{"name":"concurrent_greedy_c4","kind":"concurrent","concurrency":4,"replicates":3},)"
+                             R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})");
+  const json end = wait_end(*d, id);
+  EXPECT_EQ(end["status"], "failed") << end.dump();
+  const std::string error = end.value("error", "");
+  EXPECT_TRUE(error.starts_with("hung: h: " + hung.url() + ": /health answers, but no completion since ")) << error;
+  EXPECT_NE(error.find(" not run"), std::string::npos) << error;
+  // No group was retried against the hung server: the completions it was sent are the five it
+  // answered, the group that went silent (at most a burst of four), and the one probe.
+  EXPECT_LE(hung.completion_requests(), 5 + 4 + 1);
+  const auto runs = get(*d, "/v1/audits/" + std::to_string(id) + "/runs")["runs"];
+  int not_run = 0, ok_failed = 0, ok_done = 0;
+  for (const auto& r : runs) {
+    const std::string e = r.value("error", "");
+    if (r["backend"] == "ok") {
+      ok_failed += r["status"] == "failed";
+      ok_done += r["status"] != "failed";
+      continue;
+    }
+    if (e.starts_with("backend_hung: not run: ")) {
+      ++not_run;
+      EXPECT_NE(e.find("/health answers, but no completion since"), std::string::npos) << e;
+    }
+  }
+  EXPECT_GT(not_run, 0) << runs.dump();
+  EXPECT_EQ(ok_failed, 0) << runs.dump();
+  EXPECT_GT(ok_done, 0) << runs.dump();
+  expect_serving(*d);
+}
+
+// A server that answers at once and then sends a token a second is slow, not hung: the audit
+// ends done, every stream whole.
+TEST_F(faults, a_backend_that_drips_a_token_a_second_is_slow_not_hung_and_its_audit_ends_done) {
+  test_support::fake_knobs k;
+  k.drip = 1000ms;
+  test_support::fake_backend slow(k);
+  auto d = daemon({"--backend", "b=" + slow.url(), "--backend-timeout", "20"});
+  const json end = wait_end(*d, submit(*d, kSmallSpec));
+  EXPECT_EQ(end["status"], "done") << end.dump();
+  EXPECT_EQ(end.value("error", "").find("hung"), std::string::npos) << end.dump();
+  EXPECT_EQ(end["progress"].value("failed", -1), 0) << end.dump();
 }
 
 // A schedule firing every minute of an injected clock; PostgreSQL halted (as by a crash) while

@@ -70,6 +70,7 @@ struct fake_backend::state {
   fake_knobs knobs;
   std::vector<std::int64_t> arrivals;
   std::size_t served = 0;
+  std::atomic<int> completion_requests{0};
   std::size_t streamed = 0;
   std::size_t accepted = 0;
   // Only touched on the server thread:
@@ -268,6 +269,8 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     }
 
     // A completion.
+    const int nth = ++st->completion_requests;
+    if (k.hang_from > 0 && nth >= k.hang_from) k.never_answer = true;
     if (k.record_arrivals) {
       std::lock_guard lock(st->mutex);
       st->arrivals.push_back(arrived);
@@ -542,6 +545,8 @@ void fake_backend::clear_arrivals() {
   std::lock_guard lock(state_->mutex);
   state_->arrivals.clear();
 }
+int fake_backend::completion_requests() const { return state_->completion_requests.load(); }
+
 std::size_t fake_backend::completions_served() const {
   std::lock_guard lock(state_->mutex);
   return state_->served;

@@ -28,6 +28,9 @@ struct fake_knobs {
   std::chrono::milliseconds drip{0};   // pause between pieces of a streamed answer
   std::size_t drip_bytes = 0;          // > 0: plain answers dripped this many bytes at a time
   bool never_answer = false;           // read the request, then say nothing
+  // > 0: from the hang_from-th completion request on (counting from 1), read it and say
+  // nothing, while /health still answers "ok" (a llama-server hung after SIGTERM).
+  int hang_from = 0;
   bool jitter_when_overlapping = false;  // logprobs move by one ULP if another request is in flight
   // Non-empty: logprobs move by one ULP only while a request whose prompt contains this text
   // is in flight beside one whose prompt does not (a divergence one neighbour causes: repro).
@@ -83,6 +86,7 @@ class fake_backend {
   std::vector<std::int64_t> request_arrivals() const;
   void clear_arrivals();
   std::size_t completions_served() const;
+  int completion_requests() const;  // every completion request read, answered or not
   std::size_t completions_streamed() const;  // of those, asked for as an event stream
   std::size_t connections_accepted() const;
 
