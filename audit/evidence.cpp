@@ -105,4 +105,18 @@ std::string not_solo_reason(std::optional<double> company, std::int64_t cached_t
   return "";
 }
 
+flag_choice choose_flag(const raised_flags& r) {
+  const std::pair<evidence_flag, const std::string*> order[] = {
+      {evidence_flag::not_solo, &r.baseline_not_alone},
+      {evidence_flag::not_solo, &r.ran_with_company},
+      {evidence_flag::control_ineffective, &r.control_ineffective},
+      {evidence_flag::level_not_reached, &r.level_not_reached},
+      {evidence_flag::not_batched, &r.not_batched},
+      {evidence_flag::not_reused, &r.not_reused},
+  };
+  for (const auto& [flag, reason] : order)
+    if (!reason->empty()) return {flag, *reason};
+  return {};
+}
+
 }  // namespace logitaudit::audit

@@ -98,4 +98,25 @@ reuse_verdict judge_cache_reuse(const logit_stream& s, const evidence_thresholds
 // can witness a change of the server: a batch or a cache moves the others'.
 std::string not_solo_reason(std::optional<double> company, std::int64_t cached_tokens, const evidence_thresholds& t);
 
+// What a compared stream's evidence raised against it, each as its reason ("" when not
+// raised). A stream can raise more than one: a burst member whose burst did not batch and
+// whose solo baseline had company, say.
+struct raised_flags {
+  std::string baseline_not_alone;   // not_solo: its solo baseline had company or a cache (not_solo_reason)
+  std::string ran_with_company;     // not_solo: a serial request that shared the server's batch
+  std::string control_ineffective;  // a positive control that could not have diverged
+  std::string level_not_reached;    // a load probe whose level did not happen as named
+  std::string not_batched;          // a burst member whose burst the server did not batch
+  std::string not_reused;           // a cache_reuse stream that reused no prompt tokens
+};
+struct flag_choice {
+  evidence_flag flag = evidence_flag::none;
+  std::string reason;
+};
+// The one precedence of the evidence flags, which the findings (the writer) and `logitaudit
+// verify` (the reader) both call: a comparison whose baseline was not alone says nothing of
+// the condition, so not_solo of the baseline comes first, then not_solo of the request itself,
+// then control_ineffective, level_not_reached, not_batched and not_reused.
+flag_choice choose_flag(const raised_flags& r);
+
 }  // namespace logitaudit::audit

@@ -596,16 +596,14 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
         if (steps && steps->clock != step_clock::none) attach_steps(steps_of(*steps, r), v);
         const double solo = ev.thresholds.max_solo_busy_slots;
         const auto& company = it->second->company;
-        if (const auto why = not_solo_reason(b.company, b.stream->server.cache_n, ev.thresholds); !why.empty()) {
-          v.flag = evidence_flag::not_solo;
-          v.company = b.company;
-          v.flag_reason = "its solo baseline was not alone: " + why;
-        } else if (g.mode == group_mode::serial && company && *company > solo) {
-          v.flag = evidence_flag::not_solo;
-          v.company = company;
-          v.flag_reason = "the server's busy slots per decode were " + fixed(*company, 2) +
-                          " while it ran: other requests shared its batch";
-        } else if (is_control(g.kind) && (v.result->logit_identical || v.result->token_identical)) {
+        // Every flag the evidence raises, then the one rule that picks (audit::choose_flag).
+        raised_flags raised;
+        if (const auto why = not_solo_reason(b.company, b.stream->server.cache_n, ev.thresholds); !why.empty())
+          raised.baseline_not_alone = "its solo baseline was not alone: " + why;
+        if (g.mode == group_mode::serial && company && *company > solo)
+          raised.ran_with_company =
+              "the server's busy slots per decode were " + fixed(*company, 2) + " while it ran: other requests shared its batch";
+        if (is_control(g.kind) && (v.result->logit_identical || v.result->token_identical)) {
           control_context cc;
           cc.kind = g.kind;
           cc.baseline = b.stream;
@@ -617,32 +615,24 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
             auto x = h.find(req.prompt), y = h.find(bref.prompt);
             if (x != h.end() && y != h.end()) cc.same_prompt_tokens = x->second == y->second;
           }
-          if (auto why = control_ineffective(cc)) {
-            v.flag = evidence_flag::control_ineffective;
-            v.flag_reason = *why;
-          }
+          if (auto why = control_ineffective(cc)) raised.control_ineffective = *why;
         } else if (g.mode == group_mode::load) {
           auto m = ev.loads.find(g.index);
-          if (m == ev.loads.end()) {
-            v.flag = evidence_flag::level_not_reached;
-            v.flag_reason = "no figures of its load level are stored, so nothing shows the level happened";
-          } else if (!m->second.reached) {
-            v.flag = evidence_flag::level_not_reached;
-            v.flag_reason = "its load level (" + m->second.label + ") was not reached: " + m->second.not_reached;
-          }
+          if (m == ev.loads.end())
+            raised.level_not_reached = "no figures of its load level are stored, so nothing shows the level happened";
+          else if (!m->second.reached)
+            raised.level_not_reached = "its load level (" + m->second.label + ") was not reached: " + m->second.not_reached;
         } else if (is_burst_kind(g.kind) && g.mode == group_mode::burst) {
           const auto& bv = f.bursts.at(g.index);
-          if (!bv.batched) {
-            v.flag = evidence_flag::not_batched;
-            v.flag_reason = bv.reason;
-          }
+          if (!bv.batched) raised.not_batched = bv.reason;
         } else if (g.kind == condition_kind::cache_reuse) {
           const auto rv = judge_cache_reuse(stream, ev.thresholds);
-          if (!rv.reused) {
-            v.flag = evidence_flag::not_reused;
-            v.flag_reason = rv.reason;
-          }
+          if (!rv.reused) raised.not_reused = rv.reason;
         }
+        auto chosen = choose_flag(raised);
+        v.flag = chosen.flag;
+        v.flag_reason = std::move(chosen.reason);
+        if (v.flag == evidence_flag::not_solo) v.company = raised.baseline_not_alone.empty() ? company : b.company;
       }
       f.failed_runs += v.failed;
       f.flagged_runs += v.flag != evidence_flag::none;

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "audit/evidence.hpp"
+#include "audit/numbers.hpp"
 #include "audit/plan.hpp"
 #include "audit/search.hpp"
 #include "audit/stream_encoding.hpp"
@@ -89,7 +91,6 @@ std::map<std::int64_t, recomputed> recompute_digests(storage::store& store, cons
 std::vector<identity> judge_identities(const job_evidence& e, const std::map<std::int64_t, recomputed>& known, bool finished,
                                        verify_report& rep) {
   const auto job = e.job;
-  const auto& burst_batched = e.burst_batched;
   static const recomputed none;  // a stream whose encoding did not decode is not judged
   auto digest_of = [&](std::int64_t run) -> const recomputed& {
     auto it = known.find(run);
@@ -119,9 +120,6 @@ std::vector<identity> judge_identities(const job_evidence& e, const std::map<std
     id.counted = v.flag == audit::evidence_flag::none;
     id.flag = v.flag;
     judged.push_back(id);
-    if (auto b = burst_batched.find(r.group); b != burst_batched.end() && b->second == (v.flag == audit::evidence_flag::not_batched))
-      rep.problems.push_back(name_of(job, r) + ": its burst is stored as " + (b->second ? "batched" : "not batched") +
-                             " but its verdict is flagged '" + std::string(audit::to_string(v.flag)) + "'");
     if (v.logit_identical != id.logit || v.token_identical != id.token)
       rep.problems.push_back(name_of(job, r) + ": stored verdict logit " + (v.logit_identical ? "identical" : "differs") +
                              "/token " + (v.token_identical ? "identical" : "differs") + ", recomputed logit " +
@@ -129,6 +127,39 @@ std::vector<identity> judge_identities(const job_evidence& e, const std::map<std
   }
 
   return judged;
+}
+
+// 2b. Each stored verdict's flag, from the evidence stored beside it, under the one precedence
+// the writer uses (audit::choose_flag): not_solo from the baseline's and the request's own
+// company and cache, not_batched from the burst's stored verdict. The flags that rest on what
+// verify does not recompute (control_ineffective, level_not_reached, not_reused) enter as
+// stored, under the same precedence.
+void verify_flags(const job_evidence& e, const audit::audit_plan& plan, const audit::findings& stored, verify_report& rep) {
+  const auto& t = stored.thresholds;
+  std::map<std::pair<std::size_t, std::size_t>, const storage::run_record*> by_position;
+  for (const auto& r : e.runs) by_position[{r.group, r.request}] = &r;
+  for (const auto& r : e.runs) {
+    if (!r.compared || !r.ok || !r.baseline_group || !r.verdict || r.group >= plan.groups.size()) continue;
+    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
+    if (base == by_position.end() || !base->second->ok) continue;
+    const auto& g = plan.groups[r.group];
+    const auto& v = *r.verdict;
+    audit::raised_flags raised;
+    raised.baseline_not_alone = audit::not_solo_reason(base->second->company, base->second->server.cache_n, t);
+    if (g.mode == audit::group_mode::serial && r.company && *r.company > t.max_solo_busy_slots)
+      raised.ran_with_company = "busy slots per decode " + audit::fixed(*r.company, 2);
+    if (g.mode == audit::group_mode::burst && audit::flag_of(g.kind) == audit::evidence_flag::not_batched)
+      if (auto b = e.burst_batched.find(r.group); b == e.burst_batched.end() || !b->second) raised.not_batched = "stored not batched";
+    const std::string as_stored = "as stored";
+    if (v.flag == audit::evidence_flag::control_ineffective) raised.control_ineffective = as_stored;
+    if (v.flag == audit::evidence_flag::level_not_reached) raised.level_not_reached = as_stored;
+    if (v.flag == audit::evidence_flag::not_reused) raised.not_reused = as_stored;
+    const auto want = audit::choose_flag(raised);
+    if (want.flag == v.flag) continue;
+    rep.problems.push_back(name_of(e.job, r) + ": its verdict is flagged '" + std::string(audit::to_string(v.flag)) +
+                           "', but its stored evidence gives '" + std::string(audit::to_string(want.flag)) + "'" +
+                           (want.reason.empty() || want.reason == as_stored ? "" : " (" + want.reason + ")"));
+  }
 }
 
 // 3. Predictions, from the recomputed identities.
@@ -398,6 +429,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
   const auto& stored_findings = job_row->findings;
   if (!stored_findings) return;
   const auto plan = audit::make_plan(*spec);
+  verify_flags(e, plan, *stored_findings, rep);
   verify_searches(e, *spec, plan, *stored_findings, judged, rep);
   if (!stored_findings->throughput.empty()) verify_throughput(store, e, plan, *stored_findings, rep);
   if (!stored_findings->migration.empty()) verify_migration(e, plan, *stored_findings, digests, rep);

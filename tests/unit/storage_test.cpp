@@ -804,6 +804,38 @@ TEST_P(storage_suite, verify_recounts_the_migration_matrix_and_names_a_stored_on
   EXPECT_NE(tampered.problems[0].find("migration a | b solo"), std::string::npos) << tampered.problems[0];
 }
 
+// Foreign load on a server whose bursts do not batch: every solo request had company and no
+// burst batched, so a burst member raises both not_solo (its baseline) and not_batched. The
+// writer and verify pick one by the same rule (audit::choose_flag), so the database a daemon
+// wrote this way verifies clean (it once said "its burst is stored as not batched but its
+// verdict is flagged 'not_solo'").
+TEST_P(storage_suite, verify_agrees_with_the_writer_on_every_flag_under_foreign_load_and_unbatched_bursts) {
+  auto spec = audit::seed_protocol({{"a", "http://127.0.0.1:1", "llama"}});
+  const auto plan = audit::make_plan(spec);
+  const auto job = s().jobs().create(job_row(spec, plan));
+  auto runs = test_support::simulate(plan);
+  for (auto& r : runs)
+    if (plan.groups[r.group].mode == audit::group_mode::serial) r.company = 2.5;  // foreign load
+  std::set<std::size_t> unbatched;
+  for (const auto& g : plan.groups)
+    if (g.mode == audit::group_mode::burst) unbatched.insert(g.index);
+  const auto bursts = test_support::simulate_bursts(plan, unbatched);
+  s().evidence().record_groups(job, test_support::group_writes(plan, runs, bursts));
+  audit::evaluation_evidence ev;
+  ev.bursts = bursts;
+  const auto f = audit::evaluate(spec, plan, runs, ev);
+  s().jobs().finish(job, job_status::done, "", f, storage::encode_findings(f), storage::now_utc());
+  int both = 0;  // burst members that raised not_batched and not_solo: flagged not_solo
+  for (const auto& v : f.verdicts)
+    if (unbatched.count(v.group)) {
+      EXPECT_EQ(v.flag, audit::evidence_flag::not_solo) << v.flag_reason;
+      ++both;
+    }
+  EXPECT_GT(both, 0);
+  const auto r = cli::verify_database(s(), job);
+  EXPECT_TRUE(r.ok()) << r.problems.front();
+}
+
 INSTANTIATE_TEST_SUITE_P(engines, storage_suite, ::testing::ValuesIn(engines()),
                          [](const ::testing::TestParamInfo<engine>& i) { return i.param.name; });
 
@@ -1026,7 +1058,7 @@ TEST(sqlite_store, verify_names_a_flipped_byte_a_tampered_verdict_flag_and_predi
   bool verdict = false, flag = false, prediction = false;
   for (const auto& m : r.problems) {
     verdict = verdict || m.find("stored verdict") != std::string::npos;
-    flag = flag || m.find("its burst is stored as batched but its verdict is flagged 'not_batched'") != std::string::npos;
+    flag = flag || m.find("its verdict is flagged 'not_batched', but its stored evidence gives 'none'") != std::string::npos;
     prediction = prediction || m.find("prediction P2: stored") != std::string::npos;
   }
   EXPECT_TRUE(verdict);
