@@ -220,6 +220,7 @@ TEST_F(faults, a_hung_backend_is_named_after_one_probe_its_other_groups_are_not_
   const json end = wait_end(*d, id);
   EXPECT_EQ(end["status"], "failed") << end.dump();
   const std::string error = end.value("error", "");
+  std::cout << "the hung audit's error: " << error << "\n";  // what the user reads (docs/reliability.md)
   EXPECT_TRUE(error.starts_with("hung: h: " + hung.url() + ": /health answers, but no completion since ")) << error;
   EXPECT_NE(error.find(" not run"), std::string::npos) << error;
   // No group was retried against the hung server: the completions it was sent are the five it
