@@ -84,21 +84,54 @@ bool job_queue::cancel_repro(std::int64_t id) {
   return true;
 }
 
-void job_queue::launch_repro(const storage::repro_record& r) {
-  busy_backends_.insert(r.backend);
+void backend_hold::reset() {
+  if (auto* q = std::exchange(queue_, nullptr)) q->release(backend_, holder_);
+}
+
+net::awaitable<backend_hold> job_queue::hold(std::string backend, std::string holder) {
+  if (!busy_backends_.insert(backend).second) co_return backend_hold{};
+  if (config_.fleet) {
+    auto take = [member = config_.fleet->member, backend, holder, ttl = config_.fleet->lease_ttl_s](storage::store& s) {
+      return !s.fleet() || s.fleet()->hold_backend(member, backend, holder, ttl);
+    };
+    bool got = false;
+    try {
+      got = co_await on_db(db_, std::move(take));
+    } catch (...) {
+      busy_backends_.erase(backend);
+      throw;
+    }
+    if (!got) {
+      busy_backends_.erase(backend);
+      co_return backend_hold{};
+    }
+  }
+  co_return backend_hold{this, std::move(backend), std::move(holder)};
+}
+
+void job_queue::release(const std::string& backend, const std::string& holder) {
+  busy_backends_.erase(backend);
+  if (config_.fleet)
+    db_.post([member = config_.fleet->member, backend, holder](storage::store& s) {
+      try {
+        if (auto* f = s.fleet()) f->release_backend(member, backend, holder);
+      } catch (const std::exception& x) {  // it expires by itself
+        spdlog::warn("{}: its lease of backend {} was not released: {}", holder, backend, x.what());
+      }
+    });
+  wake();
+}
+
+void job_queue::launch_repro(const storage::repro_record& r, backend_hold held) {
   auto& running = repros_running_[r.id];
-  running.backend = r.backend;
+  running.held = std::move(held);
   running_count_ = running_total();
   auto run = [this, id = r.id, live = running.live] { return repros_.run(id, live); };
   net::co_spawn(audits_, run(), net::bind_executor(ex_, [this, id = r.id](std::exception_ptr e) {
                   // An exception leaves it running in the store (the database went away, most
                   // likely): the next start resumes it.
                   log_exception(("repro " + std::to_string(id)).c_str(), e);
-                  auto it = repros_running_.find(id);
-                  if (it != repros_running_.end()) {
-                    busy_backends_.erase(it->second.backend);
-                    repros_running_.erase(it);
-                  }
+                  repros_running_.erase(id);  // and its hold with it
                   running_count_ = running_total();
                   notify(waiter_key(id));
                   wake();
@@ -148,7 +181,9 @@ net::awaitable<void> job_queue::dispatch_repros() {
   for (const auto& r : co_await on_db(db_, std::move(load_queued))) {
     if (stopping_ || static_cast<int>(running_total()) >= config_.max_running_jobs) break;
     if (repros_running_.count(r.id) || busy_backends_.count(r.backend)) continue;
-    launch_repro(r);
+    auto held = co_await hold(r.backend, "repro " + std::to_string(r.id));
+    if (!held) continue;  // another daemon of the fleet holds it: looked at again at the next poll
+    launch_repro(r, std::move(held));
   }
 }
 

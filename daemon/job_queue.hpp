@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,38 @@ struct group_stats {
   std::optional<std::int64_t> launch_spread_ns;  // bursts only
 };
 
+class job_queue;
+
+// A backend held for a selftest or a repro for as long as this lives (job_queue::hold); moved,
+// never copied. Its destructor releases it: in the daemon at once, in the fleet's database by
+// a task on the db thread (or by expiry, lease_ttl_s after the last heartbeat).
+class backend_hold {
+ public:
+  backend_hold() = default;
+  backend_hold(job_queue* queue, std::string backend, std::string holder)
+      : queue_(queue), backend_(std::move(backend)), holder_(std::move(holder)) {}
+  backend_hold(backend_hold&& o) noexcept
+      : queue_(std::exchange(o.queue_, nullptr)), backend_(std::move(o.backend_)), holder_(std::move(o.holder_)) {}
+  backend_hold& operator=(backend_hold&& o) noexcept {
+    if (this != &o) {
+      reset();
+      queue_ = std::exchange(o.queue_, nullptr);
+      backend_ = std::move(o.backend_);
+      holder_ = std::move(o.holder_);
+    }
+    return *this;
+  }
+  backend_hold(const backend_hold&) = delete;
+  backend_hold& operator=(const backend_hold&) = delete;
+  ~backend_hold() { reset(); }
+  explicit operator bool() const { return queue_ != nullptr; }
+  void reset();
+
+ private:
+  job_queue* queue_ = nullptr;
+  std::string backend_, holder_;
+};
+
 class job_queue {
  public:
   // `ex` is where the queue lives; `audits` where the jobs run.
@@ -79,13 +112,12 @@ class job_queue {
   bool busy(const std::string& backend) const { return busy_backends_.count(backend) > 0; }
   // Where audits run: the measuring thread, whose bursts no API request can delay.
   const net::any_io_executor& audits() const { return audits_; }
-  // Holds `backend` for work other than an audit (a repro, a selftest): no audit starts on it
-  // until it is released. False when something holds it already.
-  bool hold(const std::string& backend) { return busy_backends_.insert(backend).second; }
-  void release(const std::string& backend) {
-    busy_backends_.erase(backend);
-    wake();
-  }
+  // Holds `backend` for work other than an audit (`holder`: "selftest", "repro 12") as long
+  // as the returned hold lives: no audit, repro or selftest starts on it meanwhile, here or
+  // (in a fleet) in any daemon of the database, through the backend's lease an audit takes
+  // too. An empty hold when something holds it already. Suspends (the lease is taken on the
+  // db thread); throws storage_error when the database fails. On the queue's executor.
+  net::awaitable<backend_hold> hold(std::string backend, std::string holder);
   static const std::string managed_servers_key;
   // A running repro's live progress here; nullptr when none runs here under `id`.
   const repro_live* repro_progress(std::int64_t id) const;
@@ -132,7 +164,9 @@ class job_queue {
   // In a fleet: the unfinished repros of daemons no longer alive become this one's (a running
   // one is queued again, or marked interrupted), since member names change with every start.
   net::awaitable<void> adopt_orphaned_repros();
-  void launch_repro(const storage::repro_record& r);
+  void launch_repro(const storage::repro_record& r, backend_hold held);
+  friend class backend_hold;
+  void release(const std::string& backend, const std::string& holder);  // what a backend_hold does when it goes
   std::size_t running_total() const { return running_.size() + repros_running_.size(); }
   void ended(const std::shared_ptr<running_job>& job, std::exception_ptr e, job_end end);
 
@@ -144,7 +178,7 @@ class job_queue {
   net::steady_timer wake_;
   std::map<std::int64_t, std::shared_ptr<running_job>> running_;
   struct running_repro {
-    std::string backend;
+    backend_hold held;
     std::shared_ptr<repro_live> live = std::make_shared<repro_live>();
   };
   std::map<std::int64_t, running_repro> repros_running_;

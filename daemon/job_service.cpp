@@ -195,18 +195,19 @@ net::awaitable<expected<storage::selftest_record, api::service_error>> job_servi
   // Its answers would be an audit's neighbours, and the audit's would be the selftest's: it holds
   // the backend through the queue for its whole length (an audit submitted meanwhile waits), and
   // sends on the measuring thread, as an audit does.
-  if (!queue_.hold(name))
+  auto held = co_await queue_.hold(name, "selftest");
+  if (!held)
     co_return unexpected{api::make_error(api::service_errc::conflict, "backend_busy",
-                                         "an audit or a repro holds backend '" + name + "'; try again when it ends", "backend")};
+                                         "an audit, a repro or a selftest holds backend '" + name +
+                                             "' (in this daemon or another of its fleet); try again when it ends",
+                                         "backend")};
   clients::selftest_result result;
-  try {
+  {
     const clients::selftest_options options;  // named: GCC 12 mis-destroys a braced temporary in a co_await
     result = co_await net::co_spawn(queue_.audits(), clients::run_selftest(it->second, options), net::use_awaitable);
-  } catch (...) {
-    queue_.release(name);
-    throw;
   }
-  queue_.release(name);
+  // `held` goes with this call, after the record is stored: an audit that waited for the
+  // backend starts after the selftest's taken_at.
   int ran = 0;
   for (const auto& c : result.power.cases) ran += c.got.has_value();
   if (ran == 0)

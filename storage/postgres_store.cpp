@@ -300,6 +300,11 @@ CREATE TABLE repros (
 );
 CREATE INDEX repros_by_status ON repros(status, member, id);
 )sql",
+    // 8: (PostgreSQL only) a backend's lease for a selftest or a repro: no job, a holder instead.
+    R"sql(
+ALTER TABLE backend_leases ALTER COLUMN job_id DROP NOT NULL;
+ALTER TABLE backend_leases ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kPostgresMigrationCount = sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]);
@@ -440,6 +445,24 @@ class pg_fleet final : public fleet_repository {
     l.bind(1, job).bind(2, member);
     l.run();
     t.commit();
+  }
+
+  bool hold_backend(const std::string& member, const std::string& backend, const std::string& holder, int ttl_s) override {
+    auto& b = db_.prepare(
+        "INSERT INTO backend_leases (backend, job_id, member, expires_at, holder) "
+        "VALUES (?1, NULL, ?2, clock_timestamp() + ?3 * interval '1 second', ?4) "
+        "ON CONFLICT (backend) DO UPDATE SET job_id = NULL, member = excluded.member, expires_at = excluded.expires_at, "
+        "holder = excluded.holder WHERE backend_leases.expires_at <= clock_timestamp() RETURNING backend");
+    b.bind(1, backend).bind(2, member).bind(3, ttl_s).bind(4, holder);
+    const bool got = b.step();
+    b.reset();
+    return got;
+  }
+
+  void release_backend(const std::string& member, const std::string& backend, const std::string& holder) override {
+    auto& b = db_.prepare("DELETE FROM backend_leases WHERE backend = ? AND member = ? AND job_id IS NULL AND holder = ?");
+    b.bind(1, backend).bind(2, member).bind(3, holder);
+    b.run();
   }
 
   void leave(const std::string& member) override {

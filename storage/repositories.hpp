@@ -147,6 +147,11 @@ class fleet_repository {
   // Jobs in `skip` are passed over.
   virtual std::optional<claimed_job> claim(const std::string& member, int ttl_s, const std::set<std::int64_t>& skip) = 0;
   virtual void release(const std::string& member, std::int64_t job) = 0;
+  // Leases `backend` alone for a holder that is no job ("selftest", "repro 12"), as a claim
+  // leases a job's backends: false while a live lease holds it. Kept by the member's
+  // heartbeats, released by release_backend, taken by anyone once it expires.
+  virtual bool hold_backend(const std::string& member, const std::string& backend, const std::string& holder, int ttl_s) = 0;
+  virtual void release_backend(const std::string& member, const std::string& backend, const std::string& holder) = 0;
   // Releases every lease of the member and removes it from the fleet (a clean stop).
   virtual void leave(const std::string& member) = 0;
   // Asks the member running `job` to stop it at its next group; false when no lease holds it.

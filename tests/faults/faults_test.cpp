@@ -341,6 +341,43 @@ TEST_F(faults, the_schedule_survives_a_postgresql_outage_fires_once_late_and_rea
   EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
 }
 
+// Two daemons on one PostgreSQL database and one backend. A selftest through the first holds
+// the backend's lease, so an audit submitted through the second starts only after the
+// selftest has ended (its started_at after the selftest's taken_at); and while that second
+// daemon's next audit runs, a selftest through the first is refused (409 backend_busy)
+// instead of running beside it.
+TEST_F(faults, a_selftest_holds_its_backend_across_a_fleet_so_no_other_daemons_audit_runs_beside_it) {
+  test_support::private_postgres pg;
+  test_support::fake_knobs k;
+  k.delay = 200ms;  // a selftest of seconds, an audit of seconds too
+  test_support::fake_backend fake(k);
+  test_support::daemon_process first(LOGITAUDITD, {"--db", pg.url(), "--backend", "b=" + fake.url()}, dir_ / "daemon.log");
+  test_support::daemon_process second(LOGITAUDITD, {"--db", pg.url(), "--backend", "b=" + fake.url()}, dir_ / "second.log");
+  test_support::http_reply selftest;
+  std::thread through_first([&] { selftest = test_support::http_call(first.port(), http::verb::post, "/v1/backends/b/selftest"); });
+  for (int i = 0; i < 200 && fake.completion_requests() == 0; ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_GT(fake.completion_requests(), 0) << "the selftest never reached the backend";
+  const auto id = submit(second, kSmallSpec);
+  through_first.join();
+  ASSERT_EQ(selftest.status, 200u) << selftest.body;
+  const json end = wait_end(second, id);
+  EXPECT_EQ(end["status"], "done") << end.dump();
+  EXPECT_GT(end.value("started_at", ""), selftest.json().value("taken_at", "~")) << end.dump() << selftest.body;
+
+  const auto next = submit(second, kSmallSpec);
+  json j;
+  for (int i = 0; i < 300; ++i) {
+    j = get(second, "/v1/audits/" + std::to_string(next));
+    if (j.value("status", "") != "queued") break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(j["status"], "running") << j.dump();
+  const auto refused = test_support::http_call(first.port(), http::verb::post, "/v1/backends/b/selftest");
+  EXPECT_EQ(refused.status, 409u) << refused.body;
+  EXPECT_NE(refused.body.find("backend_busy"), std::string::npos) << refused.body;
+  EXPECT_EQ(wait_end(second, next)["status"], "done");
+}
+
 TEST_F(faults, logitauditd_sigkilled_at_random_points_resumes_to_every_planned_stream_exactly_once) {
   test_support::fake_knobs k;
   k.delay = 25ms;  // the job takes a few seconds, so kills land in the middle of it
