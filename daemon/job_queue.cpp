@@ -90,6 +90,7 @@ void backend_hold::reset() {
 
 net::awaitable<backend_hold> job_queue::hold(std::string backend, std::string holder) {
   if (!busy_backends_.insert(backend).second) co_return backend_hold{};
+  holds_.insert(backend);  // from now on, the heartbeat keeps its lease
   if (config_.fleet) {
     auto take = [member = config_.fleet->member, backend, holder, ttl = config_.fleet->lease_ttl_s](storage::store& s) {
       return !s.fleet() || s.fleet()->hold_backend(member, backend, holder, ttl);
@@ -99,10 +100,12 @@ net::awaitable<backend_hold> job_queue::hold(std::string backend, std::string ho
       got = co_await on_db(db_, std::move(take));
     } catch (...) {
       busy_backends_.erase(backend);
+      holds_.erase(backend);
       throw;
     }
     if (!got) {
       busy_backends_.erase(backend);
+      holds_.erase(backend);
       co_return backend_hold{};
     }
   }
@@ -111,6 +114,7 @@ net::awaitable<backend_hold> job_queue::hold(std::string backend, std::string ho
 
 void job_queue::release(const std::string& backend, const std::string& holder) {
   busy_backends_.erase(backend);
+  holds_.erase(backend);  // a release the database misses is undone by the next heartbeat
   if (config_.fleet)
     db_.post([member = config_.fleet->member, backend, holder](storage::store& s) {
       try {
@@ -374,8 +378,10 @@ net::awaitable<void> job_queue::heartbeat_loop() {
   net::steady_timer timer(ex_);
   // Beats on while jobs finish after stop(): their leases must hold until they are released.
   while (!stopping_ || !running_.empty()) {
-    auto beat = [member = fleet.member, ttl = fleet.lease_ttl_s](storage::store& s) {
-      return s.fleet() ? s.fleet()->heartbeat(member, ttl) : std::vector<std::int64_t>{};
+    std::set<std::int64_t> running;
+    for (const auto& [id, job] : running_) running.insert(id);
+    auto beat = [member = fleet.member, ttl = fleet.lease_ttl_s, running, holding = holds_](storage::store& s) {
+      return s.fleet() ? s.fleet()->heartbeat(member, ttl, running, holding) : std::vector<std::int64_t>{};
     };
     if (health) health->pass_started(loop_names::heartbeat);
     std::string error;

@@ -334,11 +334,33 @@ class pg_fleet final : public fleet_repository {
     member_ = me.id;
   }
 
-  std::vector<std::int64_t> heartbeat(const std::string& member, int ttl_s) override {
+  std::vector<std::int64_t> heartbeat(const std::string& member, int ttl_s, const std::set<std::int64_t>& running,
+                                      const std::set<std::string>& holding) override {
     transaction t(db_);
     auto& m = db_.prepare("UPDATE fleet_members SET heartbeat_at = clock_timestamp(), ttl_s = ?2 WHERE id = ?1");
     m.bind(1, member).bind(2, ttl_s);
     m.run();
+    // What a lost write left behind goes first, or the beats below would keep it for ever: the
+    // leases of jobs that have ended (a release lost in an outage), and of jobs this member
+    // holds a lease on but does not run (an end the database lost), once older than a lease's
+    // life (a claim being made now is never one); and job-less holds it no longer has.
+    std::string runs = "0";
+    for (auto id : running) runs += "," + std::to_string(id);
+    const std::string stale_jobs = "SELECT id FROM jobs WHERE status NOT IN ('queued','running') UNION "
+                                   "SELECT job_id FROM job_leases WHERE member = ?1 AND job_id NOT IN (" + runs +
+                                   ") AND leased_at < clock_timestamp() - ?2 * interval '1 second'";
+    for (const std::string table : {"backend_leases", "job_leases"}) {
+      auto& d = db_.prepare("DELETE FROM " + table + " WHERE member = ?1 AND job_id IN (" + stale_jobs + ")");
+      d.bind(1, member).bind(2, ttl_s);
+      d.run();
+    }
+    auto& h = db_.prepare("SELECT backend, holder FROM backend_leases WHERE member = ? AND job_id IS NULL");
+    h.bind(1, member);
+    std::vector<std::pair<std::string, std::string>> stale;
+    while (h.step())
+      if (!holding.count(h.text(0))) stale.emplace_back(h.text(0), h.text(1));
+    h.reset();
+    for (const auto& [backend, holder] : stale) release_backend(member, backend, holder);
     auto& j = db_.prepare(
         "UPDATE job_leases SET expires_at = clock_timestamp() + ?2 * interval '1 second' WHERE member = ?1 "
         "RETURNING job_id, cancel_requested");

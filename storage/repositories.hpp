@@ -140,8 +140,13 @@ class fleet_repository {
   // member holds the job's lease.
   virtual void join(const fleet_member& me, int ttl_s) = 0;
   // Extends the member's heartbeat and every lease it holds by ttl_s; returns the jobs it holds
-  // that a user asked (through any member) to cancel.
-  virtual std::vector<std::int64_t> heartbeat(const std::string& member, int ttl_s) = 0;
+  // that a user asked (through any member) to cancel. `running`: the jobs it runs now;
+  // `holding`: the backends it holds for no job now (a selftest, a repro). Leases a lost write
+  // left behind are dropped first: those of jobs that have ended, those of jobs not in
+  // `running` leased more than ttl_s ago (their end was lost: another claim resumes them), and
+  // job-less ones of backends not in `holding`.
+  virtual std::vector<std::int64_t> heartbeat(const std::string& member, int ttl_s, const std::set<std::int64_t>& running,
+                                              const std::set<std::string>& holding) = 0;
   // Leases the oldest job that is queued, or running under an expired lease (set back to
   // queued, to be resumed), whose backends no live lease holds; nullopt when there is none.
   // Jobs in `skip` are passed over.

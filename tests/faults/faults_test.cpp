@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "storage/postgres.hpp"
 #include "support/fake_backend.hpp"
 #include "support/http_call.hpp"
 #include "support/llama_server.hpp"
@@ -265,7 +266,7 @@ TEST_F(faults, a_backend_that_drips_a_token_a_second_is_slow_not_hung_and_its_au
 // with how late it ran, the minute after fires on time, no fire runs twice, and nothing stored
 // is lost (verify passes). The log never says that a prepared statement went missing.
 TEST_F(faults, the_schedule_survives_a_postgresql_outage_fires_once_late_and_readyz_names_the_scheduler_meanwhile) {
-  test_support::private_postgres pg;
+  test_support::private_postgres pg(true);  // durable: a crash loses no commit, as in production
   test_support::fake_backend fake;
   const auto clock = dir_ / "clock";
   const std::int64_t minute = 1'800'000'000;  // a whole minute in Unix seconds
@@ -337,6 +338,34 @@ TEST_F(faults, the_schedule_survives_a_postgresql_outage_fires_once_late_and_rea
   const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(log.find("[scheduler] pass failed"), std::string::npos);
   EXPECT_EQ(log.find("does not exist"), std::string::npos) << "a statement prepared on the lost connection was used";
+  auto verify = cli({"verify", pg.url()});
+  EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
+}
+
+// An end the database lost (a crash of a server that acknowledged commits it had not flushed,
+// a failover to a replica behind): the daemon finished an audit, but the database says it
+// runs, under this daemon's lease of its backend. The heartbeat no longer renews a lease of a
+// job the daemon does not run: once the lease is older than its life it goes, the audit is
+// taken over and finished again from its stored groups, and the next audit on that backend
+// runs instead of waiting for ever.
+TEST_F(faults, a_lease_whose_end_the_database_lost_is_dropped_and_its_backend_serves_the_next_audit) {
+  test_support::private_postgres pg;
+  test_support::fake_backend fake;
+  auto d = daemon({"--backend", "b=" + fake.url()}, pg.url());
+  const auto first = submit(*d, kSmallSpec);
+  ASSERT_EQ(wait_end(*d, first)["status"], "done");
+  {
+    storage::pg_connection c(pg.url());
+    const auto id = std::to_string(first);
+    c.exec("UPDATE jobs SET status = 'running' WHERE id = " + id);
+    c.exec("INSERT INTO job_leases (job_id, member, leased_at, expires_at) SELECT " + id +
+           ", id, clock_timestamp() - interval '1 minute', clock_timestamp() + interval '15 seconds' FROM fleet_members");
+    c.exec("INSERT INTO backend_leases (backend, job_id, member, expires_at) SELECT 'b', " + id +
+           ", id, clock_timestamp() + interval '15 seconds' FROM fleet_members");
+  }
+  const json next = wait_end(*d, submit(*d, kSmallSpec), 180s);
+  EXPECT_EQ(next["status"], "done") << next.dump();
+  EXPECT_EQ(wait_end(*d, first, 60s)["status"], "done");
   auto verify = cli({"verify", pg.url()});
   EXPECT_EQ(verify.code, 0) << verify.out << verify.err;
 }

@@ -700,5 +700,5 @@ TEST(fleet_cancel, a_queued_audit_leased_by_another_daemon_is_cancelled_through_
   const auto r = d.call(http::verb::post, "/v1/audits/" + std::to_string(job) + "/cancel");
   EXPECT_EQ(r.status, 202u) << r.body;
   EXPECT_EQ(other.jobs().get(job)->status, audit::job_status::queued) << "the holder's job, not rewritten here";
-  EXPECT_EQ(other.fleet()->heartbeat("other", 60), std::vector<std::int64_t>{job}) << "the holder is asked to stop it";
+  EXPECT_EQ(other.fleet()->heartbeat("other", 60, {job}, {}), std::vector<std::int64_t>{job}) << "the holder is asked to stop it";
 }

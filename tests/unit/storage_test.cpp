@@ -1264,7 +1264,7 @@ TEST(postgres_fleet, jobs_are_leased_with_their_backends_and_taken_over_when_a_l
 
   // A cancel through any member reaches the holder at its next heartbeat.
   EXPECT_TRUE(a.fleet()->request_cancel(j1));
-  EXPECT_EQ(b.fleet()->heartbeat("b", 60), std::vector<std::int64_t>{j1});
+  EXPECT_EQ(b.fleet()->heartbeat("b", 60, {j1}, {}), std::vector<std::int64_t>{j1});
   EXPECT_FALSE(a.fleet()->request_cancel(j2)) << "j2 is not leased";
 
   // Released, its backend is free for j2; a clean leave hands everything back.
