@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "audit/evidence.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/llama_server.hpp"
 #include "support/process.hpp"
@@ -60,9 +61,17 @@ TEST(certify_e2e, a_one_slot_server_moves_nothing_under_single_slot_and_its_cert
     all_passed = all_passed && f["status"] == "passed";
   }
   EXPECT_EQ(cert["outcome"], all_passed ? "certified" : "incomplete") << cert.dump(1);
-  EXPECT_EQ(family(cert, "co_residency")["status"], "passed") << "four requests to one slot are in flight together";
-  // The client had requests in flight together; the server, one slot, decoded one at a time.
+  // Four requests to one slot count for the claim when the stored bursts say they were in
+  // flight together (their overlap met evidence.min_overlap); a loaded machine that serialized
+  // every one leaves the family not tested, and says so. The stored evidence decides which.
+  const auto bursts = d.call(http::verb::get, "/v1/audits/" + id + "/bursts").json()["bursts"];
+  bool together = false;
+  for (const auto& b : bursts)
+    if (b["condition"].get<std::string>().starts_with("co_residency_") && b["verdict"].is_object())
+      together = together || b["overlap"].get<double>() >= audit::evidence_thresholds{}.min_overlap;
   const auto& co = family(cert, "co_residency");
+  EXPECT_EQ(co["status"], together ? "passed" : "not_tested") << co.dump() << "\n" << bursts.dump();
+  // The client had requests in flight together; the server, one slot, decoded one at a time.
   EXPECT_EQ(co["client_width_max"], 4);
   EXPECT_GE(co["server_width_max"].get<double>(), 0) << "the server's counters were read (--metrics)";
   EXPECT_LT(co["server_width_max"].get<double>(), 1.5) << co.dump();
