@@ -248,6 +248,18 @@ json alert_payload_json(const series_view& v, std::int64_t audit, const std::str
           {"sent_by", "logitauditd"}};
 }
 
+std::string loop_alert_payload(const std::string& loop, const std::string& problem, std::int64_t unhealthy_since_unix,
+                               std::int64_t last_progress_unix, const std::string& daemon) {
+  const json j = {{"kind", "loop_unhealthy"},
+                  {"loop", loop},
+                  {"problem", problem},
+                  {"unhealthy_since_unix", unhealthy_since_unix},
+                  {"last_progress_unix", last_progress_unix},
+                  {"daemon", daemon},
+                  {"sent_by", "logitauditd"}};
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 namespace {
 
 net::awaitable<api_response> route_deliveries(history_service* h, request_context ctx) {

@@ -18,6 +18,10 @@ std::string series_name(const storage::series_key& k);
 // audit), the series' state, links.
 nlohmann::json alert_payload_json(const series_view& v, std::int64_t audit, const std::string& kind,
                                   const audit::transition* transition);
+// The body of a loop_unhealthy alert: the daemon's own, not a series'. Untrusted text (a
+// database's message) is replaced where it is not UTF-8, so it always serialises.
+std::string loop_alert_payload(const std::string& loop, const std::string& problem, std::int64_t unhealthy_since_unix,
+                               std::int64_t last_progress_unix, const std::string& daemon);
 
 // One series as the API shows it (the CLI's `history --json` prints the same).
 nlohmann::json series_json(const series_view& v);

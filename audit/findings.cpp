@@ -265,6 +265,8 @@ void write_harness_sentences(findings& f) {
     s.push_back("Restart: " + r + (f.fingerprint_changes.empty()
                                        ? "; the canary and the fingerprint agree before and after, so the findings stand."
                                        : "; the fingerprint changed with it."));
+  for (const auto& h : f.hung)
+    s.push_back("Hung: " + h + "; its other groups were not run, and no retry was made against it.");
   for (const auto& q : f.quiet_waits) s.push_back("Quiet: " + q + ".");
   for (const auto& c : f.canary_undecided)
     s.push_back("Canary undecided: " + c + "; whether the numbers stayed the same rests on the declared fingerprint alone.");
@@ -738,6 +740,13 @@ void judge_predictions(const audit_spec& spec, findings& f) {
 // too, and says which fingerprint is missing.
 void judge_server_changes(const audit_plan& plan, const std::vector<observed_run>& runs,
                           const evaluation_evidence& ev, findings& f) {
+  // A backend that hung left its remaining groups not run, each with the same reason.
+  const std::string hung_reason = "backend_hung: not run: ";
+  for (const auto& r : runs)
+    if (!r.stream && r.error.starts_with(hung_reason) && r.group < plan.groups.size()) {
+      const auto line = plan.groups[r.group].backend + ": " + r.error.substr(hung_reason.size());
+      if (std::find(f.hung.begin(), f.hung.end(), line) == f.hung.end()) f.hung.push_back(line);
+    }
   for (const auto& [name, fp] : ev.fingerprints) {
     // A canary that could not be read alone is no evidence either way: named, not a change.
     const auto undecided = fp.after.observed.find("canary_undecided");

@@ -165,6 +165,9 @@ struct findings {
   // What the audit saw of its servers: restarts ("a: before group 12: ..."), canaries that
   // could not be judged ("a: the server was never idle ..."), bursts that had foreign load.
   std::vector<std::string> restarts;
+  // Backends that hung ("a: URL: /health answers, but no completion since ...; F groups failed,
+  // R not run"), read from the reason their groups that were not run carry.
+  std::vector<std::string> hung;
   // Per backend, the waits for an idle server before solo groups (spec.wait_for_quiet_s).
   std::vector<std::string> quiet_waits;
   std::vector<std::string> canary_undecided;

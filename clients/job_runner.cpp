@@ -235,8 +235,9 @@ std::string utc_clock(std::int64_t ms) {
 
 // After a group that went silent: does the server answer any completion? Its health target
 // first (a server that does not answer that is down or restarting, not hung: the retries
-// handle it), then one completion of a single token under the group's own deadline. Returns
-// the hang in words when health answered and the completion did not; "" otherwise.
+// handle it), then one completion of a single token under the group's own deadline, and its
+// decode counter before and after (one that moved is a busy server). Returns the hang in words
+// when health answered, the completion did not and nothing was decoded meanwhile; "" otherwise.
 net::awaitable<std::string> hang_of(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
                                     const server_watch& w) {
   auto h = co_await b.health();
@@ -246,8 +247,15 @@ net::awaitable<std::string> hang_of(backend& b, const audit::request_group& g, c
   probe.stream = false;
   probe.cache_prompt = false;
   probe.join_after_tokens = 0;
+  // A server whose slots are all taken (by another client, by load still draining) decodes on
+  // while the probe waits: busy, not hung. Its decode counter says which, where it has one.
+  const auto decodes_before = co_await b.read_decode_counters();
   auto answer = co_await b.complete(std::move(probe));
   if (answer || !silent(answer.error().code)) co_return "";
+  if (decodes_before) {
+    const auto decodes_after = co_await b.read_decode_counters();
+    if (decodes_after && decodes_after->decodes > decodes_before->decodes) co_return "";
+  }
   std::string since = "since the audit began";
   if (w.last_answer_ms > 0)
     since = "since " + utc_clock(w.last_answer_ms) + " (" + audit::fixed((wall_ms() - w.last_answer_ms) / 1000.0, 0) + " s)";
@@ -469,13 +477,19 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     report(*st, out);
     st->out->groups.push_back(std::move(out));
     if (!hang.empty()) {
-      std::size_t failed_groups = 0;
+      // The line names what it left: counted first, so that every group not run carries it whole.
+      std::size_t failed_groups = 0, not_run = 0;
       for (const auto& o : st->out->groups)
         failed_groups += o.backend == name &&
                          std::any_of(o.runs.begin(), o.runs.end(), [](const audit::observed_run& r) { return !r.stream; });
-      const auto not_run = fail_backend(st, name, "backend_hung: not run: " + hang, at + 1);
+      for (std::size_t rest = at + 1; rest < st->plan->groups.size(); ++rest) {
+        const auto& later = st->plan->groups[rest];
+        not_run += later.backend == name && !st->options->skip_groups.count(later.index) &&
+                   (!st->options->wanted || st->options->wanted(later));
+      }
       hang += "; " + std::to_string(failed_groups) + " group" + (failed_groups == 1 ? "" : "s") + " failed, " +
               std::to_string(not_run) + " not run";
+      fail_backend(st, name, "backend_hung: not run: " + hang, at + 1);
       st->out->hung.push_back(name + ": " + hang);
       if (st->options->on_hung) st->options->on_hung(name, hang);
     }

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "api/history_routes.hpp"
 #include "clients/webhook.hpp"
@@ -132,6 +131,8 @@ net::awaitable<void> alerter::classify_and_send(std::int64_t job) {
   }
 }
 
+// Reads first, then every delivery stored in one task, then sent: a retry after a failed read
+// or store sends nothing twice.
 net::awaitable<void> alerter::classify_and_send_once(std::int64_t job) {
   auto read_job = [job](storage::store& s) { return s.jobs().get(job); };
   const auto row = co_await on_db(db_, std::move(read_job));
@@ -140,36 +141,41 @@ net::awaitable<void> alerter::classify_and_send_once(std::int64_t job) {
   if (row->schedule_id) f.schedule = row->schedule_id;
   else f.spec_hash = row->spec_hash;
   auto all = co_await history_.series(f, 30);
+  struct outgoing {
+    webhook hook;
+    std::string payload, kind, backend;
+  };
+  std::vector<outgoing> out;
   for (const auto& v : all) {
     if (v.summary.key.schedule != row->schedule_id) continue;  // the ad-hoc series of a spec a schedule also runs
     for (const auto& a : alerts_of(v, job)) {
       const std::string payload = api::alert_payload_json(v, job, std::string(audit::to_string(a.kind)), a.transition).dump();
-      for (const auto& hook : settings_.webhooks) {
-        if (!hook.on.empty() && !hook.on.count(a.kind)) continue;
-        auto store = [url = hook.url, payload](storage::store& s) {
-          return s.alerts().enqueue(url, payload, storage::now_utc());
-        };
-        const auto id = co_await on_db(db_, std::move(store));
-        spdlog::info("alert {}: {} of audit {} on {} -> {}", id, std::string(audit::to_string(a.kind)), job, v.summary.key.backend, hook.url);
-        net::co_spawn(ex_, deliver(id, hook, payload, 0), net::detached);
-      }
+      for (const auto& hook : settings_.webhooks)
+        if (hook.on.empty() || hook.on.count(a.kind))
+          out.push_back({hook, payload, std::string(audit::to_string(a.kind)), v.summary.key.backend});
     }
+  }
+  if (out.empty()) co_return;
+  auto store = [out](storage::store& s) {
+    std::vector<std::int64_t> ids;
+    for (const auto& o : out) ids.push_back(s.alerts().enqueue(o.hook.url, o.payload, storage::now_utc()));
+    return ids;
+  };
+  const auto ids = co_await on_db(db_, std::move(store));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    spdlog::info("alert {}: {} of audit {} on {} -> {}", ids[i], out[i].kind, job, out[i].backend, out[i].hook.url);
+    net::co_spawn(ex_, deliver(ids[i], out[i].hook, out[i].payload, 0), net::detached);
   }
 }
 
 void alerter::loop_unhealthy(const loop_status& loop, const std::string& daemon) {
-  nlohmann::json payload = {{"kind", "loop_unhealthy"},
-                            {"loop", loop.name},
-                            {"problem", loop.problem},
-                            {"unhealthy_since_unix", loop.unhealthy_since_unix},
-                            {"last_progress_unix", loop.last_progress_unix},
-                            {"daemon", daemon},
-                            {"sent_by", "logitauditd"}};
+  const auto payload =
+      api::loop_alert_payload(loop.name, loop.problem, loop.unhealthy_since_unix, loop.last_progress_unix, daemon);
   const auto key = "loop-" + loop.name + "-" + std::to_string(loop.unhealthy_since_unix);
   for (const auto& hook : settings_.webhooks) {
     if (!hook.on.empty() && !hook.on.count(audit::alert_kind::loop_unhealthy)) continue;
     spdlog::info("alert {}: loop_unhealthy ({}) -> {}", key, loop.name, hook.url);
-    net::co_spawn(ex_, deliver_unstored(hook, payload.dump(), key), net::detached);
+    net::co_spawn(ex_, deliver_unstored(hook, payload, key), net::detached);
   }
 }
 

@@ -2,6 +2,7 @@
 // place (see assembly.hpp).
 #include "assembly.hpp"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include "api/audit_routes.hpp"
@@ -132,7 +133,13 @@ void assembly::add_routes(const config::daemon_config& conf, const assembly_hook
 void assembly::listen(const net::ip::tcp::endpoint& ep) { server_->listen(ep); }
 
 void assembly::start() {
-  net::co_spawn(api_, loops_.watch(std::chrono::seconds(5)), net::detached);
+  net::co_spawn(api_, loops_.watch(std::chrono::seconds(5)), [](std::exception_ptr e) {
+    if (e) try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        spdlog::critical("the loops' watch stopped: {}", x.what());
+      }
+  });
   queue_.start();
   scheduler_.start();
   alerts_.start();

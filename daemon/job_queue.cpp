@@ -69,6 +69,11 @@ net::awaitable<void> job_queue::until_stopped(std::int64_t id) {
 net::awaitable<void> job_queue::until_idle() {
   while (!running_.empty()) co_await until_stopped(running_.begin()->first);
   while (!repros_running_.empty()) co_await until_change(waiter_key(repros_running_.begin()->first), std::chrono::seconds(1));
+  // A selftest's hold too: it releases through this queue, which must outlive it.
+  for (net::steady_timer pause(ex_); !holds_.empty();) {
+    pause.expires_after(std::chrono::milliseconds(100));
+    co_await pause.async_wait(net::as_tuple(net::use_awaitable));
+  }
 }
 
 const repro_live* job_queue::repro_progress(std::int64_t id) const {
@@ -187,6 +192,7 @@ net::awaitable<void> job_queue::dispatch_repros() {
     if (repros_running_.count(r.id) || busy_backends_.count(r.backend)) continue;
     auto held = co_await hold(r.backend, "repro " + std::to_string(r.id));
     if (!held) continue;  // another daemon of the fleet holds it: looked at again at the next poll
+    if (stopping_ || static_cast<int>(running_total()) >= config_.max_running_jobs) break;  // the hold goes with it
     launch_repro(r, std::move(held));
   }
 }
@@ -393,8 +399,11 @@ net::awaitable<void> job_queue::heartbeat_loop() {
       error = e.what();
     }
     // The beat keeps its period while it fails: the leases expire lease_ttl_s after the last one.
-    if (!error.empty() && health)
-      health->failed(loop_names::heartbeat, "(the leases expire " + std::to_string(fleet.lease_ttl_s) + " s after the last beat) " + error);
+    if (!error.empty()) {
+      const auto why = "(the leases expire " + std::to_string(fleet.lease_ttl_s) + " s after the last beat) " + error;
+      if (health) health->failed(loop_names::heartbeat, why);
+      else spdlog::warn("fleet heartbeat failed {}", why);
+    }
     timer.expires_after(std::chrono::seconds(fleet.heartbeat_s));
     co_await timer.async_wait(net::as_tuple(net::use_awaitable));
   }

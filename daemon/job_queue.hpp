@@ -176,6 +176,9 @@ class job_queue {
   repro_jobs& repros_;
   queue_config config_;
   net::steady_timer wake_;
+  // Before the repros, whose holds release into them when the queue goes.
+  std::set<std::string> busy_backends_;
+  std::set<std::string> holds_;  // of those, the ones a backend_hold holds (a selftest, a repro)
   std::map<std::int64_t, std::shared_ptr<running_job>> running_;
   struct running_repro {
     backend_hold held;
@@ -183,8 +186,6 @@ class job_queue {
   };
   std::map<std::int64_t, running_repro> repros_running_;
   std::atomic<std::size_t> running_count_{0};  // running_total(), readable from other threads
-  std::set<std::string> busy_backends_;
-  std::set<std::string> holds_;  // of those, the ones a backend_hold holds (a selftest, a repro)
   std::map<std::int64_t, std::vector<std::shared_ptr<net::steady_timer>>> waiters_;
   bool started_ = false;
   bool stopping_ = false;

@@ -94,6 +94,7 @@ net::awaitable<void> loop_health::watch(std::chrono::milliseconds period) {
     std::lock_guard lock(mutex_);
     timer_ = &timer;
   }
+
   for (;;) {
     {
       std::lock_guard lock(mutex_);
@@ -116,13 +117,21 @@ net::awaitable<void> loop_health::watch(std::chrono::milliseconds period) {
     }
     for (const auto& s : to_alert) {
       spdlog::critical("[{}] cannot make progress: {}", s.name, s.problem);
-      if (on_unhealthy) on_unhealthy(s);
+      try {
+        if (on_unhealthy) on_unhealthy(s);
+      } catch (const std::exception& e) {  // the watch itself never ends at an alert
+        spdlog::error("[{}] its alert was not sent: {}", s.name, e.what());
+      }
     }
-    for (const auto& s : recovered)
-      if (on_recovered) on_recovered(s);
+    for (const auto& s : recovered) try {
+        if (on_recovered) on_recovered(s);
+      } catch (const std::exception& e) {
+        spdlog::error("[{}] its recovery was not told: {}", s.name, e.what());
+      }
     timer.expires_after(period);
     co_await timer.async_wait(net::as_tuple(net::use_awaitable));
   }
+  // Not in a guard: a frame destroyed with its io_context, after this object, must not touch it.
   std::lock_guard lock(mutex_);
   timer_ = nullptr;
 }

@@ -32,6 +32,7 @@ class loop_health {
  public:
   using clock = std::chrono::steady_clock;
 
+  // None of these suspends or throws (but bad_alloc).
   // Registers `name`; a pass still running after `stuck_after` makes it unhealthy (a database
   // that stopped answering holds a pass without failing it).
   void add(const std::string& name, std::chrono::seconds stuck_after);
@@ -48,7 +49,7 @@ class loop_health {
   // when every loop is healthy.
   std::vector<std::string> problems() const;
 
-  // Every `period`, until stop(): tells on_unhealthy once of each loop that has stayed unhealthy
+  // Suspends. Every `period`, until stop(): tells on_unhealthy once of each loop that has stayed unhealthy
   // for `alert_after` (a blip is no alert), and on_recovered when it is healthy again.
   net::awaitable<void> watch(std::chrono::milliseconds period);
   void stop();  // on the watch's executor

@@ -669,6 +669,16 @@ field<audit::findings> per_backend(std::string_view name, bool required) {
   return f;
 }
 
+// Leaves a threshold out while it has the value a default configuration gives it (the
+// documents written before it was stored keep their bytes).
+template <auto M>
+field<audit::evidence_thresholds> unless_configured_default(field<audit::evidence_thresholds> f) {
+  f.omit = [](const audit::evidence_thresholds& in, const field<audit::evidence_thresholds>&) {
+    return in.*M == audit::evidence_thresholds{}.*M;
+  };
+  return f;
+}
+
 const object_table<audit::evidence_thresholds>& thresholds_table() {
   using E = audit::evidence_thresholds;
   static const std::vector<field<E>> rows = {
@@ -676,6 +686,10 @@ const object_table<audit::evidence_thresholds>& thresholds_table() {
       must<&E::min_overlap>("min_overlap"),
       must<&E::require_server_measure>("require_server_measure"),
       must<&E::min_reused_tokens>("min_reused_tokens"),
+      // Written when not the default (older documents were judged with the default): verify
+      // judges not_solo and foreign load by the daemon's own figures.
+      unless_configured_default<&E::max_solo_busy_slots>(member<&E::max_solo_busy_slots>("max_solo_busy_slots")),
+      unless_configured_default<&E::foreign_load_slots>(member<&E::foreign_load_slots>("foreign_load_slots")),
   };
   static const auto t = stored(rows);
   return t;
@@ -718,6 +732,7 @@ const object_table<audit::findings>& findings_table() {
         resolution_field(),
         per_backend<&F::selftests, const object_table<audit::selftest_summary>, selftest_table>("selftests", false),
         unless_empty<&F::restarts>(member<&F::restarts>("restarts")),
+        unless_empty<&F::hung>(member<&F::hung>("hung")),
         unless_empty<&F::quiet_waits>(member<&F::quiet_waits>("quiet_waits")),
         unless_empty<&F::canary_undecided>(member<&F::canary_undecided>("canary_undecided")),
         unless_default<&F::foreign_load_bursts>(member<&F::foreign_load_bursts>("foreign_load_bursts")),

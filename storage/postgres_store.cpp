@@ -344,14 +344,17 @@ class pg_fleet final : public fleet_repository {
     // leases of jobs that have ended (a release lost in an outage), and of jobs this member
     // holds a lease on but does not run (an end the database lost), once older than a lease's
     // life (a claim being made now is never one); and job-less holds it no longer has.
-    std::string runs = "0";
-    for (auto id : running) runs += "," + std::to_string(id);
+    // One statement text whatever the set (a PostgreSQL array literal, bound): the statement
+    // cache keeps one entry.
+    std::string runs = "{";
+    for (auto id : running) runs += (runs.size() > 1 ? "," : "") + std::to_string(id);
+    runs += "}";
     const std::string stale_jobs = "SELECT id FROM jobs WHERE status NOT IN ('queued','running') UNION "
-                                   "SELECT job_id FROM job_leases WHERE member = ?1 AND job_id NOT IN (" + runs +
-                                   ") AND leased_at < clock_timestamp() - ?2 * interval '1 second'";
-    for (const std::string table : {"backend_leases", "job_leases"}) {
-      auto& d = db_.prepare("DELETE FROM " + table + " WHERE member = ?1 AND job_id IN (" + stale_jobs + ")");
-      d.bind(1, member).bind(2, ttl_s);
+                                   "SELECT job_id FROM job_leases WHERE member = ?1 AND job_id <> ALL(?3::bigint[]) "
+                                   "AND leased_at < clock_timestamp() - ?2 * interval '1 second'";
+    for (const char* table : {"backend_leases", "job_leases"}) {
+      auto& d = db_.prepare(std::string("DELETE FROM ") + table + " WHERE member = ?1 AND job_id IN (" + stale_jobs + ")");
+      d.bind(1, member).bind(2, ttl_s).bind(3, runs);
       d.run();
     }
     auto& h = db_.prepare("SELECT backend, holder FROM backend_leases WHERE member = ? AND job_id IS NULL");

@@ -144,7 +144,7 @@ class fleet_repository {
   // `holding`: the backends it holds for no job now (a selftest, a repro). Leases a lost write
   // left behind are dropped first: those of jobs that have ended, those of jobs not in
   // `running` leased more than ttl_s ago (their end was lost: another claim resumes them), and
-  // job-less ones of backends not in `holding`.
+  // job-less ones of backends not in `holding`. Throws storage_error.
   virtual std::vector<std::int64_t> heartbeat(const std::string& member, int ttl_s, const std::set<std::int64_t>& running,
                                               const std::set<std::string>& holding) = 0;
   // Leases the oldest job that is queued, or running under an expired lease (set back to
@@ -154,7 +154,8 @@ class fleet_repository {
   virtual void release(const std::string& member, std::int64_t job) = 0;
   // Leases `backend` alone for a holder that is no job ("selftest", "repro 12"), as a claim
   // leases a job's backends: false while a live lease holds it. Kept by the member's
-  // heartbeats, released by release_backend, taken by anyone once it expires.
+  // heartbeats, released by release_backend, taken by anyone once it expires. Both throw
+  // storage_error.
   virtual bool hold_backend(const std::string& member, const std::string& backend, const std::string& holder, int ttl_s) = 0;
   virtual void release_backend(const std::string& member, const std::string& backend, const std::string& holder) = 0;
   // Releases every lease of the member and removes it from the fleet (a clean stop).
