@@ -469,9 +469,43 @@ net::awaitable<std::string> job_lifecycle::store_end(std::int64_t id, job_end en
   try {
     co_await on_db(db_, std::move(mark_failed));
   } catch (const std::exception& e) {
-    spdlog::error("audit {}: cannot even mark it failed: {}", id, e.what());
+    spdlog::error("audit {}: cannot even mark it failed: {}; its end is kept and written when the database takes it", id,
+                  e.what());
+    std::lock_guard lock(ends_mutex_);
+    unwritten_ends_[id] = "storing the findings failed: " + failure;
   }
   co_return failure;
+}
+
+std::optional<std::string> job_lifecycle::unwritten_end(std::int64_t id) const {
+  std::lock_guard lock(ends_mutex_);
+  auto it = unwritten_ends_.find(id);
+  if (it == unwritten_ends_.end()) return std::nullopt;
+  return it->second;
+}
+
+net::awaitable<void> job_lifecycle::write_unwritten_ends() {
+  std::map<std::int64_t, std::string> ends;
+  {
+    std::lock_guard lock(ends_mutex_);
+    ends = unwritten_ends_;
+  }
+  for (const auto& end : ends) {
+    const auto id = end.first;
+    auto mark_failed = [id, why = end.second](storage::store& s) {
+      s.jobs().set_status(id, audit::job_status::failed, storage::now_utc(), why);
+      return 0;
+    };
+    try {
+      co_await on_db(db_, std::move(mark_failed));
+    } catch (const std::exception& e) {
+      throw storage::storage_error(storage::storage_error::kind::unavailable,
+                                   "audit " + std::to_string(id) + "'s end is not stored yet: " + e.what());
+    }
+    spdlog::info("audit {}: its end, kept since the database refused it, is stored", id);
+    std::lock_guard lock(ends_mutex_);
+    unwritten_ends_.erase(id);
+  }
 }
 
 net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls controls) {

@@ -120,6 +120,13 @@ class job_lifecycle {
   // the job failed with the reason; a shutdown stop leaves it running.
   net::awaitable<job_end> run(std::int64_t id, run_controls controls);
 
+  // Ends the database refused (a full disk, a read-only file): kept here, said by the API in
+  // place of the stored "running" (unwritten_end), and written by write_unwritten_ends as soon
+  // as the database takes them. Thread-safe.
+  std::optional<std::string> unwritten_end(std::int64_t id) const;
+  // Suspends (db thread); throws storage_error, naming the audit, while the database refuses.
+  net::awaitable<void> write_unwritten_ends();
+
  private:
   // The steps of run(), each named for what it does.
   // The client configuration of each of the spec's backends, or why the job cannot run.
@@ -136,6 +143,8 @@ class job_lifecycle {
 
   storage::db_worker& db_;
   lifecycle_config config_;
+  mutable std::mutex ends_mutex_;
+  std::map<std::int64_t, std::string> unwritten_ends_;  // audit -> why it failed
   mutable std::mutex devices_mutex_;
   mutable std::optional<std::pair<std::chrono::steady_clock::time_point, clients::device_catalogue>> devices_;
 };

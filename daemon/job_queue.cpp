@@ -328,6 +328,7 @@ net::awaitable<void> job_queue::dispatch_loop() {
 }
 
 net::awaitable<void> job_queue::dispatch_once() {
+  co_await lifecycle_.write_unwritten_ends();  // while it throws, the pass fails and /readyz names it
   if (static_cast<int>(running_total()) >= config_.max_running_jobs) co_return;
   // A repro is asked for by someone waiting on it: it goes before the queued audits.
   co_await dispatch_repros();

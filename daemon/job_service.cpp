@@ -46,7 +46,14 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_service::s
 
 net::awaitable<std::optional<storage::job_record>> job_service::job(std::int64_t id) {
   auto load = [id](storage::store& s) { return s.jobs().get(id); };
-  co_return co_await on_db(db_, std::move(load));
+  auto row = co_await on_db(db_, std::move(load));
+  // An end the database refused is this daemon's to say until it is stored.
+  if (row && !audit::is_final(row->status) && !queue_.is_running(id))
+    if (auto why = lifecycle_.unwritten_end(id)) {
+      row->status = audit::job_status::failed;
+      row->error = *why + " (not stored yet: the database refuses writes; it is written when it takes them)";
+    }
+  co_return row;
 }
 
 net::awaitable<std::optional<storage::job_record>> job_service::wait(std::int64_t id, std::chrono::milliseconds timeout,
