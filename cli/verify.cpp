@@ -8,6 +8,7 @@
 #include <set>
 
 #include "audit/evidence.hpp"
+#include "audit/findings.hpp"
 #include "audit/numbers.hpp"
 #include "audit/plan.hpp"
 #include "audit/search.hpp"
@@ -177,7 +178,7 @@ void verify_predictions(storage::store& store, std::int64_t job, const audit::au
       const bool identical = p.level == audit::identity_level::logit ? id.logit : id.token;
       k += identical == (p.expect == audit::expectation::identical);
     }
-    const std::string outcome = n == 0 ? "undecided" : k >= p.at_least * n - 1e-9 ? "held" : "failed";
+    const std::string outcome(audit::to_string(audit::decide(p, k, n)));  // the writer's own rule
     auto s = stored_p.find(p.id);
     if (s == stored_p.end()) {
       rep.problems.push_back("job " + std::to_string(job) + " prediction " + p.id + ": not stored");
