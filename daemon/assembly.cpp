@@ -83,6 +83,8 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
       alerts_(api, db, history_, alert_settings_of(conf)),
       retention_(api, db, conf.retention.stream_bytes_days, std::chrono::seconds(conf.retention.interval_s)) {
   api_ = api;
+  loop_watch_period_ = hooks.loop_watch_period;
+  loops_.alert_after = hooks.loop_alert_after;
   name_ = host_name() + " (pid " + std::to_string(::getpid()) + ", " + conf.listen + ")";
   scheduler_.health = &loops_;
   queue_.health = &loops_;
@@ -133,7 +135,7 @@ void assembly::add_routes(const config::daemon_config& conf, const assembly_hook
 void assembly::listen(const net::ip::tcp::endpoint& ep) { server_->listen(ep); }
 
 void assembly::start() {
-  net::co_spawn(api_, loops_.watch(std::chrono::seconds(5)), [](std::exception_ptr e) {
+  net::co_spawn(api_, loops_.watch(loop_watch_period_), [](std::exception_ptr e) {
     if (e) try {
         std::rethrow_exception(e);
       } catch (const std::exception& x) {

@@ -66,6 +66,10 @@ struct assembly_hooks {
   // This daemon as GET /v1/fleet and the fleet's table show it (default: host, pid, listen).
   std::optional<storage::fleet_member> self;
   std::string version = LOGITAUDIT_VERSION;  // GET /v1/info, /openapi.json
+  // How often the loops' health is judged, and how long a loop stays unhealthy before its
+  // loop_unhealthy alert; a test wants both short.
+  std::chrono::milliseconds loop_watch_period{5000};
+  std::chrono::seconds loop_alert_after{30};
   // How long a client may take to send a request (default 30 s); a fuzzer wants it short.
   std::optional<std::chrono::seconds> read_timeout;
 };
@@ -115,6 +119,7 @@ class assembly {
   std::unique_ptr<api::http_server> server_;
   net::any_io_executor api_;
   std::string name_;  // this daemon, as a loop_unhealthy alert names it
+  std::chrono::milliseconds loop_watch_period_;
 };
 
 }  // namespace logitaudit::daemon

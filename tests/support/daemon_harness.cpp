@@ -73,6 +73,8 @@ daemon_harness::daemon_harness(harness_options o) {
     ++refreshes_;
     events_cv_.notify_all();
   };
+  hooks.loop_watch_period = o.loop_watch_period;
+  hooks.loop_alert_after = o.loop_alert_after;
   hooks.self = storage::fleet_member{"harness", "localhost", 0, "127.0.0.1:0", "test", "", "", true};
   hooks.version = "test";
   parts_ = std::make_unique<daemon::assembly>(config_of(o, database_), *db_, std::nullopt, io_.get_executor(),

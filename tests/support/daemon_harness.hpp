@@ -43,6 +43,9 @@ struct harness_options {
   config::managed_config managed;  // models and llama-server of managed backends and sweeps
   std::string database;  // default: a fresh file in the temp folder, removed at the end
   std::function<void(storage::db_worker&)> before_start;  // rows an earlier process left
+  // The loops' watch: how often it judges, how long a loop is unhealthy before its alert.
+  std::chrono::milliseconds loop_watch_period{5000};
+  std::chrono::seconds loop_alert_after{30};
 };
 
 // The daemon_config the options stand for (what a config file with the same keys gives).
@@ -56,6 +59,8 @@ class daemon_harness {
 
   unsigned short port() const;
   storage::db_worker& db() { return *db_; }
+  // The daemon's background loops (thread-safe): a test may report a pass of its own there.
+  daemon::loop_health& loops() { return parts_->loops(); }
   api::router& routes() { return parts_->routes(); }
   const std::string& database() const { return database_; }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "daemon/loop_health.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/fake_backend.hpp"
 
@@ -462,6 +463,64 @@ TEST(history_api, a_delivery_left_pending_by_a_stopped_daemon_is_resumed_at_star
   ASSERT_EQ(got.size(), 1u);
   EXPECT_TRUE(got[0]["signature_ok"].get<bool>());
   EXPECT_EQ(got[0]["kind"], "unexplained_step");
+}
+
+// The backoff between a loop's failed passes: 1 s doubling, each 0.5 to 1 times that, never over
+// max_backoff; a pass that never ends makes its loop unhealthy once it is older than its bound.
+TEST(loop_health, backs_off_within_its_bounds_and_names_a_stuck_pass) {
+  daemon::loop_health h;
+  h.add("x", std::chrono::seconds(60));
+  const auto first = h.failed("x", "e");
+  EXPECT_GE(first.count(), 500);
+  EXPECT_LE(first.count(), 1000);
+  std::chrono::milliseconds last{0};
+  for (int i = 0; i < 20; ++i) last = h.failed("x", "e");
+  EXPECT_GE(last.count(), h.max_backoff.count() / 2);
+  EXPECT_LE(last.count(), h.max_backoff.count());
+  h.progress("x");
+  EXPECT_TRUE(h.problems().empty());
+  h.add("stuck", std::chrono::seconds(0));
+  h.pass_started("stuck");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto p = h.problems();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NE(p[0].find("stuck: one pass has not ended for"), std::string::npos) << p[0];
+}
+
+// A background loop that fails (here, one the test reports itself, as the scheduler reports a
+// database that went away): /readyz answers 503 and names it, /metrics says 0 for it, and once
+// it has been unhealthy for loop_alert_after a signed loop_unhealthy alert goes to the webhook,
+// once; when the loop works again /readyz is 200 and no second alert follows.
+TEST(history_api, a_loop_that_fails_is_named_by_readyz_and_metrics_and_alerts_once) {
+  const std::string secret = "a-secret-for-the-loop-alert-test";
+  webhook_receiver receiver(secret, 0);
+  test_support::harness_options o;
+  o.alerts.webhooks = {{receiver.url(), secret, {audit::alert_kind::loop_unhealthy}}};
+  o.alerts.backoff_ms = 20;
+  o.loop_watch_period = std::chrono::milliseconds(50);
+  o.loop_alert_after = std::chrono::seconds(0);
+  test_support::daemon_harness d(o);
+  EXPECT_EQ(d.call(http::verb::get, "/readyz").status, 200u);
+  d.loops().add("probe", std::chrono::seconds(60));
+  d.loops().pass_started("probe");
+  d.loops().failed("probe", "injected: the database went away");
+  const auto ready = d.call(http::verb::get, "/readyz");
+  EXPECT_EQ(ready.status, 503u);
+  EXPECT_NE(ready.body.find("probe: failing for"), std::string::npos) << ready.body;
+  EXPECT_NE(ready.body.find("injected: the database went away"), std::string::npos) << ready.body;
+  EXPECT_NE(d.call(http::verb::get, "/metrics").body.find("logitaudit_loop_healthy{loop=\"probe\"} 0"), std::string::npos);
+  std::vector<json> got;
+  for (int i = 0; i < 200 && got.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    got = receiver.requests();
+  }
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["kind"], "loop_unhealthy");
+  EXPECT_TRUE(got[0]["signature_ok"].get<bool>());
+  d.loops().progress("probe");
+  EXPECT_EQ(d.call(http::verb::get, "/readyz").status, 200u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // several watches: none alerts again
+  EXPECT_EQ(receiver.requests().size(), 1u);
 }
 
 }  // namespace
