@@ -317,8 +317,8 @@ void verify_migration(const job_evidence& e, const audit::audit_plan& plan, cons
     const auto* mine = digest_of(r.id);
     if (!mine) continue;
     if (g.is_baseline) {
-      const bool alone = (!r.company || *r.company <= stored.thresholds.max_solo_busy_slots) && r.server.cache_n <= 0;
-      if (alone) solo[r.backend][sampling] = mine;
+      // Alone by the writer's own rule (audit::not_solo_reason).
+      if (audit::not_solo_reason(r.company, r.server.cache_n, stored.thresholds).empty()) solo[r.backend][sampling] = mine;
       continue;
     }
     if (g.mode == audit::group_mode::serial || audit::is_control(g.kind) || !r.compared || !r.baseline_group || !r.verdict ||
