@@ -411,6 +411,47 @@ TEST_F(faults, a_selftest_holds_its_backend_across_a_fleet_so_no_other_daemons_a
   EXPECT_EQ(wait_end(second, next)["status"], "done");
 }
 
+// The same across a fleet for a repro: a repro started through the first daemon holds its
+// backend's lease while it runs, so an audit submitted through the second starts only after the
+// repro has ended (its started_at after the repro's finished_at).
+TEST_F(faults, a_repro_holds_its_backend_across_a_fleet_so_no_other_daemons_audit_runs_beside_it) {
+  test_support::private_postgres pg;
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;  // every burst overlaps, and the fake moves overlapped requests
+  k.jitter_when_overlapping = true;
+  test_support::fake_backend fake(k);
+  test_support::daemon_process first(LOGITAUDITD, {"--db", pg.url(), "--backend", "b=" + fake.url()}, dir_ / "daemon.log");
+  test_support::daemon_process second(LOGITAUDITD, {"--db", pg.url(), "--backend", "b=" + fake.url()}, dir_ / "second.log");
+  const auto audit = submit(first, R"({"backends":["b"],"prompts":["alpha beta","gamma delta"],"n_predict":4,)"
+                                   R"("conditions":[{"name":"mixed","kind":"cross_batch","concurrency":4},)"
+                                   R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})");
+  ASSERT_EQ(wait_end(first, audit)["status"], "done");
+  std::int64_t run = 0;
+  const auto runs = get(first, "/v1/audits/" + std::to_string(audit) + "/runs")["runs"];  // a copy: the range outlives it
+  for (const auto& r : runs)
+    if (!run && r.value("verdict", json()).is_object() && r["condition"] == "mixed" && !r["verdict"]["logit_identical"].get<bool>())
+      run = r["id"].get<std::int64_t>();
+  ASSERT_GT(run, 0) << "the fake moves every overlapped request: " << runs.dump();
+  auto started = test_support::http_call(first.port(), http::verb::post,
+                                         "/v1/audits/" + std::to_string(audit) + "/runs/" + std::to_string(run) + "/repro",
+                                         R"({"trials":4,"max_bursts":12})");
+  ASSERT_EQ(started.status, 202u) << started.body;
+  const std::string self = started.json()["links"]["self"];
+  json repro;
+  for (int i = 0; i < 600; ++i) {
+    repro = get(first, self);
+    if (repro.value("status", "") != "queued") break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_NE(repro["status"], "queued") << repro.dump();
+  const auto id = submit(second, kSmallSpec);
+  repro = get(first, self + "?wait=120");
+  ASSERT_NE(repro.value("finished_at", ""), "") << repro.dump();
+  const json end = wait_end(second, id);
+  EXPECT_EQ(end["status"], "done") << end.dump();
+  EXPECT_GT(end.value("started_at", ""), repro.value("finished_at", "~")) << end.dump() << repro.dump();
+}
+
 TEST_F(faults, logitauditd_sigkilled_at_random_points_resumes_to_every_planned_stream_exactly_once) {
   test_support::fake_knobs k;
   k.delay = 25ms;  // the job takes a few seconds, so kills land in the middle of it
