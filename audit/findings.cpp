@@ -864,7 +864,8 @@ findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vec
   f.throughput = throughput_results(spec, plan, runs, ev.bursts);
   f.load_curves = load_curves(spec, plan, ev, f);
   f.frontier = frontier_rows(spec, plan, f);
-  f.migration = migration_matrices(plan, runs, f.verdicts, ev.fingerprints, ev.thresholds);
+  const analysis_input in{spec, plan, runs, ev};
+  for (const auto* a : analyses()) a->evaluate(in, f);
 
   if (ev.reference) f.reference = judge_against_reference(spec, plan, runs, *ev.reference, ev.fingerprints, ev.thresholds);
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis.hpp"
 #include "burst_measurement.hpp"
 #include "certify.hpp"
 #include "compare.hpp"
@@ -21,7 +22,6 @@
 #include "reference.hpp"
 #include "frontier.hpp"
 #include "logit_stream.hpp"
-#include "migration.hpp"
 #include "plan.hpp"
 #include "search.hpp"
 #include "spec.hpp"
@@ -178,9 +178,18 @@ struct findings {
   std::vector<throughput_result> throughput;  // throughput probes, per backend
   std::vector<load_curve> load_curves;        // per backend and load condition, level by level (docs/load.md)
   std::vector<frontier_row> frontier;         // sweeps (or specs with a probe): one row per backend
-  std::vector<migration_matrix> migration;    // per model two or more backends serve (audit/migration.hpp)
   std::optional<audit::certificate> certificate;  // a certify job's (audit/certify.hpp)
+  // The analyses' sections (audit/analysis.hpp), each read by section<S>(f).
+  section_store sections;
 };
+
+// The section of type S of `f`, empty when its analysis had nothing to say.
+template <class S>
+const S& section(const findings& f) {
+  static const S none{};
+  const S* s = f.sections.find<S>();
+  return s ? *s : none;
+}
 
 // Judges every observed run of `plan`. Pure: the same inputs give the same findings.
 findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,

@@ -53,6 +53,11 @@ struct migration_matrix {
 // none). Solo streams count when they were alone (the
 // evidence of not_solo_reason); streams under load count when their verdict does (a burst
 // that batched, no failure), controls never.
+// The migration analysis's section of the findings: one matrix per model.
+struct migration_section {
+  std::vector<migration_matrix> matrices;
+};
+
 std::vector<migration_matrix> migration_matrices(const audit_plan& plan, const std::vector<observed_run>& runs,
                                                  const std::vector<run_verdict>& verdicts,
                                                  const std::map<std::string, backend_fingerprints>& fingerprints,

@@ -6,17 +6,11 @@
 
 #include "attribution.hpp"
 #include "numbers.hpp"
+#include "report_blocks.hpp"
 #include "verdict.hpp"
 
 namespace logitaudit::audit {
 namespace {
-
-std::string cell(int k, int n) { return share(k, n, 3); }
-
-std::string pad(std::string s, std::size_t w) {
-  if (s.size() < w) s.append(w - s.size(), ' ');
-  return s;
-}
 
 std::string flag_words(const condition_tally& t) {
   std::string s;
@@ -125,11 +119,6 @@ std::string prediction_counts(const prediction_result& p) {
   return s;
 }
 
-// A table as rows of cells; the first row is the header.
-using grid = std::vector<std::vector<std::string>>;
-
-std::string pct_cell(int k, int n) { return n ? std::to_string(k) + "/" + std::to_string(n) + " (" + fixed(100.0 * k / n, 0) + "%)" : "-"; }
-
 std::string decision_word(search_decision d) {
   switch (d) {
     case search_decision::same: return "SAME";
@@ -139,8 +128,6 @@ std::string decision_word(search_decision d) {
   }
   return "?";
 }
-
-std::string p_text(double p) { return p < 1e-4 ? "p<0.0001" : "p=" + fixed(p, 4); }
 
 grid search_grid(const search_result& r) {
   grid g{{"width", "trials", "batched", "logit-ident", "95% interval", "logit", "token-ident", "token"}};
@@ -171,36 +158,6 @@ grid frontier_grid(const findings& f) {
                  r.tokens_per_s ? fixed(*r.tokens_per_s, 1) : "-", r.cost ? fixed(100 * *r.cost, 0) + "%" : "-",
                  std::string(r.reproducible ? "yes" : "no") + (r.note.empty() ? "" : " (" + r.note + ")")});
   return g;
-}
-
-void grid_text(std::string& out, const grid& g) {
-  std::vector<std::size_t> w(g.front().size(), 0);
-  for (const auto& row : g)
-    for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
-  for (const auto& row : g) {
-    std::string line = " ";
-    for (std::size_t i = 0; i < row.size(); ++i) line += i + 1 == row.size() ? row[i] : pad(row[i], w[i] + 2);
-    out += line + "\n";
-  }
-}
-
-void grid_markdown(std::string& out, const grid& g) {
-  // A cell's own "|" (the migration matrix's "solo | under load") would end the cell.
-  auto cell = [](const std::string& c) {
-    std::string e;
-    for (char ch : c) e += ch == '|' ? std::string("\\|") : std::string(1, ch);
-    return e;
-  };
-  for (std::size_t r = 0; r < g.size(); ++r) {
-    out += "|";
-    for (const auto& c : g[r]) out += " " + cell(c) + " |";
-    out += "\n";
-    if (r == 0) {
-      out += "|";
-      for (std::size_t i = 0; i < g[r].size(); ++i) out += " --- |";
-      out += "\n";
-    }
-  }
 }
 
 std::string ms3(const latency_summary& l) {
@@ -263,40 +220,14 @@ void load_sections(std::string& out, const findings& f, bool markdown) {
   }
 }
 
-// The migration matrix: a row per backend, a column per backend; each cell is the pair's
-// streams of the same requests, "solo | under load"; the diagonal, a backend's streams under
-// load against its own solo ones (audit/migration.hpp).
-grid migration_grid(const migration_matrix& m) {
-  grid g{{"solo | under load"}};
-  g.front().insert(g.front().end(), m.backends.begin(), m.backends.end());
-  for (const auto& a : m.backends) {
-    std::vector<std::string> row = {a};
-    for (const auto& b : m.backends) {
-      const auto* c = m.cell(a, b);
-      if (!c) row.push_back("-");
-      else if (a == b) row.push_back("itself: " + agreement_words(c->load));
-      else row.push_back(agreement_words(c->solo) + " | " + agreement_words(c->load));
-    }
-    g.push_back(std::move(row));
-  }
-  return g;
-}
-
-void migration_sections(std::string& out, const findings& f, bool markdown) {
-  for (const auto& m : f.migration) {
-    const std::string title = "Migration matrix, " + (m.model.empty() ? std::string("one model") : m.model) +
-                              ": logit-identical streams of the same requests, pair by pair";
-    out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
-    markdown ? grid_markdown(out, migration_grid(m)) : grid_text(out, migration_grid(m));
-    out += std::string(markdown ? "\n" : "") +
-           " Each cell: identical/compared solo | under load, \"from P by D\" where the first difference is (position P, "
-           "largest |logprob difference| D of the chosen token), tokens where they differ too. The diagonal is each backend "
-           "under load against its own solo streams.\n";
-  }
+// Every analysis's part at `place`, in the list's order.
+void render_place(std::string& out, const findings& f, report_place place, bool markdown) {
+  for (const auto* a : analyses())
+    if (a->place() == place) a->render(f, markdown ? report_format::markdown : report_format::text, out);
 }
 
 void extra_sections(std::string& out, const findings& f, bool markdown) {
-  migration_sections(out, f, markdown);
+  render_place(out, f, report_place::matrices, markdown);
   for (const auto& r : f.searches) {
     const std::string title = "Threshold search, " + r.backend + ", " + r.condition + ": " + threshold_words(r);
     out += markdown ? "\n### " + title + "\n\n" : "\n" + title + ":\n";
@@ -465,9 +396,10 @@ void certificate_sections(std::string& out, const findings& f, bool markdown) {
   out += markdown ? "\n" + how + "\n" : " " + how + "\n";
 }
 
-std::string render_migration(const findings& f) {
+std::string render_analysis(const findings& f, std::string_view name) {
   std::string out;
-  migration_sections(out, f, false);
+  for (const auto* a : analyses())
+    if (a->name() == name) a->render(f, report_format::text, out);
   return out;
 }
 

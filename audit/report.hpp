@@ -11,7 +11,8 @@ namespace logitaudit::audit {
 std::string render_text(const findings& f);
 std::string render_markdown(const findings& f);
 std::string render_csv(const findings& f);
-// The migration matrices alone (audit/migration.hpp), as the text report has them; "" for none.
-std::string render_migration(const findings& f);
+// One analysis's part alone, as the text report has it ("migration": the migration matrices);
+// "" when it has nothing to say or no analysis has that name.
+std::string render_analysis(const findings& f, std::string_view name);
 
 }  // namespace logitaudit::audit

@@ -509,7 +509,7 @@ void add_replay(CLI::App& app) {
     // Among the backends replayed: each pair's first difference, and each one's own batch
     // invariance (the report's migration matrix). The JSON report is the stored findings
     // document with the verdict beside it, so the findings' own codec reads it.
-    if (const auto stored = storage::decode_findings(findings.dump())) std::cout << audit::render_migration(*stored);
+    if (const auto stored = storage::decode_findings(findings.dump())) std::cout << audit::render_analysis(*stored, "migration");
     else std::cout << "(the migration matrix: logitaudit report " << id << ")\n";
   });
 }

@@ -292,70 +292,49 @@ void verify_throughput(storage::store& store, const job_evidence& e, const audit
   }
 }
 
-// 6. The migration matrices, recounted from the recomputed digests: solo, the baselines shown
-// alone (their busy slots at most the stored threshold, nothing from the cache) paired by prompt
-// and sampling; under load, the counted streams of bursts and load levels (controls left out)
-// paired by condition, replicate and place; the diagonal, those against their own baselines.
-void verify_migration(const job_evidence& e, const audit::audit_plan& plan, const audit::findings& stored,
-                      const std::map<std::int64_t, recomputed>& digests, verify_report& rep) {
-  struct count {
-    int n = 0, logit = 0, token = 0;
-  };
-  using key = std::string;
-  std::map<std::string, std::map<key, const recomputed*>> solo, load;  // by backend
-  std::map<std::string, count> own;
-  std::map<std::pair<std::size_t, std::size_t>, const storage::run_record*> by_position;
-  for (const auto& r : e.runs) by_position[{r.group, r.request}] = &r;
-  auto digest_of = [&digests](std::int64_t run) -> const recomputed* {
-    auto it = digests.find(run);
-    return it == digests.end() || !it->second.valid ? nullptr : &it->second;
-  };
-  for (const auto& r : e.runs) {
-    if (!r.ok || r.group >= plan.groups.size()) continue;
-    const auto& g = plan.groups[r.group];
-    const key sampling = r.prompt + "\x1f" + std::to_string(r.temperature) + "\x1f" + (r.seed ? std::to_string(*r.seed) : "-");
-    const auto* mine = digest_of(r.id);
-    if (!mine) continue;
-    if (g.is_baseline) {
-      // Alone by the writer's own rule (audit::not_solo_reason).
-      if (audit::not_solo_reason(r.company, r.server.cache_n, stored.thresholds).empty()) solo[r.backend][sampling] = mine;
-      continue;
-    }
-    if (g.mode == audit::group_mode::serial || audit::is_control(g.kind) || !r.compared || !r.baseline_group || !r.verdict ||
-        r.verdict->flag != audit::evidence_flag::none)
-      continue;
-    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
-    const auto* theirs = base == by_position.end() || !base->second->ok ? nullptr : digest_of(base->second->id);
-    if (!theirs) continue;
-    auto& c = own[r.backend];
-    ++c.n;
-    c.logit += mine->logit == theirs->logit;
-    c.token += mine->token == theirs->token;
-    load[r.backend][r.condition + "\x1f" + std::to_string(r.replicate) + "\x1f" + std::to_string(r.request)] = mine;
+// 6. Each analysis's recount (audit/analysis.hpp), from the stored runs with their recomputed
+// digests and the identities judged from them.
+audit::recounted_run recounted_of(const storage::run_record& r, const std::map<std::int64_t, recomputed>& digests) {
+  audit::recounted_run x;
+  x.id = r.id;
+  x.group = r.group;
+  x.request = r.request;
+  x.replicate = r.replicate;
+  x.backend = r.backend;
+  x.condition = r.condition;
+  x.prompt = r.prompt;
+  x.temperature = r.temperature;
+  x.seed = r.seed;
+  x.ok = r.ok;
+  x.compared = r.compared;
+  x.baseline_group = r.baseline_group;
+  x.company = r.company;
+  x.cache_n = r.server.cache_n;
+  x.token_count = r.token_count;
+  x.has_verdict = r.verdict.has_value();
+  if (r.verdict) x.flag = r.verdict->flag;
+  if (auto d = digests.find(r.id); d != digests.end() && d->second.valid) {
+    x.logit_digest = hex(d->second.logit);
+    x.token_digest = hex(d->second.token);
   }
-  auto pair = [](const std::map<key, const recomputed*>& a, const std::map<key, const recomputed*>& b) {
-    count c;
-    for (const auto& [k, x] : a)
-      if (auto it = b.find(k); it != b.end()) {
-        ++c.n;
-        c.logit += x->logit == it->second->logit;
-        c.token += x->token == it->second->token;
-      }
-    return c;
-  };
-  for (const auto& m : stored.migration)
-    for (const auto& cell : m.cells)
-      for (const bool under_load : {false, true}) {
-        if (cell.a == cell.b && !under_load) continue;
-        const count want = cell.a == cell.b ? own[cell.a] : under_load ? pair(load[cell.a], load[cell.b]) : pair(solo[cell.a], solo[cell.b]);
-        const auto& got = under_load ? cell.load : cell.solo;
-        if (got.n != want.n || got.logit_identical != want.logit || got.token_identical != want.token)
-          rep.problems.push_back("job " + std::to_string(e.job) + " migration " + cell.a + " | " + cell.b +
-                                 (under_load ? " under load" : " solo") + ": stored " + std::to_string(got.logit_identical) + "/" +
-                                 std::to_string(got.n) + " logit-identical (tokens " + std::to_string(got.token_identical) +
-                                 "), recomputed " + std::to_string(want.logit) + "/" + std::to_string(want.n) + " (tokens " +
-                                 std::to_string(want.token) + ")");
-      }
+  return x;
+}
+
+void recount_analyses(storage::store& store, const job_evidence& e, const audit::audit_spec& spec, const audit::audit_plan& plan,
+                      const audit::findings& stored, const std::map<std::int64_t, recomputed>& digests,
+                      const std::vector<identity>& judged, verify_report& rep) {
+  audit::recount_input in{.job = e.job, .spec = spec, .plan = plan, .stored = stored};
+  for (const auto& r : e.runs) in.runs.push_back(recounted_of(r, digests));
+  for (const auto& id : judged) in.judged.push_back({id.condition, id.logit, id.token, id.counted, id.group, id.flag});
+  in.burst_batched = e.burst_batched;
+  for (const auto& b : store.evidence().bursts(e.job)) in.burst_wall_ns[b.group] = b.measurement.wall_ns;
+  for (const auto& p : store.jobs().predictions(e.job))
+    in.predictions.push_back({p.id, std::string(audit::to_string(p.outcome)), p.k, p.n});
+  audit::recount_report out;
+  for (const auto* a : audit::analyses()) a->recount(in, out);
+  rep.problems.insert(rep.problems.end(), out.problems.begin(), out.problems.end());
+  rep.verdicts += out.verdicts;
+  rep.predictions += out.predictions;
 }
 
 // 7. A certify job's certificate, recounted from the recomputed identities: per family, the
@@ -433,7 +412,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
   verify_flags(e, plan, *stored_findings, rep);
   verify_searches(e, *spec, plan, *stored_findings, judged, rep);
   if (!stored_findings->throughput.empty()) verify_throughput(store, e, plan, *stored_findings, rep);
-  if (!stored_findings->migration.empty()) verify_migration(e, plan, *stored_findings, digests, rep);
+  recount_analyses(store, e, *spec, plan, *stored_findings, digests, judged, rep);
   if (stored_findings->certificate) verify_certificate(e, *spec, *stored_findings, judged, rep);
 }
 

@@ -9,9 +9,30 @@
 #include <nlohmann/json.hpp>
 
 #include "documents.hpp"
+#include "sections/section_codec.hpp"
 #include "spec_document.hpp"
 
 namespace logitaudit::storage {
+
+namespace sections {
+#define LOGITAUDIT_ANALYSIS(name, kind) LOGITAUDIT_SECTION_##kind(name)
+#define LOGITAUDIT_SECTION_stored(name) const section_codec& name##_section();
+#define LOGITAUDIT_SECTION_derived(name)
+#include "audit/analyses.inc"
+#undef LOGITAUDIT_SECTION_stored
+
+// The stored analyses' parts of the findings document, in the list's order.
+std::vector<const section_codec*> all() {
+  return {
+#define LOGITAUDIT_SECTION_stored(name) &name##_section(),
+#include "audit/analyses.inc"
+  };
+}
+#undef LOGITAUDIT_SECTION_stored
+#undef LOGITAUDIT_SECTION_derived
+#undef LOGITAUDIT_ANALYSIS
+}  // namespace sections
+
 namespace {
 
 using fields::computed;
@@ -493,39 +514,6 @@ const object_table<audit::frontier_row>& frontier_table() {
   return t;
 }
 
-// ---- the migration matrix (audit/migration.hpp) ----
-
-const object_table<audit::agreement>& agreement_table() {
-  using A = audit::agreement;
-  static const std::vector<field<A>> rows = {
-      must<&A::n>("n"), must<&A::logit_identical>("logit_identical"), must<&A::token_identical>("token_identical"),
-      must<&A::first_difference>("first_difference"), must<&A::max_abs_delta>("max_abs_delta"),
-  };
-  static const auto t = stored(rows);
-  return t;
-}
-
-const object_table<audit::migration_cell>& migration_cell_table() {
-  using C = audit::migration_cell;
-  static const std::vector<field<C>> rows = {
-      must<&C::a>("a"), must<&C::b>("b"),
-      required(nested<&C::solo>("solo", agreement_table())),
-      required(nested<&C::load>("load", agreement_table())),
-  };
-  static const auto t = stored(rows);
-  return t;
-}
-
-const object_table<audit::migration_matrix>& migration_table() {
-  using M = audit::migration_matrix;
-  static const std::vector<field<M>> rows = {
-      must<&M::model>("model"), must<&M::backends>("backends"),
-      required(list_of<&M::cells>("cells", migration_cell_table())),
-  };
-  static const auto t = stored(rows);
-  return t;
-}
-
 // ---- a certify job's certificate (audit/certify.hpp) ----
 
 const object_table<audit::certify_shape>& server_shape_table() {
@@ -715,7 +703,7 @@ const object_table<audit::findings>& findings_table() {
     thresholds.read = [](reader& r, const json& v, const std::string& at, F& out, const field<F>&) {
       if (v.is_object()) fields::read_object(r, v, at, thresholds_table(), out.thresholds);
     };
-    return std::vector{
+    std::vector rows{
         must<&F::valid>("valid"),
         invalid_reason,
         must<&F::backends>("backends"),
@@ -741,10 +729,11 @@ const object_table<audit::findings>& findings_table() {
         list_of<&F::throughput>("throughput", throughput_table()),
         unless_empty<&F::load_curves>(list_of<&F::load_curves>("load_curves", load_curve_table())),  // since schema 9
         list_of<&F::frontier>("frontier", frontier_table()),
-        unless_empty<&F::migration>(list_of<&F::migration>("migration", migration_table())),  // audits of two or more backends of one model
         fields::optional_object<&F::certificate>("certificate", certificate_table()),  // certify jobs (docs/certify.md)
         thresholds,
     };
+    for (const auto* codec : sections::all()) rows.insert(rows.end(), codec->rows.begin(), codec->rows.end());
+    return rows;
   }();
   static const object_table<F> t{.name = "Findings",
                                  .doc = "An audit's findings as stored and served: every version's members, and what later "
@@ -792,10 +781,12 @@ std::string findings_schemas() {
   json verdict = fields::object_schema(reference_verdict_table(), true);
   verdict["properties"].update(fields::object_schema(comparison_table(), true)["properties"]);
   verdict["properties"]["reason"] = {{"type", "string"}, {"description", "not_comparable: why"}};
-  return json{{"Findings", fields::object_schema(findings_table(), true)},
-              {"Tally", fields::object_schema(tally_table(), true)},
-              {"ReferenceVerdict", std::move(verdict)}}
-      .dump();
+  json all{{"Findings", fields::object_schema(findings_table(), true)},
+           {"Tally", fields::object_schema(tally_table(), true)},
+           {"ReferenceVerdict", std::move(verdict)}};
+  for (const auto* codec : sections::all())
+    if (codec->schemas) all.update(codec->schemas());
+  return all.dump();
 }
 
 }  // namespace logitaudit::storage

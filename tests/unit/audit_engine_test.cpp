@@ -11,6 +11,7 @@
 #include "audit/compare.hpp"
 #include "audit/evidence.hpp"
 #include "audit/findings.hpp"
+#include "audit/migration.hpp"
 #include "audit/plan.hpp"
 #include "audit/reference.hpp"
 #include "audit/report.hpp"
@@ -824,8 +825,8 @@ TEST(migration, pairs_compare_the_same_requests_and_the_diagonal_is_batch_invari
   auto ev = batched_evidence(plan);
   for (auto& [name, fp] : ev.fingerprints) fp.before.model = fp.after.model = name == "d" ? "other.gguf" : "tiny.gguf";
   const auto f = evaluate(spec, plan, runs, ev);
-  ASSERT_EQ(f.migration.size(), 1u) << "d alone serves its model: no matrix of one";
-  const auto& m = f.migration[0];
+  ASSERT_EQ(section<migration_section>(f).matrices.size(), 1u) << "d alone serves its model: no matrix of one";
+  const auto& m = section<migration_section>(f).matrices[0];
   EXPECT_EQ(m.backends, (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(m.cells.size(), 6u) << "three diagonals and three pairs";
 
@@ -864,7 +865,7 @@ TEST(migration, pairs_compare_the_same_requests_and_the_diagonal_is_batch_invari
   // Stored and read back, the same matrix; the report prints it.
   auto parsed = logitaudit::storage::decode_findings(logitaudit::storage::encode_findings(f));
   ASSERT_TRUE(parsed);
-  EXPECT_EQ(parsed->migration, f.migration);
+  EXPECT_EQ(section<migration_section>(*parsed).matrices, section<migration_section>(f).matrices);
   const auto text = render_text(*parsed);
   EXPECT_NE(text.find("Migration matrix"), std::string::npos) << text;
   EXPECT_NE(text.find("0/" + std::to_string(solo_requests) + " from 0 by 0.12"), std::string::npos) << text;
@@ -882,11 +883,11 @@ TEST(migration, a_solo_stream_with_company_is_left_out) {
   for (auto& r : runs)
     if (r.group == first.group) r.company = 3.0;
   auto ev = batched_evidence(plan);
-  EXPECT_TRUE(evaluate(spec, plan, runs, ev).migration.empty()) << "no fingerprint names a model: nothing shows a pair served one";
+  EXPECT_TRUE(section<migration_section>(evaluate(spec, plan, runs, ev)).matrices.empty()) << "no fingerprint names a model: nothing shows a pair served one";
   for (auto& [name, fp] : ev.fingerprints) fp.before.model = fp.after.model = "tiny.gguf";
   const auto f = evaluate(spec, plan, runs, ev);
-  ASSERT_EQ(f.migration.size(), 1u);
+  ASSERT_EQ(section<migration_section>(f).matrices.size(), 1u);
   std::size_t solo_requests = 0;
   for (const auto& b : plan.baselines) solo_requests += b.backend == "a";
-  EXPECT_EQ(f.migration[0].cell("a", "b")->solo.n, static_cast<int>(solo_requests) - 1);
+  EXPECT_EQ(section<migration_section>(f).matrices[0].cell("a", "b")->solo.n, static_cast<int>(solo_requests) - 1);
 }

@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "api/spec_json.hpp"
+#include "audit/migration.hpp"
 #include "audit/stream_encoding.hpp"
 #include "cli/verify.hpp"
 #include "storage/database_lock.hpp"
@@ -792,8 +793,8 @@ TEST_P(storage_suite, verify_recounts_the_migration_matrix_and_names_a_stored_on
     for (auto& [name, fp] : ev.fingerprints) fp.before.model = fp.after.model = "tiny.gguf";
     s().evidence().record_groups(job, test_support::group_writes(plan, runs, ev.bursts));
     auto f = audit::evaluate(spec, plan, runs, ev);
-    EXPECT_EQ(f.migration.size(), 1u);
-    if (tamper) f.migration.at(0).cells.at(1).solo.logit_identical -= 1;  // a and b: one fewer than the streams say
+    EXPECT_EQ(audit::section<audit::migration_section>(f).matrices.size(), 1u);
+    if (tamper) f.sections.put<audit::migration_section>().matrices.at(0).cells.at(1).solo.logit_identical -= 1;  // a and b: one fewer than the streams say
     s().jobs().finish(job, job_status::done, "", f, storage::encode_findings(f), storage::now_utc());
     return job;
   };
