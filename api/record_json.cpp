@@ -1,4 +1,5 @@
 // Record -> JSON.
+#include "audit/predictions.hpp"
 #include "record_json.hpp"
 
 #include "spec_json.hpp"
@@ -55,7 +56,7 @@ json job_json(const storage::job_record& j) {
   out["result"] = nullptr;
   if (const auto& f = j.findings) {
     json predictions = json::array();
-    for (const auto& p : f->predictions)
+    for (const auto& p : audit::section<audit::prediction_section>(*f).results)
       predictions.push_back({{"id", p.claim.id}, {"outcome", std::string(audit::to_string(p.outcome))}});
     out["result"] = {{"valid", f->valid},
                      {"invalid_reason", f->invalid_reason},

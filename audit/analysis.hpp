@@ -65,6 +65,7 @@ enum class report_format { text, markdown };
 // Where an analysis's part stands in the text and Markdown reports, in this order.
 enum class report_place {
   none,         // it has no part of its own
+  verdict,      // the verdict's lines, and why the findings are not trusted
   lead,         // after the verdict (the certificate)
   context,      // what the audit ran on (machines, harness power)
   answer,       // an audit's main answer when it has one (the load curves)
@@ -117,7 +118,8 @@ struct recount_input {
   std::int64_t job = 0;
   const audit_spec& spec;
   const audit_plan& plan;
-  const findings& stored;  // the findings as stored
+  const findings& stored;  // the findings as stored (empty when they did not decode)
+  bool findings_stored = true;
   std::vector<recounted_run> runs;
   std::vector<recounted_identity> judged;
   std::map<std::size_t, bool> burst_batched;     // a burst's stored verdict: batched or not

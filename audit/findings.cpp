@@ -1,30 +1,24 @@
-// Tallies, evidence, controls, predictions and the sentences of the findings.
+// The judgement: every stream against its baseline and its evidence, the tallies, the controls
+// and the servers' changes, then the analyses (audit/analysis.hpp) and the sentences.
 #include "findings.hpp"
-
-#include "attribution.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-
-#include "numbers.hpp"
 #include <set>
 
 #include "controls.hpp"
 #include "enum_names.hpp"
+#include "harness_power.hpp"
+#include "numbers.hpp"
 #include "statistics.hpp"
 #include "stream_encoding.hpp"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 namespace logitaudit::audit {
 namespace {
 
 std::string pct(int k, int n) { return share(k, n); }
-
-std::string plural(int n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
 const condition* find_condition(const audit_spec& spec, const std::string& name) {
   for (const auto& c : spec.conditions)
@@ -149,8 +143,9 @@ void write_evidence_sentences(const audit_plan& plan, findings& f) {
 // logprobs bit-exactly: "logit-identical" then means equal to what it writes.
 std::string identity_qualifier(const findings& f) {
   std::string q;
-  for (const auto& [b, r] : f.resolution)
-    if (!r.qualifier().empty()) q += (q.empty() ? "" : ", ") + (f.resolution.size() > 1 ? b + " " : "") + r.qualifier();
+  const auto& resolution = section<harness_section>(f).resolution;
+  for (const auto& [b, r] : resolution)
+    if (!r.qualifier().empty()) q += (q.empty() ? "" : ", ") + (resolution.size() > 1 ? b + " " : "") + r.qualifier();
   return q.empty() ? "" : " (" + q + ": the logprobs as written)";
 }
 
@@ -217,59 +212,6 @@ void write_neighbour_sentences(const audit_spec& spec, findings& f) {
     }
     f.sentences.push_back(s + ".");
   }
-}
-
-void write_harness_sentences(findings& f) {
-  auto& s = f.sentences;
-  for (const auto& b : f.backends) {
-    if (auto r = f.resolution.find(b); r != f.resolution.end() && r->second.values > 0)
-      s.push_back("Resolution (" + b + "): this server " + r->second.describe() + ".");
-    if (auto t = f.selftests.find(b); t != f.selftests.end())
-      s.push_back("Harness power (" + b + "): " + t->second.summary + " (selftest " + std::to_string(t->second.id) + " of " +
-                  t->second.taken_at + ", paths " + t->second.paths + ")" +
-                  (t->second.passed ? "." : "; the selftest missed, so an \"identical\" here is not proven against seeded faults."));
-    else
-      s.push_back("Harness power (" + b + "): no selftest of this backend's path is stored; \"identical\" here is not proven "
-                  "against seeded faults (logitaudit selftest --backend " + b + ").");
-  }
-  int not_solo = 0, compared = 0, ineffective = 0, text_only = 0, first_text = -1;
-  double most = 1;  // the most company a request that claimed to be alone had
-  for (const auto& v : f.verdicts) {
-    not_solo += v.flag == evidence_flag::not_solo;
-    if (v.company) most = std::max(most, *v.company);
-    if (v.flag == evidence_flag::control_ineffective) {
-      ++ineffective;
-      s.push_back("Control ineffective: " + v.condition + " (" + v.backend + ") had too little room to diverge: " + v.flag_reason +
-                  "; it is counted apart, not as a blind comparator.");
-    }
-    if (v.result && v.result->logit_identical && v.result->first_text_difference >= 0) {
-      ++text_only;
-      if (first_text < 0) first_text = v.result->first_text_difference;
-    }
-    compared += !v.failed;
-  }
-  if (not_solo > 0) {
-    s.push_back("Solo runs: the server served other requests during this audit (up to " + fixed(most - 1, 1) +
-                " busy slots beyond the audit's own); " + std::to_string(not_solo) + " of " + std::to_string(compared) +
-                " compared streams rest on a request that claimed to be alone and was not: they are counted apart "
-                "(not_solo), and a prediction that rests on them alone is undecided.");
-  }
-  if (f.foreign_load_bursts > 0)
-    s.push_back("Foreign load: " + plural(f.foreign_load_bursts, "burst") +
-                " had neighbours the audit did not send (the server's busy slots exceeded what the burst can fill); "
-                "their streams count, but their batches were not the audit's alone.");
-  if (text_only > 0)
-    s.push_back("Text: " + plural(text_only, "stream") + " kept every id and logprob bit but not the text (first at position " +
-                std::to_string(first_text) + "): the server's detokenisation moved, not its numbers.");
-  for (const auto& r : f.restarts)
-    s.push_back("Restart: " + r + (f.fingerprint_changes.empty()
-                                       ? "; the canary and the fingerprint agree before and after, so the findings stand."
-                                       : "; the fingerprint changed with it."));
-  for (const auto& h : f.hung)
-    s.push_back("Hung: " + h + "; its other groups were not run, and no retry was made against it.");
-  for (const auto& q : f.quiet_waits) s.push_back("Quiet: " + q + ".");
-  for (const auto& c : f.canary_undecided)
-    s.push_back("Canary undecided: " + c + "; whether the numbers stayed the same rests on the declared fingerprint alone.");
 }
 
 // The sentences of one set of tallies: the pooled ones of an audit of one configuration, or
@@ -376,63 +318,6 @@ void write_sentences(const audit_spec& spec, const audit_plan& plan, findings& f
                              "show that the comparator sees differences."
                            : "; none diverged, so nothing shows that the comparator sees differences."));
 }
-
-void write_search_sentences(findings& f) {
-  for (const auto& r : f.searches) {
-    std::string curve, unknown, unbatched;
-    for (const auto& w : r.widths) {
-      curve += (curve.empty() ? "" : ", ") + std::string("C=") + std::to_string(w.width) + " " +
-               (w.n ? fixed(100.0 * w.logit_identical / w.n, 0) + "%" : std::string("-"));
-      if (w.logit == search_decision::not_batched)
-        unbatched += (unbatched.empty() ? "" : ", ") + std::string("C=") + std::to_string(w.width);
-      else if (!w.decided()) unknown += (unknown.empty() ? "" : ", ") + std::string("C=") + std::to_string(w.width);
-    }
-    auto at = [](const std::optional<int>& t, const char* what) {
-      return t ? std::string(what) + " diverge from C=" + std::to_string(*t)
-               : std::string("no width was decided DIFFERENT for ") + what;
-    };
-    f.sentences.push_back("Threshold search (" + r.backend + ", " + r.condition + "): " + at(r.logit_threshold, "logits") +
-                          "; " + at(r.token_threshold, "tokens") + ". Logit-identical by width: " + curve +
-                          " (solo reference " + std::to_string(r.reference_logit_identical) + "/" +
-                          std::to_string(r.reference_n) + ")" + (unknown.empty() ? "" : "; undecided at the cap: " + unknown) +
-                          (unbatched.empty() ? "." : "; never batched, so not evidence: " + unbatched + "."));
-  }
-}
-
-void write_frontier_sentences(findings& f) {
-  if (f.frontier.empty()) return;
-  const frontier_row* best = nullptr;  // the fastest fully reproducible row
-  const frontier_row* fastest = nullptr;
-  for (const auto& r : f.frontier) {
-    if (r.tokens_per_s && (!fastest || *r.tokens_per_s > *fastest->tokens_per_s)) fastest = &r;
-    if (r.reproducible && r.tokens_per_s && (!best || *r.tokens_per_s > *best->tokens_per_s)) best = &r;
-  }
-  int reproducible = 0;
-  for (const auto& r : f.frontier) reproducible += r.reproducible;
-  std::string s = "Frontier: " + std::to_string(reproducible) + " of " + plural(static_cast<int>(f.frontier.size()), "configuration") +
-                  " fully reproducible";
-  if (fastest) s += "; fastest " + fastest->backend + " at " + fixed(*fastest->tokens_per_s, 1) + " tokens/s" +
-                    (fastest->reproducible ? " (reproducible)" : " (not reproducible: " + fastest->note + ")");
-  if (best && best != fastest && best->cost)
-    s += "; the fastest reproducible is " + best->backend + " at " + fixed(*best->tokens_per_s, 1) + " tokens/s, " +
-         fixed(100 * *best->cost, 0) + "% slower";
-  f.sentences.push_back(s + ".");
-}
-
-}  // namespace
-
-std::string_view to_string(prediction_outcome o) { return enumerator_name(o); }
-
-std::optional<prediction_outcome> parse_prediction_outcome(std::string_view s) {
-  return parse_by_name(std::array{prediction_outcome::held, prediction_outcome::failed, prediction_outcome::undecided}, s);
-}
-
-prediction_outcome decide(const prediction& p, int k, int n) {
-  if (n == 0) return prediction_outcome::undecided;
-  return static_cast<double>(k) >= p.at_least * n - 1e-9 ? prediction_outcome::held : prediction_outcome::failed;
-}
-
-namespace {
 
 using run_index = std::map<std::pair<std::size_t, std::size_t>, const observed_run*>;  // by (group, request)
 
@@ -681,7 +566,7 @@ bool is_control_condition(const findings& f, const std::string& condition) {
 // must diverge did. A control that diverged, or a passing selftest of every audited backend's
 // path, shows that it sees differences; a control that could not diverge (ineffective) or
 // came out identical beside others that diverged is named, and does not void the findings.
-void judge_controls(findings& f) {
+void judge_controls(const evaluation_evidence& ev, findings& f) {
   int diverged = 0, judged = 0, ineffective = 0;
   std::vector<std::string> identical;
   for (const auto& t : f.pooled) {
@@ -701,7 +586,7 @@ void judge_controls(findings& f) {
   }
   bool selftested = !f.backends.empty();
   for (const auto& b : f.backends)
-    if (auto s = f.selftests.find(b); s == f.selftests.end() || !s->second.passed) selftested = false;
+    if (auto s = ev.selftests.find(b); s == ev.selftests.end() || !s->second.passed) selftested = false;
   if (diverged > 0 || selftested) return;
   f.valid = false;
   if (!identical.empty()) {
@@ -715,52 +600,18 @@ void judge_controls(findings& f) {
   }
 }
 
-void judge_predictions(const audit_spec& spec, findings& f) {
-  for (const auto& p : spec.predictions) {
-    prediction_result pr;
-    pr.claim = p;
-    const std::set<std::string> names(p.conditions.begin(), p.conditions.end());
-    for (const auto& v : f.verdicts) {
-      if (!names.count(v.condition)) continue;
-      if (!v.failed && v.flag != evidence_flag::none) ++pr.flagged;
-      if (!v.counted()) continue;
-      ++pr.n;
-      const bool identical = p.level == identity_level::logit ? v.result->logit_identical : v.result->token_identical;
-      pr.k += identical == (p.expect == expectation::identical);
-    }
-    pr.outcome = decide(p, pr.k, pr.n);
-    f.predictions.push_back(pr);
-  }
-
-}
-
 // Both ends taken (a fingerprint that failed is not a change): a server that changed during
 // the audit, by a declared field or by its canary's numbers, voids the findings. A backend
 // with measured streams and a fingerprint missing could have changed unseen: that voids them
 // too, and says which fingerprint is missing.
 void judge_server_changes(const audit_plan& plan, const std::vector<observed_run>& runs,
                           const evaluation_evidence& ev, findings& f) {
-  // A backend that hung left its remaining groups not run, each with the same reason.
-  const std::string hung_reason = "backend_hung: not run: ";
-  for (const auto& r : runs)
-    if (!r.stream && r.error.starts_with(hung_reason) && r.group < plan.groups.size()) {
-      const auto line = plan.groups[r.group].backend + ": " + r.error.substr(hung_reason.size());
-      if (std::find(f.hung.begin(), f.hung.end(), line) == f.hung.end()) f.hung.push_back(line);
-    }
   for (const auto& [name, fp] : ev.fingerprints) {
-    // A canary that could not be read alone is no evidence either way: named, not a change.
-    const auto undecided = fp.after.observed.find("canary_undecided");
-    if (undecided != fp.after.observed.end()) f.canary_undecided.push_back(name + ": " + undecided->second);
-    if (auto r = fp.after.observed.find("restart_at"); r != fp.after.observed.end())
-      f.restarts.push_back(name + " restarted during the audit (" + r->second + ")");
-    if (auto q = fp.after.observed.find("quiet_wait"); q != fp.after.observed.end())
-      f.quiet_waits.push_back(name + ": " + q->second);
+    // A canary that could not be read alone is no evidence either way (the harness names it), not a change.
+    const bool undecided = fp.after.observed.count("canary_undecided") > 0;
     if (!fp.before.api.empty() && !fp.after.api.empty())
       for (const auto& field : fingerprint_differences(fp.before, fp.after))
-        if (field != "canary" || undecided == fp.after.observed.end()) f.fingerprint_changes.push_back(name + ": " + field);
-    const auto& seen = fp.after.api.empty() ? fp.before.observed : fp.after.observed;
-    auto format = number_format::from_facts(seen);
-    if (format.values > 0) f.resolution[name] = format;
+        if (field != "canary" || !undecided) f.fingerprint_changes.push_back(name + ": " + field);
   }
   std::set<std::string> measured;
   for (const auto& r : runs)
@@ -792,123 +643,46 @@ void judge_server_changes(const audit_plan& plan, const std::vector<observed_run
   }
 }
 
-}  // namespace
-
-// Per backend and load condition, each level's probes judged on their own (never pooled
-// across levels or backends), with the level's stored figures.
-std::vector<load_curve> load_curves(const audit_spec& spec, const audit_plan& plan, const evaluation_evidence& ev,
-                                    const findings& f) {
-  std::vector<load_curve> out;
-  for (const auto& c : spec.conditions) {
-    if (c.kind != condition_kind::load) continue;
-    for (const auto& b : spec.backends) {
-      load_curve curve;
-      curve.backend = b.name;
-      curve.condition = c.name;
-      curve.arrival = c.load.arrival;
-      for (const auto& g : plan.groups) {
-        if (g.backend != b.name || g.condition != c.name) continue;
-        load_level_finding l;
-        l.group = g.index;
-        l.level = static_cast<std::size_t>(g.replicate);
-        if (auto m = ev.loads.find(g.index); m != ev.loads.end()) l.measurement = m->second;
-        else {
-          l.measurement.label = level_label(c.load, l.level);
-          l.measurement.level = l.level < c.load.levels.size() ? c.load.levels[l.level] : 0;
-          l.measurement.not_reached = "no figures stored";
-        }
-        double width = 0;
-        for (const auto& v : f.verdicts) {
-          if (v.group != g.index) continue;
-          if (v.failed) ++l.failed;
-          else if (v.flag != evidence_flag::none) ++l.flagged;
-          else if (v.result) {
-            ++l.probes;
-            l.logit_identical += v.result->logit_identical;
-            l.token_identical += v.result->token_identical;
-            if (v.request < l.measurement.probes.size()) width += l.measurement.probes[v.request].width;
-          }
-        }
-        if (l.probes > 0) l.mean_width = width / l.probes;
-        const auto iv = jeffreys_interval(l.logit_identical, l.probes);
-        l.logit_low = iv.low;
-        l.logit_high = iv.high;
-        if (curve.first_lost < 0 && l.measurement.reached && l.probes > 0 && l.logit_identical < l.probes)
-          curve.first_lost = static_cast<int>(curve.levels.size());
-        curve.levels.push_back(std::move(l));
-      }
-      if (!curve.levels.empty()) out.push_back(std::move(curve));
-    }
-  }
-  return out;
+// The sentences every audit ends with: a server that changed or was not checked, and the
+// failures kept out of every tally.
+void write_closing_sentences(findings& f) {
+  if (!f.fingerprint_changes.empty())
+    f.sentences.push_back("Server changed during the audit: " + std::to_string(f.fingerprint_changes.size()) +
+                          " fingerprint field(s) differ between start and end (the canary's digests among them when the "
+                          "numbers moved); the findings are not trusted.");
+  if (!f.missing_fingerprints.empty())
+    f.sentences.push_back("Server not checked: " + std::to_string(f.missing_fingerprints.size()) +
+                          " fingerprint(s) are not stored, so nothing shows that the server stayed the same "
+                          "during the audit; the findings are not trusted.");
+  if (f.failed_runs > 0)
+    f.sentences.push_back("Failures: " + std::to_string(f.failed_runs) +
+                          " compared request(s) failed and are kept out of every tally above.");
 }
+
+}  // namespace
 
 findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
                   const evaluation_evidence& ev) {
   findings f;
   f.thresholds = ev.thresholds;
-  f.selftests = ev.selftests;
   for (const auto& b : spec.backends) f.backends.push_back(b.name);
   run_index seen;
   for (const auto& r : runs) seen[{r.group, r.request}] = &r;
   const auto bases = baselines_of(plan, seen);
+  // The judgement: every stream, its tallies, the controls and the servers.
   judge_bursts(plan, seen, ev, f);
   judge_runs(plan, seen, bases, ev, f);
   tally_conditions(spec, plan, ev, f);
-  f.attributions = tally_attributions(spec, f.verdicts);
-  judge_controls(f);
-  judge_predictions(spec, f);
+  judge_controls(ev, f);
   judge_server_changes(plan, runs, ev, f);
-  for (const auto& [g, b] : f.bursts) f.foreign_load_bursts += !b.foreign_load.empty();
-  f.searches = threshold_searches(spec, plan, f);
-  f.throughput = throughput_results(spec, plan, runs, ev.bursts);
-  f.load_curves = load_curves(spec, plan, ev, f);
-  f.frontier = frontier_rows(spec, plan, f);
+  // The analyses, in the list's order; then the sentences.
   const analysis_input in{spec, plan, runs, ev};
   for (const auto* a : analyses()) a->evaluate(in, f);
-
-  if (ev.reference) f.reference = judge_against_reference(spec, plan, runs, *ev.reference, ev.fingerprints, ev.thresholds);
-
   write_sentences(spec, plan, f);
-  write_harness_sentences(f);
   write_neighbour_sentences(spec, f);
-  write_search_sentences(f);
-  write_frontier_sentences(f);
-  for (const auto& c : f.load_curves) f.sentences.push_back(describe_curve(c));
-  if (!f.fingerprint_changes.empty())
-    f.sentences.push_back("Server changed during the audit: " + std::to_string(f.fingerprint_changes.size()) +
-                          " fingerprint field(s) differ between start and end (the canary's digests among them when the "
-                          "numbers moved); the findings are not trusted.");
-  if (f.reference) f.sentences.push_back(f.reference->sentence);
-  if (!f.missing_fingerprints.empty())
-    f.sentences.push_back("Server not checked: " + std::to_string(f.missing_fingerprints.size()) +
-                          " fingerprint(s) are not stored, so nothing shows that the server stayed the same "
-                          "during the audit; the findings are not trusted.");
-  // Last, since it reads the validity and the server's changes judged above.
-  f.certificate = certify(spec, plan, runs, f, ev.bursts, ev.thresholds);
-  if (f.certificate) f.sentences.insert(f.sentences.begin(), f.certificate->sentence);
-  if (f.failed_runs > 0)
-    f.sentences.push_back("Failures: " + std::to_string(f.failed_runs) +
-                          " compared request(s) failed and are kept out of every tally above.");
+  for (const auto* a : analyses()) a->conclude(in, f);
+  write_closing_sentences(f);
   return f;
-}
-
-std::string prediction_registration_text(const std::vector<prediction>& ps) {
-  std::string t = "logitaudit predictions v1\n";
-  for (const auto& p : ps) {
-    t += p.id + "\t" + p.statement + "\t";
-    for (std::size_t i = 0; i < p.conditions.size(); ++i) t += (i ? "," : "") + p.conditions[i];
-    t += std::string("\t") + (p.level == identity_level::logit ? "logit" : "token") + "\t" +
-         (p.expect == expectation::identical ? "identical" : "diverges") + "\t" + fixed(p.at_least, 6) + "\n";
-  }
-  return t;
-}
-
-std::string prediction_hash(const std::vector<prediction>& ps) {
-  const auto text = prediction_registration_text(ps);
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(XXH3_64bits(text.data(), text.size())));
-  return b;
 }
 
 }  // namespace logitaudit::audit

@@ -12,18 +12,14 @@
 
 #include "analysis.hpp"
 #include "burst_measurement.hpp"
-#include "certify.hpp"
 #include "compare.hpp"
 #include "decode_steps.hpp"
 #include "evidence.hpp"
 #include "fingerprint.hpp"
 #include "harness_power.hpp"
-#include "number_format.hpp"
 #include "reference.hpp"
-#include "frontier.hpp"
 #include "logit_stream.hpp"
 #include "plan.hpp"
-#include "search.hpp"
 #include "spec.hpp"
 
 namespace logitaudit::audit {
@@ -71,21 +67,6 @@ struct burst_summary {
   double median_overlap = 0;
 };
 
-// Attribution at the first divergence, per condition and backend: how many divergent streams
-// have their first difference where the batch changed, against how often it changed at all.
-struct attribution_tally {
-  std::string condition, backend;
-  int divergent = 0;       // counted streams with a logit difference
-  int with_steps = 0;      // of them, with decode steps reaching the first difference
-  int at_first_token = 0;  // of them, first difference at position 0 (the prompt's step)
-  int tested = 0;          // with_steps - at_first_token: the ones the test below is on
-  int at_width_change = 0, at_finish = 0, at_join = 0;
-  int positions = 0, width_changes = 0, finishes = 0, joins = 0;  // base rates, over every counted stream
-  double p_width_change = 1;  // one-sided exact binomial test: P(X >= at_width_change | tested, base rate)
-  std::string no_steps_reason;  // when no stream had steps
-  double base_rate() const { return positions > 0 ? static_cast<double>(width_changes) / positions : 0; }
-};
-
 struct condition_tally {
   std::string condition;
   condition_kind kind = condition_kind::repeat;
@@ -106,26 +87,6 @@ struct condition_tally {
 };
 
 
-enum class prediction_outcome {
-  held,
-  failed,
-  undecided,  // no counted stream: nothing to decide it on (every one failed or was flagged)
-};
-std::string_view to_string(prediction_outcome o);
-std::optional<prediction_outcome> parse_prediction_outcome(std::string_view s);
-
-struct prediction_result {
-  prediction claim;
-  int k = 0;        // counted streams matching the expectation
-  int n = 0;        // counted streams of the named conditions
-  int flagged = 0;  // streams of those conditions counted apart
-  prediction_outcome outcome = prediction_outcome::undecided;
-  bool held() const { return outcome == prediction_outcome::held; }
-};
-
-// The outcome of a prediction from its counts (shared with the independent verifier).
-prediction_outcome decide(const prediction& p, int k, int n);
-
 // Everything besides the streams that the judgement reads.
 struct evaluation_evidence {
   std::map<std::size_t, burst_measurement> bursts;  // by group index; a burst without one is not batched
@@ -137,13 +98,14 @@ struct evaluation_evidence {
   std::map<std::string, selftest_summary> selftests;
 };
 
+// The judgement of an audit: every stream's verdict, the tallies per condition, whether the
+// findings can be trusted at all, and the analyses' sections (audit/analysis.hpp).
 struct findings {
   std::vector<std::string> backends;
   std::vector<condition_tally> pooled;  // in spec order
   std::map<std::string, std::vector<condition_tally>> per_backend;
   std::vector<run_verdict> verdicts;
   std::map<std::size_t, burst_verdict> bursts;  // by group index
-  std::vector<prediction_result> predictions;
   std::vector<std::string> sentences;
   bool valid = true;
   std::string invalid_reason;  // "comparator vacuous: ..." when a control came out identical
@@ -157,29 +119,8 @@ struct findings {
   // Per backend, the machine its fingerprint names (the before one's, else the after one's):
   // a finding is a property of the machine it was measured on.
   std::map<std::string, std::map<std::string, std::string>> machines;
-  std::optional<reference_findings> reference;  // the second verdict, when the spec names a reference
-  // Harness power: per backend, how its server writes logprobs (the oracle's resolution), and
-  // its path's most recent selftest (absent: none).
-  std::map<std::string, number_format> resolution;
-  std::map<std::string, selftest_summary> selftests;
-  // What the audit saw of its servers: restarts ("a: before group 12: ..."), canaries that
-  // could not be judged ("a: the server was never idle ..."), bursts that had foreign load.
-  std::vector<std::string> restarts;
-  // Backends that hung ("a: URL: /health answers, but no completion since ...; F groups failed,
-  // R not run"), read from the reason their groups that were not run carry.
-  std::vector<std::string> hung;
-  // Per backend, the waits for an idle server before solo groups (spec.wait_for_quiet_s).
-  std::vector<std::string> quiet_waits;
-  std::vector<std::string> canary_undecided;
-  int foreign_load_bursts = 0;
-  std::vector<attribution_tally> attributions;  // burst conditions with divergent streams, per backend
   evidence_thresholds thresholds;
-  std::vector<search_result> searches;        // threshold_search conditions, per backend
-  std::vector<throughput_result> throughput;  // throughput probes, per backend
-  std::vector<load_curve> load_curves;        // per backend and load condition, level by level (docs/load.md)
-  std::vector<frontier_row> frontier;         // sweeps (or specs with a probe): one row per backend
-  std::optional<audit::certificate> certificate;  // a certify job's (audit/certify.hpp)
-  // The analyses' sections (audit/analysis.hpp), each read by section<S>(f).
+  // The analyses' sections, each read by section<S>(f).
   section_store sections;
 };
 
@@ -191,13 +132,9 @@ const S& section(const findings& f) {
   return s ? *s : none;
 }
 
-// Judges every observed run of `plan`. Pure: the same inputs give the same findings.
+// Judges every observed run of `plan`, then runs every analysis. Pure: the same inputs give the
+// same findings.
 findings evaluate(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
                   const evaluation_evidence& evidence = {});
-
-// The canonical text of a spec's predictions and its XXH3-64 (hex): what is registered,
-// with a time, before the first request.
-std::string prediction_registration_text(const std::vector<prediction>& predictions);
-std::string prediction_hash(const std::vector<prediction>& predictions);
 
 }  // namespace logitaudit::audit

@@ -48,9 +48,9 @@ std::vector<throughput_result> throughput_results(const audit_spec& spec, const 
 
 std::vector<frontier_row> frontier_rows(const audit_spec& spec, const audit_plan&, const findings& f) {
   std::vector<frontier_row> rows;
-  if (!spec.sweep && f.throughput.empty()) return rows;
+  if (!spec.sweep && section<frontier_section>(f).throughput.empty()) return rows;
   double fastest = 0;
-  for (const auto& t : f.throughput) fastest = std::max(fastest, t.tokens_per_s);
+  for (const auto& t : section<frontier_section>(f).throughput) fastest = std::max(fastest, t.tokens_per_s);
   for (const auto& b : spec.backends) {
     frontier_row r;
     r.backend = b.name;
@@ -82,7 +82,7 @@ std::vector<frontier_row> frontier_rows(const audit_spec& spec, const audit_plan
         r.cache_logit_identical += v.result->logit_identical;
       }
     }
-    for (const auto& t : f.throughput)
+    for (const auto& t : section<frontier_section>(f).throughput)
       if (t.backend == b.name && t.bursts > 0) {
         r.tokens_per_s = t.tokens_per_s;
         r.requests_per_s = t.requests_per_s;

@@ -50,6 +50,13 @@ struct frontier_row {
   std::string note;              // why not reproducible, or what qualifies it
 };
 
+// The frontier analysis's section of the findings: the throughput probes, per backend, and
+// one row per backend for sweeps (or specs with a probe).
+struct frontier_section {
+  std::vector<throughput_result> throughput;
+  std::vector<frontier_row> rows;
+};
+
 // The probes of every backend with a throughput condition.
 std::vector<throughput_result> throughput_results(const audit_spec& spec, const audit_plan& plan,
                                                   const std::vector<observed_run>& runs,

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compare.hpp"
+#include "number_format.hpp"
 
 namespace logitaudit::audit {
 
@@ -97,6 +99,23 @@ struct selftest_summary {
   std::string paths;  // "serial, burst, sse, openai"
 
   bool operator==(const selftest_summary&) const = default;
+};
+
+// The harness analysis's section of the findings: what the audit saw of its servers and its
+// own power to see a difference (each member only when there is something to say).
+struct harness_section {
+  // Per backend, how its server writes logprobs (the oracle's resolution), and its path's most
+  // recent selftest (absent: none).
+  std::map<std::string, number_format> resolution;
+  std::map<std::string, selftest_summary> selftests;
+  // Restarts ("a: before group 12: ..."), backends that hung ("a: URL: /health answers, but no
+  // completion since ...; F groups failed, R not run"), the waits for an idle server before solo
+  // groups (spec.wait_for_quiet_s), canaries that could not be judged, bursts with foreign load.
+  std::vector<std::string> restarts;
+  std::vector<std::string> hung;
+  std::vector<std::string> quiet_waits;
+  std::vector<std::string> canary_undecided;
+  int foreign_load_bursts = 0;
 };
 
 }  // namespace logitaudit::audit

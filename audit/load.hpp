@@ -298,6 +298,11 @@ struct load_curve {
   bool operator==(const load_curve&) const = default;
 };
 
+// The load analysis's section of the findings: per backend and load condition, its curve.
+struct load_section {
+  std::vector<load_curve> curves;
+};
+
 // The curve's sentence ("Load (tiny, load_poisson): ..."): where determinism was first lost,
 // with its interval, and what that level bought in throughput against the level before.
 std::string describe_curve(const load_curve& c);

@@ -21,4 +21,7 @@ inline std::string share(int k, int n, int width = 0) {
   return b;
 }
 
+// "1 burst", "3 bursts".
+inline std::string plural(int n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
 }  // namespace logitaudit::audit

@@ -157,4 +157,10 @@ reference_findings judge_against_reference(const audit_spec& spec, const audit_p
   return out;
 }
 
+const reference_tally* reference_findings::tally(const std::string& condition) const {
+  for (const auto& t : pooled)
+    if (t.condition == condition) return &t;
+  return nullptr;
+}
+
 }  // namespace logitaudit::audit

@@ -62,6 +62,8 @@ struct reference_findings {
   // bit and none is not comparable. Streams under load are reported, never gated: a batch
   // moves them on a server that is not batch-invariant, changed or not.
   bool all_match() const;
+  // The pooled tally of a condition ("baseline" for the solo baselines); null when there is none.
+  const reference_tally* tally(const std::string& condition) const;
 };
 
 // Judges every stream of `runs` against `ref`. Streams of a request the reference has no solo

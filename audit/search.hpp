@@ -63,6 +63,12 @@ search_decision decide_width(int ref_identical, int ref_n, int identical, int n,
                              const search_settings& s, double* p = nullptr);
 
 // Every threshold_search condition's result per backend, from judged findings (verdicts and
+
+// The search analysis's section of the findings: per threshold_search condition and backend.
+struct search_section {
+  std::vector<search_result> results;
+};
+
 // burst verdicts). Widths and trials that did not run are absent.
 std::vector<search_result> threshold_searches(const audit_spec& spec, const audit_plan& plan, const findings& f);
 

@@ -7,6 +7,10 @@
 #include <optional>
 
 #include "enum_names.hpp"
+#include "harness_power.hpp"
+#include "load.hpp"
+#include "predictions.hpp"
+#include "search.hpp"
 #include "numbers.hpp"
 
 namespace logitaudit::audit {
@@ -74,7 +78,7 @@ backend_view view_of(const findings& f, const std::string& b) {
       default: break;  // controls (the comparator's line), searches and load (below), throughput (never compared)
     }
   }
-  for (const auto& r : f.searches) {
+  for (const auto& r : section<search_section>(f).results) {
     if (r.backend != b) continue;
     v.solo.add(r.reference_n, r.reference_logit_identical, r.reference_token_identical);
     search_view sv{.threshold = r.logit_threshold};
@@ -85,7 +89,7 @@ backend_view view_of(const findings& f, const std::string& b) {
       }
     if (sv.decided.n > 0 || sv.threshold) v.search = sv;
   }
-  for (const auto& c : f.load_curves)
+  for (const auto& c : section<load_section>(f).curves)
     if (c.backend == b)
       for (const auto& l : c.levels) v.load.add(l.probes, l.logit_identical, l.token_identical);
   return v;
@@ -255,8 +259,8 @@ verdict_line comparator_line(const findings& f) {
   }
   std::vector<std::string> passed, missed, none;
   for (const auto& b : f.backends) {
-    const auto t = f.selftests.find(b);
-    (t == f.selftests.end() ? none : t->second.passed ? passed : missed).push_back(b);
+    const auto t = section<harness_section>(f).selftests.find(b);
+    (t == section<harness_section>(f).selftests.end() ? none : t->second.passed ? passed : missed).push_back(b);
   }
   verdict_line line{verdict_topic::comparator, verdict_answer::sharp, ""};
   const bool controls_failed = f.invalid_reason.find("comparator vacuous") != std::string::npos ||
@@ -278,7 +282,7 @@ verdict_line comparator_line(const findings& f) {
   if (!passed.empty()) line.text += "; selftest passed on " + names(passed);
   if (!missed.empty()) line.text += "; selftest MISSED on " + names(missed);
   if (!none.empty()) line.text += "; no selftest of " + names(none) + " (logitaudit selftest)";
-  for (const auto& [b, r] : f.resolution)
+  for (const auto& [b, r] : section<harness_section>(f).resolution)
     if (!r.qualifier().empty()) line.text += "; on " + b + " identical means equal " + r.qualifier();
   if (!f.valid) {  // the server changed, or a fingerprint is missing: no line above is evidence
     line.answer = verdict_answer::invalid;
@@ -304,7 +308,7 @@ verdict_line undecided_line(const findings& f, const std::vector<std::string>& u
                      " streams " + flag_name(flag_of(t.kind)) + ", counted apart");
     if (t.not_solo > 0) open.push_back(t.condition + ": " + std::to_string(t.not_solo) + " solo streams had company");
   }
-  for (const auto& c : f.load_curves)
+  for (const auto& c : section<load_section>(f).curves)
     for (const auto& l : c.levels) {
       if (!l.measurement.reached)
         open.push_back(c.backend + " " + c.condition + "@" + l.measurement.label + " not reached (" + l.measurement.not_reached + ")");
@@ -313,14 +317,14 @@ verdict_line undecided_line(const findings& f, const std::vector<std::string>& u
                        " probes counted apart");
     }
   if (f.failed_runs > 0) open.push_back(std::to_string(f.failed_runs) + " requests failed");
-  for (const auto& p : f.predictions)
+  for (const auto& p : section<prediction_section>(f).results)
     if (p.outcome == prediction_outcome::undecided) open.push_back(p.claim.id + " undecided (no counted stream)");
-  for (const auto& r : f.searches)
+  for (const auto& r : section<search_section>(f).results)
     for (const auto& w : r.widths)
       if (w.logit == search_decision::unknown) open.push_back(r.backend + " C=" + std::to_string(w.width) + " undecided at the cap");
   if (!f.fingerprint_changes.empty()) open.push_back("the server changed during the audit (" + f.fingerprint_changes.front() + ")");
   for (const auto& m : f.missing_fingerprints) open.push_back("no " + m);
-  for (const auto& c : f.canary_undecided) open.push_back("canary: " + c);
+  for (const auto& c : section<harness_section>(f).canary_undecided) open.push_back("canary: " + c);
   if (!untested.empty()) open.push_back("not in this audit: " + names(untested));
   if (open.empty()) return {verdict_topic::undecided, verdict_answer::nothing, "nothing: every planned condition happened and was compared"};
   std::string text;
@@ -361,13 +365,13 @@ verdict summarize(const findings& f) {
     else if (!in_spec) untested.emplace_back(name);
   };
   topic(any([](const backend_view& b) { return b.solo.n > 0; }),
-        planned([](const condition_tally& t) { return t.kind == condition_kind::repeat; }) || !f.searches.empty(), solo_line,
+        planned([](const condition_tally& t) { return t.kind == condition_kind::repeat; }) || !section<search_section>(f).results.empty(), solo_line,
         "solo repeats");
   topic(any([](const backend_view& b) { return b.concurrency_tested(); }),
         planned([](const condition_tally& t) {
           return (t.kind == condition_kind::concurrent && !t.seeded) || t.kind == condition_kind::cross_batch ||
                  t.kind == condition_kind::neighbours || t.kind == condition_kind::threshold_search;
-        }) || !f.load_curves.empty(),
+        }) || !section<load_section>(f).curves.empty(),
         concurrency_line, "concurrency");
   topic(any([](const backend_view& b) { return b.cache.n > 0; }),
         planned([](const condition_tally& t) { return t.kind == condition_kind::cache_reuse; }), cache_line, "cache reuse");

@@ -1,4 +1,5 @@
 // verify and db subcommands: they open an existing database through the storage interfaces.
+#include "audit/certify.hpp"
 #include "db_commands.hpp"
 
 #include <filesystem>
@@ -137,9 +138,10 @@ void run_counterexamples(const std::string& location, std::int64_t job, const st
   const auto row = store->jobs().get(local);
   if (!row) throw cli_failure(exit_usage, "--job: no audit " + std::to_string(job) + " in " + location);
   if (!row->spec || !row->findings) throw cli_failure(exit_usage, "--job: audit " + std::to_string(job) + " has not ended");
-  if (!row->findings->certificate)
+  const auto* certificate = row->findings->sections.find<audit::certificate>();
+  if (!certificate)
     throw cli_failure(exit_usage, "--job: audit " + std::to_string(job) + " is not a certify job (it has no certificate)");
-  const auto& c = *row->findings->certificate;
+  const auto& c = *certificate;
   if (c.counterexamples.empty()) {
     std::cout << "audit " << job << ": '" << c.claim << "' " << audit::to_string(c.outcome) << "; no counterexample to script\n";
     return;

@@ -1,5 +1,6 @@
 // The offline run: a spec from a preset or a file, then the job lifecycle (create, run) on a
 // private io_context, then the report.
+#include "audit/predictions.hpp"
 #include "run_command.hpp"
 
 #include <unistd.h>
@@ -221,7 +222,7 @@ int run_audit(const run_args& a) {
   std::cout.flush();
   if (!f.valid) return exit_findings;
   if (a.strict)
-    for (const auto& p : f.predictions)
+    for (const auto& p : audit::section<audit::prediction_section>(f).results)
       if (!p.held()) return exit_findings;
   return exit_ok;
 }

@@ -130,169 +130,7 @@ std::vector<identity> judge_identities(const job_evidence& e, const std::map<std
   return judged;
 }
 
-// 2b. Each stored verdict's flag, from the evidence stored beside it, under the one precedence
-// the writer uses (audit::choose_flag): not_solo from the baseline's and the request's own
-// company and cache, not_batched from the burst's stored verdict. The flags that rest on what
-// verify does not recompute (control_ineffective, level_not_reached, not_reused) enter as
-// stored, under the same precedence.
-void verify_flags(const job_evidence& e, const audit::audit_plan& plan, const audit::findings& stored, verify_report& rep) {
-  const auto& t = stored.thresholds;
-  std::map<std::pair<std::size_t, std::size_t>, const storage::run_record*> by_position;
-  for (const auto& r : e.runs) by_position[{r.group, r.request}] = &r;
-  for (const auto& r : e.runs) {
-    if (!r.compared || !r.ok || !r.baseline_group || !r.verdict || r.group >= plan.groups.size()) continue;
-    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
-    if (base == by_position.end() || !base->second->ok) continue;
-    const auto& g = plan.groups[r.group];
-    const auto& v = *r.verdict;
-    audit::raised_flags raised;
-    raised.baseline_not_alone = audit::not_solo_reason(base->second->company, base->second->server.cache_n, t);
-    if (g.mode == audit::group_mode::serial && r.company && *r.company > t.max_solo_busy_slots)
-      raised.ran_with_company = "busy slots per decode " + audit::fixed(*r.company, 2);
-    if (g.mode == audit::group_mode::burst && audit::flag_of(g.kind) == audit::evidence_flag::not_batched)
-      if (auto b = e.burst_batched.find(r.group); b == e.burst_batched.end() || !b->second) raised.not_batched = "stored not batched";
-    const std::string as_stored = "as stored";
-    if (v.flag == audit::evidence_flag::control_ineffective) raised.control_ineffective = as_stored;
-    if (v.flag == audit::evidence_flag::level_not_reached) raised.level_not_reached = as_stored;
-    if (v.flag == audit::evidence_flag::not_reused) raised.not_reused = as_stored;
-    const auto want = audit::choose_flag(raised);
-    if (want.flag == v.flag) continue;
-    rep.problems.push_back(name_of(e.job, r) + ": its verdict is flagged '" + std::string(audit::to_string(v.flag)) +
-                           "', but its stored evidence gives '" + std::string(audit::to_string(want.flag)) + "'" +
-                           (want.reason.empty() || want.reason == as_stored ? "" : " (" + want.reason + ")"));
-  }
-}
-
-// 3. Predictions, from the recomputed identities.
-void verify_predictions(storage::store& store, std::int64_t job, const audit::audit_spec& spec,
-                        const std::vector<identity>& judged, verify_report& rep) {
-  std::map<std::string, storage::prediction_record> stored_p;
-  for (const auto& p : store.jobs().predictions(job)) stored_p[p.id] = p;
-  for (const auto& p : spec.predictions) {
-    ++rep.predictions;
-    const std::set<std::string> names(p.conditions.begin(), p.conditions.end());
-    int k = 0, n = 0;
-    for (const auto& id : judged) {
-      if (!names.count(id.condition) || !id.counted) continue;
-      ++n;
-      const bool identical = p.level == audit::identity_level::logit ? id.logit : id.token;
-      k += identical == (p.expect == audit::expectation::identical);
-    }
-    const std::string outcome(audit::to_string(audit::decide(p, k, n)));  // the writer's own rule
-    auto s = stored_p.find(p.id);
-    if (s == stored_p.end()) {
-      rep.problems.push_back("job " + std::to_string(job) + " prediction " + p.id + ": not stored");
-      continue;
-    }
-    const std::string stored_outcome(audit::to_string(s->second.outcome));
-    if (s->second.k != k || s->second.n != n || stored_outcome != outcome)
-      rep.problems.push_back("job " + std::to_string(job) + " prediction " + p.id + ": stored " + stored_outcome + " " +
-                             std::to_string(s->second.k) + "/" + std::to_string(s->second.n) + ", recomputed " + outcome +
-                             " " + std::to_string(k) + "/" + std::to_string(n));
-  }
-
-}
-
-// 4. Threshold searches, recounted from the recomputed identities and the stored burst
-// verdicts, and decided again.
-void verify_searches(const job_evidence& e, const audit::audit_spec& spec, const audit::audit_plan& plan,
-                     const audit::findings& stored_findings, const std::vector<identity>& judged, verify_report& rep) {
-  const auto job = e.job;
-  const auto& burst_batched = e.burst_batched;
-  std::map<std::size_t, std::vector<const identity*>> by_group;
-  for (const auto& id : judged) by_group[id.group].push_back(&id);
-  const std::string at = "job " + std::to_string(job) + " ";
-  for (const auto& stored : stored_findings.searches) {
-    const audit::condition* c = nullptr;
-    for (const auto& x : spec.conditions)
-      if (x.name == stored.condition) c = &x;
-    if (!c) {
-      rep.problems.push_back(at + "search " + stored.condition + ": no such condition in the spec");
-      continue;
-    }
-    int ref_n = 0, ref_logit = 0, ref_token = 0;
-    std::map<int, std::array<int, 5>> widths;  // trials, batched trials, n, logit, token
-    for (const auto& g : plan.groups) {
-      if (g.backend != stored.backend || g.condition != stored.condition) continue;
-      auto ids = by_group.find(g.index);
-      if (ids == by_group.end()) continue;
-      if (g.mode == audit::group_mode::serial) {
-        for (const auto* id : ids->second) {
-          ++ref_n;
-          ref_logit += id->logit;
-          ref_token += id->token;
-        }
-        continue;
-      }
-      auto& w = widths[static_cast<int>(g.requests.size())];
-      ++w[0];
-      auto b = burst_batched.find(g.index);
-      if (b == burst_batched.end() || !b->second) continue;
-      ++w[1];
-      for (const auto* id : ids->second) {
-        ++w[2];
-        w[3] += id->logit;
-        w[4] += id->token;
-      }
-    }
-    const std::string name = at + "search " + stored.backend + "/" + stored.condition;
-    if (stored.reference_n != ref_n || stored.reference_logit_identical != ref_logit)
-      rep.problems.push_back(name + ": reference stored " + std::to_string(stored.reference_logit_identical) + "/" +
-                             std::to_string(stored.reference_n) + ", recounted " + std::to_string(ref_logit) + "/" +
-                             std::to_string(ref_n));
-    for (const auto& w : stored.widths) {
-      ++rep.verdicts;
-      const auto& c5 = widths[w.width];
-      const auto logit = audit::decide_width(ref_logit, ref_n, c5[3], c5[2], c5[0], c5[1], c->search);
-      const auto token = audit::decide_width(ref_token, ref_n, c5[4], c5[2], c5[0], c5[1], c->search);
-      if (w.trials != c5[0] || w.batched_trials != c5[1] || w.n != c5[2] || w.logit_identical != c5[3] ||
-          w.token_identical != c5[4] || w.logit != logit || w.token != token)
-        rep.problems.push_back(name + " width " + std::to_string(w.width) + ": stored " + std::to_string(w.logit_identical) +
-                               "/" + std::to_string(w.n) + " in " + std::to_string(w.trials) + " trials, " +
-                               std::string(audit::to_string(w.logit)) + "/" + std::string(audit::to_string(w.token)) +
-                               "; recounted " + std::to_string(c5[3]) + "/" + std::to_string(c5[2]) + " in " +
-                               std::to_string(c5[0]) + " trials, " + std::string(audit::to_string(logit)) + "/" +
-                               std::string(audit::to_string(token)));
-    }
-  }
-}
-
-// 5. Throughput probes, from the stored token counts and bursts.
-void verify_throughput(storage::store& store, const job_evidence& e, const audit::audit_plan& plan,
-                       const audit::findings& stored_findings, verify_report& rep) {
-  const auto job = e.job;
-  const auto& runs = e.runs;
-  const std::string at = "job " + std::to_string(job) + " ";
-  if (!stored_findings.throughput.empty()) {
-    std::map<std::size_t, std::int64_t> wall;
-    for (const auto& b : store.evidence().bursts(job)) wall[b.group] = b.measurement.wall_ns;
-    for (const auto& t : stored_findings.throughput) {
-      long long tokens = 0;
-      std::int64_t ns = 0;
-      std::map<std::size_t, std::pair<int, long long>> groups;  // ok runs, tokens
-      for (const auto& r : runs)
-        if (r.backend == t.backend && r.condition != "baseline")
-          for (const auto& g : plan.groups)
-            if (g.index == r.group && g.kind == audit::condition_kind::throughput) {
-              auto& e = groups[r.group];
-              e.first += r.ok;
-              e.second += r.token_count;
-            }
-      for (const auto& [group, e] : groups)
-        if (static_cast<std::size_t>(e.first) == plan.groups[group].requests.size() && wall.count(group)) {
-          tokens += e.second;
-          ns += wall[group];
-        }
-      const double tps = ns > 0 ? static_cast<double>(tokens) / (static_cast<double>(ns) / 1e9) : 0;
-      if (tokens != t.tokens || std::abs(tps - t.tokens_per_s) > 1e-6 * std::max(1.0, tps))
-        rep.problems.push_back(at + "throughput of " + t.backend + ": stored " + std::to_string(t.tokens) + " tokens at " +
-                               std::to_string(t.tokens_per_s) + "/s, recomputed " + std::to_string(tokens) + " at " +
-                               std::to_string(tps) + "/s");
-    }
-  }
-}
-
-// 6. Each analysis's recount (audit/analysis.hpp), from the stored runs with their recomputed
+// 3. Each analysis's recount (audit/analysis.hpp), from the stored runs with their recomputed
 // digests and the identities judged from them.
 audit::recounted_run recounted_of(const storage::run_record& r, const std::map<std::int64_t, recomputed>& digests) {
   audit::recounted_run x;
@@ -321,9 +159,9 @@ audit::recounted_run recounted_of(const storage::run_record& r, const std::map<s
 }
 
 void recount_analyses(storage::store& store, const job_evidence& e, const audit::audit_spec& spec, const audit::audit_plan& plan,
-                      const audit::findings& stored, const std::map<std::int64_t, recomputed>& digests,
+                      const audit::findings& stored, bool findings_stored, const std::map<std::int64_t, recomputed>& digests,
                       const std::vector<identity>& judged, verify_report& rep) {
-  audit::recount_input in{.job = e.job, .spec = spec, .plan = plan, .stored = stored};
+  audit::recount_input in{.job = e.job, .spec = spec, .plan = plan, .stored = stored, .findings_stored = findings_stored};
   for (const auto& r : e.runs) in.runs.push_back(recounted_of(r, digests));
   for (const auto& id : judged) in.judged.push_back({id.condition, id.logit, id.token, id.counted, id.group, id.flag});
   in.burst_batched = e.burst_batched;
@@ -335,55 +173,6 @@ void recount_analyses(storage::store& store, const job_evidence& e, const audit:
   rep.problems.insert(rep.problems.end(), out.problems.begin(), out.problems.end());
   rep.verdicts += out.verdicts;
   rep.predictions += out.predictions;
-}
-
-// 7. A certify job's certificate, recounted from the recomputed identities: per family, the
-// streams that moved (whatever their batching evidence: a divergence refutes) and those judged
-// at all, then the outcome those counts allow.
-void verify_certificate(const job_evidence& e, const audit::audit_spec& spec, const audit::findings& stored,
-                        const std::vector<identity>& judged, verify_report& rep) {
-  const auto& c = *stored.certificate;
-  const std::string at = "job " + std::to_string(e.job) + " certificate ";
-  std::map<std::string, std::string> family_of;
-  for (const auto& x : spec.conditions) family_of[x.name] = x.family;
-  std::map<std::string, std::pair<int, int>> count;  // family -> judged, moved
-  int moved = 0;
-  for (const auto& id : judged) {
-    auto f = family_of.find(id.condition);
-    if (f == family_of.end() || f->second.empty()) continue;
-    const bool m = c.level == audit::identity_level::logit ? !id.logit : !id.token;
-    ++count[f->second].first;
-    count[f->second].second += m;
-    moved += m;
-  }
-  for (const auto& fr : c.families) {
-    const auto [n, m] = count[fr.family];
-    if (fr.divergent != m)
-      rep.problems.push_back(at + fr.family + ": stored " + std::to_string(fr.divergent) + " streams moved, recomputed " +
-                             std::to_string(m));
-    if (fr.compared + fr.flagged != n)
-      rep.problems.push_back(at + fr.family + ": stored " + std::to_string(fr.compared + fr.flagged) +
-                             " judged streams, recomputed " + std::to_string(n));
-    if ((fr.status == audit::family_status::refuted) != (m > 0))
-      rep.problems.push_back(at + fr.family + ": stored " + std::string(audit::to_string(fr.status)) + " with " +
-                             std::to_string(m) + " recomputed streams moved");
-    if (fr.status == audit::family_status::passed && fr.compared > 0 &&
-        std::abs(fr.bound95 - audit::upper_bound95(fr.divergent, fr.compared)) > 1e-9)
-      rep.problems.push_back(at + fr.family + ": stored 95% bound " + std::to_string(fr.bound95) + ", recomputed " +
-                             std::to_string(audit::upper_bound95(fr.divergent, fr.compared)));
-  }
-  if (c.counterexamples_total != moved)
-    rep.problems.push_back(at + "counts " + std::to_string(c.counterexamples_total) + " counterexamples, recomputed " +
-                           std::to_string(moved));
-  const bool all_passed = std::all_of(c.families.begin(), c.families.end(),
-                                      [](const audit::family_result& f) { return f.status == audit::family_status::passed; });
-  const bool all_ran = std::all_of(c.families.begin(), c.families.end(), [](const audit::family_result& f) { return f.not_run == 0; });
-  if (c.outcome == audit::certificate_outcome::refuted ? moved == 0
-      : c.outcome == audit::certificate_outcome::certified ? moved > 0 || !all_passed || !all_ran
-      : c.outcome == audit::certificate_outcome::incomplete ? moved > 0 || (all_passed && all_ran)
-                                                            : false)
-    rep.problems.push_back(at + "says " + std::string(audit::to_string(c.outcome)) + " with " + std::to_string(moved) +
-                           " recomputed streams moved");
 }
 
 void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
@@ -405,15 +194,12 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
     rep.problems.push_back("job " + std::to_string(job) + ": the stored spec does not parse");
     return;
   }
-  verify_predictions(store, job, *spec, judged, rep);
+  // The predictions are checked even when the findings document does not decode: their rows
+  // are stored apart.
+  static const audit::findings none;
   const auto& stored_findings = job_row->findings;
-  if (!stored_findings) return;
-  const auto plan = audit::make_plan(*spec);
-  verify_flags(e, plan, *stored_findings, rep);
-  verify_searches(e, *spec, plan, *stored_findings, judged, rep);
-  if (!stored_findings->throughput.empty()) verify_throughput(store, e, plan, *stored_findings, rep);
-  recount_analyses(store, e, *spec, plan, *stored_findings, digests, judged, rep);
-  if (stored_findings->certificate) verify_certificate(e, *spec, *stored_findings, judged, rep);
+  recount_analyses(store, e, *spec, audit::make_plan(*spec), stored_findings ? *stored_findings : none, stored_findings.has_value(),
+                   digests, judged, rep);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // Stored audits -> the history's plain values, on the db thread.
+#include "audit/reference.hpp"
 #include "history_reader.hpp"
 
 #include "audit/numbers.hpp"
@@ -17,12 +18,12 @@ std::string baseline_label(const storage::run_record& r) {
 // This backend's streams against the spec's reference, from the stored findings.
 std::optional<audit::reference_summary> reference_of(const audit::audit_spec& spec, const storage::job_record& job,
                                                      const std::string& backend) {
-  const auto& f = job.findings;
-  if (!f || !f->reference) return std::nullopt;
+  const auto* ref = job.findings ? job.findings->sections.find<audit::reference_findings>() : nullptr;
+  if (!ref) return std::nullopt;
   const auto plan = audit::make_plan(spec);
   audit::reference_summary r;
-  r.audit = f->reference->audit;
-  for (const auto& v : f->reference->verdicts) {
+  r.audit = ref->audit;
+  for (const auto& v : ref->verdicts) {
     if (v.group >= plan.groups.size() || plan.groups[v.group].backend != backend) continue;
     const bool baseline = plan.groups[v.group].is_baseline;
     if (v.outcome == audit::reference_outcome::not_comparable) {
@@ -36,7 +37,7 @@ std::optional<audit::reference_summary> reference_of(const audit::audit_spec& sp
     r.baselines += baseline;
     r.baselines_matching += baseline && match;
   }
-  if (auto it = f->reference->fingerprint_differences.find(backend); it != f->reference->fingerprint_differences.end())
+  if (auto it = ref->fingerprint_differences.find(backend); it != ref->fingerprint_differences.end())
     r.differing_fields = it->second;
   return r;
 }

@@ -15,6 +15,7 @@
 #include "audit/decode_steps.hpp"
 #include "audit/evidence.hpp"
 #include "audit/findings.hpp"
+#include "audit/predictions.hpp"
 #include "audit/fingerprint.hpp"
 #include "audit/logit_stream.hpp"
 #include "audit/plan.hpp"

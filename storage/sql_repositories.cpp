@@ -273,7 +273,7 @@ class sql_jobs final : public job_repository {
         "INSERT INTO predictions (job_id, prediction_id, held, k, n, outcome, flagged) VALUES (?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (job_id, prediction_id) DO UPDATE SET held = excluded.held, k = excluded.k, n = excluded.n, "
         "outcome = excluded.outcome, flagged = excluded.flagged");
-    for (const auto& p : f.predictions) {
+    for (const auto& p : audit::section<audit::prediction_section>(f).results) {
       p_ins.bind(1, job).bind(2, p.claim.id).bind(3, p.held()).bind(4, p.k).bind(5, p.n);
       p_ins.bind(6, audit::to_string(p.outcome)).bind(7, p.flagged);
       p_ins.run();

@@ -84,4 +84,66 @@ std::vector<field<audit::findings>> section_rows(const std::vector<field<S>>& ro
   return out;
 }
 
+// A section that is an object of its own table, or absent (a certify job's certificate): read
+// from an object into the section, written while the findings have it.
+template <class S>
+field<audit::findings> optional_section(std::string_view name, const object_table<S>& table) {
+  using F = audit::findings;
+  field<F> f{.name = name, .doc = table.doc, .data = &table};
+  f.omit = [](const F& in, const field<F>&) { return in.sections.find<S>() == nullptr; };
+  f.read = [](reader& r, const json& v, const std::string& at, F& out, const field<F>& self) {
+    if (v.is_object()) fields::read_object(r, v, at, *static_cast<const object_table<S>*>(self.data), out.sections.put<S>());
+  };
+  f.write = [](json& j, const F& in, const field<F>& self) {
+    j[std::string(self.name)] = fields::write_object(*static_cast<const object_table<S>*>(self.data), *in.sections.find<S>());
+  };
+  f.schema = [](const field<F>& self) {
+    const auto& t = *static_cast<const object_table<S>*>(self.data);
+    return t.name.empty() ? fields::object_schema(t, true) : json{{"$ref", "#/components/schemas/" + std::string(t.name)}};
+  };
+  return f;
+}
+
+// A map from backend names to values of one table (the tallies per backend, the selftests): a
+// value or a list of values each.
+template <auto M, class Table, Table& (*table)()>
+field<typename fields::member_of<M>::owner> per_backend(std::string_view name, bool required) {
+  using F = typename fields::member_of<M>::owner;
+  field<F> f{.name = name, .required = required};
+  if (!required) f.omit = [](const F& in, const field<F>&) { return (in.*M).empty(); };
+  using Value = typename std::decay_t<decltype(std::declval<F&>().*M)>::mapped_type;
+  f.read = [](reader& r, const json& v, const std::string& at, F& out, const field<F>&) {
+    if (!v.is_object()) return r.problem(at, "must be an object");
+    for (const auto& [b, x] : v.items()) {
+      auto& slot = (out.*M)[b];
+      if constexpr (requires(Value s) { s.push_back({}); }) {
+        if (!x.is_array()) return r.problem(at + "." + b, "must be an array");
+        for (const auto& one : x) fields::read_object(r, one, at + "." + b, table(), slot.emplace_back());
+      } else {
+        fields::read_object(r, x, at + "." + b, table(), slot);
+      }
+    }
+  };
+  f.write = [](json& j, const F& in, const field<F>& self) {
+    json all = json::object();
+    for (const auto& [b, x] : in.*M) {
+      if constexpr (requires(Value s) { s.begin(); }) {
+        json rows = json::array();
+        for (const auto& one : x) rows.push_back(fields::write_object(table(), one));
+        all[b] = std::move(rows);
+      } else {
+        all[b] = fields::write_object(table(), x);
+      }
+    }
+    j[std::string(self.name)] = std::move(all);
+  };
+  f.schema = [](const field<F>&) {
+    const auto& t = table();
+    json one = t.name.empty() ? fields::object_schema(t, true) : json{{"$ref", "#/components/schemas/" + std::string(t.name)}};
+    if constexpr (requires(Value v) { v.begin(); }) one = {{"type", "array"}, {"items", std::move(one)}};
+    return json{{"type", "object"}, {"description", "per backend"}, {"additionalProperties", std::move(one)}};
+  };
+  return f;
+}
+
 }  // namespace logitaudit::storage::sections

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "audit/attribution.hpp"
 #include "audit/decode_steps.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -215,7 +216,7 @@ TEST(explain_e2e, the_explain_preset_gives_each_experiment_its_finding_and_every
     EXPECT_GE(v.at_difference->width, 1);
   }
   // Attribution tallies agree with the verdicts they count.
-  for (const auto& t : m.findings.attributions) {
+  for (const auto& t : audit::section<audit::attribution_section>(m.findings).tallies) {
     int divergent = 0;
     for (const auto& v : m.findings.verdicts)
       divergent += v.condition == t.condition && v.counted() && !v.result->logit_identical;

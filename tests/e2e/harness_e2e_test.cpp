@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "audit/harness_power.hpp"
+#include "audit/predictions.hpp"
 #include "audit/controls.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -52,7 +54,7 @@ int count_flagged(const audit::findings& f, audit::evidence_flag flag) {
 }
 
 const audit::prediction_result& prediction(const audit::findings& f, const std::string& id) {
-  for (const auto& p : f.predictions)
+  for (const auto& p : audit::section<audit::prediction_section>(f).results)
     if (p.claim.id == id) return p;
   throw std::runtime_error("no prediction " + id);
 }
@@ -187,9 +189,9 @@ TEST(harness_e2e, a_peaked_models_sampling_controls_are_ineffective_exactly_when
       EXPECT_EQ(t.ineffective, t.flagged) << t.condition << ": an ineffective control is counted apart, never as identical";
     }
   // llama-server writes float32 values exactly, with their digits.
-  ASSERT_EQ(f.resolution.count("peaked"), 1u);
-  EXPECT_TRUE(f.resolution["peaked"].round_trips_float32()) << f.resolution["peaked"].describe();
-  EXPECT_GE(f.resolution["peaked"].max_significant, 9);
+  ASSERT_EQ(f.sections.put<audit::harness_section>().resolution.count("peaked"), 1u);
+  EXPECT_TRUE(f.sections.put<audit::harness_section>().resolution["peaked"].round_trips_float32()) << f.sections.put<audit::harness_section>().resolution["peaked"].describe();
+  EXPECT_GE(f.sections.put<audit::harness_section>().resolution["peaked"].max_significant, 9);
   EXPECT_EQ(audit::render_text(f).find("the logprobs as written"), std::string::npos);
   EXPECT_TRUE(has_sentence(f, "Resolution (peaked): this server round-trips float32"));
   EXPECT_TRUE(has_sentence(f, "Harness power (peaked): no selftest of this backend's path is stored"));
@@ -211,7 +213,7 @@ TEST(harness_e2e, another_client_on_the_server_is_evidence_not_a_server_change_a
     std::printf("with another client (%d requests of its own):\n%s", other.sent(), audit::render_text(shared).c_str());
   }
   EXPECT_GT(count_flagged(shared, audit::evidence_flag::not_solo), 0);
-  EXPECT_GT(shared.foreign_load_bursts, 0);
+  EXPECT_GT(shared.sections.put<audit::harness_section>().foreign_load_bursts, 0);
   EXPECT_TRUE(has_sentence(shared, "Solo runs: the server served other requests during this audit"));
   EXPECT_TRUE(has_sentence(shared, "Foreign load:"));
   EXPECT_EQ(prediction(shared, "P1").outcome, audit::prediction_outcome::undecided);
@@ -226,8 +228,8 @@ TEST(harness_e2e, another_client_on_the_server_is_evidence_not_a_server_change_a
   auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), o), 8min);
   auto alone = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
   EXPECT_EQ(count_flagged(alone, audit::evidence_flag::not_solo), 0) << audit::render_text(alone);
-  EXPECT_EQ(alone.foreign_load_bursts, 0);
-  EXPECT_TRUE(alone.canary_undecided.empty());
+  EXPECT_EQ(alone.sections.put<audit::harness_section>().foreign_load_bursts, 0);
+  EXPECT_TRUE(alone.sections.put<audit::harness_section>().canary_undecided.empty());
   EXPECT_FALSE(has_sentence(alone, "Solo runs:"));
   EXPECT_NE(prediction(alone, "P1").outcome, audit::prediction_outcome::undecided);
 }
@@ -254,11 +256,11 @@ TEST(harness_e2e, the_selftest_preset_tests_its_backend_first_and_waits_for_quie
   ASSERT_EQ(powers.size(), 1u);
   EXPECT_TRUE(powers[0].passed()) << powers[0].summary();
   EXPECT_EQ(powers[0].caught, powers[0].faults);
-  ASSERT_EQ(alone.quiet_waits.size(), 1u) << audit::render_text(alone);
-  EXPECT_NE(alone.quiet_waits[0].find("tiny: waited for an idle server before " + std::to_string(solo_groups) + " solo groups"),
+  ASSERT_EQ(alone.sections.put<audit::harness_section>().quiet_waits.size(), 1u) << audit::render_text(alone);
+  EXPECT_NE(alone.sections.put<audit::harness_section>().quiet_waits[0].find("tiny: waited for an idle server before " + std::to_string(solo_groups) + " solo groups"),
             std::string::npos)
-      << alone.quiet_waits[0];
-  EXPECT_NE(alone.quiet_waits[0].find("gave up 0 times"), std::string::npos) << alone.quiet_waits[0];
+      << alone.sections.put<audit::harness_section>().quiet_waits[0];
+  EXPECT_NE(alone.sections.put<audit::harness_section>().quiet_waits[0].find("gave up 0 times"), std::string::npos) << alone.sections.put<audit::harness_section>().quiet_waits[0];
   EXPECT_TRUE(has_sentence(alone, "Quiet: tiny: waited for an idle server"));
 
   // Beside a client that never stops: the waits wait (a wait may catch the gap between two of
@@ -270,14 +272,14 @@ TEST(harness_e2e, the_selftest_preset_tests_its_backend_first_and_waits_for_quie
     outcome = test_support::run(io, clients::run_audit(spec, plan, configs_of(spec), o), 5min);
     shared = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
   }
-  std::printf("alone: %s\nbeside another client: %s\n", alone.quiet_waits.at(0).c_str(),
-              shared.quiet_waits.empty() ? "-" : shared.quiet_waits[0].c_str());
+  std::printf("alone: %s\nbeside another client: %s\n", alone.sections.put<audit::harness_section>().quiet_waits.at(0).c_str(),
+              shared.sections.put<audit::harness_section>().quiet_waits.empty() ? "-" : shared.sections.put<audit::harness_section>().quiet_waits[0].c_str());
   EXPECT_EQ(powers.size(), 1u) << "a spec without selftest runs none";
-  ASSERT_EQ(shared.quiet_waits.size(), 1u) << audit::render_text(shared);
-  const bool waited = shared.quiet_waits[0].find(", 0.0 s in all") == std::string::npos;
-  const bool gave_up = shared.quiet_waits[0].find("gave up 0 times") == std::string::npos;
-  EXPECT_TRUE(waited || gave_up) << shared.quiet_waits[0];
-  EXPECT_NE(shared.quiet_waits[0].find("(each wait at most 1 s)"), std::string::npos) << shared.quiet_waits[0];
+  ASSERT_EQ(shared.sections.put<audit::harness_section>().quiet_waits.size(), 1u) << audit::render_text(shared);
+  const bool waited = shared.sections.put<audit::harness_section>().quiet_waits[0].find(", 0.0 s in all") == std::string::npos;
+  const bool gave_up = shared.sections.put<audit::harness_section>().quiet_waits[0].find("gave up 0 times") == std::string::npos;
+  EXPECT_TRUE(waited || gave_up) << shared.sections.put<audit::harness_section>().quiet_waits[0];
+  EXPECT_NE(shared.sections.put<audit::harness_section>().quiet_waits[0].find("(each wait at most 1 s)"), std::string::npos) << shared.sections.put<audit::harness_section>().quiet_waits[0];
   // Whether the waits caught the other client's gaps is the machine's: the stored company says
   // which solo requests were not alone, and exactly then are streams flagged not_solo.
   bool had_company = false;
@@ -341,8 +343,8 @@ TEST(harness_e2e, a_server_killed_and_restarted_mid_audit_is_waited_for_named_an
     EXPECT_EQ(r.waited.find("did not answer"), std::string::npos) << r.waited;
   }
   EXPECT_EQ(f.failed_runs, 0) << "every group that failed was sent again once the server answered";
-  ASSERT_EQ(f.restarts.size(), 1u);
-  EXPECT_NE(f.restarts[0].find("tiny restarted during the audit"), std::string::npos) << f.restarts[0];
+  ASSERT_EQ(f.sections.put<audit::harness_section>().restarts.size(), 1u);
+  EXPECT_NE(f.sections.put<audit::harness_section>().restarts[0].find("tiny restarted during the audit"), std::string::npos) << f.sections.put<audit::harness_section>().restarts[0];
   EXPECT_TRUE(has_sentence(f, "Restart: tiny restarted during the audit"));
   // The same model on the same build: its canary agrees, so the restart is no server change.
   EXPECT_TRUE(f.fingerprint_changes.empty());

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <set>
 
+#include "audit/load.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "audit/report.hpp"
@@ -78,10 +79,10 @@ TEST(load_e2e, a_short_curve_is_measured_per_level_agrees_with_the_servers_count
   poisson.levels = {10};
   auto spec = ls::load_spec(server->url(), {ls::load_condition("load_fixed", fixed), ls::load_condition("load_poisson", poisson)});
   const auto a = ls::run(spec);
-  ASSERT_EQ(a.findings.load_curves.size(), 2u);
-  const auto& curve = a.findings.load_curves[0];
+  ASSERT_EQ(audit::section<audit::load_section>(a.findings).curves.size(), 2u);
+  const auto& curve = audit::section<audit::load_section>(a.findings).curves[0];
   ASSERT_EQ(curve.levels.size(), 2u);
-  for (const auto& c : a.findings.load_curves)
+  for (const auto& c : audit::section<audit::load_section>(a.findings).curves)
     for (const auto& l : c.levels) {
       const auto& m = l.measurement;
       // Whether the level was reached is the machine's; that the verdict agrees with the level's
@@ -137,7 +138,7 @@ TEST(load_e2e, a_short_curve_is_measured_per_level_agrees_with_the_servers_count
   EXPECT_EQ(streams, plan.total_requests());
   EXPECT_LT(plan.total_requests(), 20u);
   std::int64_t background = 0;
-  for (const auto& c : a.findings.load_curves)
+  for (const auto& c : audit::section<audit::load_section>(a.findings).curves)
     for (const auto& l : c.levels) background += l.measurement.sent;
   EXPECT_GT(background, 0) << "the levels sent requests that were not kept";
 }
@@ -151,8 +152,8 @@ TEST(load_e2e, a_recorded_trace_is_replayed_at_its_offsets_with_its_exact_length
   for (int i = 0; i < 24; ++i)  // irregular offsets, lengths that differ
     t.trace.push_back({i * 75.0 + (i % 3) * 20.0, 8 + (i * 7) % 57, 4 + (i * 5) % 21});
   const auto a = ls::run(ls::load_spec(server->url(), {ls::load_condition("load_trace", t)}));
-  ASSERT_EQ(a.findings.load_curves.size(), 1u);
-  const auto& level = a.findings.load_curves[0].levels.at(0);
+  ASSERT_EQ(audit::section<audit::load_section>(a.findings).curves.size(), 1u);
+  const auto& level = audit::section<audit::load_section>(a.findings).curves[0].levels.at(0);
   const auto& m = level.measurement;
   // What always holds: every request of the trace was sent, in the trace's order, never before
   // its offset, with the trace's lengths, and each sent offset is recorded.
@@ -204,8 +205,8 @@ TEST(load_e2e, a_level_whose_queue_outgrows_the_generator_is_not_reached_and_its
   l.max_in_flight = 4;
   l.output_tokens = {{48}, {}, 0, 0};
   const auto a = ls::run(ls::load_spec(server->url(), {ls::load_condition("load_overload", l)}));
-  ASSERT_EQ(a.findings.load_curves.size(), 1u);
-  const auto& level = a.findings.load_curves[0].levels.at(0);
+  ASSERT_EQ(audit::section<audit::load_section>(a.findings).curves.size(), 1u);
+  const auto& level = audit::section<audit::load_section>(a.findings).curves[0].levels.at(0);
   EXPECT_FALSE(level.measurement.reached);
   EXPECT_GT(level.measurement.dropped, 0);
   EXPECT_EQ(level.probes, 0);
@@ -216,5 +217,5 @@ TEST(load_e2e, a_level_whose_queue_outgrows_the_generator_is_not_reached_and_its
   bool said = false;
   for (const auto& s : a.findings.sentences) said = said || s.find("400 req/s was not reached (") != std::string::npos;
   EXPECT_TRUE(said);
-  EXPECT_EQ(a.findings.load_curves[0].first_lost, -1) << "a level not reached says nothing of determinism";
+  EXPECT_EQ(audit::section<audit::load_section>(a.findings).curves[0].first_lost, -1) << "a level not reached says nothing of determinism";
 }

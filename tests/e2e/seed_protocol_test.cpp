@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "audit/predictions.hpp"
 #include "audit/evidence.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -98,7 +99,7 @@ TEST(seed_protocol_e2e, two_generated_models_on_real_servers) {
       EXPECT_EQ(t.logit_identical, 0) << t.condition;
     }
   }
-  EXPECT_TRUE(f.predictions.at(0).held());  // P1: serial repeats are logit-identical
+  EXPECT_TRUE(f.sections.put<audit::prediction_section>().results.at(0).held());  // P1: serial repeats are logit-identical
   EXPECT_TRUE(f.fingerprint_changes.empty());
   EXPECT_EQ(outcome.fingerprints.at("tiny").before.total_slots, 8);
   EXPECT_NE(outcome.fingerprints.at("tiny").before.model, outcome.fingerprints.at("small").before.model);

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "audit/predictions.hpp"
 #include "audit/baselines.hpp"
 #include "audit/compare.hpp"
 #include "audit/evidence.hpp"
@@ -237,14 +238,14 @@ TEST(findings, a_known_world_gives_a_known_table_and_predictions) {
   EXPECT_EQ(row(f, "cache_reuse").logit_identical, 2) << "serial in this world";
   EXPECT_EQ(row(f, "control_seed").token_identical, 0);
   EXPECT_EQ(f.per_backend.at("a")[0].n, 30);
-  ASSERT_EQ(f.predictions.size(), 4u);
-  EXPECT_TRUE(f.predictions[0].held());   // serial identical
-  EXPECT_EQ(f.predictions[1].k, 26);      // c4 + c8 + cross diverge, cache reuse does not: 8+16+2 of 28
-  EXPECT_TRUE(f.predictions[1].held());
-  EXPECT_EQ(f.predictions[1].n, 28);
-  EXPECT_TRUE(f.predictions[2].held());   // tokens survive
-  EXPECT_EQ(f.predictions[3].outcome, prediction_outcome::failed);  // seeded tokens survive here
-  EXPECT_EQ(f.predictions[3].k, 0);
+  ASSERT_EQ(f.sections.put<prediction_section>().results.size(), 4u);
+  EXPECT_TRUE(f.sections.put<prediction_section>().results[0].held());   // serial identical
+  EXPECT_EQ(f.sections.put<prediction_section>().results[1].k, 26);      // c4 + c8 + cross diverge, cache reuse does not: 8+16+2 of 28
+  EXPECT_TRUE(f.sections.put<prediction_section>().results[1].held());
+  EXPECT_EQ(f.sections.put<prediction_section>().results[1].n, 28);
+  EXPECT_TRUE(f.sections.put<prediction_section>().results[2].held());   // tokens survive
+  EXPECT_EQ(f.sections.put<prediction_section>().results[3].outcome, prediction_outcome::failed);  // seeded tokens survive here
+  EXPECT_EQ(f.sections.put<prediction_section>().results[3].k, 0);
   const auto text = render_text(f);
   EXPECT_NE(text.find(" repeat_greedy             60/60 (100%)"), std::string::npos) << text;
   EXPECT_NE(text.find("P4 FAILED"), std::string::npos) << text;
@@ -669,9 +670,9 @@ TEST(findings, streams_of_bursts_that_did_not_batch_are_counted_apart_never_as_s
   EXPECT_EQ(row(f, "cache_reuse").n, 1) << "the cache was reused: it counts";
   EXPECT_EQ(f.flagged_runs, 2 + 4 + 8 + 6 + 1);
   // P2 still has cache_reuse; P4 (concurrent_seeded_c6 only) has nothing left to decide on.
-  EXPECT_EQ(f.predictions[1].n, 1);
-  EXPECT_EQ(f.predictions[1].flagged, 13);
-  EXPECT_EQ(f.predictions[3].outcome, prediction_outcome::undecided);
+  EXPECT_EQ(f.sections.put<prediction_section>().results[1].n, 1);
+  EXPECT_EQ(f.sections.put<prediction_section>().results[1].flagged, 13);
+  EXPECT_EQ(f.sections.put<prediction_section>().results[3].outcome, prediction_outcome::undecided);
   bool batching = false, threshold = false, context = false;
   for (const auto& s : f.sentences) {
     batching = batching || s.find("Batching: concurrent_greedy_c8 did not batch in 1 of 1 burst (the server has 1 slot") !=

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "audit/frontier.hpp"
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
@@ -166,10 +167,10 @@ TEST(sweep, specs_and_findings_round_trip_through_json) {
 
   audit::findings f;
   f.valid = true;
-  f.searches.push_back({"a", "t", 8, 8, 8, {{2, 2, 2, 4, 0, 4, {0, 0.4}, {0.6, 1}, 0.002, 1, audit::search_decision::different,
+  f.sections.put<audit::search_section>().results.push_back({"a", "t", 8, 8, 8, {{2, 2, 2, 4, 0, 4, {0, 0.4}, {0.6, 1}, 0.002, 1, audit::search_decision::different,
                                               audit::search_decision::unknown}}, 2, std::nullopt});
-  f.throughput.push_back({"a", 4, 2, 8, 256, 1.5, 170.7, 5.3});
-  f.frontier.push_back({"a", spec.backends[0].managed, 9, 9, 9, 9, 3, 3, 1, 1, 0, 170.7, 5.3, 0.0, true, ""});
+  f.sections.put<audit::frontier_section>().throughput.push_back({"a", 4, 2, 8, 256, 1.5, 170.7, 5.3});
+  f.sections.put<audit::frontier_section>().rows.push_back({"a", spec.backends[0].managed, 9, 9, 9, 9, 3, 3, 1, 1, 0, 170.7, 5.3, 0.0, true, ""});
   auto parsed = storage::decode_findings(storage::encode_findings(f));
   ASSERT_TRUE(parsed);
   EXPECT_EQ(storage::encode_findings(*parsed), storage::encode_findings(f));

@@ -129,8 +129,8 @@ TEST(harness_power, a_rounding_server_is_qualified_in_every_report_format) {
   clients::net::io_context io;
   auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs, {}));
   auto f = audit::evaluate(spec, plan, outcome.runs(), test_support::evidence_of(outcome));
-  ASSERT_EQ(f.resolution.count("r"), 1u);
-  EXPECT_EQ(f.resolution["r"].fixed_decimals(), 2);
+  ASSERT_EQ(f.sections.put<audit::harness_section>().resolution.count("r"), 1u);
+  EXPECT_EQ(f.sections.put<audit::harness_section>().resolution["r"].fixed_decimals(), 2);
   const std::string words = "writes logprobs to 2 decimals; differences smaller than 5e-3 cannot be seen";
   EXPECT_NE(audit::render_text(f).find(words), std::string::npos) << audit::render_text(f);
   EXPECT_NE(audit::render_text(f).find("logit-identical (to 2 decimals: the logprobs as written)"), std::string::npos);
@@ -142,7 +142,7 @@ TEST(harness_power, a_rounding_server_is_qualified_in_every_report_format) {
   // Read back from its stored form, the report says the same.
   auto back = storage::decode_findings(json);
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->resolution["r"].fixed_decimals(), 2);
+  EXPECT_EQ(back->sections.put<audit::harness_section>().resolution["r"].fixed_decimals(), 2);
 
   // The same audit of a server that writes float32 exactly says so, and qualifies nothing.
   test_support::fake_backend exact;
@@ -151,7 +151,7 @@ TEST(harness_power, a_rounding_server_is_qualified_in_every_report_format) {
   plan = audit::make_plan(spec);
   auto outcome2 = test_support::run(io, clients::run_audit(spec, plan, configs, {}));
   auto f2 = audit::evaluate(spec, plan, outcome2.runs(), test_support::evidence_of(outcome2));
-  EXPECT_TRUE(f2.resolution["r"].round_trips_float32());
+  EXPECT_TRUE(f2.sections.put<audit::harness_section>().resolution["r"].round_trips_float32());
   EXPECT_EQ(audit::render_text(f2).find("the logprobs as written"), std::string::npos);
 }
 
@@ -177,8 +177,8 @@ TEST(selftest_preset, asks_for_a_selftest_and_quiet_and_both_round_trip_while_ol
 
 TEST(selftest_preset, the_waits_for_quiet_are_a_finding_that_survives_storage) {
   audit::findings f;
-  f.quiet_waits = {"b: waited for an idle server before 4 solo groups, 0.2 s in all (longest 0.1 s); gave up 1 time (each wait at most 10 s)"};
+  f.sections.put<audit::harness_section>().quiet_waits = {"b: waited for an idle server before 4 solo groups, 0.2 s in all (longest 0.1 s); gave up 1 time (each wait at most 10 s)"};
   auto back = storage::decode_findings(storage::encode_findings(f));
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->quiet_waits, f.quiet_waits);
+  EXPECT_EQ(back->sections.put<audit::harness_section>().quiet_waits, f.sections.put<audit::harness_section>().quiet_waits);
 }

@@ -2,6 +2,7 @@
 // only when requests overlap: the seed protocol must give exactly the known table.
 #include <gtest/gtest.h>
 
+#include "audit/predictions.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
 #include "clients/job_runner.hpp"
@@ -74,10 +75,10 @@ TEST(job_runner, the_seed_protocol_on_a_fake_that_jitters_under_overlap_gives_th
   expect_row("control_prompt", 2, 0, 0);
   expect_row("control_seed", 2, 0, 0);
   expect_row("control_temperature", 2, 0, 0);
-  EXPECT_TRUE(f.predictions[0].held());
-  EXPECT_TRUE(f.predictions[1].held());
-  EXPECT_TRUE(f.predictions[2].held());
-  EXPECT_FALSE(f.predictions[3].held()) << "the fake keeps seeded tokens under overlap";
+  EXPECT_TRUE(f.sections.put<audit::prediction_section>().results[0].held());
+  EXPECT_TRUE(f.sections.put<audit::prediction_section>().results[1].held());
+  EXPECT_TRUE(f.sections.put<audit::prediction_section>().results[2].held());
+  EXPECT_FALSE(f.sections.put<audit::prediction_section>().results[3].held()) << "the fake keeps seeded tokens under overlap";
   EXPECT_TRUE(f.fingerprint_changes.empty());
   EXPECT_EQ(outcome.fingerprints.at("a").before.build_info, "b0-fake");
 }

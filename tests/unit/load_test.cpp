@@ -339,8 +339,8 @@ TEST(load_curves, levels_are_judged_apart_and_the_first_reached_level_that_lost_
     }
   }
   const auto f = audit::evaluate(spec, plan, runs, ev);
-  ASSERT_EQ(f.load_curves.size(), 1u);
-  const auto& c = f.load_curves[0];
+  ASSERT_EQ(audit::section<audit::load_section>(f).curves.size(), 1u);
+  const auto& c = audit::section<audit::load_section>(f).curves[0];
   ASSERT_EQ(c.levels.size(), 3u);
   EXPECT_EQ(c.levels[0].logit_identical, 4);
   EXPECT_EQ(c.levels[1].logit_identical, 3);
@@ -358,7 +358,7 @@ TEST(load_curves, levels_are_judged_apart_and_the_first_reached_level_that_lost_
   EXPECT_TRUE(said);
   auto back = storage::decode_findings(storage::encode_findings(f));
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->load_curves, f.load_curves);
+  EXPECT_EQ(audit::section<audit::load_section>(*back).curves, audit::section<audit::load_section>(f).curves);
 }
 
 TEST(never_pooled, a_concurrency_threshold_is_said_per_backend_and_a_sweeps_sentences_per_configuration) {

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "audit/frontier.hpp"
+#include "audit/reference.hpp"
 #include "audit/server_settings.hpp"
 #include "audit/spec.hpp"
 #include "cli/trace_file.hpp"
@@ -196,20 +198,20 @@ TEST(findings_document, later_settings_are_passed_over_and_a_misshapen_document_
   audit::frontier_row row;
   row.backend = "a";
   row.settings = audit::server_settings{"q8"};
-  f.frontier = {row};
+  f.sections.put<audit::frontier_section>().rows = {row};
   audit::reference_findings ref;
   ref.audit = 3;
   ref.verdicts = {{0, 1, audit::reference_outcome::not_comparable, std::nullopt, "no such request"}};
-  f.reference = ref;
+  f.sections.put<audit::reference_findings>() = ref;
   auto doc = json::parse(storage::encode_findings(f));
   doc["frontier"][0]["settings"]["speculative"] = 4;  // a setting of a later version
   doc["frontier"][0]["settings"].erase("model");
   auto read = storage::decode_findings(doc.dump());
   ASSERT_TRUE(read);
-  ASSERT_EQ(read->frontier.size(), 1u);
-  EXPECT_TRUE(read->frontier[0].settings);
-  ASSERT_TRUE(read->reference);
-  EXPECT_EQ(read->reference->verdicts[0].reason, "no such request");
+  ASSERT_EQ(read->sections.put<audit::frontier_section>().rows.size(), 1u);
+  EXPECT_TRUE(read->sections.put<audit::frontier_section>().rows[0].settings);
+  ASSERT_TRUE(read->sections.find<audit::reference_findings>());
+  EXPECT_EQ(read->sections.find<audit::reference_findings>()->verdicts[0].reason, "no such request");
   doc["reference"]["verdicts"][0] = "not an object";
   EXPECT_FALSE(storage::decode_findings(doc.dump()));
   doc["reference"]["verdicts"] = json::array({json::array({1, 2})});

@@ -1,0 +1,358 @@
+// Certify's judge: the certificate read back from a certify job's judged findings. Per family,
+// the streams compared and moved, the batch widths the client produced and the server
+// reported, a 95% bound, and where the family began to move; then the outcome and its
+// sentence. The plan is certify_plan.cpp.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "certify.hpp"
+#include "enum_names.hpp"
+#include "findings.hpp"
+#include "load.hpp"
+#include "numbers.hpp"
+#include "statistics.hpp"
+
+namespace logitaudit::audit {
+
+std::string_view to_string(certificate_outcome o) { return enumerator_name(o); }
+std::optional<certificate_outcome> parse_certificate_outcome(std::string_view s) {
+  return parse_by_name(kEnumerators<certificate_outcome>, s);
+}
+std::string_view to_string(family_status s) { return enumerator_name(s); }
+std::optional<family_status> parse_family_status(std::string_view s) { return parse_by_name(kEnumerators<family_status>, s); }
+
+double upper_bound95(int k, int n) { return n > 0 ? clopper_pearson_upper(k, n, 0.95) : -1; }
+
+namespace {
+
+// Per family, what its judged streams showed at each width (co-residency) or prefix length.
+struct point {
+  int compared = 0, moved = 0;
+};
+
+std::string describe(const counterexample& c) {
+  std::string s = c.condition + ": ";
+  if (c.family == "prefix_reuse" || c.shared_prefix > 0)
+    s += "a probe sharing " + std::to_string(c.shared_prefix) + " tokens with its warm-up (the server reused " +
+         (c.reused_tokens >= 0 ? std::to_string(c.reused_tokens) : std::string("an unreported number of")) + ")";
+  else if (c.requests > 1)
+    s += std::to_string(c.client_width) + " requests at once (the server's busy slots per decode " +
+         (c.server_width >= 0 ? fixed(c.server_width, 2) : std::string("not reported")) + (c.batched ? "" : "; judged not batched") + ")";
+  else
+    s += "one request";
+  s += ", first difference at token " + std::to_string(c.first_difference);
+  if (c.first_token_difference >= 0) s += ", a token changed at " + std::to_string(c.first_token_difference);
+  if (c.step_width >= 0) s += ", in a decode step of width " + std::to_string(c.step_width);
+  return s;
+}
+
+// What the judge reads of a certify job, indexed once.
+struct certify_inputs {
+  const audit_spec& spec;
+  const audit_plan& plan;
+  const findings& f;
+  const certify_claim& claim;
+  const std::map<std::size_t, burst_measurement>& bursts;
+  const evidence_thresholds& t;
+  std::map<std::string, const condition*> by_name;
+  std::map<std::string, int> conditions_of;  // family -> planned conditions
+  std::map<std::pair<std::size_t, std::size_t>, const observed_run*> run_at;
+  std::map<std::pair<std::string, std::size_t>, const load_level_finding*> level_of;  // by condition and group
+};
+
+// What the judge gathers from the streams, family by family.
+struct family_streams {
+  std::map<std::string, family_result> results;
+  std::map<std::string, std::map<int, point>> points;  // family -> width or prefix -> point
+  std::map<std::string, int> moved_counted;            // family -> moved streams among the compared ones
+  std::vector<counterexample> counterexamples;
+};
+
+// One judged stream's schedule as the client made it and the server reported it.
+struct stream_schedule {
+  bool happened = false;  // its condition happened, as the claim defines it
+  double server = -1;     // busy slots per decode (or a load level's mean width); -1: not reported
+  int client = 1;         // requests in flight
+  int reused = -1;        // prompt tokens the server served from its cache
+  const burst_verdict* burst = nullptr;
+};
+
+stream_schedule schedule_of(const certify_inputs& in, const condition& c, const request_group& g, const run_verdict& v) {
+  stream_schedule s;
+  s.happened = v.flag == evidence_flag::none;
+  if (v.flag == evidence_flag::not_batched && !in.claim.needs_batching)  // in flight together, decoded apart
+    if (auto m = in.bursts.find(v.group); m != in.bursts.end() && m->second.overlap >= in.t.min_overlap) s.happened = true;
+  if (v.flag == evidence_flag::not_reused && !c.cache_prompt) s.happened = true;  // the claim sends no cache
+  if (auto b = in.f.bursts.find(v.group); b != in.f.bursts.end()) s.burst = &b->second;
+  if (s.burst && s.burst->measured) s.server = *s.burst->measured;
+  s.client = g.mode == group_mode::burst ? static_cast<int>(g.requests.size()) : 1;
+  if (g.mode == group_mode::load)
+    if (auto l = in.level_of.find({c.name, v.group}); l != in.level_of.end()) {
+      const auto& m = l->second->measurement;
+      s.server = m.server_busy_slots_per_decode >= 0 ? m.server_busy_slots_per_decode : l->second->mean_width;
+      // Random schedules test batching only where the probes shared a batch.
+      if (in.claim.needs_batching && l->second->mean_width <= 1.05 && s.server <= 1.05) s.happened = false;
+      s.client = std::max(1, m.max_in_flight);  // the generator's requests in flight, probes among them
+    }
+  if (c.kind == condition_kind::cache_reuse)
+    if (auto r = in.run_at.find({v.group, v.request}); r != in.run_at.end() && r->second->stream)
+      s.reused = static_cast<int>(r->second->stream->server.cache_n);
+  return s;
+}
+
+counterexample counterexample_of(const condition& c, const request_group& g, const run_verdict& v, const stream_schedule& s) {
+  counterexample x;
+  x.family = c.family;
+  x.condition = c.name;
+  x.group = v.group;
+  x.request = v.request;
+  x.requests = g.mode == group_mode::load ? s.client : static_cast<int>(g.requests.size());
+  x.client_width = s.client;
+  x.server_width = s.server;
+  x.batched = s.burst && s.burst->batched;
+  x.shared_prefix = c.shared_prefix;
+  x.reused_tokens = s.reused;
+  x.seeded = c.seeded;
+  x.first_difference = v.result->first_logit_difference;
+  x.first_token_difference = v.result->token_identical ? -1 : v.result->first_token_difference;
+  x.max_abs_delta = v.result->max_abs_delta;
+  if (v.at_difference) {
+    x.step_width = v.at_difference->width;
+    x.step_width_before = v.at_difference->width_before;
+    x.step_events = describe_events(v.at_difference->events);
+  }
+  return x;
+}
+
+// Counts one judged stream into its family: compared or counted apart, moved or held, the
+// widths it ran at, and a counterexample when it moved.
+void judge_stream(const certify_inputs& in, const run_verdict& v, family_streams& out) {
+  auto it = in.by_name.find(v.condition);
+  if (it == in.by_name.end() || it->second->family.empty() || v.group >= in.plan.groups.size()) return;
+  const condition& c = *it->second;
+  const request_group& g = in.plan.groups[v.group];
+  auto& fr = out.results[c.family];
+  if (v.failed) {
+    ++fr.failed;
+    return;
+  }
+  if (!v.result) return;
+  const bool moved = in.claim.level == identity_level::logit ? !v.result->logit_identical : !v.result->token_identical;
+  const auto s = schedule_of(in, c, g, v);
+  if (g.mode != group_mode::serial) {
+    fr.client_width_max = std::max(fr.client_width_max, s.client);
+    if (s.server >= 0) {
+      fr.server_width_min = fr.server_width_min < 0 ? s.server : std::min(fr.server_width_min, s.server);
+      fr.server_width_max = std::max(fr.server_width_max, s.server);
+    }
+  }
+  if (s.reused >= 0) fr.reused_tokens_max = std::max(fr.reused_tokens_max, s.reused);
+  // A prefix is where the server's cache served from: what it says it served when it sent the
+  // cache, else what the probe shares with its warm-up.
+  const bool cached = c.kind == condition_kind::cache_reuse;
+  const int at = !cached ? s.client : c.cache_prompt && s.reused >= 0 ? s.reused : c.shared_prefix;
+  if (cached && c.cache_prompt && s.reused > c.shared_prefix) ++fr.served_beyond;
+  auto& pt = out.points[c.family][at];
+  if (s.happened) {
+    ++fr.compared;
+    ++pt.compared;
+    out.moved_counted[c.family] += moved;
+  } else {
+    ++fr.flagged;
+  }
+  if (!moved) return;
+  ++fr.divergent;
+  ++pt.moved;
+  out.counterexamples.push_back(counterexample_of(c, g, v, s));
+}
+
+// A refuted family's boundary: the smallest width or prefix that moved, the largest below it
+// that held, and both lists in words (co-residency and prefix reuse).
+void find_boundary(family_result& fr, const std::map<int, point>& pts) {
+  for (const auto& [at, p] : pts)
+    if (p.moved > 0) {
+      fr.boundary = at;
+      break;
+    }
+  for (const auto& [at, p] : pts)
+    if (at < fr.boundary && p.compared > 0 && p.moved == 0) fr.held_below = at;
+  if (fr.family != "co_residency" && fr.family != "prefix_reuse") return;
+  const std::string unit = fr.family == "co_residency" ? "requests at once" : "prompt tokens served from the cache";
+  std::string moved_at, held_at;
+  for (const auto& [at, p] : pts) {
+    if (p.moved == 0 && p.compared == 0) continue;  // nothing counted there: neither moved nor held
+    auto& list = p.moved > 0 ? moved_at : held_at;
+    list += list.empty() ? std::to_string(at) : ", " + std::to_string(at);
+  }
+  fr.note = "moved at " + moved_at + (held_at.empty() ? "" : "; held at " + held_at) + ". ";
+  fr.note += "Diverges from " + std::to_string(fr.boundary) + " " + unit +
+             (fr.held_below >= 0 ? "; held at " + std::to_string(fr.held_below) : "; nothing smaller held") +
+             (fr.held_below >= 0 && fr.held_below + 1 == fr.boundary ? " (the exact boundary)"
+              : fr.held_below >= 0                                   ? " (the boundary lies between)"
+                                                                     : "");
+}
+
+// Why a family that moved nothing has no verdict: not planned, or planned but not tested.
+void explain_untested(family_result& fr, const certify_inputs& in) {
+  const auto& cs = *in.spec.certify;
+  if (!in.conditions_of.count(fr.family)) {
+    fr.status = family_status::not_planned;
+    for (const auto& l : cs.left_out)
+      if (l.starts_with(fr.family + ":")) fr.note = l.substr(fr.family.size() + 2);
+    if (fr.note.empty()) fr.note = "left out: the budget (" + std::to_string(cs.budget_requests) + " requests) ran out";
+    return;
+  }
+  fr.status = family_status::not_tested;
+  if (fr.failed == 0 && fr.flagged == 0) fr.note = "none of its schedules ran (the budget's minutes ran out before them)";
+  else if (fr.failed > 0 && fr.flagged == 0) fr.note = "every request failed";
+  else if (fr.family == "prefix_reuse" || (fr.family == "seeded" && fr.reused_tokens_max == 0))
+    fr.note = "the server never served a prefix from its cache";
+  else
+    fr.note = "no burst batched: the server's busy slots per decode " +
+              (fr.server_width_max >= 0 ? "reached at most " + fixed(fr.server_width_max, 2) : std::string("were not reported")) +
+              " with up to " + std::to_string(fr.client_width_max) + " requests in flight";
+}
+
+void add_note(family_result& fr, const std::string& more) { fr.note += std::string(fr.note.empty() ? "" : "; ") + more; }
+
+// Conditions the budget left out of a family: said, not hidden.
+int left_out_of(const family_result& fr, const certify_inputs& in) {
+  int left = 0;
+  for (const auto& l : in.spec.certify->left_out)
+    if (!in.by_name.count(l) && l.find(':') == std::string::npos) {
+      const bool mine = (fr.family == "co_residency" && l.starts_with("co_residency_")) ||
+                        (fr.family == "prefix_reuse" && l.starts_with("prefix_")) ||
+                        (fr.family == "neighbours" && l.starts_with("neighbours_")) ||
+                        (fr.family == "chunked_prefill" && l.starts_with("chunked_prefill_")) ||
+                        (fr.family == "seeded" && l.starts_with("seeded_"));
+      left += mine;
+    }
+  return left;
+}
+
+family_result judge_family(std::string_view name, const certify_inputs& in, family_streams& s, int not_run) {
+  family_result fr = s.results.count(std::string(name)) ? s.results[std::string(name)] : family_result{};
+  fr.family = std::string(name);
+  if (fr.divergent > 0) {
+    fr.status = family_status::refuted;
+    find_boundary(fr, s.points[fr.family]);
+  } else if (fr.compared > 0) {
+    fr.status = family_status::passed;
+  } else {
+    explain_untested(fr, in);
+  }
+  if (fr.compared > 0) fr.bound95 = upper_bound95(s.moved_counted[fr.family], fr.compared);
+  fr.not_run = not_run;
+  const bool planned = fr.status != family_status::not_planned;
+  if (fr.not_run > 0 && planned)
+    add_note(fr, std::to_string(fr.not_run) + " of its schedules did not run (the budget's minutes ran out)");
+  if (fr.served_beyond > 0)
+    add_note(fr, std::to_string(fr.served_beyond) +
+                     " probe(s) were served more than their shared prefix: the server's prompt cache held them from an "
+                     "earlier request (llama-server's --cache-ram)");
+  if (const int left = left_out_of(fr, in); left > 0 && planned)
+    add_note(fr, std::to_string(left) + " of its schedules left out by the budget");
+  return fr;
+}
+
+// The outcome and its sentence, from the families and the findings' validity.
+void conclude(certificate& cert, const findings& f) {
+  int passed = 0, refuted = 0, untested = 0, streams = 0;
+  double worst = 0;
+  std::string untested_names, refuted_names;
+  for (const auto& fr : cert.families) {
+    streams += fr.compared;
+    if (fr.status == family_status::passed && fr.not_run == 0) {
+      ++passed;
+      worst = std::max(worst, fr.bound95);
+    } else if (fr.status == family_status::refuted) {
+      ++refuted;
+      refuted_names += (refuted_names.empty() ? "" : ", ") + fr.family;
+    } else {
+      ++untested;
+      untested_names += (untested_names.empty() ? "" : ", ") + fr.family;
+    }
+  }
+  const std::string who = "'" + cert.claim + "' on " + cert.backend;
+  if (!f.valid || !f.fingerprint_changes.empty() || !f.missing_fingerprints.empty()) {
+    cert.outcome = certificate_outcome::invalid;
+    cert.sentence = "Not certified: " + who + " cannot be judged: " +
+                    (!f.valid                          ? f.invalid_reason
+                     : !f.fingerprint_changes.empty() ? std::string("the server changed during the run")
+                                                      : std::string("a fingerprint is missing")) +
+                    ".";
+  } else if (!cert.counterexamples.empty()) {
+    cert.outcome = certificate_outcome::refuted;
+    cert.sentence = "Refuted: " + who + ": " + std::to_string(cert.counterexamples_total) + " stream(s) moved in " +
+                    std::to_string(refuted) + " famil" + (refuted == 1 ? "y" : "ies") + " (" + refuted_names +
+                    "); the smallest counterexample is " + describe(cert.counterexamples.front()) + ".";
+    for (const auto& fr : cert.families)
+      if (fr.status == family_status::refuted && fr.boundary >= 0 && (fr.family == "co_residency" || fr.family == "prefix_reuse"))
+        cert.sentence += " " + std::string(fr.family == "co_residency" ? "Co-residency" : "Prefix reuse") + " " + fr.note + ".";
+  } else if (untested == 0) {
+    cert.outcome = certificate_outcome::certified;
+    cert.sentence = "Certified: " + who + ": " + std::to_string(streams) + " streams over " + std::to_string(passed) +
+                    " families, none moved; at 95% confidence no family's divergence rate exceeds " + fixed(worst, 3) + ".";
+  } else {
+    cert.outcome = certificate_outcome::incomplete;
+    cert.sentence = "Not certified: " + who + ": nothing moved in " + std::to_string(streams) + " streams, but " +
+                    std::to_string(untested) + " famil" + (untested == 1 ? "y was" : "ies were") + " not tested (" +
+                    untested_names + ").";
+  }
+}
+
+certify_inputs index_inputs(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
+                            const findings& f, const certify_claim& claim,
+                            const std::map<std::size_t, burst_measurement>& bursts, const evidence_thresholds& t) {
+  certify_inputs in{spec, plan, f, claim, bursts, t, {}, {}, {}, {}};
+  for (const auto& c : spec.conditions) {
+    in.by_name[c.name] = &c;
+    if (!c.family.empty()) ++in.conditions_of[c.family];
+  }
+  for (const auto& r : runs) in.run_at[{r.group, r.request}] = &r;
+  for (const auto& lc : section<load_section>(f).curves)
+    for (const auto& l : lc.levels) in.level_of[{lc.condition, l.group}] = &l;
+  return in;
+}
+
+}  // namespace
+
+std::optional<certificate> certify(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
+                                   const findings& f, const std::map<std::size_t, burst_measurement>& bursts,
+                                   const evidence_thresholds& t) {
+  if (!spec.certify) return std::nullopt;
+  const certify_claim* claim = find_claim(spec.certify->claim);
+  if (!claim) claim = &certify_claims()[0];
+  const auto in = index_inputs(spec, plan, runs, f, *claim, bursts, t);
+  family_streams streams;
+  for (const auto& v : f.verdicts) judge_stream(in, v, streams);
+  // Planned groups of a family that left nothing (the budget's minutes skipped them).
+  std::set<std::size_t> ran;
+  for (const auto& r : runs) ran.insert(r.group);
+  std::map<std::string, int> not_run;
+  for (const auto& g : plan.groups)
+    if (auto it = in.by_name.find(g.condition); !g.is_baseline && it != in.by_name.end() && !it->second->family.empty() && !ran.count(g.index))
+      ++not_run[it->second->family];
+
+  certificate cert;
+  cert.claim = std::string(claim->name);
+  cert.level = claim->level;
+  cert.backend = spec.backends.empty() ? "" : spec.backends.front().name;
+  cert.shape = shape_of(*spec.certify);
+  cert.shape_source = spec.certify->shape_source;
+  for (std::string_view name : kCertifyFamilies)
+    if (name != "seeded" || claim->seeded) cert.families.push_back(judge_family(name, in, streams, not_run[std::string(name)]));
+  cert.counterexamples = std::move(streams.counterexamples);
+  std::stable_sort(cert.counterexamples.begin(), cert.counterexamples.end(), [](const auto& a, const auto& b) {
+    return std::tuple(a.requests, a.client_width, a.shared_prefix, a.first_difference) <
+           std::tuple(b.requests, b.client_width, b.shared_prefix, b.first_difference);
+  });
+  cert.counterexamples_total = static_cast<int>(cert.counterexamples.size());
+  if (cert.counterexamples.size() > 20) cert.counterexamples.resize(20);
+  conclude(cert, f);
+  return cert;
+}
+
+}  // namespace logitaudit::audit
