@@ -1,7 +1,7 @@
 // The fleet route.
 #include "fleet_routes.hpp"
 
-#include "storage/field_table.hpp"
+#include "codec/field_table.hpp"
 
 namespace logitaudit::api {
 
@@ -9,7 +9,6 @@ using json = nlohmann::json;
 
 namespace {
 
-namespace fields = storage::fields;
 
 const fields::object_table<storage::fleet_member>& member_table() {
   using M = storage::fleet_member;

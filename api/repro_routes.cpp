@@ -6,14 +6,13 @@
 #include "audit_routes.hpp"
 #include "clients/repro.hpp"
 #include "record_json.hpp"
-#include "storage/field_table.hpp"
+#include "codec/field_table.hpp"
 
 namespace logitaudit::api {
 namespace {
 
 using json = nlohmann::json;
 
-namespace fields = storage::fields;
 using view_field = fields::field<repro_view>;
 
 std::string self_link(const repro_view& v) { return "/v1/repros/" + std::to_string(v.id); }

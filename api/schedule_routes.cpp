@@ -6,7 +6,7 @@
 #include <set>
 
 #include "record_json.hpp"
-#include "storage/field_table.hpp"
+#include "codec/field_table.hpp"
 #include "spec_json.hpp"
 
 namespace logitaudit::api {
@@ -18,7 +18,6 @@ api_response no_schedule(const std::string& s) {
   return error_response(service_errc::not_found, "not_found", "no schedule with id '" + s.substr(0, 64) + "'", "id");
 }
 
-namespace fields = storage::fields;
 
 // A schedule's body, one table: a patch may give any member; a create must give cron and spec.
 fields::field<schedule_patch> missed_field() {

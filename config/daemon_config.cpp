@@ -17,7 +17,7 @@
 #include "audit/enum_names.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/backend.hpp"
-#include "storage/field_table.hpp"
+#include "codec/field_table.hpp"
 
 extern char** environ;
 
@@ -26,7 +26,6 @@ namespace {
 
 using json = nlohmann::json;
 
-namespace fields = storage::fields;
 using fields::field;
 using fields::object_table;
 using fields::reader;
@@ -471,19 +470,7 @@ void check_bounds(const daemon_config& c, std::vector<config_problem>& p) {
 
 }  // namespace
 
-std::string backend_keys_markdown() {
-  std::string out = "| key | default | meaning |\n| --- | --- | --- |\n";
-  const backend_entry defaults;
-  for (const auto& f : backend_table().fields) {
-    json j = json::object();
-    f.write(j, defaults, f);
-    const json& v = j[std::string(f.name)];
-    const bool none = v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_object() && v.empty());
-    out += "| `backends[]." + std::string(f.name) + "` | " + (none ? std::string("none") : "`" + v.dump() + "`") + " | " +
-           std::string(f.doc) + " |\n";
-  }
-  return out;
-}
+std::string backend_keys_markdown() { return fields::reference_markdown(backend_table(), backend_entry{}, "backends[]."); }
 
 expected<daemon_config, std::vector<config_problem>> parse_config(const std::string& text) {
   const json j = json::parse(text, nullptr, false);

@@ -632,6 +632,8 @@ void read_settings(fields::reader& r, const nlohmann::json& v, const std::string
 
 nlohmann::json settings_json(const audit::server_settings& s) { return fields::write_object(settings_table(), s); }
 
+std::string server_settings_markdown() { return fields::reference_markdown(settings_table(), audit::server_settings{}, "managed."); }
+
 expected<audit::trace_entry, std::string> decode_trace_entry(std::string_view text) {
   const json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return unexpected{std::string("not JSON")};

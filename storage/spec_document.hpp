@@ -5,11 +5,14 @@
 #include <string>
 
 #include "documents.hpp"
-#include "field_table.hpp"
+#include "codec/field_table.hpp"
 
 namespace logitaudit::storage {
 
 void read_settings(fields::reader& r, const nlohmann::json& v, const std::string& at, audit::server_settings& out);
 nlohmann::json settings_json(const audit::server_settings& s);
+// The managed server's settings as a Markdown reference, from the settings table: docs/protocol.md
+// carries it between markers, and a test keeps the two the same.
+std::string server_settings_markdown();
 
 }  // namespace logitaudit::storage

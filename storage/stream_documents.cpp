@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "field_table.hpp"
+#include "codec/field_table.hpp"
 
 namespace logitaudit::storage {
 namespace {
@@ -54,7 +54,6 @@ void set_token_times(audit::logit_stream& s, std::string_view text) {
 
 namespace {
 
-namespace fields = storage::fields;
 using step_field = fields::field<audit::run_steps>;
 
 // A column of the positions: each position's step number, or its width.

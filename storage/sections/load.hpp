@@ -2,7 +2,7 @@
 #pragma once
 
 #include "audit/load.hpp"
-#include "storage/field_table.hpp"
+#include "codec/field_table.hpp"
 
 namespace logitaudit::storage::sections {
 

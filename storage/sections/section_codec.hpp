@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "audit/findings.hpp"
-#include "storage/field_table.hpp"
+#include "codec/field_table.hpp"
 
 namespace logitaudit::storage::sections {
 

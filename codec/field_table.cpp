@@ -1,10 +1,10 @@
 // The value readers of field tables, with the messages the API gives for each type.
-#include "field_table.hpp"
+#include "codec/field_table.hpp"
 
 #include <cmath>
 #include <limits>
 
-namespace logitaudit::storage::fields {
+namespace logitaudit::fields {
 namespace {
 
 // Every element of the list `v` through `one`, each problem named by its index.
@@ -115,4 +115,4 @@ json decorate(json schema, const bounds& range, json (*choices)(), std::string_v
   return schema;
 }
 
-}  // namespace logitaudit::storage::fields
+}  // namespace logitaudit::fields

@@ -26,7 +26,7 @@
 #include "audit/enum_names.hpp"
 #include "audit/spec.hpp"
 
-namespace logitaudit::storage::fields {
+namespace logitaudit::fields {
 
 using json = nlohmann::json;
 
@@ -365,4 +365,22 @@ field<typename member_of<M>::owner> unless_default(field<typename member_of<M>::
   return f;
 }
 
-}  // namespace logitaudit::storage::fields
+// A Markdown reference of a table's rows: "| key | default | meaning |", one row per field, its
+// name after `prefix` ("backends[]."), its value in `defaults` ("none" for an empty one) and its
+// doc. The docs paste it between markers, and a test compares them (docs/configuration.md,
+// docs/protocol.md).
+template <class T>
+std::string reference_markdown(const object_table<T>& t, const T& defaults, std::string_view prefix) {
+  std::string out = "| key | default | meaning |\n| --- | --- | --- |\n";
+  for (const auto& f : t.fields) {
+    json j = json::object();
+    f.write(j, defaults, f);
+    const json& v = j[std::string(f.name)];
+    const bool none = v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_object() && v.empty());
+    out += "| `" + std::string(prefix) + std::string(f.name) + "` | " + (none ? std::string("none") : "`" + v.dump() + "`") +
+           " | " + std::string(f.doc) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace logitaudit::fields
