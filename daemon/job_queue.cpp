@@ -96,24 +96,25 @@ void backend_hold::reset() {
 net::awaitable<backend_hold> job_queue::hold(std::string backend, std::string holder) {
   if (!busy_backends_.insert(backend).second) co_return backend_hold{};
   holds_.insert(backend);  // from now on, the heartbeat keeps its lease
+  // Undone when the fleet refuses it or the database throws: whatever leaves this function
+  // without a hold leaves the backend free.
+  struct claim {
+    job_queue* q;
+    const std::string& backend;
+    bool kept = false;
+    ~claim() {
+      if (kept) return;
+      q->busy_backends_.erase(backend);
+      q->holds_.erase(backend);
+    }
+  } claimed{this, backend};
   if (config_.fleet) {
     auto take = [member = config_.fleet->member, backend, holder, ttl = config_.fleet->lease_ttl_s](storage::store& s) {
       return !s.fleet() || s.fleet()->hold_backend(member, backend, holder, ttl);
     };
-    bool got = false;
-    try {
-      got = co_await on_db(db_, std::move(take));
-    } catch (...) {
-      busy_backends_.erase(backend);
-      holds_.erase(backend);
-      throw;
-    }
-    if (!got) {
-      busy_backends_.erase(backend);
-      holds_.erase(backend);
-      co_return backend_hold{};
-    }
+    if (!co_await on_db(db_, std::move(take))) co_return backend_hold{};
   }
+  claimed.kept = true;
   co_return backend_hold{this, std::move(backend), std::move(holder)};
 }
 
