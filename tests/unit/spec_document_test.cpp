@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "audit/frontier.hpp"
 #include "audit/reference.hpp"
@@ -12,6 +14,7 @@
 #include "cli/trace_file.hpp"
 #include "clients/managed_servers.hpp"
 #include "storage/documents.hpp"
+#include "storage/spec_document.hpp"
 #include "support/schema_check.hpp"
 
 namespace {
@@ -147,6 +150,27 @@ namespace {
 
 // An enum whose names are its identifiers has them read from the compiler: every value of its
 // table has its own name, each name parses back, and a value that names no enumerator is "?".
+// docs/protocol.md's table of a managed server's settings is the settings table, row for row: a
+// setting added to audit/server_settings.cpp without its doc, or a doc changed in one place only,
+// fails here (the message is the table to paste between the markers).
+TEST(spec_document, the_managed_settings_reference_is_generated_from_the_settings_table) {
+  std::ifstream in(std::string(LOGITAUDIT_SOURCE_DIR) + "/docs/protocol.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string doc = ss.str();
+  const std::string begin = "<!-- managed settings: generated from audit/server_settings.cpp (server_setting_table) -->\n";
+  const std::string end = "<!-- managed settings: end -->";
+  const auto at = doc.find(begin);
+  ASSERT_NE(at, std::string::npos) << "docs/protocol.md has no generated table of managed settings";
+  const auto stop = doc.find(end, at);
+  ASSERT_NE(stop, std::string::npos);
+  const auto expected = storage::server_settings_markdown();
+  EXPECT_EQ(doc.substr(at + begin.size(), stop - at - begin.size()), expected) << "paste this:\n" << expected;
+  for (const auto& row : audit::server_setting_table())
+    EXPECT_NE(expected.find("| `managed." + std::string(row.name) + "` |"), std::string::npos) << row.name;
+  EXPECT_EQ(expected.find("|  |"), std::string::npos) << "every setting has its doc:\n" << expected;
+}
+
 TEST(enum_names, each_enumerator_is_named_by_its_identifier_and_parses_back) {
   std::set<std::string> names;
   for (auto k : audit::kConditionKinds) {
