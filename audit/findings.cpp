@@ -438,6 +438,96 @@ void attach_steps(const run_steps& s, run_verdict& v) {
   if (!v.result->logit_identical) v.at_difference = step_at(s, v.result->first_logit_difference);
 }
 
+// A burst's decode steps, from its members' token times: the batch each position was in.
+std::optional<decode_reconstruction> burst_steps(const request_group& g, const run_index& seen, const evaluation_evidence& ev) {
+  if (g.mode != group_mode::burst) return std::nullopt;
+  std::vector<const logit_stream*> members;
+  for (std::size_t r = 0; r < g.requests.size(); ++r) {
+    auto it = seen.find({g.index, r});
+    members.push_back(it != seen.end() && it->second->stream ? &*it->second->stream : nullptr);
+  }
+  const auto m = ev.bursts.find(g.index);
+  return reconstruct_steps(members, m != ev.bursts.end() ? m->second.server_slots : -1);
+}
+
+// Whether a control that came out identical could have diverged at all.
+std::string control_reason(const audit_plan& plan, const request_group& g, const planned_request& req, const base& b,
+                           const evaluation_evidence& ev) {
+  control_context cc;
+  cc.kind = g.kind;
+  cc.baseline = b.stream;
+  const auto& bref = plan.baselines[static_cast<std::size_t>(req.baseline)];
+  cc.baseline_temperature = bref.params.temperature;
+  cc.control_temperature = req.params.temperature;
+  if (auto fp = ev.fingerprints.find(g.backend); fp != ev.fingerprints.end()) {
+    const auto& h = fp->second.before.prompt_token_hashes;
+    auto x = h.find(req.prompt), y = h.find(bref.prompt);
+    if (x != h.end() && y != h.end()) cc.same_prompt_tokens = x->second == y->second;
+  }
+  return control_ineffective(cc).value_or("");
+}
+
+// Every flag the evidence raises for a compared stream; the one rule that picks among them is
+// audit::choose_flag.
+raised_flags flags_of(const audit_plan& plan, const request_group& g, const planned_request& req, const base& b,
+                      const observed_run& run, const run_verdict& v, const evaluation_evidence& ev, const findings& f) {
+  raised_flags raised;
+  if (const auto why = not_solo_reason(b.company, b.stream->server.cache_n, ev.thresholds); !why.empty())
+    raised.baseline_not_alone = "its solo baseline was not alone: " + why;
+  if (g.mode == group_mode::serial && run.company && *run.company > ev.thresholds.max_solo_busy_slots)
+    raised.ran_with_company =
+        "the server's busy slots per decode were " + fixed(*run.company, 2) + " while it ran: other requests shared its batch";
+  if (is_control(g.kind) && (v.result->logit_identical || v.result->token_identical)) {
+    raised.control_ineffective = control_reason(plan, g, req, b, ev);
+  } else if (g.mode == group_mode::load) {
+    auto m = ev.loads.find(g.index);
+    if (m == ev.loads.end())
+      raised.level_not_reached = "no figures of its load level are stored, so nothing shows the level happened";
+    else if (!m->second.reached)
+      raised.level_not_reached = "its load level (" + m->second.label + ") was not reached: " + m->second.not_reached;
+  } else if (is_burst_kind(g.kind) && g.mode == group_mode::burst) {
+    const auto& bv = f.bursts.at(g.index);
+    if (!bv.batched) raised.not_batched = bv.reason;
+  } else if (g.kind == condition_kind::cache_reuse) {
+    const auto rv = judge_cache_reuse(*run.stream, ev.thresholds);
+    if (!rv.reused) raised.not_reused = rv.reason;
+  }
+  return raised;
+}
+
+// One compared request against its baseline, flagged when its condition did not happen.
+run_verdict judge_run(const audit_plan& plan, const request_group& g, std::size_t r, const run_index& seen,
+                      const std::vector<base>& bases, const std::optional<decode_reconstruction>& steps,
+                      const evaluation_evidence& ev, const findings& f) {
+  const auto& req = g.requests[r];
+  run_verdict v;
+  v.group = g.index;
+  v.request = r;
+  v.backend = g.backend;
+  v.condition = g.condition;
+  auto it = seen.find({g.index, r});
+  const auto& b = bases[static_cast<std::size_t>(req.baseline)];
+  if (it == seen.end() || !it->second->stream) {
+    v.failed = true;
+    v.error = it == seen.end() ? "not run" : it->second->error;
+    return v;
+  }
+  if (!b.stream) {
+    v.failed = true;
+    v.error = b.error;
+    return v;
+  }
+  const auto& stream = *it->second->stream;
+  v.result = compare_streams(*b.stream, b.digests, stream, digest(stream));
+  if (steps && steps->clock != step_clock::none) attach_steps(steps_of(*steps, r), v);
+  const auto raised = flags_of(plan, g, req, b, *it->second, v, ev, f);
+  auto chosen = choose_flag(raised);
+  v.flag = chosen.flag;
+  v.flag_reason = std::move(chosen.reason);
+  if (v.flag == evidence_flag::not_solo) v.company = raised.baseline_not_alone.empty() ? it->second->company : b.company;
+  return v;
+}
+
 // Every compared stream against its baseline, flagged when its condition did not happen.
 void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector<base>& bases,
                 const evaluation_evidence& ev, findings& f) {
@@ -450,83 +540,15 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
       for (std::size_t r = 0; r < g.requests.size() && !any; ++r) any = seen.count({g.index, r}) > 0;
       if (!any) continue;
     }
-    // A burst's decode steps, from its members' token times: the batch each position was in.
-    std::optional<decode_reconstruction> steps;
-    if (g.mode == group_mode::burst) {
-      std::vector<const logit_stream*> members;
-      for (std::size_t r = 0; r < g.requests.size(); ++r) {
-        auto it = seen.find({g.index, r});
-        members.push_back(it != seen.end() && it->second->stream ? &*it->second->stream : nullptr);
-      }
-      const auto m = ev.bursts.find(g.index);
-      steps = reconstruct_steps(members, m != ev.bursts.end() ? m->second.server_slots : -1);
-    }
+    const auto steps = burst_steps(g, seen, ev);
     for (std::size_t r = 0; r < g.requests.size(); ++r) {
-      const auto& req = g.requests[r];
-      if (!req.compared) continue;
-      run_verdict v;
-      v.group = g.index;
-      v.request = r;
-      v.backend = g.backend;
-      v.condition = g.condition;
-      auto it = seen.find({g.index, r});
-      const auto& b = bases[static_cast<std::size_t>(req.baseline)];
-      if (it == seen.end() || !it->second->stream) {
-        v.failed = true;
-        v.error = it == seen.end() ? "not run" : it->second->error;
-      } else if (!b.stream) {
-        v.failed = true;
-        v.error = b.error;
-      } else {
-        const auto& stream = *it->second->stream;
-        v.result = compare_streams(*b.stream, b.digests, stream, digest(stream));
-        if (steps && steps->clock != step_clock::none) attach_steps(steps_of(*steps, r), v);
-        const double solo = ev.thresholds.max_solo_busy_slots;
-        const auto& company = it->second->company;
-        // Every flag the evidence raises, then the one rule that picks (audit::choose_flag).
-        raised_flags raised;
-        if (const auto why = not_solo_reason(b.company, b.stream->server.cache_n, ev.thresholds); !why.empty())
-          raised.baseline_not_alone = "its solo baseline was not alone: " + why;
-        if (g.mode == group_mode::serial && company && *company > solo)
-          raised.ran_with_company =
-              "the server's busy slots per decode were " + fixed(*company, 2) + " while it ran: other requests shared its batch";
-        if (is_control(g.kind) && (v.result->logit_identical || v.result->token_identical)) {
-          control_context cc;
-          cc.kind = g.kind;
-          cc.baseline = b.stream;
-          const auto& bref = plan.baselines[static_cast<std::size_t>(req.baseline)];
-          cc.baseline_temperature = bref.params.temperature;
-          cc.control_temperature = req.params.temperature;
-          if (auto fp = ev.fingerprints.find(g.backend); fp != ev.fingerprints.end()) {
-            const auto& h = fp->second.before.prompt_token_hashes;
-            auto x = h.find(req.prompt), y = h.find(bref.prompt);
-            if (x != h.end() && y != h.end()) cc.same_prompt_tokens = x->second == y->second;
-          }
-          if (auto why = control_ineffective(cc)) raised.control_ineffective = *why;
-        } else if (g.mode == group_mode::load) {
-          auto m = ev.loads.find(g.index);
-          if (m == ev.loads.end())
-            raised.level_not_reached = "no figures of its load level are stored, so nothing shows the level happened";
-          else if (!m->second.reached)
-            raised.level_not_reached = "its load level (" + m->second.label + ") was not reached: " + m->second.not_reached;
-        } else if (is_burst_kind(g.kind) && g.mode == group_mode::burst) {
-          const auto& bv = f.bursts.at(g.index);
-          if (!bv.batched) raised.not_batched = bv.reason;
-        } else if (g.kind == condition_kind::cache_reuse) {
-          const auto rv = judge_cache_reuse(stream, ev.thresholds);
-          if (!rv.reused) raised.not_reused = rv.reason;
-        }
-        auto chosen = choose_flag(raised);
-        v.flag = chosen.flag;
-        v.flag_reason = std::move(chosen.reason);
-        if (v.flag == evidence_flag::not_solo) v.company = raised.baseline_not_alone.empty() ? company : b.company;
-      }
+      if (!g.requests[r].compared) continue;
+      auto v = judge_run(plan, g, r, seen, bases, steps, ev, f);
       f.failed_runs += v.failed;
       f.flagged_runs += v.flag != evidence_flag::none;
       f.verdicts.push_back(std::move(v));
     }
   }
-
 }
 
 // Each condition's tally per backend and pooled, with its bursts' batching evidence.

@@ -534,6 +534,95 @@ void validate_load(const condition& c, const std::string& f, const spec_limits& 
   }
 }
 
+// A threshold search's settings (its kind's), or none for any other kind.
+void validate_search(const condition& c, const std::string& f, const spec_limits& lim, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  if (c.kind != condition_kind::threshold_search) {
+    if (c.search != search_settings{}) add(f + ".search", "only a threshold_search condition has search settings");
+    return;
+  }
+  const auto& q = c.search;
+  if (c.replicates != 1) add(f + ".replicates", "must be 1 for threshold_search (its trials are search.min_trials..max_trials)");
+  int last = 1;
+  for (std::size_t j = 0; j < q.widths.size(); ++j) {
+    if (q.widths[j] <= last || q.widths[j] > c.concurrency)
+      add(f + ".search.widths[" + std::to_string(j) + "]", "widths must ascend, each from 2 to concurrency");
+    last = q.widths[j];
+  }
+  if (q.reference < 2 || q.reference > lim.max_replicates)
+    add(f + ".search.reference", "must be between 2 and " + std::to_string(lim.max_replicates));
+  if (q.max_trials < 1 || q.max_trials > lim.max_replicates)
+    add(f + ".search.max_trials", "must be between 1 and " + std::to_string(lim.max_replicates));
+  if (q.min_trials < 1 || q.min_trials > q.max_trials) add(f + ".search.min_trials", "must be between 1 and max_trials");
+  if (!(q.alpha > 0 && q.alpha < 0.5)) add(f + ".search.alpha", "must be in (0, 0.5)");
+  if (!(q.magnitude > 0 && q.magnitude <= 1)) add(f + ".search.magnitude", "must be in (0, 1]");
+}
+
+// A neighbours condition's settings (its kind's), or none for any other kind.
+void validate_neighbours(const audit_spec& s, const condition& c, const std::string& f, const spec_limits& lim,
+                         std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  if (c.kind != condition_kind::neighbours) {
+    if (c.neighbours != neighbour_settings{}) add(f + ".neighbours", "only a neighbours condition has neighbour settings");
+    return;
+  }
+  const auto& n = c.neighbours;
+  const std::size_t count = static_cast<std::size_t>(std::max(0, c.concurrency - 1));
+  const std::string per_neighbour = "must have one entry per neighbour (concurrency - 1 = " + std::to_string(count) + ")";
+  if (!n.n_predict.empty() && n.n_predict.size() != count) add(f + ".neighbours.n_predict", per_neighbour);
+  for (std::size_t j = 0; j < n.n_predict.size(); ++j)
+    if (n.n_predict[j] < 1 || n.n_predict[j] > lim.max_n_predict)
+      add(f + ".neighbours.n_predict[" + std::to_string(j) + "]", "must be between 1 and " + std::to_string(lim.max_n_predict));
+  if (!n.join_after.empty() && n.join_after.size() != count) add(f + ".neighbours.join_after", per_neighbour);
+  for (std::size_t j = 0; j < n.join_after.size(); ++j)
+    if (n.join_after[j] < 0 || n.join_after[j] >= s.n_predict)
+      add(f + ".neighbours.join_after[" + std::to_string(j) + "]",
+          "must be between 0 and n_predict - 1 (" + std::to_string(s.n_predict - 1) + "): the target's tokens before the neighbour is sent");
+  const bool late = std::any_of(n.join_after.begin(), n.join_after.end(), [](int k) { return k > 0; });
+  if (late && n.target_last) add(f + ".neighbours.target", "a neighbour that joins late needs the target first (it waits on the target's tokens)");
+  if (late && c.seeded) add(f + ".seeded", "a late joiner is for greedy requests");
+}
+
+// What every condition's kind allows of its other settings: prefix, cache, family, load,
+// concurrency, seeded replicates, the controls' needs.
+void validate_kind_settings(const audit_spec& s, const condition& c, const std::string& f, const spec_limits& lim,
+                            std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  const bool burst = flag_of(c.kind) == evidence_flag::not_batched;  // its requests go in bursts
+  if (c.kind == condition_kind::throughput && (c.concurrency < 1 || c.concurrency > lim.max_concurrency))
+    add(f + ".concurrency", "must be between 1 and " + std::to_string(lim.max_concurrency) + " for throughput");
+  if (c.shared_prefix < 0 || (c.shared_prefix > 0 && c.kind != condition_kind::cache_reuse))
+    add(f + ".shared_prefix", "only a cache_reuse condition shares a prefix (a positive number of tokens)");
+  if (!c.cache_prompt && c.kind != condition_kind::cache_reuse) add(f + ".cache_prompt", "only a cache_reuse condition sets cache_prompt");
+  if (!c.family.empty() && std::find(kCertifyFamilies.begin(), kCertifyFamilies.end(), c.family) == kCertifyFamilies.end())
+    add(f + ".family", "must be one of the certify families (" + certify_family_names() + ")");
+  if (c.kind == condition_kind::load) validate_load(c, f, lim, p);
+  else if (c.load != load_settings{}) add(f + ".load", "only a load condition has load settings");
+  if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))
+    add(f + ".concurrency", "must be between 2 and " + std::to_string(lim.max_concurrency) + " for " + std::string(to_string(c.kind)));
+  if (!burst && c.kind != condition_kind::throughput && c.concurrency != 1) add(f + ".concurrency", "must be 1 for " + std::string(to_string(c.kind)));
+  if (c.seeded_replicates < 0 || c.seeded_replicates > lim.max_replicates)
+    add(f + ".seeded_replicates", "must be between 0 and " + std::to_string(lim.max_replicates));
+  if (c.seeded_replicates != 0 && c.kind != condition_kind::repeat) add(f + ".seeded_replicates", "only a repeat condition has seeded replicates");
+  if (c.kind == condition_kind::control_prompt && s.prompts.size() < 2) add(f + ".kind", "control_prompt needs at least two prompts");
+  if ((c.kind == condition_kind::control_seed || c.kind == condition_kind::control_temperature) && !c.seeded)
+    add(f + ".seeded", "a seed or temperature control must be seeded (greedy ignores both)");
+}
+
+// The requests a condition sends (a load condition's probes: its background is bounded by
+// max_in_flight and time).
+std::size_t requests_of(const audit_spec& s, const condition& c) {
+  const std::size_t prompts = c.all_prompts ? s.prompts.size() : 1;
+  if (c.kind == condition_kind::threshold_search) {
+    std::size_t per = static_cast<std::size_t>(std::max(0, c.search.reference));
+    for (int w : search_widths(c)) per += static_cast<std::size_t>(std::max(0, w)) * std::max(0, c.search.max_trials);
+    return prompts * per;
+  }
+  if (c.kind == condition_kind::load) return c.load.levels.size() * static_cast<std::size_t>(std::max(0, c.load.probes));
+  return prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) *
+         static_cast<std::size_t>(std::max(1, c.concurrency)) * (c.kind == condition_kind::cache_reuse ? 2 : 1);
+}
+
 // The conditions: each kind's settings, at least one positive control, and the requests the
 // job would send within the limit. Returns the conditions' names.
 std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
@@ -549,81 +638,11 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
     else if (!cond_names.insert(c.name).second) add(f + ".name", "duplicate condition name '" + c.name + "'");
     if (c.replicates < 1 || c.replicates > lim.max_replicates)
       add(f + ".replicates", "must be between 1 and " + std::to_string(lim.max_replicates));
-    const bool burst = flag_of(c.kind) == evidence_flag::not_batched;  // its requests go in bursts
-    if (c.kind == condition_kind::throughput && (c.concurrency < 1 || c.concurrency > lim.max_concurrency))
-      add(f + ".concurrency", "must be between 1 and " + std::to_string(lim.max_concurrency) + " for throughput");
-    if (c.kind == condition_kind::threshold_search) {
-      const auto& q = c.search;
-      if (c.replicates != 1) add(f + ".replicates", "must be 1 for threshold_search (its trials are search.min_trials..max_trials)");
-      int last = 1;
-      for (std::size_t j = 0; j < q.widths.size(); ++j) {
-        if (q.widths[j] <= last || q.widths[j] > c.concurrency)
-          add(f + ".search.widths[" + std::to_string(j) + "]", "widths must ascend, each from 2 to concurrency");
-        last = q.widths[j];
-      }
-      if (q.reference < 2 || q.reference > lim.max_replicates)
-        add(f + ".search.reference", "must be between 2 and " + std::to_string(lim.max_replicates));
-      if (q.max_trials < 1 || q.max_trials > lim.max_replicates)
-        add(f + ".search.max_trials", "must be between 1 and " + std::to_string(lim.max_replicates));
-      if (q.min_trials < 1 || q.min_trials > q.max_trials) add(f + ".search.min_trials", "must be between 1 and max_trials");
-      if (!(q.alpha > 0 && q.alpha < 0.5)) add(f + ".search.alpha", "must be in (0, 0.5)");
-      if (!(q.magnitude > 0 && q.magnitude <= 1)) add(f + ".search.magnitude", "must be in (0, 1]");
-    } else if (c.search != search_settings{}) {
-      add(f + ".search", "only a threshold_search condition has search settings");
-    }
-    if (c.kind == condition_kind::neighbours) {
-      const auto& n = c.neighbours;
-      const std::size_t count = static_cast<std::size_t>(std::max(0, c.concurrency - 1));
-      if (!n.n_predict.empty() && n.n_predict.size() != count)
-        add(f + ".neighbours.n_predict", "must have one entry per neighbour (concurrency - 1 = " + std::to_string(count) + ")");
-      for (std::size_t j = 0; j < n.n_predict.size(); ++j)
-        if (n.n_predict[j] < 1 || n.n_predict[j] > lim.max_n_predict)
-          add(f + ".neighbours.n_predict[" + std::to_string(j) + "]", "must be between 1 and " + std::to_string(lim.max_n_predict));
-      if (!n.join_after.empty() && n.join_after.size() != count)
-        add(f + ".neighbours.join_after", "must have one entry per neighbour (concurrency - 1 = " + std::to_string(count) + ")");
-      for (std::size_t j = 0; j < n.join_after.size(); ++j)
-        if (n.join_after[j] < 0 || n.join_after[j] >= s.n_predict)
-          add(f + ".neighbours.join_after[" + std::to_string(j) + "]",
-              "must be between 0 and n_predict - 1 (" + std::to_string(s.n_predict - 1) + "): the target's tokens before the neighbour is sent");
-      const bool late = std::any_of(n.join_after.begin(), n.join_after.end(), [](int k) { return k > 0; });
-      if (late && n.target_last) add(f + ".neighbours.target", "a neighbour that joins late needs the target first (it waits on the target's tokens)");
-      if (late && c.seeded) add(f + ".seeded", "a late joiner is for greedy requests");
-    } else if (c.neighbours != neighbour_settings{}) {
-      add(f + ".neighbours", "only a neighbours condition has neighbour settings");
-    }
-    if (c.shared_prefix < 0 || (c.shared_prefix > 0 && c.kind != condition_kind::cache_reuse))
-      add(f + ".shared_prefix", "only a cache_reuse condition shares a prefix (a positive number of tokens)");
-    if (!c.cache_prompt && c.kind != condition_kind::cache_reuse) add(f + ".cache_prompt", "only a cache_reuse condition sets cache_prompt");
-    if (!c.family.empty() && std::find(kCertifyFamilies.begin(), kCertifyFamilies.end(), c.family) == kCertifyFamilies.end())
-      add(f + ".family", "must be one of the certify families (" + certify_family_names() + ")");
-    if (c.kind == condition_kind::load) validate_load(c, f, lim, p);
-    else if (c.load != load_settings{}) add(f + ".load", "only a load condition has load settings");
-    if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))
-      add(f + ".concurrency", "must be between 2 and " + std::to_string(lim.max_concurrency) + " for " +
-                                  std::string(to_string(c.kind)));
-    if (!burst && c.kind != condition_kind::throughput && c.concurrency != 1) add(f + ".concurrency", "must be 1 for " + std::string(to_string(c.kind)));
-    if (c.seeded_replicates < 0 || c.seeded_replicates > lim.max_replicates)
-      add(f + ".seeded_replicates", "must be between 0 and " + std::to_string(lim.max_replicates));
-    if (c.seeded_replicates != 0 && c.kind != condition_kind::repeat)
-      add(f + ".seeded_replicates", "only a repeat condition has seeded replicates");
-    if (c.kind == condition_kind::control_prompt && s.prompts.size() < 2)
-      add(f + ".kind", "control_prompt needs at least two prompts");
-    if ((c.kind == condition_kind::control_seed || c.kind == condition_kind::control_temperature) && !c.seeded)
-      add(f + ".seeded", "a seed or temperature control must be seeded (greedy ignores both)");
+    validate_search(c, f, lim, p);
+    validate_neighbours(s, c, f, lim, p);
+    validate_kind_settings(s, c, f, lim, p);
     has_control = has_control || is_control(c.kind);
-    const std::size_t prompts = c.all_prompts ? s.prompts.size() : 1;
-    if (c.kind == condition_kind::threshold_search) {
-      std::size_t per = static_cast<std::size_t>(std::max(0, c.search.reference));
-      for (int w : search_widths(c)) per += static_cast<std::size_t>(std::max(0, w)) * std::max(0, c.search.max_trials);
-      requests += prompts * per;
-      continue;
-    }
-    if (c.kind == condition_kind::load) {  // the probes; the background is bounded by max_in_flight and time
-      requests += c.load.levels.size() * static_cast<std::size_t>(std::max(0, c.load.probes));
-      continue;
-    }
-    requests += prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) *
-                static_cast<std::size_t>(std::max(1, c.concurrency)) * (c.kind == condition_kind::cache_reuse ? 2 : 1);
+    requests += requests_of(s, c);
   }
   if (!s.conditions.empty() && !has_control)
     add("conditions", "at least one positive control (control_prompt, control_seed or control_temperature) is "
@@ -632,7 +651,6 @@ std::set<std::string> validate_conditions(const audit_spec& s, const spec_limits
   if (requests > lim.max_requests)
     add("conditions", "the job would send " + std::to_string(requests) + " requests; the limit is " +
                           std::to_string(lim.max_requests));
-
   return cond_names;
 }
 
