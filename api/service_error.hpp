@@ -3,6 +3,7 @@
 // kind into its HTTP status and error code in one table (http_status_of).
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -14,7 +15,7 @@
 
 namespace logitaudit::api {
 
-enum class service_errc {
+BOOST_DEFINE_ENUM_CLASS(service_errc,
   invalid,                 // the request names something wrong: 400 (problems name each field)
   unauthorized,            // no accepted bearer token: 401
   not_found,               // no such route, audit, run or schedule: 404
@@ -26,8 +27,8 @@ enum class service_errc {
   header_too_large,        // 431
   internal,                // a bug: 500, and the message discloses nothing
   unavailable,             // the database or the queue is not there now: 503
-  storage_full,            // the database is full: 507
-};
+  storage_full            // the database is full: 507
+)
 
 struct service_error {
   service_errc kind = service_errc::invalid;

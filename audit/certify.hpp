@@ -10,6 +10,7 @@
 // divergence refutes whatever the batching evidence says. Pure.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <map>
 #include <optional>
 #include <span>
@@ -72,16 +73,16 @@ audit_spec expand_certify(audit_spec spec, const certify_shape& shape);
 // The shape a spec's settings state, llama-server's defaults for the rest.
 certify_shape shape_of(const certify_settings& c);
 
-enum class certificate_outcome {
+BOOST_DEFINE_ENUM_CLASS(certificate_outcome,
   certified,   // every family tested, no stream diverged
   refuted,     // a stream diverged: the counterexamples
   incomplete,  // nothing diverged, but a family was not tested (or not planned)
-  invalid,     // the comparator was vacuous or the server changed: nothing is certified
-};
+  invalid     // the comparator was vacuous or the server changed: nothing is certified
+)
 std::string_view to_string(certificate_outcome o);
 std::optional<certificate_outcome> parse_certificate_outcome(std::string_view s);
 
-enum class family_status { passed, refuted, not_tested, not_planned };
+BOOST_DEFINE_ENUM_CLASS(family_status, passed, refuted, not_tested, not_planned)
 std::string_view to_string(family_status s);
 std::optional<family_status> parse_family_status(std::string_view s);
 

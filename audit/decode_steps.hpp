@@ -12,6 +12,7 @@
 // burst's own (the bursts' busy-slot counters say whether others shared the batch).
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -38,7 +39,7 @@ struct position_step {
   bool operator==(const position_step&) const = default;
 };
 
-enum class step_clock { none, server, client };
+BOOST_DEFINE_ENUM_CLASS(step_clock, none, server, client)
 std::string_view to_string(step_clock c);
 
 struct decode_reconstruction {

@@ -3,6 +3,7 @@
 // apart: it must never count as having survived concurrency or cache reuse. Pure.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -38,23 +39,23 @@ struct evidence_thresholds {
   bool operator==(const evidence_thresholds&) const = default;
 };
 
-enum class evidence_flag {
+BOOST_DEFINE_ENUM_CLASS(evidence_flag,
   none,
   not_batched,  // a concurrent or cross-batch stream whose burst the server did not batch
   not_reused,   // a cache_reuse stream whose request reused no prompt tokens
   not_solo,     // a request that claims to be alone (a baseline, a repeat, a control) had company
   control_ineffective,  // a positive control that could not have diverged (its reason says why)
-  level_not_reached,    // a load probe whose level's traffic did not happen as named (audit/load.hpp)
-};
+  level_not_reached    // a load probe whose level's traffic did not happen as named (audit/load.hpp)
+)
 std::string_view to_string(evidence_flag f);
 std::optional<evidence_flag> parse_evidence_flag(std::string_view s);
 
 // Which of the server's figures measured a burst's concurrency.
-enum class concurrency_measure {
+BOOST_DEFINE_ENUM_CLASS(concurrency_measure,
   none,
   busy_slots_per_decode,  // llama.cpp's decode counters (--metrics), before and after the burst
-  server_timings,         // the members' prompt + generation times over the burst's wall time
-};
+  server_timings         // the members' prompt + generation times over the burst's wall time
+)
 std::string_view to_string(concurrency_measure m);
 std::optional<concurrency_measure> parse_concurrency_measure(std::string_view s);
 

@@ -4,6 +4,7 @@
 // path where every fault was caught at its level, its position and its size.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -16,7 +17,7 @@
 
 namespace logitaudit::audit {
 
-enum class fault_kind {
+BOOST_DEFINE_ENUM_CLASS(fault_kind,
   logprob_ulp,      // the chosen token's logprob moved by one float32 ULP at one position
   top_logprob_ulp,  // one other top-k entry's logprob moved by one ULP
   top_id,           // one top-k entry's token id changed
@@ -29,8 +30,8 @@ enum class fault_kind {
   // Equivalent mutants: the same numbers written differently; none may be flagged.
   reformatted_numbers,  // -0.5 as -0.50000, 1.5e-3 as 0.0015000...
   reordered_keys,       // every object's members in another order
-  other_whitespace,     // indentation and spaces between tokens
-};
+  other_whitespace     // indentation and spaces between tokens
+)
 inline constexpr fault_kind kFaultKinds[] = {
     fault_kind::logprob_ulp,   fault_kind::top_logprob_ulp,     fault_kind::top_id,         fault_kind::swapped_ranks,
     fault_kind::sampled_id,    fault_kind::removed_entry,       fault_kind::cut_short,      fault_kind::extra_token,
@@ -42,7 +43,7 @@ bool is_equivalent(fault_kind f);
 
 // Where a difference shows: in the token ids, only in the logits (ids, logprob bits or
 // top-k, tokens identical), only in the text (identity holds), or nowhere.
-enum class difference_level { none, text, logit, token };
+BOOST_DEFINE_ENUM_CLASS(difference_level, none, text, logit, token)
 std::string_view to_string(difference_level l);
 
 // What the comparator must report for a fault placed at `position` of a stream of

@@ -5,6 +5,7 @@
 // the declared fingerprint and the identical-rates. Pure: the same audits give the same answer.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -73,21 +74,21 @@ struct history_thresholds {
   int confirm_after = 1;        // following audits that must keep a step (or a shift) to confirm it
 };
 
-enum class transition_kind {
+BOOST_DEFINE_ENUM_CLASS(transition_kind,
   unchanged,          // every shared baseline digest is equal
   explained,          // the baselines changed with a declared fingerprint field
   unexplained_step,   // the baselines changed, no declared field did
   intermittent,       // the baselines went back to, or on from, values of the same fingerprint, with evidence of noise
   reversion,          // the baselines returned to earlier values after a step, every audit stable within itself
-  not_comparable,     // one side has no baselines to compare (failed, server changed, none shared)
-};
+  not_comparable     // one side has no baselines to compare (failed, server changed, none shared)
+)
 std::string_view to_string(transition_kind k);
 
-enum class change_state {
+BOOST_DEFINE_ENUM_CLASS(change_state,
   suspected,      // seen on the latest audits only
   confirmed,      // the following audits kept it
-  not_persistent, // the following audits did not keep it: a single night
-};
+  not_persistent // the following audits did not keep it: a single night
+)
 std::string_view to_string(change_state s);
 
 // A condition's identical-rate that moved inside one fingerprint segment.
@@ -132,7 +133,7 @@ struct fingerprint_segment {
 };
 
 // The series' state from its latest audits (docs/history.md).
-enum class series_state {
+BOOST_DEFINE_ENUM_CLASS(series_state,
   no_history,            // fewer than two comparable audits
   stable,                // the latest transition changed nothing
   explained_change,      // the baselines changed with a declared fingerprint field
@@ -143,8 +144,8 @@ enum class series_state {
   step_confirmed,        // and the following audits kept it
   server_changed,        // the latest audit's server changed mid-audit
   failed,                // the latest audit did not end
-  reverted,              // the latest audit brought back the numbers of before a step
-};
+  reverted              // the latest audit brought back the numbers of before a step
+)
 // In the order of their gauge values.
 inline constexpr std::array kSeriesStates = {
     series_state::no_history,    series_state::stable,         series_state::explained_change,
@@ -164,7 +165,7 @@ struct series_history {
 series_history analyse_series(const std::vector<series_audit>& audits, const history_thresholds& t = {});
 
 // What an audit's end can tell a webhook: the kinds of alerts (docs/history.md).
-enum class alert_kind {
+BOOST_DEFINE_ENUM_CLASS(alert_kind,
   unexplained_step,  // the baselines changed and no declared field did
   confirmed,         // the audit after a step or a shift kept it
   intermittent,      // the baselines went back to, or on from, earlier values
@@ -175,8 +176,8 @@ enum class alert_kind {
   reversion,         // the baselines returned to the numbers of before a step
   revised,           // this audit revised an earlier transition's classification (its alert is out of date)
   reference_mismatch,  // a nightly gate: this audit stopped matching its reference audit
-  loop_unhealthy,      // a loop of the daemon (the scheduler, the queue, ...) has made no progress for a while
-};
+  loop_unhealthy      // a loop of the daemon (the scheduler, the queue, ...) has made no progress for a while
+)
 inline constexpr std::array kAlertKinds = {alert_kind::unexplained_step, alert_kind::confirmed, alert_kind::intermittent,
                                            alert_kind::rate_shift,       alert_kind::explained, alert_kind::server_changed,
                                            alert_kind::failed,           alert_kind::reversion, alert_kind::revised,

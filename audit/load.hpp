@@ -8,6 +8,7 @@
 // The schedule and the figures are pure; clients/load_generator runs them.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -18,13 +19,13 @@
 
 namespace logitaudit::audit {
 
-enum class arrival_kind {
+BOOST_DEFINE_ENUM_CLASS(arrival_kind,
   constant,     // requests/s, evenly spaced
   poisson,      // requests/s, exponential gaps
   gamma,        // requests/s, gamma gaps of shape `burstiness` (1: Poisson; below 1: burstier)
   concurrency,  // a fixed number of requests in flight
-  trace,        // the recorded offsets and lengths of `trace`, time scaled by the level
-};
+  trace        // the recorded offsets and lengths of `trace`, time scaled by the level
+)
 inline constexpr std::array kArrivalKinds = {arrival_kind::constant, arrival_kind::poisson, arrival_kind::gamma,
                                              arrival_kind::concurrency, arrival_kind::trace};
 std::string_view to_string(arrival_kind k);

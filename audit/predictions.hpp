@@ -2,6 +2,7 @@
 // streams of its conditions; registered, with a hash, before the first request.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,11 +12,11 @@
 
 namespace logitaudit::audit {
 
-enum class prediction_outcome {
+BOOST_DEFINE_ENUM_CLASS(prediction_outcome,
   held,
   failed,
-  undecided,  // no counted stream: nothing to decide it on (every one failed or was flagged)
-};
+  undecided  // no counted stream: nothing to decide it on (every one failed or was flagged)
+)
 std::string_view to_string(prediction_outcome o);
 std::optional<prediction_outcome> parse_prediction_outcome(std::string_view s);
 

@@ -3,6 +3,7 @@
 // are held against numbers certified elsewhere, on another machine, weeks ago. Pure.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,7 +31,7 @@ struct reference_evidence {
   std::string origin;  // an imported reference: where it was measured ("" here)
 };
 
-enum class reference_outcome { matches_reference, differs, not_comparable };
+BOOST_DEFINE_ENUM_CLASS(reference_outcome, matches_reference, differs, not_comparable)
 std::string_view to_string(reference_outcome o);
 
 struct reference_verdict {

@@ -5,6 +5,7 @@
 // reached, up to a cap. Bursts the server did not batch are not evidence (not_batched). Pure.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,12 +20,12 @@ namespace logitaudit::audit {
 
 struct findings;
 
-enum class search_decision {
+BOOST_DEFINE_ENUM_CLASS(search_decision,
   unknown,      // not decided (yet, or after max_trials)
   same,         // a divergence rate `magnitude` above the reference's is ruled out
   different,    // diverges more often than the reference (Fisher p < alpha)
-  not_batched,  // no burst of this width batched in max_trials: nothing to decide on
-};
+  not_batched  // no burst of this width batched in max_trials: nothing to decide on
+)
 std::string_view to_string(search_decision d);
 std::optional<search_decision> parse_search_decision(std::string_view s);
 

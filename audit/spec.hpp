@@ -2,6 +2,7 @@
 // `seed-protocol` preset expands to exactly the conditions of the seed audit.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -16,7 +17,7 @@
 namespace logitaudit::audit {
 
 // What a condition changes relative to the solo baseline.
-enum class condition_kind {
+BOOST_DEFINE_ENUM_CLASS(condition_kind,
   repeat,               // serial repeats on the baseline's slot (greedy, and seeded)
   concurrent,           // C identical requests in one burst
   cross_batch,          // the target prompt in one burst with C-1 different prompts
@@ -27,8 +28,8 @@ enum class condition_kind {
   threshold_search,     // the smallest burst width at which streams diverge (search_settings)
   throughput,           // a throughput probe: bursts of different prompts, timed, never compared
   neighbours,           // the target in a burst with C-1 neighbours of a chosen shape (neighbour_settings)
-  load,                 // probes inside generated background traffic, level by level (load_settings, docs/load.md)
-};
+  load                 // probes inside generated background traffic, level by level (load_settings, docs/load.md)
+)
 
 // Every kind, in the order the docs, the OpenAPI enum, error messages and the console list
 // them: the one table of kinds.
@@ -61,11 +62,11 @@ struct search_settings {
 
 // The neighbours of a `neighbours` condition (docs/explain.md): what the target shares its
 // batch with, so that one property of the batch changes at a time.
-enum class neighbour_prompts {
+BOOST_DEFINE_ENUM_CLASS(neighbour_prompts,
   identical,      // the target's prompt
   same_length,    // the target's words rotated: other content, the same length (checked per burst)
-  other_lengths,  // the target's prompt repeated 2, 3, ... times: other lengths
-};
+  other_lengths  // the target's prompt repeated 2, 3, ... times: other lengths
+)
 std::string_view to_string(neighbour_prompts p);
 std::optional<neighbour_prompts> parse_neighbour_prompts(std::string_view s);
 
@@ -106,7 +107,7 @@ struct condition {
   bool operator==(const condition&) const = default;
 };
 
-enum class identity_level { logit, token };
+BOOST_DEFINE_ENUM_CLASS(identity_level, logit, token)
 std::string_view to_string(identity_level l);
 enum class expectation { identical, diverges };
 

@@ -4,6 +4,7 @@
 // the JSON report carries it as data (api/spec_json.hpp, report_json).
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,19 +15,19 @@
 namespace logitaudit::audit {
 
 // What a line is about, in the order a report gives them.
-enum class verdict_topic {
+BOOST_DEFINE_ENUM_CLASS(verdict_topic,
   solo,             // serial repeats (and a search's solo reference) against their baseline
   concurrency,      // bursts of identical requests, cross-batches, neighbours, searches, load probes
   cache_reuse,      // the prompt cache warmed, then reused
   seeded_sampling,  // seeded sampling under concurrency
   comparator,       // the positive controls and the path's selftest: is "identical" shown sharp?
-  undecided,        // what the audit planned but could not decide, and what it did not test
-};
+  undecided        // what the audit planned but could not decide, and what it did not test
+)
 std::string_view to_string(verdict_topic t);
 std::optional<verdict_topic> parse_verdict_topic(std::string_view name);
 
 // One word a script can switch on.
-enum class verdict_answer {
+BOOST_DEFINE_ENUM_CLASS(verdict_answer,
   identical,  // every counted stream of the topic was logit-identical to its baseline
   moves,      // on every backend, some stream's logits moved
   mixed,      // identical on some backends, moved on others
@@ -35,8 +36,8 @@ enum class verdict_answer {
   vacuous,    // no positive control diverged (and no selftest passed): the findings are invalid
   invalid,    // the findings are invalid for another reason (the server changed, a fingerprint is missing)
   nothing,    // undecided: nothing
-  open,       // undecided: something (the line says what)
-};
+  open       // undecided: something (the line says what)
+)
 std::string_view to_string(verdict_answer a);
 
 struct verdict_line {

@@ -5,6 +5,7 @@
 // executor the client was made with.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <boost/asio.hpp>
 #include <boost/beast.hpp>
 #include <chrono>
@@ -30,7 +31,7 @@ using tcp_stream = token_t::as_default_on_t<beast::tcp_stream>;
 // Steady-clock nanoseconds: the one clock of every client timestamp.
 std::int64_t steady_ns();
 
-enum class client_errc {
+BOOST_DEFINE_ENUM_CLASS(client_errc,
   bad_url,             // the backend URL cannot be used
   resolve_failed,      // the host name did not resolve
   connection_refused,  // nothing listens there
@@ -50,8 +51,8 @@ enum class client_errc {
   tls_expired,            // https: the certificate has expired (or is not valid yet)
   tls_hostname_mismatch,  // https: the certificate is not for the URL's host
   tls_handshake_failed,   // https: no TLS session (not a TLS server, no common protocol, a bad CA file)
-  tls_client_refused,     // https: the server wants a client certificate and refused this one, or its absence
-};
+  tls_client_refused     // https: the server wants a client certificate and refused this one, or its absence
+)
 
 std::string_view to_string(client_errc e);
 

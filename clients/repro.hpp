@@ -3,6 +3,7 @@
 // curl-and-sh script, the fingerprint, the expected digests, a text to paste). docs/explain.md.
 #pragma once
 
+#include <boost/describe/enum.hpp>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -24,7 +25,7 @@ struct repro_limits {
   double magnitude = 0.5;
 };
 
-enum class repro_outcome { reproduced, not_reproduced, solo_unstable, limit_reached, cancelled, failed };
+BOOST_DEFINE_ENUM_CLASS(repro_outcome, reproduced, not_reproduced, solo_unstable, limit_reached, cancelled, failed)
 std::string_view to_string(repro_outcome o);
 
 struct repro_probe {
