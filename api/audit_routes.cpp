@@ -296,14 +296,13 @@ std::string query_or(const request_context& ctx, const char* key, std::string fa
   return it == ctx.query.end() ? fallback : it->second;
 }
 
-void add_audit_routes(router& r, const route_services& s) {
-  audit_service& svc = s.audits;
-  route_options opts = s.options;
-  auto st = std::make_shared<route_state>(route_state{&svc, std::move(opts)});
+namespace {
+
+using route_state_ptr = std::shared_ptr<route_state>;
+
+// Health, readiness, the daemon's info, and its metrics when they are on.
+void add_operations_routes(router& r, const route_state_ptr& st) {
   using http::verb;
-  const query_param limit{"limit", "integer", "at most this many (default 50)", {}, 1, 500};
-  // Each route of every family: a named, non-coroutine lambda that hands its state to a free
-  // coroutine (GCC 12).
   r.add(verb::get, "/healthz",
         {.operation_id = "getHealth", .summary = "Liveness: the process serves HTTP", .needs = access::open,
          .response_schema = "Status", .tag = "operations"},
@@ -317,6 +316,17 @@ void add_audit_routes(router& r, const route_services& s) {
          .summary = "The daemon's version and what its routes need: a token for mutations, and for reads when they are protected",
          .needs = access::open, .response_schema = "Info", .tag = "operations"},
         [st](const request_context& ctx) { return route_get_info(st, ctx); });
+  if (st->options.metrics)
+    r.add(verb::get, "/metrics",
+          {.operation_id = "getMetrics", .summary = "Prometheus metrics (text exposition format)",
+           .media = "text/plain", .tag = "operations"},
+          [st](const request_context& ctx) { return route_get_metrics(st, ctx); });
+}
+
+// Submit, list and read one audit, and its spec.
+void add_audit_job_routes(router& r, const route_state_ptr& st) {
+  using http::verb;
+  const query_param limit{"limit", "integer", "at most this many (default 50)", {}, 1, 500};
   r.add(verb::post, "/v1/audits",
         {.operation_id = "submitAudit", .summary = "Submit an audit (a spec, or a preset with overrides); 202 with the job",
          .needs = access::write, .request_schema = "Spec", .status = 202, .response_schema = "Job", .tag = "audits"},
@@ -335,6 +345,12 @@ void add_audit_routes(router& r, const route_services& s) {
                    {"done", "integer", "with wait: answer as soon as more than this many requests are done", {}, 0, 0}},
          .response_schema = "Job", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_audit(st, ctx); });
+}
+
+// An audit's evidence (its report, runs, streams, bursts, fingerprints), cancel and delete, and
+// the comparison of two audits' baselines and the presets.
+void add_audit_evidence_routes(router& r, const route_state_ptr& st) {
+  using http::verb;
   r.add(verb::get, "/v1/audits/{id}/spec",
         {.operation_id = "getAuditSpec",
          .summary = "The audit's spec as stored (presets and sweeps expanded): what a replay submits again",
@@ -371,11 +387,6 @@ void add_audit_routes(router& r, const route_services& s) {
         {.operation_id = "deleteAudit", .summary = "Delete the audit and all its rows", .needs = access::write,
          .response_schema = "Deleted", .tag = "audits"},
         [st](const request_context& ctx) { return route_delete_audit(st, ctx); });
-  if (st->options.metrics)
-    r.add(verb::get, "/metrics",
-          {.operation_id = "getMetrics", .summary = "Prometheus metrics (text exposition format)",
-           .media = "text/plain", .tag = "operations"},
-          [st](const request_context& ctx) { return route_get_metrics(st, ctx); });
   r.add(verb::get, "/v1/compare",
         {.operation_id = "compareAudits", .summary = "The baseline streams of two audits compared, with their fingerprint differences",
          .query = {{"a", "integer", "the first audit", {}, 1, 0}, {"b", "integer", "the second audit", {}, 1, 0}},
@@ -385,6 +396,19 @@ void add_audit_routes(router& r, const route_services& s) {
         {.operation_id = "listPresets", .summary = "The spec presets, each expanded (what a submission naming it starts from)",
          .response_schema = "PresetList", .tag = "audits"},
         [](const request_context& ctx) { return route_get_presets(ctx); });
+}
+
+}  // namespace
+
+void add_audit_routes(router& r, const route_services& s) {
+  audit_service& svc = s.audits;
+  route_options opts = s.options;
+  auto st = std::make_shared<route_state>(route_state{&svc, std::move(opts)});
+  // Each route of every family: a named, non-coroutine lambda that hands its state to a free
+  // coroutine (GCC 12).
+  add_operations_routes(r, st);
+  add_audit_job_routes(r, st);
+  add_audit_evidence_routes(r, st);
 }
 
 }  // namespace logitaudit::api

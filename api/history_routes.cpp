@@ -116,6 +116,81 @@ std::string series_name(const storage::series_key& k) {
   return (k.schedule ? "schedule " + std::to_string(*k.schedule) : "spec " + k.spec_hash) + " / " + k.backend;
 }
 
+// The share of an audit's baselines equal to the previous audit's (null without one).
+json equal_previous_json(const audit::series_audit& a, const audit::series_audit* previous) {
+  if (!previous || a.baselines.empty()) return nullptr;
+  int k = 0, n = 0;
+  for (const auto& [label, d] : a.baselines)
+    if (auto it = previous->baselines.find(label); it != previous->baselines.end()) {
+      ++n;
+      k += it->second == d;
+    }
+  return {{"equal", k}, {"n", n}, {"audit", previous->job}};
+}
+
+json audit_reference_json(const audit::series_audit& a) {
+  if (!a.reference) return nullptr;
+  return {{"audit", a.reference->audit},
+          {"baselines", {{"equal", a.reference->baselines_matching}, {"n", a.reference->baselines}}},
+          {"streams", {{"equal", a.reference->streams_matching}, {"n", a.reference->streams}}},
+          {"not_comparable", a.reference->not_comparable},
+          {"baselines_not_comparable", a.reference->baselines_not_comparable},
+          {"all_match", a.reference->all_match()},
+          {"differing_fields", a.reference->differing_fields}};
+}
+
+json conditions_json(const audit::series_audit& a, const audit::history_thresholds& t) {
+  json conditions = json::array();
+  for (const auto& c : a.conditions) {
+    json row = {{"condition", c.condition},
+                {"control", c.control},
+                {"n", c.n},
+                {"logit_identical", c.logit_identical},
+                {"logit_rate", rate_json(c.logit_identical, c.n)},
+                {"logit_interval", interval_json(c.logit_identical, c.n, t.confidence)},
+                {"token_identical", c.token_identical},
+                {"token_rate", rate_json(c.token_identical, c.n)},
+                {"token_interval", interval_json(c.token_identical, c.n, t.confidence)},
+                {"flagged", c.flagged},
+                {"failed", c.failed}};
+    row["batching"] = c.bursts ? json{{"bursts", c.bursts}, {"batched", c.batched}} : json(nullptr);
+    conditions.push_back(std::move(row));
+  }
+  return conditions;
+}
+
+// One audit of a series' timeline: what moves across audits (the share of its baselines equal to
+// the previous audit's and, a nightly gate, to the reference's: a step looks like a step), its
+// conditions' rates, its predictions and the transition into it.
+json timeline_entry(const series_view& v, const audit::series_audit& a, const audit::series_audit* previous,
+                    const audit::transition* into) {
+  json baselines = json::array();
+  for (const auto& [label, d] : a.baselines)
+    baselines.push_back({{"label", label}, {"logit_digest", d.logit}, {"token_digest", d.token}});
+  json predictions = json::array();
+  if (auto it = v.predictions.find(a.job); it != v.predictions.end())
+    for (const auto& p : it->second)
+      predictions.push_back(
+          {{"id", p.id}, {"outcome", std::string(audit::to_string(p.outcome))}, {"k", p.k}, {"n", p.n}, {"flagged", p.flagged}});
+  const auto self = "/v1/audits/" + std::to_string(a.job);
+  return {{"audit", a.job},
+          {"time", a.time},
+          {"status", std::string(audit::to_string(a.status))},
+          {"valid", a.valid},
+          {"invalid_reason", a.invalid_reason},
+          {"server_changed", a.server_changed},
+          {"fingerprint",
+           {{"before", a.before ? fingerprint_fields_json(*a.before) : json(nullptr)},
+            {"after", a.after ? fingerprint_fields_json(*a.after) : json(nullptr)}}},
+          {"baselines", baselines},
+          {"baselines_equal_previous", equal_previous_json(a, previous)},
+          {"reference", audit_reference_json(a)},
+          {"conditions", conditions_json(a, v.thresholds)},
+          {"predictions", predictions},
+          {"transition", into ? transition_json(*into) : json(nullptr)},
+          {"links", {{"audit", self}, {"report", self + "/report"}, {"runs", self + "/runs"}}}};
+}
+
 json series_json(const series_view& v) {
   const auto& k = v.summary.key;
   const auto& t = v.thresholds;
@@ -142,74 +217,9 @@ json series_json(const series_view& v) {
   for (const auto& tr : v.history.transitions) into[tr.to_job] = &tr;
   const audit::series_audit* previous = nullptr;  // the last audit with baselines
   for (const auto& a : v.audits) {
-    // What moves across audits: the share of this audit's baselines equal to the previous
-    // audit's, and (a nightly gate) to the reference's. A step looks like a step.
-    json equal_previous = nullptr;
-    if (previous && !a.baselines.empty()) {
-      int k = 0, n = 0;
-      for (const auto& [label, d] : a.baselines)
-        if (auto it = previous->baselines.find(label); it != previous->baselines.end()) {
-          ++n;
-          k += it->second == d;
-        }
-      equal_previous = {{"equal", k}, {"n", n}, {"audit", previous->job}};
-    }
-    if (!a.baselines.empty()) previous = &a;
-    json reference = nullptr;
-    if (a.reference)
-      reference = {{"audit", a.reference->audit},
-                   {"baselines", {{"equal", a.reference->baselines_matching}, {"n", a.reference->baselines}}},
-                   {"streams", {{"equal", a.reference->streams_matching}, {"n", a.reference->streams}}},
-                   {"not_comparable", a.reference->not_comparable},
-                   {"baselines_not_comparable", a.reference->baselines_not_comparable},
-                   {"all_match", a.reference->all_match()},
-                   {"differing_fields", a.reference->differing_fields}};
-    json baselines = json::array();
-    for (const auto& [label, d] : a.baselines)
-      baselines.push_back({{"label", label}, {"logit_digest", d.logit}, {"token_digest", d.token}});
-    json conditions = json::array();
-    for (const auto& c : a.conditions) {
-      json row = {{"condition", c.condition},
-                  {"control", c.control},
-                  {"n", c.n},
-                  {"logit_identical", c.logit_identical},
-                  {"logit_rate", rate_json(c.logit_identical, c.n)},
-                  {"logit_interval", interval_json(c.logit_identical, c.n, t.confidence)},
-                  {"token_identical", c.token_identical},
-                  {"token_rate", rate_json(c.token_identical, c.n)},
-                  {"token_interval", interval_json(c.token_identical, c.n, t.confidence)},
-                  {"flagged", c.flagged},
-                  {"failed", c.failed}};
-      row["batching"] = c.bursts ? json{{"bursts", c.bursts}, {"batched", c.batched}} : json(nullptr);
-      conditions.push_back(std::move(row));
-    }
-    json predictions = json::array();
-    if (auto it = v.predictions.find(a.job); it != v.predictions.end())
-      for (const auto& p : it->second)
-        predictions.push_back({{"id", p.id},
-                               {"outcome", std::string(audit::to_string(p.outcome))},
-                               {"k", p.k},
-                               {"n", p.n},
-                               {"flagged", p.flagged}});
-    const auto self = "/v1/audits/" + std::to_string(a.job);
     auto tr = into.find(a.job);
-    series["timeline"].push_back(
-        {{"audit", a.job},
-         {"time", a.time},
-         {"status", std::string(audit::to_string(a.status))},
-         {"valid", a.valid},
-         {"invalid_reason", a.invalid_reason},
-         {"server_changed", a.server_changed},
-         {"fingerprint",
-          {{"before", a.before ? fingerprint_fields_json(*a.before) : json(nullptr)},
-           {"after", a.after ? fingerprint_fields_json(*a.after) : json(nullptr)}}},
-         {"baselines", baselines},
-         {"baselines_equal_previous", equal_previous},
-         {"reference", reference},
-         {"conditions", conditions},
-         {"predictions", predictions},
-         {"transition", tr != into.end() ? transition_json(*tr->second) : json(nullptr)},
-         {"links", {{"audit", self}, {"report", self + "/report"}, {"runs", self + "/runs"}}}});
+    series["timeline"].push_back(timeline_entry(v, a, previous, tr != into.end() ? tr->second : nullptr));
+    if (!a.baselines.empty()) previous = &a;
   }
   return series;
 }

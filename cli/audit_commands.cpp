@@ -31,8 +31,6 @@
 namespace logitaudit::cli::remote {
 namespace {
 
-using verb = clients::http::verb;
-
 struct list_args {
   common_args common;
   std::string status, tag;

@@ -194,14 +194,17 @@ void run_copy(const std::string& from_location, const std::string& to_location) 
 
 }  // namespace
 
-void add_db_commands(CLI::App& app) {
-  struct args_t {
-    std::string db;
-    std::int64_t job = 0;
-    std::string target;
-  };
-  auto a = std::make_shared<args_t>();
+namespace {
 
+// What a database command is given: the database, a job, a target (a copy, a folder).
+struct db_args {
+  std::string db;
+  std::int64_t job = 0;
+  std::string target;
+};
+
+void add_verify(CLI::App& app) {
+  auto a = std::make_shared<db_args>();
   auto* verify = app.add_subcommand("verify", "recompute every digest, verdict and prediction of a database, or of an "
                                               "evidence bundle (and its content digest), and compare");
   verify->add_option("db", a->db, "database file, postgresql:// URL, or bundle file")->required();
@@ -212,7 +215,10 @@ void add_db_commands(CLI::App& app) {
     run_verify(a->db, job);
   });
 
-  auto ce = std::make_shared<args_t>();
+}
+
+void add_counterexamples(CLI::App& app) {
+  auto ce = std::make_shared<db_args>();
   auto* counter = app.add_subcommand("counterexamples", "write a certify job's counterexamples as scripts (curl and sh) "
                                                         "to run against its server, from a database or an evidence bundle");
   counter->add_option("db", ce->db, "database file, postgresql:// URL, or bundle file")->required();
@@ -225,8 +231,11 @@ void add_db_commands(CLI::App& app) {
   counter->add_option("--api", *api, "the API kind of the --shrink server");
   counter->callback([ce, shrink_url, api] { run_counterexamples(ce->db, ce->job, ce->target, *shrink_url, *api); });
 
-  auto* db = app.add_subcommand("db", "database housekeeping");
-  db->require_subcommand(1);
+}
+
+// db vacuum and backup (SQLite's chores).
+void add_file_chores(CLI::App* db) {
+  auto a = std::make_shared<db_args>();
   auto* vacuum = db->add_subcommand("vacuum", "rebuild the file to reclaim the space of deleted jobs");
   vacuum->add_option("db", a->db, "database file")->required();
   vacuum->callback([a] {
@@ -247,6 +256,11 @@ void add_db_commands(CLI::App& app) {
     }
     std::cout << "backed up " << a->db << " to " << a->target << "\n";
   });
+}
+
+// db copy, prune and check.
+void add_store_chores(CLI::App* db) {
+  auto a = std::make_shared<db_args>();
   auto* copy = db->add_subcommand(
       "copy", "copy every audit, schedule and alert into a new database (SQLite to PostgreSQL or back), ids kept, "
               "then compare every stream's bytes and digests and verify the copy");
@@ -278,6 +292,17 @@ void add_db_commands(CLI::App& app) {
     std::cout.flush();
     if (r != "ok") throw cli_failure(exit_findings, "");
   });
+}
+
+}  // namespace
+
+void add_db_commands(CLI::App& app) {
+  add_verify(app);
+  add_counterexamples(app);
+  auto* db = app.add_subcommand("db", "database housekeeping");
+  db->require_subcommand(1);
+  add_file_chores(db);
+  add_store_chores(db);
 }
 
 }  // namespace logitaudit::cli

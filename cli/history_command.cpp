@@ -31,8 +31,6 @@
 namespace logitaudit::cli::remote {
 namespace {
 
-using verb = clients::http::verb;
-
 struct history_args {
   common_args common;
   std::int64_t schedule = 0;

@@ -30,8 +30,6 @@
 
 namespace logitaudit::cli::remote {
 
-using verb = clients::http::verb;
-
 // --- options every remote command shares ---------------------------------------------------
 
 std::string global_server;  // `logitaudit --server URL <command>`

@@ -12,11 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "clients/http_client.hpp"
 #include "daemon_client.hpp"
 
 namespace logitaudit::cli::remote {
 
 using json = nlohmann::json;
+using verb = clients::http::verb;
 
 // --server and --json, on every command.
 struct common_args {

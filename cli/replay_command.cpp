@@ -31,8 +31,6 @@
 namespace logitaudit::cli::remote {
 namespace {
 
-using verb = clients::http::verb;
-
 struct replay_args {
   common_args common;
   std::string reference;  // an audit id, or a bundle file

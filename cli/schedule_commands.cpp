@@ -31,8 +31,6 @@
 namespace logitaudit::cli::remote {
 namespace {
 
-using verb = clients::http::verb;
-
 struct schedule_add_args {
   common_args common;
   spec_args spec;

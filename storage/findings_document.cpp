@@ -36,21 +36,7 @@ std::vector<const section_codec*> all() {
 
 namespace {
 
-using sections::must;
-using sections::required;
-using sections::stored;
-using fields::computed;
-using fields::field;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::object_table;
-using fields::reader;
-using fields::unless_default;
-using json = nlohmann::json;
+using namespace sections;  // the field tables' rows and their stored forms (section_codec.hpp)
 
 // ---- a condition's tally ----
 

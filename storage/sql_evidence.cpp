@@ -133,6 +133,31 @@ class sql_evidence final : public evidence_repository {
     fence_(job);
     // Every table's rows of the whole batch in a few multi-row INSERTs: a database server
     // across a network (or a slow loopback) costs a round trip per statement, not per row.
+    insert_groups(job, groups);
+    insert_bursts(job, groups);
+    std::vector<run_ref> runs;
+    std::int64_t failed = 0;
+    for (const auto& gw : groups)
+      for (const auto& r : gw.runs) {
+        runs.push_back({&gw, &r});
+        failed += !r.stream;
+      }
+    insert_streams(groups, runs, insert_runs(job, runs));
+    auto& progress =
+        db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");
+    progress.bind(1, job).bind(2, static_cast<std::int64_t>(runs.size())).bind(3, failed);
+    progress.run();
+    t.commit();
+  }
+
+ private:
+  struct run_ref {
+    const group_write* gw;
+    const audit::observed_run* run;
+  };
+  using run_id_map = std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t>;  // (group, request) -> id
+
+  void insert_groups(std::int64_t job, const std::vector<group_write>& groups) {
     const std::string at = now_utc();
     insert_rows(db_,
                 "INSERT INTO groups (job_id, group_index, backend, condition, replicate, mode, attempts, stored_at, load_level)", 9,
@@ -143,6 +168,9 @@ class sql_evidence final : public evidence_repository {
                   s.bind(p + 5, g.mode == audit::group_mode::serial ? "serial" : "burst").bind(p + 6, groups[i].attempts);
                   s.bind(p + 7, at).bind(p + 8, groups[i].load ? encode_load_measurement(*groups[i].load) : std::string());
                 });
+  }
+
+  void insert_bursts(std::int64_t job, const std::vector<group_write>& groups) {
     std::vector<const group_write*> with_burst;
     for (const auto& gw : groups)
       if (gw.burst) with_burst.push_back(&gw);
@@ -157,18 +185,10 @@ class sql_evidence final : public evidence_repository {
                   s.bind(p + 4, b.overlap).bind(p + 5, b.busy_slots_per_decode).bind(p + 6, warnings).bind(p + 7, b.width);
                   s.bind(p + 8, b.server_slots).bind(p + 9, b.timed_concurrency);
                 });
-    struct run_ref {
-      const group_write* gw;
-      const audit::observed_run* run;
-    };
-    std::vector<run_ref> runs;
-    std::int64_t failed = 0;
-    for (const auto& gw : groups)
-      for (const auto& r : gw.runs) {
-        runs.push_back({&gw, &r});
-        failed += !r.stream;
-      }
-    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> run_ids;  // (group, request) -> id
+  }
+
+  run_id_map insert_runs(std::int64_t job, const std::vector<run_ref>& runs) {
+    run_id_map run_ids;
     insert_rows(
         db_,
         "INSERT INTO runs (job_id, group_index, request_index, backend, condition, replicate, prompt, temperature, seed, "
@@ -192,6 +212,10 @@ class sql_evidence final : public evidence_repository {
         },
         " RETURNING group_index, request_index, id",
         [&](sql_statement& s) { run_ids[{s.integer(0), s.integer(1)}] = s.integer(2); });
+    return run_ids;
+  }
+
+  void insert_streams(const std::vector<group_write>& groups, const std::vector<run_ref>& runs, const run_id_map& run_ids) {
     // A burst's decode steps, reconstructed from its members' token times (audit/decode_steps).
     std::map<const audit::observed_run*, std::string> steps;
     for (const auto& gw : groups) {
@@ -222,12 +246,9 @@ class sql_evidence final : public evidence_repository {
                   const auto step = steps.find(ok[i].run);
                   s.bind(p + 16, encode_token_times(st)).bind(p + 17, step == steps.end() ? std::string() : step->second);
                 });
-    auto& progress =
-        db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2, failed_requests = failed_requests + ?3 WHERE id = ?1");
-    progress.bind(1, job).bind(2, static_cast<std::int64_t>(runs.size())).bind(3, failed);
-    progress.run();
-    t.commit();
   }
+
+ public:
 
   void record_fingerprint(std::int64_t job, const std::string& backend, audit::fingerprint_phase phase,
                           const audit::backend_fingerprint& f, const std::string& taken_at) override {

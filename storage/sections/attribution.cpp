@@ -5,15 +5,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 double attribution_base_rate(const audit::attribution_tally& t) { return t.base_rate(); }
 
 const object_table<audit::attribution_tally>& attribution_table() {

@@ -6,15 +6,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 const object_table<audit::certify_shape>& server_shape_table() {
   using H = audit::certify_shape;
   static const std::vector<field<H>> rows = {

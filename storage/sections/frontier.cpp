@@ -8,15 +8,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 const object_table<audit::throughput_result>& throughput_table() {
   using T = audit::throughput_result;
   static const std::vector<field<T>> rows = {

@@ -6,15 +6,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 const object_table<audit::selftest_summary>& selftest_table() {
   using S = audit::selftest_summary;
   static const std::vector<field<S>> rows = {

@@ -7,15 +7,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 const object_table<audit::latency_summary>& latency_table() {
   using L = audit::latency_summary;
   static const std::vector<field<L>> rows = {must<&L::n>("n"), must<&L::mean>("mean"), must<&L::p50>("p50"),

@@ -6,9 +6,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::list_of;
-using fields::nested;
-
 const object_table<audit::agreement>& agreement_table() {
   using A = audit::agreement;
   static const std::vector<field<A>> rows = {

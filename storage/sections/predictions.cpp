@@ -6,15 +6,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 bool prediction_held(const audit::prediction_result& p) { return p.held(); }
 
 template <auto M, auto First, auto Second>

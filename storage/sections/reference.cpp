@@ -6,15 +6,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 const object_table<audit::reference_tally>& reference_tally_table() {
   using T = audit::reference_tally;
   static const std::vector<field<T>> rows = {must<&T::condition>("condition"), must<&T::n>("n"),

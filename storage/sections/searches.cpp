@@ -6,15 +6,6 @@
 namespace logitaudit::storage::sections {
 namespace {
 
-using fields::computed;
-using fields::list_of;
-using fields::member;
-using fields::member_in;
-using fields::named;
-using fields::nested;
-using fields::nullable;
-using fields::unless_default;
-
 // A rate's 95% interval, as [low, high].
 template <auto M>
 field<audit::search_width> interval(std::string_view name) {

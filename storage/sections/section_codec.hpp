@@ -13,9 +13,17 @@
 
 namespace logitaudit::storage::sections {
 
+using fields::computed;
 using fields::field;
+using fields::list_of;
+using fields::member;
+using fields::member_in;
+using fields::named;
+using fields::nested;
+using fields::nullable;
 using fields::object_table;
 using fields::reader;
+using fields::unless_default;
 using json = nlohmann::json;
 
 // An analysis's part of the findings document: its rows, and the named schemas they refer to
