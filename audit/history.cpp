@@ -343,89 +343,112 @@ void classify_undeclared(const std::vector<const series_audit*>& seg, const seri
 
 }  // namespace
 
-series_history analyse_series(const std::vector<series_audit>& audits, const history_thresholds& t) {
-  series_history h;
-  // The comparable audits, and the segment each belongs to.
-  std::vector<std::size_t> comp;
-  for (std::size_t i = 0; i < audits.size(); ++i)
-    if (comparable(audits[i])) comp.push_back(i);
-  std::vector<std::size_t> segment_of(audits.size(), 0);
+namespace {
+
+// The comparable audits split into segments where a declared field changed: each audit's segment,
+// and the segments' audits (h.segments gets their summaries).
+struct segmented {
+  std::vector<std::size_t> comparable;
+  std::vector<std::size_t> segment_of;
   std::vector<std::vector<const series_audit*>> segments;
+};
+
+segmented segment(const std::vector<series_audit>& audits, series_history& h) {
+  segmented out;
+  for (std::size_t i = 0; i < audits.size(); ++i)
+    if (comparable(audits[i])) out.comparable.push_back(i);
+  out.segment_of.assign(audits.size(), 0);
+  const auto& comp = out.comparable;
   for (std::size_t c = 0; c < comp.size(); ++c) {
     const auto& a = audits[comp[c]];
     const auto declared = c ? declared_only(fields_between(audits[comp[c - 1]], a)) : std::vector<std::string>{};
     if (c == 0 || !declared.empty()) {
-      segments.emplace_back();
+      out.segments.emplace_back();
       h.segments.push_back({a.job, a.job, 0, declared_categories(declared)});
     }
-    segments.back().push_back(&a);
+    out.segments.back().push_back(&a);
     h.segments.back().last_job = a.job;
     ++h.segments.back().audits;
-    segment_of[comp[c]] = segments.size() - 1;
+    out.segment_of[comp[c]] = out.segments.size() - 1;
   }
-  std::map<const series_audit*, std::vector<rate_shift>> shifts;
-  for (const auto& seg : segments)
-    for (auto& [j, list] : rate_shifts_in(seg, t)) shifts[seg[j]] = std::move(list);
+  return out;
+}
 
+// The transition into an audit that is not comparable, and why.
+transition not_comparable_into(const series_audit& prev, const series_audit& cur) {
+  transition tr;
+  tr.to_job = cur.job;
+  tr.from_job = prev.job;
+  tr.kind = transition_kind::not_comparable;
+  tr.reason = cur.server_changed ? "the server changed during this audit: its numbers are not trusted"
+              : !cur.ended       ? "the audit did not end with its baselines (" + std::string(to_string(cur.status)) + ")"
+                                 : "the audit has no solo baseline";
+  return tr;
+}
+
+// The transition between two comparable audits: what changed, and its kind.
+transition between(const series_audit& prev, const series_audit& cur, const std::vector<const series_audit*>& seg,
+                   const std::map<const series_audit*, std::vector<rate_shift>>& shifts, std::size_t confirm) {
+  transition tr;
+  tr.to_job = cur.job;
+  tr.from_job = prev.job;
+  const auto fields = fields_between(prev, cur);
+  tr.field_details = declared_only(fields);
+  tr.changed_fields = declared_categories(tr.field_details);
+  tr.canary_changed = std::find(fields.begin(), fields.end(), "canary") != fields.end();
+  tr.machine_changes = machine_changes_between(prev, cur);
+  tr.changed_baselines = differing(prev.baselines, cur.baselines, tr.shared_baselines);
+  if (auto it = shifts.find(&cur); it != shifts.end()) tr.rate_shifts = it->second;
+  if (tr.shared_baselines == 0) {
+    tr.kind = transition_kind::not_comparable;
+    tr.reason = "no solo baseline in common (did the spec's prompts change?)";
+  } else if (tr.changed_baselines.empty()) {
+    // Another machine that gives the same numbers is worth saying: the findings travel.
+    const bool machine = std::find(tr.changed_fields.begin(), tr.changed_fields.end(), "machine") != tr.changed_fields.end();
+    tr.kind = machine ? transition_kind::explained : transition_kind::unchanged;
+  } else if (!tr.changed_fields.empty()) {
+    tr.kind = transition_kind::explained;
+  } else {
+    classify_undeclared(seg, cur, confirm, tr);
+  }
+  return tr;
+}
+
+// A reversion names the step it reverts: the last step into the numbers it left.
+void name_reverted_steps(std::vector<transition>& transitions) {
+  for (std::size_t i = 1; i < transitions.size(); ++i) {
+    auto& r = transitions[i];
+    if (r.kind != transition_kind::reversion) continue;
+    for (std::size_t k = i; k-- > 0;)
+      if (transitions[k].kind == transition_kind::unexplained_step && transitions[k].to_job > r.returned_to) {
+        r.reverts = transitions[k].to_job;
+        break;
+      }
+  }
+}
+
+}  // namespace
+
+series_history analyse_series(const std::vector<series_audit>& audits, const history_thresholds& t) {
+  series_history h;
+  const auto s = segment(audits, h);
+  std::map<const series_audit*, std::vector<rate_shift>> shifts;
+  for (const auto& seg : s.segments)
+    for (auto& [j, list] : rate_shifts_in(seg, t)) shifts[seg[j]] = std::move(list);
   const std::size_t confirm = static_cast<std::size_t>(std::max(1, t.confirm_after));
   std::optional<std::size_t> last_comparable;
   for (std::size_t i = 0; i < audits.size(); ++i) {
     const auto& cur = audits[i];
-    if (i == 0) {
-      if (comparable(cur)) last_comparable = i;
+    if (i > 0 && !comparable(cur)) {
+      h.transitions.push_back(not_comparable_into(audits[i - 1], cur));
       continue;
     }
-    transition tr;
-    tr.to_job = cur.job;
-    if (!comparable(cur)) {
-      tr.from_job = audits[i - 1].job;
-      tr.kind = transition_kind::not_comparable;
-      tr.reason = cur.server_changed ? "the server changed during this audit: its numbers are not trusted"
-                  : !cur.ended       ? "the audit did not end with its baselines (" + std::string(to_string(cur.status)) + ")"
-                                     : "the audit has no solo baseline";
-      h.transitions.push_back(std::move(tr));
-      continue;
-    }
-    if (!last_comparable) {
-      last_comparable = i;
-      continue;
-    }
-    const auto& prev = audits[*last_comparable];
-    tr.from_job = prev.job;
-    const auto fields = fields_between(prev, cur);
-    tr.field_details = declared_only(fields);
-    tr.changed_fields = declared_categories(tr.field_details);
-    tr.canary_changed = std::find(fields.begin(), fields.end(), "canary") != fields.end();
-    tr.machine_changes = machine_changes_between(prev, cur);
-    tr.changed_baselines = differing(prev.baselines, cur.baselines, tr.shared_baselines);
-    if (auto it = shifts.find(&cur); it != shifts.end()) tr.rate_shifts = it->second;
-    last_comparable = i;
-    if (tr.shared_baselines == 0) {
-      tr.kind = transition_kind::not_comparable;
-      tr.reason = "no solo baseline in common (did the spec's prompts change?)";
-    } else if (tr.changed_baselines.empty()) {
-      // Another machine that gives the same numbers is worth saying: the findings travel.
-      const bool machine = std::find(tr.changed_fields.begin(), tr.changed_fields.end(), "machine") != tr.changed_fields.end();
-      tr.kind = machine ? transition_kind::explained : transition_kind::unchanged;
-    } else if (!tr.changed_fields.empty()) {
-      tr.kind = transition_kind::explained;
-    } else {
-      classify_undeclared(segments[segment_of[i]], cur, confirm, tr);
-    }
-    h.transitions.push_back(std::move(tr));
+    if (i > 0 && last_comparable)
+      h.transitions.push_back(between(audits[*last_comparable], cur, s.segments[s.segment_of[i]], shifts, confirm));
+    if (comparable(cur)) last_comparable = i;
   }
-  for (std::size_t i = 1; i < h.transitions.size(); ++i) {
-    // A reversion names the step it reverts: the last step into the numbers it left.
-    auto& r = h.transitions[i];
-    if (r.kind != transition_kind::reversion) continue;
-    for (std::size_t k = i; k-- > 0;)
-      if (h.transitions[k].kind == transition_kind::unexplained_step && h.transitions[k].to_job > r.returned_to) {
-        r.reverts = h.transitions[k].to_job;
-        break;
-      }
-  }
-
-  h.state = state_of(audits, comp, h.transitions);
+  name_reverted_steps(h.transitions);
+  h.state = state_of(audits, s.comparable, h.transitions);
   return h;
 }
 

@@ -210,8 +210,10 @@ std::string heredoc(const std::string& file, const std::string& text) {
 
 }  // namespace
 
-std::map<std::string, std::string> repro_bundle(const repro_result& r, const repro_context& ctx, int trials) {
-  std::map<std::string, std::string> files;
+namespace {
+
+// repro.sh: the target alone, then with its neighbours at once, TRIALS times; curl and sh.
+std::string repro_script(const repro_result& r, const repro_context& ctx, int trials) {
   const auto& m = r.minimal;
   std::string sh =
       "#!/bin/sh\n"
@@ -256,16 +258,24 @@ std::map<std::string, std::string> repro_bundle(const repro_result& r, const rep
       "done\n"
       "echo \"$differ of $TRIALS trials: the target's numbers differed from its solo run\"\n"
       "[ \"$differ\" -eq 0 ]\n";
-  files["repro.sh"] = sh;
+  return sh;
+}
 
+// The requests, target first, as the server is sent them.
+json requests_of(const audit::repro_case& m) {
   json requests = json::array();
   requests.push_back(json::parse(body_of(m.target, m.top_k)));
   for (const auto& n : m.neighbours) requests.push_back(json::parse(body_of(n, m.top_k)));
+  return requests;
+}
+
+// expected.json: the outcome, the solo and divergent digests, the requests and every probe.
+std::string expected_json(const repro_result& r, const json& requests) {
   json probes = json::array();
   for (const auto& p : r.probes)
     probes.push_back({{"candidate", p.candidate}, {"decision", std::string(audit::to_string(p.decision))},
                       {"trials", p.trials}, {"identical", p.identical}});
-  files["expected.json"] = json{{"outcome", std::string(to_string(r.outcome))},
+  return json{{"outcome", std::string(to_string(r.outcome))},
                                 {"message", r.message},
                                 {"solo", {{"token_digest", r.solo_token_digest}, {"logit_digest", r.solo_logit_digest}}},
                                 {"divergent_logit_digests", r.divergent_logit_digests},
@@ -276,16 +286,21 @@ std::map<std::string, std::string> repro_bundle(const repro_result& r, const rep
                                 {"bursts", r.bursts},
                                 {"probes", probes}}
                                .dump(2) + "\n";
-  const auto& f = ctx.fingerprint;
+}
+
+std::string fingerprint_json(const audit::backend_fingerprint& f) {
   json machine = json::object();
   for (const auto& [k, v] : f.machine) machine[k] = v;
-  files["fingerprint.json"] = json{{"api", f.api}, {"build", f.build_info}, {"model", f.model}, {"model_ftype", f.model_ftype},
+  return json{{"api", f.api}, {"build", f.build_info}, {"model", f.model}, {"model_ftype", f.model_ftype},
                                    {"model_sha256", f.model_sha256}, {"total_slots", f.total_slots}, {"n_ctx", f.n_ctx},
                                    {"generation_settings_hash", f.generation_settings_hash}, {"machine", machine}}
                                   .dump(2) + "\n";
-  files["command.txt"] = ctx.command_line.empty()
-                             ? "unknown: the server was not started by logitaudit; give its command line by hand\n"
-                             : ctx.command_line + "\n";
+}
+
+// upstream.md: an issue for llama.cpp, with the build, the model, the machine and the requests.
+std::string upstream_issue(const repro_result& r, const repro_context& ctx, const json& requests) {
+  const auto& m = r.minimal;
+  const auto& f = ctx.fingerprint;
   std::string cpu = f.machine.count("cpu_model") ? f.machine.at("cpu_model") : std::string("unknown CPU");
   std::string up = "### Logprobs of a greedy request change when it is batched with " + std::to_string(m.neighbours.size()) +
                    " other request(s)\n\n"
@@ -301,7 +316,20 @@ std::map<std::string, std::string> repro_bundle(const repro_result& r, const rep
                    (r.divergent_logit_digests.empty() ? std::string("-") : r.divergent_logit_digests.front()) +
                    (r.divergent_logit_digests.size() > 1 ? " (and " + std::to_string(r.divergent_logit_digests.size() - 1) + " more)" : "") +
                    ".\n\nRequests (target first):\n\n```json\n" + requests.dump(2) + "\n```\n";
-  files["upstream.md"] = up;
+  return up;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> repro_bundle(const repro_result& r, const repro_context& ctx, int trials) {
+  std::map<std::string, std::string> files;
+  const auto requests = requests_of(r.minimal);
+  files["repro.sh"] = repro_script(r, ctx, trials);
+  files["expected.json"] = expected_json(r, requests);
+  files["fingerprint.json"] = fingerprint_json(ctx.fingerprint);
+  files["command.txt"] = ctx.command_line.empty() ? "unknown: the server was not started by logitaudit; give its command line by hand\n"
+                                                  : ctx.command_line + "\n";
+  files["upstream.md"] = upstream_issue(r, ctx, requests);
   return files;
 }
 

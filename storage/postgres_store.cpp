@@ -381,69 +381,11 @@ class pg_fleet final : public fleet_repository {
 
   std::optional<claimed_job> claim(const std::string& member, int ttl_s, const std::set<std::int64_t>& skip) override {
     transaction t(db_);
-    // The candidates, oldest first; rows another member is claiming right now are skipped.
-    std::string skipped = "0";
-    for (auto id : skip) skipped += "," + std::to_string(id);
-    auto& c = db_.prepare(
-        "SELECT j.id, j.status, l.member FROM jobs j LEFT JOIN job_leases l ON l.job_id = j.id "
-        "WHERE j.status IN ('queued','running') AND (l.job_id IS NULL OR l.expires_at <= clock_timestamp()) "
-        "AND j.id NOT IN (" + skipped + ") ORDER BY j.id LIMIT 32 FOR UPDATE OF j SKIP LOCKED");
-    struct candidate {
-      std::int64_t id;
-      std::string status, member;
-    };
-    std::vector<candidate> candidates;
-    while (c.step()) candidates.push_back({c.integer(0), c.text(1), c.is_null(2) ? "" : c.text(2)});
-    c.reset();
-    for (auto k : candidates) {
-      // The row is locked now, so no other claim of it can commit until this one ends; a
-      // statement of its own sees every claim committed before the lock (the SELECT above
-      // saw the leases as they were when it began).
-      auto& again = db_.prepare(
-          "SELECT j.status, l.member, l.expires_at > clock_timestamp() FROM jobs j "
-          "LEFT JOIN job_leases l ON l.job_id = j.id WHERE j.id = ?");
-      again.bind(1, k.id);
-      bool claimable = again.step();
-      if (claimable) {
-        k.status = again.text(0);
-        k.member = again.is_null(1) ? "" : again.text(1);
-        claimable = (k.status == "queued" || k.status == "running") && (again.is_null(2) || again.integer(2) == 0);
-      }
-      again.reset();
-      if (!claimable) continue;
+    for (auto k : claim_candidates(skip)) {
+      if (!still_claimable(k)) continue;
       // A running job without a lease was left by a member that stopped: it is taken over too.
       db_.exec("SAVEPOINT claim");
-      auto& n = db_.prepare("SELECT count(*) FROM job_backends WHERE job_id = ?");
-      n.bind(1, k.id);
-      n.step();
-      const auto wanted = n.integer(0);
-      n.reset();
-      // A backend's row is taken when free or expired; a concurrent claim of it waits here for
-      // ours to commit, then finds it held.
-      auto& b = db_.prepare(
-          "INSERT INTO backend_leases (backend, job_id, member, expires_at) "
-          "SELECT backend, ?1, ?2, clock_timestamp() + ?3 * interval '1 second' FROM job_backends WHERE job_id = ?1 "
-          "ON CONFLICT (backend) DO UPDATE SET job_id = excluded.job_id, member = excluded.member, "
-          "expires_at = excluded.expires_at "
-          "WHERE backend_leases.expires_at <= clock_timestamp() RETURNING backend");
-      b.bind(1, k.id).bind(2, member).bind(3, ttl_s);
-      std::int64_t got = 0;
-      while (b.step()) ++got;
-      b.reset();
-      if (got < wanted) {
-        db_.exec("ROLLBACK TO SAVEPOINT claim");
-        continue;
-      }
-      auto& l = db_.prepare(
-          "INSERT INTO job_leases (job_id, member, leased_at, expires_at) "
-          "VALUES (?1, ?2, clock_timestamp(), clock_timestamp() + ?3 * interval '1 second') "
-          "ON CONFLICT (job_id) DO UPDATE SET member = excluded.member, leased_at = excluded.leased_at, "
-          "expires_at = excluded.expires_at, takeovers = job_leases.takeovers + 1, cancel_requested = 0 "
-          "WHERE job_leases.expires_at <= clock_timestamp() RETURNING job_id");
-      l.bind(1, k.id).bind(2, member).bind(3, ttl_s);
-      const bool leased = l.step();
-      l.reset();
-      if (!leased) {
+      if (!lease_backends(k.id, member, ttl_s) || !lease_job(k.id, member, ttl_s)) {
         db_.exec("ROLLBACK TO SAVEPOINT claim");
         continue;
       }
@@ -461,6 +403,79 @@ class pg_fleet final : public fleet_repository {
     return std::nullopt;
   }
 
+ private:
+  struct candidate {
+    std::int64_t id;
+    std::string status, member;
+  };
+
+  // The candidates, oldest first; rows another member is claiming right now are skipped.
+  std::vector<candidate> claim_candidates(const std::set<std::int64_t>& skip) {
+    std::string skipped = "0";
+    for (auto id : skip) skipped += "," + std::to_string(id);
+    auto& c = db_.prepare(
+        "SELECT j.id, j.status, l.member FROM jobs j LEFT JOIN job_leases l ON l.job_id = j.id "
+        "WHERE j.status IN ('queued','running') AND (l.job_id IS NULL OR l.expires_at <= clock_timestamp()) "
+        "AND j.id NOT IN (" + skipped + ") ORDER BY j.id LIMIT 32 FOR UPDATE OF j SKIP LOCKED");
+    std::vector<candidate> candidates;
+    while (c.step()) candidates.push_back({c.integer(0), c.text(1), c.is_null(2) ? "" : c.text(2)});
+    c.reset();
+    return candidates;
+  }
+
+  // The row is locked now, so no other claim of it can commit until this one ends; a statement
+  // of its own sees every claim committed before the lock (the candidates' SELECT saw the leases
+  // as they were when it began). Updates `k` to what it sees.
+  bool still_claimable(candidate& k) {
+    auto& again = db_.prepare(
+        "SELECT j.status, l.member, l.expires_at > clock_timestamp() FROM jobs j "
+        "LEFT JOIN job_leases l ON l.job_id = j.id WHERE j.id = ?");
+    again.bind(1, k.id);
+    bool claimable = again.step();
+    if (claimable) {
+      k.status = again.text(0);
+      k.member = again.is_null(1) ? "" : again.text(1);
+      claimable = (k.status == "queued" || k.status == "running") && (again.is_null(2) || again.integer(2) == 0);
+    }
+    again.reset();
+    return claimable;
+  }
+
+  // Every backend of the job, each taken when free or expired (a concurrent claim of one waits
+  // here for ours to commit, then finds it held); false when one is held.
+  bool lease_backends(std::int64_t job, const std::string& member, int ttl_s) {
+    auto& n = db_.prepare("SELECT count(*) FROM job_backends WHERE job_id = ?");
+    n.bind(1, job);
+    n.step();
+    const auto wanted = n.integer(0);
+    n.reset();
+    auto& b = db_.prepare(
+        "INSERT INTO backend_leases (backend, job_id, member, expires_at) "
+        "SELECT backend, ?1, ?2, clock_timestamp() + ?3 * interval '1 second' FROM job_backends WHERE job_id = ?1 "
+        "ON CONFLICT (backend) DO UPDATE SET job_id = excluded.job_id, member = excluded.member, "
+        "expires_at = excluded.expires_at "
+        "WHERE backend_leases.expires_at <= clock_timestamp() RETURNING backend");
+    b.bind(1, job).bind(2, member).bind(3, ttl_s);
+    std::int64_t got = 0;
+    while (b.step()) ++got;
+    b.reset();
+    return got >= wanted;
+  }
+
+  bool lease_job(std::int64_t job, const std::string& member, int ttl_s) {
+    auto& l = db_.prepare(
+        "INSERT INTO job_leases (job_id, member, leased_at, expires_at) "
+        "VALUES (?1, ?2, clock_timestamp(), clock_timestamp() + ?3 * interval '1 second') "
+        "ON CONFLICT (job_id) DO UPDATE SET member = excluded.member, leased_at = excluded.leased_at, "
+        "expires_at = excluded.expires_at, takeovers = job_leases.takeovers + 1, cancel_requested = 0 "
+        "WHERE job_leases.expires_at <= clock_timestamp() RETURNING job_id");
+    l.bind(1, job).bind(2, member).bind(3, ttl_s);
+    const bool leased = l.step();
+    l.reset();
+    return leased;
+  }
+
+ public:
   void release(const std::string& member, std::int64_t job) override {
     transaction t(db_);
     auto& b = db_.prepare("DELETE FROM backend_leases WHERE job_id = ? AND member = ?");
