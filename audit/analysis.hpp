@@ -7,50 +7,17 @@
 // verify walk that list and know none of them by name. Pure.
 #pragma once
 
-#include <any>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <typeindex>
 #include <vector>
 
-#include "evidence.hpp"
+#include "findings.hpp"
 
 namespace logitaudit::audit {
-
-struct audit_spec;
-struct audit_plan;
-struct findings;
-struct observed_run;
-struct evaluation_evidence;
-
-// The analyses' sections of one findings, each by its type; an analysis that had nothing to say
-// has none. A value type: copies copy every section. Not thread-safe (like any value).
-class section_store {
- public:
-  template <class S>
-  const S* find() const {
-    auto it = sections_.find(typeid(S));
-    return it == sections_.end() ? nullptr : std::any_cast<S>(&it->second);
-  }
-  // The section of type S, made empty when there is none yet.
-  template <class S>
-  S& put() {
-    auto& slot = sections_[typeid(S)];
-    if (!slot.has_value()) slot = S{};
-    return *std::any_cast<S>(&slot);
-  }
-  template <class S>
-  void erase() {
-    sections_.erase(typeid(S));
-  }
-
- private:
-  std::map<std::type_index, std::any> sections_;
-};
 
 // What an analysis reads when an audit is judged.
 struct analysis_input {

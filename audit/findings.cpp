@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "analysis.hpp"
 #include "controls.hpp"
 #include "enum_names.hpp"
 #include "harness_power.hpp"

@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "analysis.hpp"
 #include "burst_measurement.hpp"
 #include "compare.hpp"
 #include "decode_steps.hpp"
 #include "evidence.hpp"
 #include "fingerprint.hpp"
 #include "harness_power.hpp"
-#include "reference.hpp"
+#include "reference_evidence.hpp"
 #include "logit_stream.hpp"
 #include "plan.hpp"
+#include "sections.hpp"
 #include "spec.hpp"
 
 namespace logitaudit::audit {

@@ -15,21 +15,12 @@
 #include "evidence.hpp"
 #include "fingerprint.hpp"
 #include "plan.hpp"
+#include "reference_evidence.hpp"
 #include "spec.hpp"
 
 namespace logitaudit::audit {
 
 struct observed_run;  // findings.hpp
-
-// What the reference audit left: its solo baselines, its fingerprints, its length and top-k.
-struct reference_evidence {
-  std::int64_t audit = 0;
-  bool found = false;  // false: the reference is not in this database
-  int n_predict = 0, top_k = 0;
-  std::vector<baseline_stream> baselines;
-  std::map<std::string, backend_fingerprints> fingerprints;
-  std::string origin;  // an imported reference: where it was measured ("" here)
-};
 
 BOOST_DEFINE_ENUM_CLASS(reference_outcome, matches_reference, differs, not_comparable)
 std::string_view to_string(reference_outcome o);

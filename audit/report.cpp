@@ -2,6 +2,8 @@
 // (audit/analysis.hpp); CSV is the tallies' table with its columns per backend.
 #include "report.hpp"
 
+#include "analysis.hpp"
+
 #include "fingerprint.hpp"
 #include "harness_power.hpp"
 #include "load.hpp"

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "audit/evidence.hpp"
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/numbers.hpp"
 #include "audit/plan.hpp"

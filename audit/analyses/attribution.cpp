@@ -1,5 +1,6 @@
 // The attribution analysis (audit/attribution.hpp): per burst condition and backend, whether
 // divergent streams first differ where the server's batch changed; and its table in the report.
+#include "audit/analysis.hpp"
 #include "audit/attribution.hpp"
 #include "audit/numbers.hpp"
 #include "audit/report_blocks.hpp"

@@ -3,6 +3,7 @@
 // and every stored verdict's evidence flag recounted from the evidence stored beside it.
 #include <map>
 
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/numbers.hpp"
 #include "audit/report_blocks.hpp"

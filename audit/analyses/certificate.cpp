@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "audit/analysis.hpp"
 #include "audit/certify.hpp"
 #include "audit/findings.hpp"
 #include "audit/numbers.hpp"

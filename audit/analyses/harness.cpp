@@ -4,6 +4,7 @@
 // the report's "Measured on" and "Oracle resolution and harness power" parts.
 #include <algorithm>
 
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/fingerprint.hpp"
 #include "audit/harness_power.hpp"

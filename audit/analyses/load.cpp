@@ -1,6 +1,7 @@
 // The load analysis (audit/load.hpp, docs/load.md): per backend and load condition, identity
 // level by level against the offered load, with each level's figures; the curve's sentence, and
 // the curve first in the report, since it is the answer of an audit that has one.
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/load.hpp"
 #include "audit/numbers.hpp"

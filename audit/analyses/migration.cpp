@@ -1,5 +1,6 @@
 // The migration analysis (audit/migration.hpp): its matrices, their part of the reports, and
 // their recount from the recomputed digests.
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/migration.hpp"
 #include "audit/report_blocks.hpp"

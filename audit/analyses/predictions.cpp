@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/predictions.hpp"
 #include "audit/report_blocks.hpp"

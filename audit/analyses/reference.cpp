@@ -1,6 +1,7 @@
 // The reference analysis (audit/reference.hpp): every stream also judged against the solo stream
 // of the same request in the audit the spec names; its sentence. The pooled table shows it in its
 // "vs reference" column (the tallies' part of the report).
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/reference.hpp"
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/numbers.hpp"
 #include "audit/report_blocks.hpp"

@@ -2,6 +2,7 @@
 // older audit stored one sentence per attribution row).
 #include <algorithm>
 
+#include "audit/analysis.hpp"
 #include "audit/attribution.hpp"
 #include "audit/findings.hpp"
 

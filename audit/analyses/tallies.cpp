@@ -1,6 +1,7 @@
 // The tallies' part of the reports: per condition, the counted streams that stayed logit- and
 // token-identical to their solo baseline, pooled over the backends and per backend, with the
 // streams counted apart and why; against the reference audit when the spec names one.
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/reference.hpp"
 #include "audit/report_blocks.hpp"

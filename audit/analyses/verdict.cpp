@@ -1,5 +1,6 @@
 // The verdict's part of the reports (audit/verdict.hpp): its lines first, then why the findings
 // are not trusted when they are not.
+#include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/verdict.hpp"
 
