@@ -81,94 +81,116 @@ net::awaitable<std::optional<decode_counters>> read_counters(backend& b, server_
 // stopped mid-stream. (A hung server does this while its health target answers.)
 bool silent(client_errc code) { return code == client_errc::first_byte_timeout || code == client_errc::request_timeout; }
 
-net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_spec& spec,
+// A load level's settings made concrete: for a saturation sweep, its rate placed between the
+// anchors (one request at a time, then every slot full, each measured for calibration_s and
+// kept for the condition's other levels); the level is its fraction of the way between them.
+struct sweep_point {
+  audit::load_settings settings;
+  double fraction = -1;
+  std::pair<double, double> anchors{-1, -1};
+};
+
+net::awaitable<sweep_point> place_level(backend& b, const audit::condition& c, std::size_t level, server_watch& w,
+                                        load_options o) {
+  sweep_point p;
+  p.settings = c.load;
+  if (!p.settings.sweep) co_return p;
+  auto it = w.sweep_anchors.find(c.name);
+  if (it == w.sweep_anchors.end()) {
+    audit::load_settings cal = p.settings;
+    cal.sweep = false;
+    cal.arrival = audit::arrival_kind::concurrency;
+    // Every slot full; a server that reports no slots gets 16 in flight (the excess queues,
+    // which a maximum throughput allows).
+    cal.levels = {1, static_cast<double>(o.server_slots > 0 ? o.server_slots : 16)};
+    cal.duration_s = p.settings.calibration_s;
+    cal.max_in_flight = std::max(cal.max_in_flight, static_cast<int>(cal.levels[1]));
+    const auto sync = co_await run_load_level(b, cal, 0, {}, o);
+    const auto full = co_await run_load_level(b, cal, 1, {}, o);
+    it = w.sweep_anchors.emplace(c.name, std::pair{sync.measurement.request_throughput, full.measurement.request_throughput}).first;
+  }
+  p.anchors = it->second;
+  p.fraction = level < p.settings.levels.size() ? p.settings.levels[level] : 1;
+  const double rate = p.anchors.first + p.fraction * std::max(0.0, p.anchors.second - p.anchors.first);
+  if (level < p.settings.levels.size()) p.settings.levels[level] = std::max(0.01, rate);
+  p.settings.sweep = false;
+  co_return p;
+}
+
+// The group's requests as streamed completions: a burst's or a load level's token arrivals (and,
+// from llama.cpp, their server times) are what the server's decode steps are reconstructed
+// from. Kinds that cannot stream answer whole.
+std::vector<completion_request> streamed(const audit::request_group& g, const audit::audit_plan& plan) {
+  std::vector<completion_request> out;
+  for (const auto& r : g.requests) {
+    auto q = to_request(r, plan);
+    q.stream = true;
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+net::awaitable<group_outcome> run_load_group(backend& b, const audit::request_group& g, const audit::audit_spec& spec,
                                              const audit::audit_plan& plan, std::int64_t server_slots, server_watch& w,
                                              std::int64_t n_vocab) {
   group_outcome out;
   out.group = g.index;
   out.backend = g.backend;
-  if (g.mode == audit::group_mode::load) {
-    const audit::condition* c = nullptr;
-    for (const auto& x : spec.conditions)
-      if (x.name == g.condition) c = &x;
-    std::vector<completion_request> probes;
-    for (const auto& r : g.requests) {
-      auto q = to_request(r, plan);
-      q.stream = true;
-      probes.push_back(std::move(q));
-    }
-    load_options o;
-    o.server_slots = server_slots;
-    o.n_vocab = n_vocab;
-    audit::load_settings settings;  // named: GCC 12 mis-builds a temporary in a co_await's arguments
-    if (c) settings = c->load;
-    const auto level = static_cast<std::size_t>(g.replicate);
-    double fraction = -1;
-    std::pair<double, double> anchors{-1, -1};
-    if (settings.sweep && c) {
-      // Saturation first: one request at a time, then every slot full, each for calibration_s;
-      // the level is its fraction of the way between the two rates.
-      auto it = w.sweep_anchors.find(c->name);
-      if (it == w.sweep_anchors.end()) {
-        audit::load_settings cal = settings;
-        cal.sweep = false;
-        cal.arrival = audit::arrival_kind::concurrency;
-        // Every slot full; a server that reports no slots gets 16 in flight (the excess queues,
-        // which a maximum throughput allows).
-        cal.levels = {1, static_cast<double>(server_slots > 0 ? server_slots : 16)};
-        cal.duration_s = settings.calibration_s;
-        cal.max_in_flight = std::max(cal.max_in_flight, static_cast<int>(cal.levels[1]));
-        const auto sync = co_await run_load_level(b, cal, 0, {}, o);
-        const auto full = co_await run_load_level(b, cal, 1, {}, o);
-        it = w.sweep_anchors.emplace(c->name, std::pair{sync.measurement.request_throughput, full.measurement.request_throughput}).first;
-      }
-      anchors = it->second;
-      fraction = level < settings.levels.size() ? settings.levels[level] : 1;
-      const double rate = anchors.first + fraction * std::max(0.0, anchors.second - anchors.first);
-      if (level < settings.levels.size()) settings.levels[level] = std::max(0.01, rate);
-      settings.sweep = false;
-    }
-    auto res = co_await run_load_level(b, settings, level, std::move(probes), o);
-    out.load = std::move(res.measurement);
-    if (fraction >= 0) {
-      out.load->sweep_synchronous_rps = anchors.first;
-      out.load->sweep_max_rps = anchors.second;
-      out.load->sweep_fraction = fraction;
-    }
-    for (std::size_t i = 0; i < res.probes.size(); ++i) {
-      audit::observed_run r{g.index, i, std::nullopt, {}};
-      if (res.probes[i]) r.stream = std::move(*res.probes[i]);
-      else fail(out, r, res.probes[i].error());
-      out.runs.push_back(std::move(r));
-    }
-    co_return out;
+  const audit::condition* c = nullptr;
+  for (const auto& x : spec.conditions)
+    if (x.name == g.condition) c = &x;
+  load_options o;
+  o.server_slots = server_slots;
+  o.n_vocab = n_vocab;
+  const auto level = static_cast<std::size_t>(g.replicate);
+  sweep_point p;  // named: GCC 12 mis-builds a temporary in a co_await's arguments
+  if (c) p = co_await place_level(b, *c, level, w, o);
+  auto probes = streamed(g, plan);  // named: see above
+  auto res = co_await run_load_level(b, p.settings, level, std::move(probes), o);
+  out.load = std::move(res.measurement);
+  if (p.fraction >= 0) {
+    out.load->sweep_synchronous_rps = p.anchors.first;
+    out.load->sweep_max_rps = p.anchors.second;
+    out.load->sweep_fraction = p.fraction;
   }
-  if (g.mode == audit::group_mode::burst) {
-    std::vector<completion_request> reqs;
-    // Bursts stream: each token's arrival (and, from llama.cpp, its server time) is what the
-    // server's decode steps are reconstructed from. Kinds that cannot stream answer whole.
-    for (const auto& r : g.requests) {
-      auto q = to_request(r, plan);
-      q.stream = true;
-      reqs.push_back(std::move(q));
-    }
-    burst_options o;
-    o.total_slots = server_slots;
-    auto res = co_await run_burst(b, std::move(reqs), o);
-    out.burst = audit::burst_measurement{static_cast<int>(g.requests.size()), server_slots, res.launch_spread_ns,
-                                         res.wall_ns, res.overlap, res.busy_slots_per_decode, res.timed_concurrency,
-                                         res.warnings};
-    for (std::size_t i = 0; i < res.results.size(); ++i) {
-      audit::observed_run r{g.index, i, std::nullopt, {}};
-      if (res.results[i]) r.stream = std::move(*res.results[i]);
-      else fail(out, r, res.results[i].error());
-      out.runs.push_back(std::move(r));
-    }
-    co_return out;
+  for (std::size_t i = 0; i < res.probes.size(); ++i) {
+    audit::observed_run r{g.index, i, std::nullopt, {}};
+    if (res.probes[i]) r.stream = std::move(*res.probes[i]);
+    else fail(out, r, res.probes[i].error());
+    out.runs.push_back(std::move(r));
   }
-  // Serial requests claim to be alone: the counters before and after each say whether it was.
-  // (A burst reads the counters itself; one more connection beside its C would hold one more of
-  // the server's HTTP threads, which llama-server has few of: n_parallel + 2.)
+  co_return out;
+}
+
+net::awaitable<group_outcome> run_burst_group(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
+                                              std::int64_t server_slots) {
+  group_outcome out;
+  out.group = g.index;
+  out.backend = g.backend;
+  burst_options o;
+  o.total_slots = server_slots;
+  auto reqs = streamed(g, plan);  // named: GCC 12 mis-builds a temporary in a co_await's arguments
+  auto res = co_await run_burst(b, std::move(reqs), o);
+  out.burst = audit::burst_measurement{static_cast<int>(g.requests.size()), server_slots, res.launch_spread_ns,
+                                       res.wall_ns, res.overlap, res.busy_slots_per_decode, res.timed_concurrency,
+                                       res.warnings};
+  for (std::size_t i = 0; i < res.results.size(); ++i) {
+    audit::observed_run r{g.index, i, std::nullopt, {}};
+    if (res.results[i]) r.stream = std::move(*res.results[i]);
+    else fail(out, r, res.results[i].error());
+    out.runs.push_back(std::move(r));
+  }
+  co_return out;
+}
+
+// Serial requests claim to be alone: the counters before and after each say whether it was.
+// (A burst reads the counters itself; one more connection beside its C would hold one more of
+// the server's HTTP threads, which llama-server has few of: n_parallel + 2.)
+net::awaitable<group_outcome> run_serial_group(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
+                                               server_watch& w) {
+  group_outcome out;
+  out.group = g.index;
+  out.backend = g.backend;
   auto before = co_await read_counters(b, w, g.index);
   for (std::size_t i = 0; i < g.requests.size(); ++i) {
     auto res = co_await b.complete(to_request(g.requests[i], plan));
@@ -195,6 +217,14 @@ net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_gr
     }
   }
   co_return out;
+}
+
+net::awaitable<group_outcome> run_group_once(backend& b, const audit::request_group& g, const audit::audit_spec& spec,
+                                             const audit::audit_plan& plan, std::int64_t server_slots, server_watch& w,
+                                             std::int64_t n_vocab) {
+  if (g.mode == audit::group_mode::load) co_return co_await run_load_group(b, g, spec, plan, server_slots, w, n_vocab);
+  if (g.mode == audit::group_mode::burst) co_return co_await run_burst_group(b, g, plan, server_slots);
+  co_return co_await run_serial_group(b, g, plan, w);
 }
 
 // Every group of `name` from the plan's position `from` on failed with `why` (its server is
@@ -391,11 +421,11 @@ void set_first_byte_deadline(backend& b, const server_watch& w, const runner_opt
   b.http().set_first_byte_timeout(std::min(configured, std::max(o.first_byte_floor, derived)));
 }
 
-net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_config config) {
-  auto ex = co_await net::this_coro::executor;
-  backend b(ex, std::move(config));
+using fingerprint_result = client_result<audit::backend_fingerprint>;
+
+// The fingerprint before the job (its canary taken again on an idle server when it had company).
+net::awaitable<fingerprint_result> take_before(backend& b, shared_state* st, const std::string& name) {
   auto before = co_await b.fingerprint(st->spec->prompts);
-  server_watch watch;
   if (before && st->options->solo_busy_slots > 0)
     before = co_await retake_busy_canary(b, std::move(*before), *st->options, nullptr);
   if (before) {
@@ -404,31 +434,83 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
   } else {
     st->out->errors.push_back(name + ": fingerprint before the job failed: " + before.error().message);
   }
-  const std::int64_t server_slots = before ? before->total_slots : -1;
-  std::int64_t n_vocab = -1;
-  if (before)
-    if (auto v = before->model_meta.find("n_vocab"); v != before->model_meta.end()) n_vocab = std::atoll(v->second.c_str());
-  // Nothing listens there at all, or its certificate cannot be trusted: every group fails at
-  // once instead of after its retries (a certificate does not get better within a job).
-  const auto code = before ? client_errc::cancelled : before.error().code;
-  const bool unreachable = !before && (code == client_errc::connection_refused || code == client_errc::resolve_failed ||
-                                       code == client_errc::connect_timeout || code == client_errc::tls_untrusted ||
-                                       code == client_errc::tls_expired || code == client_errc::tls_hostname_mismatch ||
-                                       code == client_errc::tls_handshake_failed || code == client_errc::tls_client_refused);
+  co_return before;
+}
 
-  if (unreachable) {
-    fail_backend(st, name, std::string(to_string(before.error().code)) + ": " + before.error().message);
-    co_return false;
+// Nothing listens there at all, or its certificate cannot be trusted: every group fails at once
+// instead of after its retries (a certificate does not get better within a job).
+bool unreachable(const fingerprint_result& before) {
+  if (before) return false;
+  const auto code = before.error().code;
+  return code == client_errc::connection_refused || code == client_errc::resolve_failed ||
+         code == client_errc::connect_timeout || code == client_errc::tls_untrusted || code == client_errc::tls_expired ||
+         code == client_errc::tls_hostname_mismatch || code == client_errc::tls_handshake_failed ||
+         code == client_errc::tls_client_refused;
+}
+
+// What the server says of itself that the groups need: its slots and its vocabulary (-1: not said).
+struct server_size {
+  std::int64_t slots = -1, n_vocab = -1;
+};
+
+// One group, retried while its failure is retryable; `hang` is set when the backend is silent
+// with /health answering (a hung server is named within two deadlines, this group's and the
+// probe's, not retried group by group).
+net::awaitable<group_outcome> run_group(backend& b, shared_state* st, const std::string& name, const audit::request_group& g,
+                                        server_watch& watch, server_size size, std::string& hang) {
+  auto ex = co_await net::this_coro::executor;
+  group_outcome out;
+  for (int attempt = 1;; ++attempt) {
+    out = co_await run_group_once(b, g, *st->spec, *st->plan, size.slots, watch, size.n_vocab);
+    out.attempts = attempt;
+    if (std::any_of(out.runs.begin(), out.runs.end(), [](const audit::observed_run& r) { return r.stream.has_value(); }))
+      watch.last_answer_ms = wall_ms();
+    if (out.first_failure && silent(*out.first_failure) && !g.requests.empty()) {
+      hang = co_await hang_of(b, g, *st->plan, watch);
+      if (!hang.empty()) break;
+    }
+    if (attempt >= st->options->max_attempts || !out.retryable_failure) break;
+    retry_event ev{name, g.index, attempt, out.first_error, {}};
+    if (restarting(out.first_failure) && watch.down) break;  // it did not come back before: fail at once
+    if (restarting(out.first_failure)) {
+      bool healthy = false;
+      ev.waited = co_await wait_for_health(b, st->options->health_wait, healthy);
+      watch.down = !healthy;
+      if (watch.down) {
+        if (st->options->on_retry) st->options->on_retry(ev);
+        continue;  // one last attempt, then the server counts as gone
+      }
+    } else {
+      net::steady_timer pause(ex, st->options->retry_delay);
+      co_await pause.async_wait(token_t{});
+    }
+    if (st->options->on_retry) st->options->on_retry(ev);
   }
-  if (st->spec->selftest && before) {
-    const selftest_options so;  // named: GCC 12 mis-destroys a braced temporary in a co_await
-    const auto result = co_await run_selftest(b.config(), so);
-    if (st->options->on_selftest) st->options->on_selftest(name, b.config(), result);
+  if (!out.first_failure) watch.down = false;
+  co_return out;
+}
+
+// A hung backend: the line names what it left, counted first, so that every group not run
+// carries it whole; its remaining groups are failed with it.
+void give_up_hung(shared_state* st, const std::string& name, std::size_t at, std::string hang) {
+  std::size_t failed_groups = 0, not_run = 0;
+  for (const auto& o : st->out->groups)
+    failed_groups += o.backend == name && std::any_of(o.runs.begin(), o.runs.end(), [](const audit::observed_run& r) { return !r.stream; });
+  for (std::size_t rest = at + 1; rest < st->plan->groups.size(); ++rest) {
+    const auto& later = st->plan->groups[rest];
+    not_run += later.backend == name && !st->options->skip_groups.count(later.index) && (!st->options->wanted || st->options->wanted(later));
   }
-  if (before) watch.last_answer_ms = wall_ms();  // its canary is a completion
+  hang += "; " + std::to_string(failed_groups) + " group" + (failed_groups == 1 ? "" : "s") + " failed, " + std::to_string(not_run) +
+          " not run";
+  fail_backend(st, name, "backend_hung: not run: " + hang, at + 1);
+  st->out->hung.push_back(name + ": " + hang);
+  if (st->options->on_hung) st->options->on_hung(name, hang);
+}
+
+// The backend's groups in plan order; false when it hung.
+net::awaitable<bool> run_groups(backend& b, shared_state* st, const std::string& name, server_watch& watch, server_size size) {
   const std::chrono::milliseconds quiet_bound(static_cast<std::int64_t>(st->spec->wait_for_quiet_s) * 1000);
-  std::string hang;
-  for (std::size_t at = 0; at < st->plan->groups.size() && hang.empty(); ++at) {
+  for (std::size_t at = 0; at < st->plan->groups.size(); ++at) {
     const auto& g = st->plan->groups[at];
     if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
     if (st->options->cancel && st->options->cancel->load()) {
@@ -444,89 +526,76 @@ net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_con
     if (quiet_bound.count() > 0 && g.mode == audit::group_mode::serial && !watch.quiet_no_counters)
       co_await wait_for_quiet(b, watch, quiet_bound);
     set_first_byte_deadline(b, watch, *st->options, g);
-    group_outcome out;
-    for (int attempt = 1;; ++attempt) {
-      out = co_await run_group_once(b, g, *st->spec, *st->plan, server_slots, watch, n_vocab);
-      out.attempts = attempt;
-      if (std::any_of(out.runs.begin(), out.runs.end(), [](const audit::observed_run& r) { return r.stream.has_value(); }))
-        watch.last_answer_ms = wall_ms();
-      // Silence with health answering is asked about once, not retried group by group: a hung
-      // server is named within two deadlines (this group's and the probe's).
-      if (out.first_failure && silent(*out.first_failure) && !g.requests.empty()) {
-        hang = co_await hang_of(b, g, *st->plan, watch);
-        if (!hang.empty()) break;
-      }
-      if (attempt >= st->options->max_attempts || !out.retryable_failure) break;
-      retry_event ev{name, g.index, attempt, out.first_error, {}};
-      if (restarting(out.first_failure) && watch.down) break;  // it did not come back before: fail at once
-      if (restarting(out.first_failure)) {
-        bool healthy = false;
-        ev.waited = co_await wait_for_health(b, st->options->health_wait, healthy);
-        watch.down = !healthy;
-        if (watch.down) {
-          if (st->options->on_retry) st->options->on_retry(ev);
-          continue;  // one last attempt, then the server counts as gone
-        }
-      } else {
-        net::steady_timer pause(ex, st->options->retry_delay);
-        co_await pause.async_wait(token_t{});
-      }
-      if (st->options->on_retry) st->options->on_retry(ev);
-    }
-    if (!out.first_failure) watch.down = false;
+    std::string hang;
+    auto out = co_await run_group(b, st, name, g, watch, size, hang);
     report(*st, out);
     st->out->groups.push_back(std::move(out));
     if (!hang.empty()) {
-      // The line names what it left: counted first, so that every group not run carries it whole.
-      std::size_t failed_groups = 0, not_run = 0;
-      for (const auto& o : st->out->groups)
-        failed_groups += o.backend == name &&
-                         std::any_of(o.runs.begin(), o.runs.end(), [](const audit::observed_run& r) { return !r.stream; });
-      for (std::size_t rest = at + 1; rest < st->plan->groups.size(); ++rest) {
-        const auto& later = st->plan->groups[rest];
-        not_run += later.backend == name && !st->options->skip_groups.count(later.index) &&
-                   (!st->options->wanted || st->options->wanted(later));
-      }
-      hang += "; " + std::to_string(failed_groups) + " group" + (failed_groups == 1 ? "" : "s") + " failed, " +
-              std::to_string(not_run) + " not run";
-      fail_backend(st, name, "backend_hung: not run: " + hang, at + 1);
-      st->out->hung.push_back(name + ": " + hang);
-      if (st->options->on_hung) st->options->on_hung(name, hang);
+      give_up_hung(st, name, at, std::move(hang));
+      co_return false;
     }
   }
-  if (!hang.empty()) {
-    // Its fingerprint would wait out one more deadline for a canary that never comes.
-    st->out->errors.push_back(name + ": fingerprint after the job not taken: the backend hung");
-    co_return true;
-  }
+  co_return true;
+}
 
+// The fingerprint after the job. A canary that moved is taken again, twice at most: load from
+// elsewhere on the server (another audit, another user) can move one reading, but a server whose
+// weights or build changed never gives the old numbers back. One reading equal to the first says
+// it did not change; still moved, a reading that had company says nothing of the server: it is
+// taken again on an idle server, or left undecided with the reason.
+net::awaitable<void> take_after(backend& b, shared_state* st, const std::string& name, const fingerprint_result& before,
+                                server_watch& watch) {
+  auto ex = co_await net::this_coro::executor;
   if (watch.counters) co_await read_counters(b, watch, st->plan->groups.size());
   auto after = co_await b.fingerprint(st->spec->prompts);
-  // A canary that moved is taken again, twice at most: load from elsewhere on the server (another
-  // audit, another user) can move one reading, but a server whose weights or build changed
-  // never gives the old numbers back. One reading equal to the first says it did not change.
   if (after && before && !before->canary_logit_digest.empty()) {
     for (int retake = 0; retake < 2 && after->canary_logit_digest != before->canary_logit_digest; ++retake) {
       net::steady_timer pause(ex, std::chrono::milliseconds(100));
       co_await pause.async_wait(token_t{});
       if (auto c = co_await b.canary()) set_canary(*after, *c);
     }
-    // Still moved: a reading that had company says nothing of the server; it is taken again on
-    // an idle server, or left undecided with the reason.
     if (after->canary_logit_digest != before->canary_logit_digest)
       after = co_await retake_busy_canary(b, std::move(*after), *st->options, &*before);
   }
-  if (after) {
-    record_quiet(watch, quiet_bound, *after);
-    if (watch.restarts > 0) {
-      after->observed["restarts"] = std::to_string(watch.restarts);
-      after->observed["restart_at"] = watch.restart_at;
-    }
-    st->out->fingerprints[name].after = *after;
-    if (st->options->on_fingerprint) st->options->on_fingerprint(name, audit::fingerprint_phase::after, *after);
-  } else {
+  if (!after) {
     st->out->errors.push_back(name + ": fingerprint after the job failed: " + after.error().message);
+    co_return;
   }
+  record_quiet(watch, std::chrono::milliseconds(static_cast<std::int64_t>(st->spec->wait_for_quiet_s) * 1000), *after);
+  if (watch.restarts > 0) {
+    after->observed["restarts"] = std::to_string(watch.restarts);
+    after->observed["restart_at"] = watch.restart_at;
+  }
+  st->out->fingerprints[name].after = *after;
+  if (st->options->on_fingerprint) st->options->on_fingerprint(name, audit::fingerprint_phase::after, *after);
+}
+
+net::awaitable<bool> run_backend(shared_state* st, std::string name, backend_config config) {
+  auto ex = co_await net::this_coro::executor;
+  backend b(ex, std::move(config));
+  const auto before = co_await take_before(b, st, name);
+  if (unreachable(before)) {
+    fail_backend(st, name, std::string(to_string(before.error().code)) + ": " + before.error().message);
+    co_return false;
+  }
+  server_size size;
+  if (before) {
+    size.slots = before->total_slots;
+    if (auto v = before->model_meta.find("n_vocab"); v != before->model_meta.end()) size.n_vocab = std::atoll(v->second.c_str());
+  }
+  if (st->spec->selftest && before) {
+    const selftest_options so;  // named: GCC 12 mis-destroys a braced temporary in a co_await
+    const auto result = co_await run_selftest(b.config(), so);
+    if (st->options->on_selftest) st->options->on_selftest(name, b.config(), result);
+  }
+  server_watch watch;
+  if (before) watch.last_answer_ms = wall_ms();  // its canary is a completion
+  if (!co_await run_groups(b, st, name, watch, size)) {
+    // Its fingerprint would wait out one more deadline for a canary that never comes.
+    st->out->errors.push_back(name + ": fingerprint after the job not taken: the backend hung");
+    co_return true;
+  }
+  co_await take_after(b, st, name, before, watch);
   co_return true;
 }
 
