@@ -67,6 +67,42 @@ int free_loopback_port() {
   return port;
 }
 
+namespace {
+
+// The server's command line: llama-server's flags from the options, or `o.command` with its
+// "{port}" filled in.
+std::vector<std::string> command_line(const llama_server_options& o, int port) {
+  if (!o.command.empty()) {
+    auto args = o.command;
+    for (auto& a : args)
+      if (a == "{port}") a = std::to_string(port);
+    return args;
+  }
+  std::vector<std::string> args = {o.executable, "-m", o.model, "--host", "127.0.0.1", "--port",
+                                   std::to_string(port), "-np", std::to_string(o.parallel),
+                                   "-t", std::to_string(o.threads), "-c", std::to_string(o.ctx),
+                                   "--no-webui"};
+  if (o.metrics) args.push_back("--metrics");
+  args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
+  return args;
+}
+
+// This process's environment with `env`'s names replaced by their values.
+std::vector<std::string> environment_with(const std::vector<std::pair<std::string, std::string>>& env) {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced = std::any_of(env.begin(), env.end(), [&](const auto& kv) {
+      return entry.size() > kv.first.size() && entry.starts_with(kv.first) && entry[kv.first.size()] == '=';
+    });
+    if (!replaced) out.emplace_back(entry);
+  }
+  for (const auto& [name, value] : env) out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace
+
 expected<std::unique_ptr<llama_server_process>, std::string> llama_server_process::spawn(
     llama_server_options o) {
   if (o.command.empty() && o.executable.empty()) o.executable = find_llama_tool("llama-server");
@@ -82,30 +118,12 @@ expected<std::unique_ptr<llama_server_process>, std::string> llama_server_proces
                                                     "-" + std::to_string(p->port_) + ".log")
                      : o.log_file;
 
-  std::vector<std::string> args = {o.executable, "-m", o.model, "--host", "127.0.0.1", "--port",
-                                   std::to_string(p->port_), "-np", std::to_string(o.parallel),
-                                   "-t", std::to_string(o.threads), "-c", std::to_string(o.ctx),
-                                   "--no-webui"};
-  if (o.metrics) args.push_back("--metrics");
-  args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
-  if (!o.command.empty()) {
-    args = o.command;
-    for (auto& a : args)
-      if (a == "{port}") a = std::to_string(p->port_);
-  }
+  std::vector<std::string> args = command_line(o, p->port_);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   // The child's environment, built here: between vfork and exec only system calls.
-  std::vector<std::string> env_text;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string_view entry(*e);
-    const bool replaced = std::any_of(o.env.begin(), o.env.end(), [&](const auto& kv) {
-      return entry.size() > kv.first.size() && entry.starts_with(kv.first) && entry[kv.first.size()] == '=';
-    });
-    if (!replaced) env_text.emplace_back(entry);
-  }
-  for (const auto& [name, value] : o.env) env_text.push_back(name + "=" + value);
+  std::vector<std::string> env_text = environment_with(o.env);
   std::vector<char*> envp;
   for (auto& e : env_text) envp.push_back(e.data());
   envp.push_back(nullptr);

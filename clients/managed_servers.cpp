@@ -156,6 +156,75 @@ std::vector<pid_t> managed_servers::pids() const {
   return out;
 }
 
+net::awaitable<expected<std::vector<std::string>, std::string>> managed_servers::start_rpc_servers(
+    std::string backend, audit::server_settings s, std::string rpc_server, std::filesystem::path log_stem, int processes) {
+  auto& rpc = rpc_servers_[backend];
+  std::vector<std::string> endpoints;
+  for (int i = 0; i < processes; ++i) {
+    llama_server_options h;
+    h.command = {rpc_server, "-H", "127.0.0.1", "-p", "{port}", "-t", std::to_string(s.threads)};
+    if (!s.cpu_variant.empty()) h.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
+    h.env.emplace_back("LOGITAUDIT_GGML_BACKENDS", "");  // the CPU backend alone, whatever the daemon's shell asked
+    h.log_file = log_stem.string() + "-rpc" + std::to_string(i) + ".log";
+    auto spawned = llama_server_process::spawn(h);
+    if (!spawned) co_return unexpected{"ggml-rpc-server for '" + backend + "': " + spawned.error()};
+    rpc.push_back(std::move(*spawned));
+    auto& proc = *rpc.back();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    // Exited first: a port taken by another process before this one bound it must not pass
+    // for this server listening.
+    for (;;) {
+      const bool gone = proc.exited();
+      if (!gone && accepts(proc.port())) break;
+      if (gone || std::chrono::steady_clock::now() > deadline)
+        co_return unexpected{"ggml-rpc-server " + std::to_string(i) + " for '" + backend + "' did not listen; the end of its log:\n" +
+                             proc.log_tail(10)};
+      net::steady_timer pause(ex_, std::chrono::milliseconds(50));
+      co_await pause.async_wait(token_t{});
+    }
+    endpoints.push_back("127.0.0.1:" + std::to_string(proc.port()));
+  }
+  co_return endpoints;
+}
+
+net::awaitable<expected<std::string, managed_servers::launch_failure>> managed_servers::launch(std::string backend,
+                                                                                              llama_server_options o,
+                                                                                              std::vector<std::string> env) {
+  auto spawned = llama_server_process::spawn(o);
+  if (!spawned) co_return unexpected{launch_failure{spawned.error(), false}};
+  auto proc = std::move(*spawned);
+  spdlog::info("{}: started llama-server for {} (pid {}, {}, log {})", label_, backend, proc->pid(), proc->url(),
+               proc->log_file().string());
+  auto ep = parse_endpoint(proc->url());
+  http_options ho;
+  ho.connect_timeout = std::chrono::milliseconds(500);
+  ho.total_timeout = std::chrono::milliseconds(2'000);
+  http_client http(ex_, *ep, ho);
+  const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
+  while (std::chrono::steady_clock::now() < deadline && !proc->exited()) {
+    auto r = co_await http.request(http::verb::get, "/health");
+    if (r && r->status == 200) {
+      const std::string url = proc->url();
+      running_[backend] = std::move(proc);
+      devices_[backend] = listed_devices(options_.executable.empty() ? find_llama_tool("llama-server") : options_.executable, env);
+      co_return url;
+    }
+    net::steady_timer pause(ex_, std::chrono::milliseconds(100));
+    co_await pause.async_wait(token_t{});
+  }
+  const std::string tail = proc->log_tail(20);
+  if (!proc->exited()) {
+    proc->stop();
+    co_return unexpected{launch_failure{"llama-server for '" + backend + "' did not become healthy within " +
+                                            std::to_string(options_.startup_timeout.count() / 1000) + " s; the end of its log (" +
+                                            proc->log_file().string() + "):\n" + tail,
+                                        false}};
+  }
+  co_return unexpected{launch_failure{"llama-server for '" + backend + "' exited during start-up; the end of its log (" +
+                                          proc->log_file().string() + "):\n" + tail,
+                                      true}};
+}
+
 net::awaitable<expected<std::string, std::string>> managed_servers::start(std::string backend, audit::server_settings s) {
   stop(backend);
   const auto path = model_path(s.model);
@@ -165,7 +234,6 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
   const auto dir = options_.log_dir.empty() ? std::filesystem::temp_directory_path() : options_.log_dir;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-
   // A device other than the CPU is the host's to offer (the spec's check asked it too).
   device_catalogue host;
   if (s.device != "cpu") {
@@ -176,103 +244,42 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
   // listening before llama-server connects to them.
   std::vector<std::string> endpoints;
   if (const auto d = audit::parse_device(s.device); d && d->what == audit::device_choice::kind::rpc) {
-    auto& rpc = rpc_servers_[backend];
-    for (int i = 0; i < d->processes; ++i) {
-      llama_server_options h;
-      h.command = {host.rpc_server, "-H", "127.0.0.1", "-p", "{port}", "-t", std::to_string(s.threads)};
-      if (!s.cpu_variant.empty()) h.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
-      h.env.emplace_back("LOGITAUDIT_GGML_BACKENDS", "");  // the CPU backend alone, whatever the daemon's shell asked
-      h.log_file = dir / (label_ + "-" + safe + "-rpc" + std::to_string(i) + ".log");
-      auto spawned = llama_server_process::spawn(h);
-      if (!spawned) {
-        stop(backend);
-        co_return unexpected{"ggml-rpc-server for '" + backend + "': " + spawned.error()};
-      }
-      rpc.push_back(std::move(*spawned));
-      const auto& proc = *rpc.back();
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      // Exited first: a port taken by another process before this one bound it must not pass
-      // for this server listening.
-      for (;;) {
-        const bool gone = rpc.back()->exited();
-        if (!gone && accepts(proc.port())) break;
-        if (gone || std::chrono::steady_clock::now() > deadline) {
-          const std::string tail = rpc.back()->log_tail(10);
-          stop(backend);
-          co_return unexpected{"ggml-rpc-server " + std::to_string(i) + " for '" + backend + "' did not listen; the end of its log:\n" + tail};
-        }
-        net::steady_timer pause(ex_, std::chrono::milliseconds(50));
-        co_await pause.async_wait(token_t{});
-      }
-      endpoints.push_back("127.0.0.1:" + std::to_string(proc.port()));
+    auto started = co_await start_rpc_servers(backend, s, host.rpc_server, dir / (label_ + "-" + safe), d->processes);
+    if (!started) {
+      stop(backend);
+      co_return unexpected{started.error()};
     }
+    endpoints = std::move(*started);
   }
-  const auto launch = device_arguments(s, host, endpoints);
-
+  const auto launch_with = device_arguments(s, host, endpoints);
+  llama_server_options o;
+  o.executable = options_.executable;
+  o.model = *path;
+  o.parallel = s.parallel;
+  o.threads = s.threads;
+  o.ctx = options_.ctx_per_slot * s.parallel;
+  o.metrics = true;  // the batching evidence reads its decode counters
+  o.extra_args = server_arguments(s);
+  // Its log names the CPU variant ggml loaded and the features it uses (the machine in the
+  // fingerprint); about 4 KB a request.
+  o.extra_args.insert(o.extra_args.end(), {"-lv", "4"});
+  // One ggml CPU variant alone (the provisioned wrapper keeps a folder per variant).
+  if (!s.cpu_variant.empty()) o.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
+  // The compute backend: its flags, and the libraries the provisioned wrapper loads for it.
+  o.extra_args.insert(o.extra_args.end(), launch_with.args.begin(), launch_with.args.end());
+  o.env.insert(o.env.end(), launch_with.env.begin(), launch_with.env.end());
+  o.log_file = dir / (label_ + "-" + safe + ".log");
+  std::vector<std::string> env;
+  for (const auto& [name, value] : launch_with.env) env.push_back(name + "=" + value);
   // A port found free can be taken before the server binds it: then the server exits at once,
   // and another port is tried.
   std::string last_error;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    llama_server_options o;
-    o.executable = options_.executable;
-    o.model = *path;
-    o.parallel = s.parallel;
-    o.threads = s.threads;
-    o.ctx = options_.ctx_per_slot * s.parallel;
-    o.metrics = true;  // the batching evidence reads its decode counters
-    o.extra_args = server_arguments(s);
-    // Its log names the CPU variant ggml loaded and the features it uses (the machine in the
-    // fingerprint); about 4 KB a request.
-    o.extra_args.insert(o.extra_args.end(), {"-lv", "4"});
-    // One ggml CPU variant alone (the provisioned wrapper keeps a folder per variant).
-    if (!s.cpu_variant.empty()) o.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
-    // The compute backend: its flags, and the libraries the provisioned wrapper loads for it.
-    o.extra_args.insert(o.extra_args.end(), launch.args.begin(), launch.args.end());
-    o.env.insert(o.env.end(), launch.env.begin(), launch.env.end());
-    o.log_file = dir / (label_ + "-" + safe + ".log");
-    auto spawned = llama_server_process::spawn(o);
-    if (!spawned) {
-      rpc_servers_.erase(backend);
-      co_return unexpected{spawned.error()};
-    }
-    auto proc = std::move(*spawned);
-    spdlog::info("{}: started llama-server for {} (pid {}, {}, log {})", label_, backend, proc->pid(), proc->url(),
-                 proc->log_file().string());
-    auto ep = parse_endpoint(proc->url());
-    http_options ho;
-    ho.connect_timeout = std::chrono::milliseconds(500);
-    ho.total_timeout = std::chrono::milliseconds(2'000);
-    http_client http(ex_, *ep, ho);
-    const auto deadline = std::chrono::steady_clock::now() + options_.startup_timeout;
-    bool exited = false;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (proc->exited()) {
-        exited = true;
-        break;
-      }
-      auto r = co_await http.request(http::verb::get, "/health");
-      if (r && r->status == 200) {
-        const std::string url = proc->url();
-        running_[backend] = std::move(proc);
-        std::vector<std::string> env;
-        for (const auto& [name, value] : launch.env) env.push_back(name + "=" + value);
-        devices_[backend] = listed_devices(options_.executable.empty() ? find_llama_tool("llama-server") : options_.executable, env);
-        co_return url;
-      }
-      net::steady_timer pause(ex_, std::chrono::milliseconds(100));
-      co_await pause.async_wait(token_t{});
-    }
-    const std::string tail = proc->log_tail(20);
-    if (!exited) {
-      proc->stop();
-      rpc_servers_.erase(backend);
-      co_return unexpected{"llama-server for '" + backend + "' did not become healthy within " +
-                           std::to_string(options_.startup_timeout.count() / 1000) + " s; the end of its log (" +
-                           proc->log_file().string() + "):\n" + tail};
-    }
-    last_error = "llama-server for '" + backend + "' exited during start-up; the end of its log (" +
-                 proc->log_file().string() + "):\n" + tail;
-    if (tail.find("bind") == std::string::npos && tail.find("address already in use") == std::string::npos) break;
+    auto url = co_await launch(backend, o, env);
+    if (url) co_return *url;
+    last_error = url.error().why;
+    if (!url.error().exited || (last_error.find("bind") == std::string::npos && last_error.find("address already in use") == std::string::npos))
+      break;
   }
   rpc_servers_.erase(backend);  // its ggml-rpc-servers, which nothing uses now
   co_return unexpected{last_error};

@@ -90,6 +90,19 @@ class managed_servers {
   machine_facts machine_of(const std::string& backend) const;
 
  private:
+  // rpc:N: N ggml-rpc-servers, each listening; their endpoints, or why one did not start.
+  net::awaitable<expected<std::vector<std::string>, std::string>> start_rpc_servers(std::string backend, audit::server_settings s,
+                                                                                   std::string rpc_server,
+                                                                                   std::filesystem::path log_stem, int processes);
+  // One llama-server of the backend until /health answers: its URL; or why not, and whether it
+  // exited (a port taken before it bound: another is tried).
+  struct launch_failure {
+    std::string why;
+    bool exited = false;
+  };
+  net::awaitable<expected<std::string, launch_failure>> launch(std::string backend, llama_server_options o,
+                                                               std::vector<std::string> env);
+
   net::any_io_executor ex_;
   managed_options options_;
   std::string label_;
