@@ -415,6 +415,42 @@ void arm_search(clients::runner_options& o, std::shared_ptr<search_state> state,
   };
 }
 
+// A certify job's minutes: groups not begun by then are skipped (and recorded in `out_of_time`),
+// and their families say so.
+void arm_budget_minutes(clients::runner_options& o, const audit::audit_spec& spec,
+                        std::shared_ptr<std::set<std::size_t>> out_of_time) {
+  if (!spec.certify || spec.certify->budget_minutes <= 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(spec.certify->budget_minutes);
+  o.wanted = [deadline, out_of_time, inner = std::move(o.wanted)](const audit::request_group& g) {
+    if (!g.is_baseline && std::chrono::steady_clock::now() > deadline) {
+      out_of_time->insert(g.index);
+      return false;
+    }
+    return inner ? inner(g) : true;
+  };
+}
+
+// Everything the findings are judged from, as stored (exactly what `verify` will see), and the
+// write that failed, if one did. A database server that went away is waited for: the groups it
+// did not take yet are written when it answers again, before this reads them.
+net::awaitable<std::pair<stored_evidence, std::string>> load_evidence(storage::db_worker& db, std::int64_t id,
+                                                                      std::optional<std::int64_t> reference,
+                                                                      std::vector<std::pair<std::string, std::string>> paths) {
+  auto* worker = &db;
+  auto load = [worker, id, reference, paths](storage::store& s) {
+    stored_evidence ev;
+    ev.runs = s.evidence().observations(id);
+    for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
+    ev.evidence.loads = s.evidence().load_levels(id);
+    ev.evidence.fingerprints = s.evidence().fingerprints(id);
+    for (const auto& [name, url] : paths)
+      if (auto t = s.evidence().latest_selftest(name, url)) ev.evidence.selftests[name] = t->summary();
+    if (reference) ev.evidence.reference = storage::reference_evidence_of(s, *reference);
+    return std::pair{std::move(ev), worker->write_error(id)};
+  };
+  co_return co_await on_db_patient(db, std::move(load));
+}
+
 net::awaitable<std::shared_ptr<search_state>> load_search_state(storage::db_worker* db, std::int64_t id, bool resumed,
                                                                 audit::evidence_thresholds thresholds) {
   auto state = std::make_shared<search_state>();
@@ -546,18 +582,8 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     return c.kind == audit::condition_kind::threshold_search;
   });
   if (searches) arm_search(o, co_await load_search_state(&db_, id, !stored.empty(), config_.evidence), *spec, plan);
-  // A certify job's minutes: groups not begun by then are skipped, and their families say so.
   auto out_of_time = std::make_shared<std::set<std::size_t>>();
-  if (spec->certify && spec->certify->budget_minutes > 0) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(spec->certify->budget_minutes);
-    o.wanted = [deadline, out_of_time, inner = std::move(o.wanted)](const audit::request_group& g) {
-      if (!g.is_baseline && std::chrono::steady_clock::now() > deadline) {
-        out_of_time->insert(g.index);
-        return false;
-      }
-      return inner ? inner(g) : true;
-    };
-  }
+  arm_budget_minutes(o, *spec, out_of_time);
   auto outcome = co_await clients::run_audit(*spec, *plan, *configs, o);
   servers->stop_all();
   if (outcome.cancelled && !controls.stop->by_user) {
@@ -565,25 +591,10 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
     co_return end;  // status running
   }
 
-  // Everything queued is written before this task runs (the db thread writes first); the
-  // findings are judged from what was stored, exactly as `verify` will see it.
-  auto* db = &db_;
+  // Everything queued is written before this task runs (the db thread writes first).
   std::vector<std::pair<std::string, std::string>> paths;  // each backend's path: name, URL
   for (const auto& [name, c] : *configs) paths.emplace_back(name, c.url);
-  auto load = [db, id, reference = spec->reference_audit, paths](storage::store& s) {
-    stored_evidence ev;
-    ev.runs = s.evidence().observations(id);
-    for (auto& b : s.evidence().bursts(id)) ev.evidence.bursts[b.group] = std::move(b.measurement);
-    ev.evidence.loads = s.evidence().load_levels(id);
-    ev.evidence.fingerprints = s.evidence().fingerprints(id);
-    for (const auto& [name, url] : paths)
-      if (auto t = s.evidence().latest_selftest(name, url)) ev.evidence.selftests[name] = t->summary();
-    if (reference) ev.evidence.reference = storage::reference_evidence_of(s, *reference);
-    return std::pair{std::move(ev), db->write_error(id)};
-  };
-  // A database server that went away is waited for: the groups it did not take yet are
-  // written when it answers again, before this reads them.
-  auto [ev, write_error] = co_await on_db_patient(db_, std::move(load));
+  auto [ev, write_error] = co_await load_evidence(db_, id, spec->reference_audit, std::move(paths));
   ev.evidence.thresholds = config_.evidence;
   auto f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
   judge_end(outcome, ev.runs, write_error, *plan, *out_of_time, end);
