@@ -190,14 +190,13 @@ std::vector<std::string> make_vocabulary(std::uint32_t n_vocab) {
   return v;
 }
 
-void write_random_llama_gguf(const model_shape& s, std::uint64_t seed, const std::string& name,
-                             const std::filesystem::path& out) {
+namespace {
+
+// Tensors, in the order llama.cpp lists them, drawn from `rng` in that order. Standard deviations
+// keep every activation near unit scale; the output layer's sets the logit spread (see model_shape).
+std::vector<tensor> random_tensors(const model_shape& s, random_source& rng) {
   const std::uint32_t head_dim = s.n_embd / s.n_head;
   const std::uint64_t n_embd_kv = static_cast<std::uint64_t>(s.n_head_kv) * head_dim;
-  random_source rng(seed);
-
-  // Tensors, in the order llama.cpp lists them. Standard deviations keep every activation
-  // near unit scale; the output layer's sets the logit spread (see model_shape).
   std::vector<tensor> tensors;
   tensors.push_back(gaussian(rng, "token_embd.weight", {s.n_embd, s.n_vocab}, 1.0));
   const double in_std = 1.0 / std::sqrt(static_cast<double>(s.n_embd));
@@ -223,8 +222,13 @@ void write_random_llama_gguf(const model_shape& s, std::uint64_t seed, const std
   for (std::size_t i = 0; i < std::size_t{kFirstByteToken} + 256; ++i)
     for (std::size_t k = 0; k < s.n_embd; ++k) out_rows[i * s.n_embd + k] *= 0.25f;
 
-  const auto vocab = make_vocabulary(s.n_vocab);
+  return tensors;
+}
 
+// The GGUF metadata: the architecture, the shape, and a SentencePiece vocabulary.
+gguf_file metadata(const model_shape& s, const std::string& name) {
+  const std::uint32_t head_dim = s.n_embd / s.n_head;
+  const auto vocab = make_vocabulary(s.n_vocab);
   gguf_file meta;
   meta.kv_str("general.architecture", "llama");
   meta.kv_str("general.name", name);
@@ -255,6 +259,16 @@ void write_random_llama_gguf(const model_shape& s, std::uint64_t seed, const std
   meta.kv_u32("tokenizer.ggml.eos_token_id", 2);
   meta.kv_bool("tokenizer.ggml.add_bos_token", true);
 
+  return meta;
+}
+
+}  // namespace
+
+void write_random_llama_gguf(const model_shape& s, std::uint64_t seed, const std::string& name,
+                             const std::filesystem::path& out) {
+  random_source rng(seed);
+  const auto tensors = random_tensors(s, rng);
+  const auto meta = metadata(s, name);
   gguf_file f;
   f.raw("GGUF", 4);
   f.u32(3);
