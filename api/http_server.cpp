@@ -186,6 +186,83 @@ net::awaitable<api_response> dispatch(const router& routes, request_context ctx)
   }
 }
 
+// The query string's parameters into ctx.query; false when a percent-escape is malformed.
+bool read_query(std::string_view target, request_context& ctx) {
+  bool ok = true;
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return true;
+  std::string_view qs = target.substr(q + 1);
+  while (!qs.empty()) {
+    auto amp = qs.find('&');
+    auto part = qs.substr(0, amp);
+    auto eq = part.find('=');
+    std::string k, v;
+    ok = ok && url_decode(part.substr(0, eq), k) && url_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1), v);
+    ctx.query[k] = v;
+    if (amp == std::string_view::npos) break;
+    qs.remove_prefix(amp + 1);
+  }
+  return ok;
+}
+
+// What a handler is given of a request read whole (its body moved out of it).
+request_context context_of(http::request<http::string_body>& req, const std::string& target) {
+  request_context ctx;
+  ctx.method = req.method();
+  ctx.path = target.substr(0, target.find('?'));
+  ctx.body = std::move(req.body());
+  ctx.content_type = std::string(req[http::field::content_type]);
+  ctx.authorization = std::string(req[http::field::authorization]);
+  ctx.if_none_match = std::string(req[http::field::if_none_match]);
+  ctx.accept_encoding = std::string(req[http::field::accept_encoding]);
+  return ctx;
+}
+
+// The answer to a request that was not read whole: too large, or malformed.
+api_response read_failure(const beast::error_code& ec, std::size_t body_limit) {
+  if (ec == http::error::body_limit)
+    return error_response(service_errc::payload_too_large, "payload_too_large", "the body exceeds " + std::to_string(body_limit) + " bytes");
+  if (ec == http::error::header_limit)
+    return error_response(service_errc::header_too_large, "header_too_large", "the request header is too large");
+  return error_response(service_errc::invalid, "bad_request", "malformed HTTP request: " + ec.message());
+}
+
+// The console's page runs only our own files: no inline script or style, no other origin, no
+// framing. The same headers on every response cost nothing and protect any JSON a browser is
+// tricked into rendering.
+template <class Response>
+void set_common_headers(Response& out, const api_response& res) {
+  out.set(http::field::server, "logitauditd");
+  out.set(http::field::content_type, res.content_type);
+  out.set("Content-Security-Policy",
+          "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+          "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+  out.set("X-Content-Type-Options", "nosniff");
+  out.set("Referrer-Policy", "no-referrer");
+  for (const auto& [field, value] : res.headers) out.set(field, value);
+}
+
+// A request that was not read whole: close gracefully, reading and dropping what the client still
+// sends for a moment, so that it sees our answer rather than a reset.
+net::awaitable<void> drain(tcp_stream& stream) {
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  char scratch[16 * 1024];
+  for (std::size_t drained = 0; drained < (64u << 20);) {
+    stream.expires_after(std::chrono::seconds(2));
+    auto [dec, dn] = co_await stream.async_read_some(net::buffer(scratch));
+    if (dec) break;
+    drained += dn;
+  }
+}
+
+// The body limit of a request's path: a route may take larger bodies (an evidence bundle).
+std::size_t body_limit_of(const http_server::state& st, std::string_view target) {
+  if (st.limits.larger_bodies.empty()) return st.limits.max_body;
+  auto it = st.limits.larger_bodies.find(std::string(target.substr(0, target.find('?'))));
+  return it == st.limits.larger_bodies.end() ? st.limits.max_body : it->second;
+}
+
 net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket socket) {
   tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
@@ -201,13 +278,9 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     stream.expires_after(st->limits.read_timeout);
     auto [ec, n] = co_await http::async_read_header(stream, buffer, parser);
     std::size_t body_limit = st->limits.max_body;
-    if (!ec && !st->limits.larger_bodies.empty()) {
-      const std::string_view target = parser.get().target();
-      if (auto it = st->limits.larger_bodies.find(std::string(target.substr(0, target.find('?'))));
-          it != st->limits.larger_bodies.end()) {
-        body_limit = it->second;
-        parser.body_limit(body_limit);
-      }
+    if (!ec) {
+      body_limit = body_limit_of(*st, parser.get().target());
+      if (body_limit != st->limits.max_body) parser.body_limit(body_limit);
     }
     if (!ec && !parser.is_done()) std::tie(ec, n) = co_await http::async_read(stream, buffer, parser);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == net::error::eof) co_return;
@@ -216,48 +289,19 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     bool keep_alive = false;
     unsigned version = 11;
     std::string method = "-", target = "-";
-    if (ec == http::error::body_limit) {
-      res = error_response(service_errc::payload_too_large, "payload_too_large",
-                           "the body exceeds " + std::to_string(body_limit) + " bytes");
-    } else if (ec == http::error::header_limit) {
-      res = error_response(service_errc::header_too_large, "header_too_large", "the request header is too large");
-    } else if (ec) {
-      res = error_response(service_errc::invalid, "bad_request", "malformed HTTP request: " + ec.message());
+    if (ec) {
+      res = read_failure(ec, body_limit);
     } else {
       auto& req = parser.get();
       keep_alive = req.keep_alive();
       version = req.version();
       method = std::string(req.method_string());
       target = std::string(req.target());
-      request_context ctx;
-      ctx.method = req.method();
-      const auto q = target.find('?');
-      ctx.path = target.substr(0, q);
-      bool query_ok = true;
-      if (q != std::string::npos) {
-        std::string_view qs(target);
-        qs.remove_prefix(q + 1);
-        while (!qs.empty()) {
-          auto amp = qs.find('&');
-          auto part = qs.substr(0, amp);
-          auto eq = part.find('=');
-          std::string k, v;
-          query_ok = query_ok && url_decode(part.substr(0, eq), k) &&
-                     url_decode(eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1), v);
-          ctx.query[k] = v;
-          if (amp == std::string_view::npos) break;
-          qs.remove_prefix(amp + 1);
-        }
-      }
-      ctx.body = std::move(req.body());
-      ctx.content_type = std::string(req[http::field::content_type]);
-      ctx.authorization = std::string(req[http::field::authorization]);
-      ctx.if_none_match = std::string(req[http::field::if_none_match]);
-      ctx.accept_encoding = std::string(req[http::field::accept_encoding]);
-      const bool has_body = !ctx.body.empty();
+      auto ctx = context_of(req, target);
+      const bool query_ok = read_query(target, ctx);
       if (!query_ok) {
         res = error_response(service_errc::invalid, "bad_request", "malformed percent-escape in the query string");
-      } else if (has_body && ctx.content_type.find("application/json") == std::string::npos &&
+      } else if (!ctx.body.empty() && ctx.content_type.find("application/json") == std::string::npos &&
                  ctx.content_type.find("application/x-ndjson") == std::string::npos) {
         res = error_response(service_errc::unsupported_media_type, "unsupported_media_type",
                              "bodies must be application/json (an evidence bundle: application/x-ndjson)");
@@ -268,17 +312,7 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     // A shared body (the read model's) is written from where it lies, without a copy.
     const std::shared_ptr<const std::string> shared = std::move(res.shared_body);
     http::response<http::span_body<const char>> out{static_cast<http::status>(res.status), version};
-    out.set(http::field::server, "logitauditd");
-    out.set(http::field::content_type, res.content_type);
-    // The console's page runs only our own files: no inline script or style, no other origin,
-    // no framing. The same headers on every response cost nothing and protect any JSON a
-    // browser is tricked into rendering.
-    out.set("Content-Security-Policy",
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
-    out.set("X-Content-Type-Options", "nosniff");
-    out.set("Referrer-Policy", "no-referrer");
-    for (auto& [field, value] : res.headers) out.set(field, value);
+    set_common_headers(out, res);
     out.keep_alive(keep_alive && !st->stopped);
     out.body() = shared ? std::span<const char>(shared->data(), shared->size()) : std::span<const char>(res.body.data(), res.body.size());
     out.prepare_payload();
@@ -287,21 +321,7 @@ net::awaitable<void> session(std::shared_ptr<http_server::state> st, tcp::socket
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
     spdlog::info("{} {} {} {}us", method, target.substr(0, 200), res.status, us);
     if (st->observer) st->observer(res.status, static_cast<double>(us) / 1e6);
-    if (ec && !wec) {
-      // The request was not read whole (too large, malformed): close gracefully, reading and
-      // dropping what the client still sends for a moment, so that it sees our answer rather
-      // than a reset.
-      boost::system::error_code ignored;
-      stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-      char scratch[16 * 1024];
-      for (std::size_t drained = 0; drained < (64u << 20);) {
-        stream.expires_after(std::chrono::seconds(2));
-        auto [dec, dn] = co_await stream.async_read_some(net::buffer(scratch));
-        if (dec) break;
-        drained += dn;
-      }
-      co_return;
-    }
+    if (ec && !wec) co_return co_await drain(stream);
     if (wec || !out.keep_alive()) co_return;
   }
 }
