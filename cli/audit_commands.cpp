@@ -66,11 +66,6 @@ void add_list(CLI::App& app) {
   });
 }
 
-struct id_args {
-  common_args common;
-  std::int64_t id = 0;
-};
-
 void add_status(CLI::App& app) {
   auto a = std::make_shared<id_args>();
   auto wait = std::make_shared<bool>(false);

@@ -1,5 +1,6 @@
 // What the daemon-facing subcommands share (remote_common.hpp).
 #include "remote_common.hpp"
+#include "remote_commands.hpp"
 
 #include <unistd.h>
 

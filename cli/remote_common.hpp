@@ -25,6 +25,11 @@ struct common_args {
   std::string server;
   bool json = false;
 };
+// The options of a command on one thing by id (an audit, a schedule).
+struct id_args {
+  common_args common;
+  std::int64_t id = 0;
+};
 extern std::string global_server;  // `logitaudit --server URL <command>`
 std::string env_or(const char* name, std::string fallback);
 void add_common(CLI::App* sub, common_args& c);

@@ -7,6 +7,7 @@
 
 #include "audit/certify.hpp"
 #include "audit/plan.hpp"
+#include "audit/search.hpp"
 #include "clients/api_registry.hpp"
 #include "clients/llama_api.hpp"
 #include "clients/machine.hpp"

@@ -60,13 +60,6 @@ std::vector<job_holding> read_holdings(sql_statement& s) {
 constexpr const char* kHoldingQuery =
     "SELECT j.id, j.starts_servers, b.backend FROM jobs j LEFT JOIN job_backends b ON b.job_id = j.id ";
 
-// The one row a query by key read, if any.
-template <class T>
-std::optional<T> only(std::vector<T> rows) {
-  if (rows.empty()) return std::nullopt;
-  return std::move(rows.front());
-}
-
 std::vector<job_record> read_jobs(sql_statement& s) {
   std::vector<job_record> out;
   while (s.step()) out.push_back(read_job(s));

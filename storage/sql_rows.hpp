@@ -39,6 +39,13 @@ audit::job_status status_of(const std::string& s);
 // A stored 16-byte digest; nullopt for any other length.
 std::optional<audit::digest128> digest_of(const std::vector<std::uint8_t>& b);
 
+// The one row a query by key read, if any.
+template <class T>
+std::optional<T> only(std::vector<T> rows) {
+  if (rows.empty()) return std::nullopt;
+  return std::move(rows.front());
+}
+
 std::unique_ptr<job_repository> make_jobs(sql_connection& c, write_fence fence);
 std::unique_ptr<evidence_repository> make_evidence(sql_connection& c, write_fence fence);
 std::unique_ptr<schedule_repository> make_schedules(sql_connection& c);
