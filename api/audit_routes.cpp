@@ -274,7 +274,7 @@ net::awaitable<api_response> route_get_info(state_ptr st, request_context) {
 net::awaitable<api_response> route_get_presets(request_context) {
   json out = {{"presets", json::array()}};
   for (const auto& p : audit::presets())
-    out["presets"].push_back({{"name", p.name}, {"description", p.description}, {"spec", json::parse(spec_to_json(p.make()))}});
+    out["presets"].push_back({{"name", p.name}, {"description", p.description}, {"spec", spec_value(p.make())}});
   co_return json_response(200, dump(out));
 }
 

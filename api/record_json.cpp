@@ -216,7 +216,7 @@ json schedule_json(const storage::schedule_record& v) {
           {"enabled", v.enabled},
           {"missed", std::string(audit::to_string(v.missed))},
           {"created_at", v.created_at},
-          {"spec", v.spec ? json::parse(spec_to_json(*v.spec)) : json(nullptr)},
+          {"spec", v.spec ? spec_value(*v.spec) : json(nullptr)},
           {"next_fire_unix", maybe(v.next_fire_unix)},
           {"last_fire_unix", maybe(v.last_fire_unix)},
           {"links",

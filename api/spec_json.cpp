@@ -6,6 +6,7 @@
 #include "audit/enum_names.hpp"
 #include "audit/verdict.hpp"
 #include "storage/documents.hpp"
+#include "storage/spec_document.hpp"
 
 namespace logitaudit::api {
 
@@ -14,6 +15,8 @@ expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec(std::str
 }
 
 std::string spec_to_json(const audit::audit_spec& spec) { return storage::encode_spec_format1(spec); }
+
+nlohmann::json spec_value(const audit::audit_spec& spec) { return storage::spec_value_format1(spec); }
 
 std::string findings_to_json(const audit::findings& f) { return storage::encode_findings_format1(f); }
 
@@ -34,12 +37,16 @@ std::string verdict_json(const audit::findings& f) {
 
 std::string report_json(const audit::findings& f, std::string_view stored) {
   auto j = nlohmann::json::parse(stored, nullptr, false);
-  if (!j.is_object()) j = nlohmann::json::parse(findings_to_json(f));
+  if (!j.is_object()) j = storage::findings_value_format1(f);
   j["verdict"] = verdict_array(f);
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string report_json(const audit::findings& f) { return report_json(f, findings_to_json(f)); }
+std::string report_json(const audit::findings& f) {
+  auto j = storage::findings_value_format1(f);
+  j["verdict"] = verdict_array(f);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::string report_schemas() {
   using nlohmann::json;

@@ -5,6 +5,7 @@
 // these functions their own body here.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,8 +22,9 @@ namespace logitaudit::api {
 // as a whole is validated where it enters the lifecycle (job_lifecycle::admit). Never throws.
 expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec(std::string_view json);
 
-// The spec as the API shows it.
+// The spec as the API shows it, as text and as a value to embed in a response.
 std::string spec_to_json(const audit::audit_spec& spec);
+nlohmann::json spec_value(const audit::audit_spec& spec);
 
 // The findings (tables, verdict summary, sentences, predictions) as the API shows them.
 std::string findings_to_json(const audit::findings& f);

@@ -177,8 +177,10 @@ std::optional<audit::load_measurement> decode_load_measurement(std::string_view 
   return read_stored(text, sections::load_measurement_table());
 }
 
+nlohmann::json findings_value_format1(const audit::findings& f) { return fields::write_object(findings_table(), f); }
+
 std::string encode_findings_format1(const audit::findings& f) {
-  return fields::write_object(findings_table(), f).dump(2, ' ', false, json::error_handler_t::replace);
+  return findings_value_format1(f).dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 std::optional<audit::findings> decode_findings_format1(std::string_view text) { return read_stored(text, findings_table()); }

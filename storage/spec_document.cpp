@@ -676,8 +676,10 @@ expected<audit::audit_spec, std::vector<audit::spec_problem>> read_spec_format1(
   return s;
 }
 
+nlohmann::json spec_value_format1(const audit::audit_spec& s) { return fields::write_object(spec_table(), s); }
+
 std::string encode_spec_format1(const audit::audit_spec& s) {
-  return fields::write_object(spec_table(), s).dump(-1, ' ', false, json::error_handler_t::replace);
+  return spec_value_format1(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string spec_schemas() {
