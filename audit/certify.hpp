@@ -86,6 +86,15 @@ BOOST_DEFINE_ENUM_CLASS(family_status, passed, refuted, not_tested, not_planned)
 std::string_view to_string(family_status s);
 std::optional<family_status> parse_family_status(std::string_view s);
 
+// A point of co-residency (requests at once) or prefix reuse (prompt tokens the cache served):
+// what its streams and its trials (bursts, or warm-up-and-probe pairs) showed there.
+struct boundary_point {
+  int at = 0;
+  int compared = 0, moved = 0;       // streams counted there (their condition happened), and those that moved
+  int trials = 0, moved_trials = 0;  // trials that ran there, and those with a stream that moved
+  bool operator==(const boundary_point&) const = default;
+};
+
 struct family_result {
   std::string family;
   family_status status = family_status::not_planned;
@@ -110,6 +119,12 @@ struct family_result {
   // (prefix reuse) with a divergent stream, and the largest below it that held (-1: none).
   int boundary = -1;
   int held_below = -1;
+  // Co-residency and prefix reuse: every point that ran, ascending (a boundary need not be
+  // monotone), and whether the boundary is exact (the two points next to it are neighbours,
+  // each tried the claim's repeats), else why the search stopped short of it.
+  std::vector<boundary_point> points;
+  bool exact = false;
+  std::string search;
   std::string note;  // why it was not tested, or the boundary in words
   bool operator==(const family_result&) const = default;
 };
@@ -131,7 +146,23 @@ struct counterexample {
   int step_width = -1;       // the decode step at the first difference: its width (-1: no steps)
   int step_width_before = -1;
   std::string step_events;   // "request 2 finished" at that step
+  int point = -1;            // a boundary search's width or shared prefix (-1: a family's planned schedule)
+  // Its schedule sent again after it first moved (replays, and a boundary's repeats): how many
+  // times, and how many of them moved; -1: never sent again.
+  int replayed = -1, reproduced = 0;
   bool operator==(const counterexample&) const = default;
+};
+
+// A distinct schedule that moved (a condition, or a point of a boundary search), and how it
+// did when it was sent again: its trials after the first that moved, and those that moved.
+struct schedule_replay {
+  std::string family, condition;
+  int point = -1;
+  int seen = 0;        // trials that moved before it was sent again: the first, and any planned replicate
+  int replayed = 0;    // trials after the first that moved
+  int reproduced = 0;  // of them, those that moved again
+  bool confirmed() const { return reproduced > 0; }
+  bool operator==(const schedule_replay&) const = default;
 };
 
 struct certificate {
@@ -142,8 +173,12 @@ struct certificate {
   certify_shape shape;
   std::string shape_source;
   std::vector<family_result> families;  // kCertifyFamilies' order
-  std::vector<counterexample> counterexamples;  // smallest schedule first; at most 20
+  // The confirmed first (the highest reproduction rate first), then the smallest schedule
+  // first; at most 20, replays' streams never listed (they count in the total).
+  std::vector<counterexample> counterexamples;
   int counterexamples_total = 0;
+  std::vector<schedule_replay> schedules;  // each distinct schedule that moved, confirmed first
+  int search_requests = 0;  // requests the boundary search sent
   std::string sentence;
   bool operator==(const certificate&) const = default;
 };
@@ -154,6 +189,17 @@ struct certificate {
 std::optional<certificate> certify(const audit_spec& spec, const audit_plan& plan, const std::vector<observed_run>& runs,
                                    const findings& f, const std::map<std::size_t, burst_measurement>& bursts,
                                    const evidence_thresholds& t);
+
+// Certify's conditional groups (certify_search.cpp): whether group `g` of the boundary search
+// or of the replays is to be sent, given the certificate of what ran so far (`so_far`, nullptr:
+// none yet) and the requests the search has sent. The search bisects between the largest point
+// that held and the smallest that moved, then tries each of the two `repeats` times; replays
+// go to the schedules that moved, `replay_schedules` of them at most.
+bool certify_wants(const audit_spec& spec, const audit_plan& plan, const certificate* so_far, const request_group& g);
+// The boundary search's conditions for a spec whose families are planned: per family, the
+// points between its planned ones in bisection order, then its planned ones, each `repeats`
+// times (audit_plan's conditional groups).
+std::vector<condition> boundary_search_conditions(const audit_spec& spec, const certify_shape& shape);
 
 // 1 - alpha^(1/n)... the one-sided Clopper-Pearson upper bound on a rate with k of n observed.
 double upper_bound95(int k, int n);

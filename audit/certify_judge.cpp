@@ -4,6 +4,7 @@
 // sentence. The plan is certify_plan.cpp.
 #include <algorithm>
 #include <map>
+#include <string>
 #include <set>
 #include <tuple>
 
@@ -27,9 +28,13 @@ double upper_bound95(int k, int n) { return n > 0 ? clopper_pearson_upper(k, n, 
 
 namespace {
 
-// Per family, what its judged streams showed at each width (co-residency) or prefix length.
-struct point {
-  int compared = 0, moved = 0;
+// One group's judged streams: where it ran, whether one moved, whether its condition happened.
+struct trial {
+  std::string family, condition;
+  int point = -1;  // a boundary search's planned point
+  int at = 0;      // where the judge places it: requests at once, or tokens the cache served
+  bool moved = false, counted = false, replay = false;
+  std::size_t requests = 0;
 };
 
 std::string describe(const counterexample& c) {
@@ -65,8 +70,9 @@ struct certify_inputs {
 // What the judge gathers from the streams, family by family.
 struct family_streams {
   std::map<std::string, family_result> results;
-  std::map<std::string, std::map<int, point>> points;  // family -> width or prefix -> point
-  std::map<std::string, int> moved_counted;            // family -> moved streams among the compared ones
+  std::map<std::string, std::map<int, boundary_point>> points;  // family -> width or prefix -> point
+  std::map<std::string, int> moved_counted;                     // family -> moved streams among the compared ones
+  std::map<std::size_t, trial> trials;                           // by group, in plan order
   std::vector<counterexample> counterexamples;
 };
 
@@ -152,9 +158,13 @@ void judge_stream(const certify_inputs& in, const run_verdict& v, family_streams
   // A prefix is where the server's cache served from: what it says it served when it sent the
   // cache, else what the probe shares with its warm-up.
   const bool cached = c.kind == condition_kind::cache_reuse;
-  const int at = !cached ? s.client : c.cache_prompt && s.reused >= 0 ? s.reused : c.shared_prefix;
-  if (cached && c.cache_prompt && s.reused > c.shared_prefix) ++fr.served_beyond;
+  const int shared = g.point >= 0 && cached ? g.point : c.shared_prefix;  // a search's probe shares its point
+  const int at = !cached ? s.client : c.cache_prompt && s.reused >= 0 ? s.reused : shared;
+  if (cached && c.cache_prompt && s.reused > shared) ++fr.served_beyond;
   auto& pt = out.points[c.family][at];
+  pt.at = at;
+  auto& t = out.trials[g.index];
+  t = {c.family, c.name, g.point, at, t.moved || moved, t.counted || s.happened, g.replay, g.requests.size()};
   if (s.happened) {
     ++fr.compared;
     ++pt.compared;
@@ -165,12 +175,52 @@ void judge_stream(const certify_inputs& in, const run_verdict& v, family_streams
   if (!moved) return;
   ++fr.divergent;
   ++pt.moved;
-  out.counterexamples.push_back(counterexample_of(c, g, v, s));
+  if (g.replay) return;  // a replay's stream counts, but its schedule is listed once
+  auto x = counterexample_of(c, g, v, s);
+  x.point = g.point;
+  if (cached) x.shared_prefix = shared;
+  out.counterexamples.push_back(std::move(x));
 }
 
-// A refuted family's boundary: the smallest width or prefix that moved, the largest below it
-// that held, and both lists in words (co-residency and prefix reuse).
-void find_boundary(family_result& fr, const std::map<int, point>& pts) {
+// Each group's trial at its point; each schedule that moved (a condition, or a search's point)
+// with its trials after the first that moved; the requests the boundary search sent.
+void tally_trials(family_streams& s, certificate& cert) {
+  std::map<std::pair<std::string, int>, schedule_replay> by_key;
+  std::vector<std::pair<std::string, int>> order;
+  for (const auto& [group, t] : s.trials) {
+    auto& p = s.points[t.family][t.at];
+    ++p.trials;
+    p.moved_trials += t.moved;
+    if (t.point >= 0) cert.search_requests += static_cast<int>(t.requests);
+    const std::pair key{t.condition, t.point};
+    auto it = by_key.find(key);
+    if (it == by_key.end()) {
+      if (t.moved) {
+        by_key[key] = {t.family, t.condition, t.point, 0, 0};
+        order.push_back(key);
+      }
+      continue;
+    }
+    ++it->second.replayed;
+    it->second.reproduced += t.moved;
+  }
+  for (const auto& k : order) cert.schedules.push_back(by_key[k]);
+  auto rate = [](const schedule_replay& r) { return r.replayed > 0 ? static_cast<double>(r.reproduced) / r.replayed : 0.0; };
+  std::stable_sort(cert.schedules.begin(), cert.schedules.end(), [&](const auto& a, const auto& b) {
+    return std::tuple(!a.confirmed(), -rate(a), -a.replayed) < std::tuple(!b.confirmed(), -rate(b), -b.replayed);
+  });
+  for (auto& x : s.counterexamples)
+    if (auto it = by_key.find({x.condition, x.point}); it != by_key.end() && it->second.replayed > 0) {
+      x.replayed = it->second.replayed;
+      x.reproduced = it->second.reproduced;
+    }
+}
+
+// A refuted family's boundary (co-residency and prefix reuse): the smallest point that moved,
+// the largest below it that held, whether the two are neighbours each tried `repeats` times
+// (exact), else why the search stopped short; and every point that moved or held, as it was
+// (a boundary need not be monotone).
+void find_boundary(family_result& fr, const std::map<int, boundary_point>& pts, const certify_inputs& in, int search_requests) {
   for (const auto& [at, p] : pts)
     if (p.moved > 0) {
       fr.boundary = at;
@@ -186,12 +236,39 @@ void find_boundary(family_result& fr, const std::map<int, point>& pts) {
     auto& list = p.moved > 0 ? moved_at : held_at;
     list += list.empty() ? std::to_string(at) : ", " + std::to_string(at);
   }
+  const int floor = fr.family == "co_residency" ? 1 : 0;
+  fr.exact = fr.boundary == floor + 1 || (fr.held_below >= 0 && fr.held_below + 1 == fr.boundary);
+  const auto& cs = *in.spec.certify;
+  const bool searched = std::any_of(in.spec.conditions.begin(), in.spec.conditions.end(),
+                                    [&](const condition& c) { return c.family == fr.family && !c.points.empty(); });
+  auto tried = [&](int at) {
+    auto it = pts.find(at);
+    const auto& p = it == pts.end() ? boundary_point{} : it->second;
+    return std::to_string(p.moved_trials) + " of " + std::to_string(p.trials);
+  };
+  std::string how;
+  if (fr.exact) {
+    how = "exact: " + std::to_string(fr.boundary) + " moved in " + tried(fr.boundary) + " trials" +
+          (fr.held_below >= 0 ? ", " + std::to_string(fr.held_below) + " moved in " + tried(fr.held_below) : "");
+    const int repeats = std::max(1, cs.repeats);
+    for (int at : {fr.held_below, fr.boundary})
+      if (at > floor && pts.count(at) && pts.at(at).trials < repeats) {
+        how += "; fewer than " + std::to_string(repeats) + " trials where the search's budget ran out";
+        break;
+      }
+  } else if (!searched) {
+    how = "the boundary lies between; no boundary search was planned";
+  } else if (const int next = fr.family == "co_residency" ? (std::max(fr.held_below, floor) + fr.boundary) / 2 : 3;
+             search_requests + next > cs.search_requests) {
+    how = "the boundary lies between: the search's budget (" + std::to_string(cs.search_requests) + " requests) stopped it";
+  } else {
+    how = "the boundary lies between: the search found no untried point there (a point it tried was not counted, or "
+          "moved out of order)";
+  }
+  fr.search = how;
   fr.note = "moved at " + moved_at + (held_at.empty() ? "" : "; held at " + held_at) + ". ";
-  fr.note += "Diverges from " + std::to_string(fr.boundary) + " " + unit +
-             (fr.held_below >= 0 ? "; held at " + std::to_string(fr.held_below) : "; nothing smaller held") +
-             (fr.held_below >= 0 && fr.held_below + 1 == fr.boundary ? " (the exact boundary)"
-              : fr.held_below >= 0                                   ? " (the boundary lies between)"
-                                                                     : "");
+  fr.note += "Moves from " + std::to_string(fr.boundary) + " " + unit +
+             (fr.held_below >= 0 ? "; held at " + std::to_string(fr.held_below) : "; nothing smaller held") + " (" + how + ")";
 }
 
 // Why a family that moved nothing has no verdict: not planned, or planned but not tested.
@@ -232,12 +309,15 @@ int left_out_of(const family_result& fr, const certify_inputs& in) {
   return left;
 }
 
-family_result judge_family(std::string_view name, const certify_inputs& in, family_streams& s, int not_run) {
+family_result judge_family(std::string_view name, const certify_inputs& in, family_streams& s, int not_run, int search_requests) {
   family_result fr = s.results.count(std::string(name)) ? s.results[std::string(name)] : family_result{};
   fr.family = std::string(name);
+  if (fr.family == "co_residency" || fr.family == "prefix_reuse")
+    for (const auto& [at, p] : s.points[fr.family])
+      if (p.trials > 0) fr.points.push_back(p);
   if (fr.divergent > 0) {
     fr.status = family_status::refuted;
-    find_boundary(fr, s.points[fr.family]);
+    find_boundary(fr, s.points[fr.family], in, search_requests);
   } else if (fr.compared > 0) {
     fr.status = family_status::passed;
   } else {
@@ -255,6 +335,25 @@ family_result judge_family(std::string_view name, const certify_inputs& in, fami
   if (const int left = left_out_of(fr, in); left > 0 && planned)
     add_note(fr, std::to_string(left) + " of its schedules left out by the budget");
   return fr;
+}
+
+// "4 schedules confirmed by replay (5/5, 5/5, 4/5, 2/5); 1 not reproduced (0/5); 12 seen once".
+std::string replay_summary(const certificate& cert) {
+  std::string confirmed, failed;
+  int n_confirmed = 0, n_failed = 0, once = 0;
+  for (const auto& r : cert.schedules) {
+    const std::string rate = std::to_string(r.reproduced) + "/" + std::to_string(r.replayed);
+    if (r.confirmed()) confirmed += (n_confirmed++ ? ", " : "") + rate;
+    else if (r.replayed > 0) failed += (n_failed++ ? ", " : "") + rate;
+    else ++once;
+  }
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : "; ") + part; };
+  if (n_confirmed > 0)
+    add(std::to_string(n_confirmed) + " schedule" + (n_confirmed == 1 ? "" : "s") + " confirmed by replay (" + confirmed + ")");
+  if (n_failed > 0) add(std::to_string(n_failed) + " not reproduced when sent again (" + failed + ")");
+  if (once > 0) add(std::to_string(once) + " seen once, not sent again");
+  return out.empty() ? "no schedule of its own moved" : out;
 }
 
 // The outcome and its sentence, from the families and the findings' validity.
@@ -283,11 +382,13 @@ void conclude(certificate& cert, const findings& f) {
                      : !f.fingerprint_changes.empty() ? std::string("the server changed during the run")
                                                       : std::string("a fingerprint is missing")) +
                     ".";
-  } else if (!cert.counterexamples.empty()) {
+  } else if (cert.counterexamples_total > 0) {
     cert.outcome = certificate_outcome::refuted;
-    cert.sentence = "Refuted: " + who + ": " + std::to_string(cert.counterexamples_total) + " stream(s) moved in " +
-                    std::to_string(refuted) + " famil" + (refuted == 1 ? "y" : "ies") + " (" + refuted_names +
-                    "); the smallest counterexample is " + describe(cert.counterexamples.front()) + ".";
+    cert.sentence = "Refuted: " + who + ": " + replay_summary(cert) + "; " + std::to_string(cert.counterexamples_total) +
+                    " stream(s) moved in " + std::to_string(refuted) + " famil" + (refuted == 1 ? "y" : "ies") + " (" +
+                    refuted_names + ")" +
+                    (cert.counterexamples.empty() ? "" : "; the first counterexample is " + describe(cert.counterexamples.front())) +
+                    ".";
     for (const auto& fr : cert.families)
       if (fr.status == family_status::refuted && fr.boundary >= 0 && (fr.family == "co_residency" || fr.family == "prefix_reuse"))
         cert.sentence += " " + std::string(fr.family == "co_residency" ? "Co-residency" : "Prefix reuse") + " " + fr.note + ".";
@@ -333,7 +434,8 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
   for (const auto& r : runs) ran.insert(r.group);
   std::map<std::string, int> not_run;
   for (const auto& g : plan.groups)
-    if (auto it = in.by_name.find(g.condition); !g.is_baseline && it != in.by_name.end() && !it->second->family.empty() && !ran.count(g.index))
+    if (auto it = in.by_name.find(g.condition);
+        !g.is_baseline && !g.conditional && it != in.by_name.end() && !it->second->family.empty() && !ran.count(g.index))
       ++not_run[it->second->family];
 
   certificate cert;
@@ -342,14 +444,18 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
   cert.backend = spec.backends.empty() ? "" : spec.backends.front().name;
   cert.shape = shape_of(*spec.certify);
   cert.shape_source = spec.certify->shape_source;
+  tally_trials(streams, cert);
   for (std::string_view name : kCertifyFamilies)
-    if (name != "seeded" || claim->seeded) cert.families.push_back(judge_family(name, in, streams, not_run[std::string(name)]));
+    if (name != "seeded" || claim->seeded)
+      cert.families.push_back(judge_family(name, in, streams, not_run[std::string(name)], cert.search_requests));
   cert.counterexamples = std::move(streams.counterexamples);
-  std::stable_sort(cert.counterexamples.begin(), cert.counterexamples.end(), [](const auto& a, const auto& b) {
-    return std::tuple(a.requests, a.client_width, a.shared_prefix, a.first_difference) <
-           std::tuple(b.requests, b.client_width, b.shared_prefix, b.first_difference);
+  // The confirmed first, the highest rate first; then the smallest schedule.
+  auto rate = [](const counterexample& x) { return x.replayed > 0 ? static_cast<double>(x.reproduced) / x.replayed : -1.0; };
+  std::stable_sort(cert.counterexamples.begin(), cert.counterexamples.end(), [&](const auto& a, const auto& b) {
+    return std::tuple(a.reproduced == 0, -rate(a), a.requests, a.client_width, a.shared_prefix, a.first_difference) <
+           std::tuple(b.reproduced == 0, -rate(b), b.requests, b.client_width, b.shared_prefix, b.first_difference);
   });
-  cert.counterexamples_total = static_cast<int>(cert.counterexamples.size());
+  for (const auto& fr : cert.families) cert.counterexamples_total += fr.divergent;
   if (cert.counterexamples.size() > 20) cert.counterexamples.resize(20);
   conclude(cert, f);
   return cert;

@@ -257,6 +257,10 @@ audit_spec expand_certify(audit_spec spec, const certify_shape& shape) {
   p.neighbours();
   p.seeded();
   p.random();
+  // The boundary search and the replays: conditional, so outside the budget of requests above.
+  if (cs.search_requests < 0) cs.search_requests = cs.budget_requests / 2;
+  if (cs.replays < 0) cs.replays = 5;
+  for (auto& c : boundary_search_conditions(spec, shape)) spec.conditions.push_back(std::move(c));
   return spec;
 }
 

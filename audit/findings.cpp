@@ -333,7 +333,7 @@ struct base {
 std::vector<base> baselines_of(const audit_plan& plan, const run_index& seen) {
   std::vector<base> bases(plan.baselines.size());
   for (std::size_t i = 0; i < plan.baselines.size(); ++i) {
-    auto it = seen.find({plan.baselines[i].group, 0});
+    auto it = seen.find({plan.baselines[i].group, plan.baselines[i].request});
     if (it == seen.end()) bases[i].error = "baseline was not run";
     else if (!it->second->stream) bases[i].error = "baseline failed: " + it->second->error;
     else {
@@ -534,9 +534,9 @@ void judge_runs(const audit_plan& plan, const run_index& seen, const std::vector
                 const evaluation_evidence& ev, findings& f) {
   for (const auto& g : plan.groups) {
     if (g.is_baseline) continue;
-    // A search's trials run only while their width is undecided: one that did not run was
-    // not needed, and is no failure.
-    if (g.kind == condition_kind::threshold_search) {
+    // A search's trials run only while their width is undecided, certify's boundary search
+    // and replays only when asked for: one that did not run was not needed, and is no failure.
+    if (g.kind == condition_kind::threshold_search || g.conditional) {
       bool any = false;
       for (std::size_t r = 0; r < g.requests.size() && !any; ++r) any = seen.count({g.index, r}) > 0;
       if (!any) continue;

@@ -10,7 +10,8 @@ namespace logitaudit::audit {
 
 std::size_t audit_plan::total_requests() const {
   std::size_t n = 0;
-  for (const auto& g : groups) n += g.requests.size();
+  for (const auto& g : groups)
+    if (!g.conditional) n += g.requests.size();
   return n;
 }
 
@@ -92,7 +93,7 @@ class planner {
     auto it = index_.find(key);
     if (it != index_.end()) return it->second;
     const int id = static_cast<int>(plan_.baselines.size());
-    plan_.baselines.push_back({backend, prompt, params, 0});
+    plan_.baselines.push_back({backend, prompt, params, 0, 0});
     index_[key] = id;
     request_group g;
     g.backend = backend;
@@ -116,7 +117,45 @@ class planner {
     return {prompt, params, false, 0, true, baseline_id >= 0 ? baseline_id : baseline(backend, prompt, params)};
   }
 
-  using planned_group = std::pair<group_mode, std::vector<planned_request>>;
+  // A group as a condition makes it, before it is numbered.
+  struct planned_group {
+    group_mode mode = group_mode::serial;
+    std::vector<planned_request> requests;
+    int point = -1;          // a boundary search's width or shared prefix (the group is conditional)
+    int own_baseline = -1;   // a baseline this group produces itself, at its last request
+  };
+
+  // A baseline produced inside a condition's own group (a search's cold probe): never shared,
+  // numbered when its group is.
+  int own_baseline(const std::string& backend, const std::string& prompt, const sampling& params) {
+    plan_.baselines.push_back({backend, prompt, params, 0, 0});
+    return static_cast<int>(plan_.baselines.size()) - 1;
+  }
+
+  // Certify's boundary search: each candidate point `replicates` times in a row, each group
+  // conditional. Co-residency: a burst of `w` identical requests. Prefix reuse: the warm-up
+  // and the probe on slot 0, then the probe cold (cache off), its own baseline: a search's
+  // many prefixes are not all sent cold up front, only those it asks for.
+  void boundary_groups(const std::string& backend, const condition& c, const std::string& prompt, const sampling& params,
+                       std::vector<planned_group>& out) {
+    for (int p : c.points)
+      for (int trial = 0; trial < c.replicates; ++trial) {
+        if (c.kind == condition_kind::concurrent) {
+          const int base = baseline(backend, prompt, params);
+          out.push_back({group_mode::burst,
+                         std::vector<planned_request>(static_cast<std::size_t>(p), {prompt, params, false, std::nullopt, true, base}),
+                         p, -1});
+          continue;
+        }
+        const auto [warm, probe] = shared_prefix_prompts(p);
+        const int base = own_baseline(backend, probe, params);
+        out.push_back({group_mode::serial,
+                       {{warm, params, c.cache_prompt, 0, false, -1},
+                        {probe, params, c.cache_prompt, 0, true, base},
+                        {probe, params, false, 0, false, -1}},
+                       p, base});
+      }
+  }
 
   // A burst of the target beside concurrency-1 neighbours, in the shapes the condition asks.
   planned_group neighbour_burst(const std::string& backend, const condition& c, const std::string& prompt,
@@ -165,6 +204,10 @@ class planner {
   std::vector<planned_group> groups_of(const std::string& backend, const condition& c, const std::string& prompt,
                                        const sampling& params) {
     std::vector<planned_group> out;
+    if (!c.points.empty()) {
+      boundary_groups(backend, c, prompt, params, out);
+      return out;
+    }
     auto serial_one = [&](planned_request q) { out.push_back({group_mode::serial, std::vector<planned_request>{std::move(q)}}); };
     switch (c.kind) {
       case condition_kind::repeat:
@@ -241,26 +284,63 @@ class planner {
       std::vector<std::string> prompts = c.all_prompts ? spec_.prompts : std::vector<std::string>{target};
       int replicate = 0;
       for (const auto& prompt : prompts)
-        for (auto& [mode, reqs] : groups_of(backend, c, prompt, params)) {
+        for (auto& p : groups_of(backend, c, prompt, params)) {
           request_group g;
           g.backend = backend;
           g.condition = c.name;
           g.kind = c.kind;
           g.replicate = replicate++;
-          g.mode = mode;
-          g.requests = std::move(reqs);
+          g.mode = p.mode;
+          g.requests = std::move(p.requests);
+          g.conditional = p.point >= 0;
+          g.point = p.point;
+          own_.push_back(p.own_baseline);
           groups.push_back(std::move(g));
         }
     }
+    add_replays(groups);
     // Baselines first, then the conditions; groups are numbered in execution order.
     for (auto& [id, g] : baseline_groups_) {
       g.index = plan_.groups.size();
       plan_.baselines[static_cast<std::size_t>(id)].group = g.index;
       plan_.groups.push_back(std::move(g));
     }
-    for (auto& g : groups) {
-      g.index = plan_.groups.size();
-      plan_.groups.push_back(std::move(g));
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      groups[i].index = plan_.groups.size();
+      if (i < own_.size() && own_[i] >= 0) {
+        auto& b = plan_.baselines[static_cast<std::size_t>(own_[i])];
+        b.group = groups[i].index;
+        b.request = groups[i].requests.size() - 1;
+      }
+      plan_.groups.push_back(std::move(groups[i]));
+    }
+    own_.clear();
+  }
+
+  // Certify's replays: after every family and the search, `replays` copies of each schedule a
+  // family sent (its first group), each conditional: the runner sends those of schedules
+  // that moved (audit::certify_wants), to see them move again.
+  void add_replays(std::vector<request_group>& groups) const {
+    if (!spec_.certify || spec_.certify->replays <= 0) return;
+    const std::size_t planned = groups.size();
+    for (const auto& c : spec_.conditions) {
+      if (c.family.empty() || c.family == "solo" || c.family == "random" || !c.points.empty()) continue;
+      int made = 0;
+      const request_group* first = nullptr;
+      for (std::size_t i = 0; i < planned; ++i)
+        if (groups[i].condition == c.name) {
+          if (!first) first = &groups[i];
+          ++made;
+        }
+      if (!first) continue;
+      const request_group copy = *first;
+      for (int k = 0; k < spec_.certify->replays; ++k) {
+        request_group g = copy;
+        g.replicate = made + k;
+        g.conditional = true;
+        g.replay = true;
+        groups.push_back(std::move(g));
+      }
     }
   }
 
@@ -268,6 +348,7 @@ class planner {
   audit_plan plan_;
   std::map<std::tuple<std::string, std::string, double, std::uint64_t, bool>, int> index_;
   std::vector<std::pair<int, request_group>> baseline_groups_;
+  std::vector<int> own_;  // per condition group of the backend being planned: the baseline it produces, or -1
 };
 
 }  // namespace

@@ -47,6 +47,12 @@ struct request_group {
   int replicate = 0;
   group_mode mode = group_mode::serial;
   std::vector<planned_request> requests;
+  // Certify's boundary search and replays: the group runs only when the search asks for it
+  // (one that did not run was not needed, and is no failure). `point`: the search's width or
+  // shared prefix; `replay`: a copy of its condition's schedule, sent to see it move again.
+  bool conditional = false;
+  bool replay = false;
+  int point = -1;
 };
 
 // A solo reference stream: one per (backend, prompt, sampling) that some condition needs.
@@ -54,7 +60,8 @@ struct baseline_ref {
   std::string backend;
   std::string prompt;
   sampling params;
-  std::size_t group = 0;  // the group that produces it (its only request)
+  std::size_t group = 0;    // the group that produces it
+  std::size_t request = 0;  // its request there (a baseline group's only one; a search group's cold probe)
 };
 
 struct audit_plan {
@@ -62,6 +69,8 @@ struct audit_plan {
   std::vector<baseline_ref> baselines;
   int n_predict = 32;
   int top_k = 5;
+  // The requests the plan sends for certain: a conditional group's (certify's search and
+  // replays) count only once they are sent.
   std::size_t total_requests() const;
 };
 

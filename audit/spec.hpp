@@ -103,6 +103,10 @@ struct condition {
   bool cache_prompt = true;  // cache_reuse only: false sends the warm-up and probe with cache_prompt off
   // The certify family this condition belongs to (audit/certify.hpp); "" outside a certify job.
   std::string family;
+  // Certify's boundary search (concurrent: widths; cache_reuse: shared prefixes): the candidate
+  // points. Each of `replicates` passes plans every point once, and the runner sends only those
+  // the search asks for (audit::certify_wants); empty: not a search.
+  std::vector<int> points;
 
   bool operator==(const condition&) const = default;
 };
@@ -151,6 +155,14 @@ struct certify_settings {
   // Written at expansion: the schedules the budget (or the server's context) left out, as
   // condition names, or "family: why" for a family left out whole.
   std::vector<std::string> left_out;
+  // The boundary search and the replays (written at expansion; -1: not set, which a spec
+  // stored before them reads as none). Each point next to a boundary is tested `repeats`
+  // times; the search sends at most `search_requests`; each distinct schedule that moved is
+  // replayed `replays` times, `replay_schedules` of them at most.
+  int repeats = 3;
+  int search_requests = -1;
+  int replays = -1;
+  int replay_schedules = 8;
 
   bool operator==(const certify_settings&) const = default;
 };

@@ -80,6 +80,13 @@ std::string prefix_script(const audit::request_group& g, const audit::audit_plan
 
 
 
+// "moved again in 5 of 5 replays in the audit", or that it was not sent again.
+std::string rate_words(const audit::counterexample& x) {
+  if (x.replayed <= 0) return "seen once in the audit, not sent again";
+  return (x.reproduced > 0 ? "confirmed: moved again in " : "not reproduced: moved again in ") + std::to_string(x.reproduced) +
+         " of " + std::to_string(x.replayed) + " replays in the audit";
+}
+
 }  // namespace
 
 std::map<std::string, std::vector<std::pair<std::size_t, audit::repro_case>>> burst_cases(const audit::audit_plan& plan,
@@ -100,14 +107,17 @@ std::map<std::string, std::string> counterexample_scripts(const audit::audit_pla
                                                           const std::map<std::size_t, repro_result>& shrunk) {
   std::map<std::string, std::string> files;
   std::string readme = "Counterexamples to '" + c.claim + "' on " + c.backend + " (audit " + std::to_string(audit) +
-                       "), smallest first. Run each against the server: sh counterexample-N.sh http://HOST:PORT [TRIALS]\n\n";
+                       "): those the audit confirmed by sending them again first, the highest rate first; then the "
+                       "smallest. Run each against the server: sh counterexample-N.sh http://HOST:PORT [TRIALS]; it "
+                       "prints how many of its TRIALS moved.\n\n";
   for (std::size_t i = 0; i < c.counterexamples.size(); ++i) {
     const auto& x = c.counterexamples[i];
     const std::string name = "counterexample-" + std::to_string(i + 1) + ".sh";
     if (x.group >= plan.groups.size()) continue;
     const auto& g = plan.groups[x.group];
     std::string script;
-    if (g.mode == audit::group_mode::serial && g.requests.size() == 2 && x.shared_prefix > 0) {
+    if (g.mode == audit::group_mode::serial && g.requests.size() >= 2 && (x.shared_prefix > 0 || x.point > 0) &&
+        g.kind == audit::condition_kind::cache_reuse) {
       script = prefix_script(g, plan, x, audit, trials, name);
     } else if (g.mode == audit::group_mode::burst && x.request < g.requests.size()) {
       repro_result r;
@@ -129,9 +139,12 @@ std::map<std::string, std::string> counterexample_scripts(const audit::audit_pla
                                                                   : ": a serial request, not scripted\n");
       continue;
     }
+    if (const auto eol = script.find('\n'); eol != std::string::npos)  // under the shebang: what the audit saw of it
+      script.insert(eol + 1, "# In the audit: " + rate_words(x) + ".\n");
     files[name] = script;
-    readme += std::to_string(i + 1) + ". " + name + ": " + x.condition + ", group " + std::to_string(x.group) + ", request " +
-              std::to_string(x.request) + ", first difference at token " + std::to_string(x.first_difference) + "\n";
+    readme += std::to_string(i + 1) + ". " + name + ": " + x.condition + (x.point >= 0 ? " at " + std::to_string(x.point) : "") +
+              ", group " + std::to_string(x.group) + ", request " + std::to_string(x.request) + ", first difference at token " +
+              std::to_string(x.first_difference) + "; " + rate_words(x) + "\n";
   }
   files["README.txt"] = readme;
   return files;

@@ -233,7 +233,7 @@ std::size_t fail_backend(shared_state* st, const std::string& name, const std::s
   std::size_t recorded = 0;
   for (std::size_t at = from; at < st->plan->groups.size(); ++at) {
     const auto& g = st->plan->groups[at];
-    if (g.backend != name || st->options->skip_groups.count(g.index)) continue;
+    if (g.backend != name || st->options->skip_groups.count(g.index) || g.conditional) continue;  // a conditional group is never owed
     if (st->options->wanted && !st->options->wanted(g)) {
       st->progress.total -= g.requests.size();
       st->progress.skipped += g.requests.size();
@@ -498,7 +498,8 @@ void give_up_hung(shared_state* st, const std::string& name, std::size_t at, std
     failed_groups += o.backend == name && std::any_of(o.runs.begin(), o.runs.end(), [](const audit::observed_run& r) { return !r.stream; });
   for (std::size_t rest = at + 1; rest < st->plan->groups.size(); ++rest) {
     const auto& later = st->plan->groups[rest];
-    not_run += later.backend == name && !st->options->skip_groups.count(later.index) && (!st->options->wanted || st->options->wanted(later));
+    not_run += later.backend == name && !later.conditional && !st->options->skip_groups.count(later.index) &&
+               (!st->options->wanted || st->options->wanted(later));
   }
   hang += "; " + std::to_string(failed_groups) + " group" + (failed_groups == 1 ? "" : "s") + " failed, " + std::to_string(not_run) +
           " not run";
@@ -518,11 +519,13 @@ net::awaitable<bool> run_groups(backend& b, shared_state* st, const std::string&
       break;
     }
     if (st->options->wanted && !st->options->wanted(g)) {
+      if (g.conditional) continue;  // never counted: not needed
       st->progress.total -= g.requests.size();
       st->progress.skipped += g.requests.size();
       if (st->options->on_progress) st->options->on_progress(st->progress);
       continue;
     }
+    if (g.conditional) st->progress.total += g.requests.size();  // asked for: now it is work
     if (quiet_bound.count() > 0 && g.mode == audit::group_mode::serial && !watch.quiet_no_counters)
       co_await wait_for_quiet(b, watch, quiet_bound);
     set_first_byte_deadline(b, watch, *st->options, g);
@@ -675,7 +678,7 @@ net::awaitable<job_outcome> run_audit(audit::audit_spec spec, audit::audit_plan 
   job_outcome out;
   shared_state st{&spec, &plan, &options, {}, &out};
   for (const auto& g : plan.groups)
-    if (!options.skip_groups.count(g.index)) st.progress.total += g.requests.size();
+    if (!options.skip_groups.count(g.index) && !g.conditional) st.progress.total += g.requests.size();
   // One lane per host: its backends one after another, the lanes at once.
   std::map<std::string, std::vector<backend_config>> lanes;
   for (const auto& b : spec.backends) {

@@ -192,19 +192,33 @@ namespace {
 struct search_state {
   std::vector<audit::observed_run> runs;
   audit::evaluation_evidence evidence;
+  // The findings over `runs` as they were when last judged (a search asks before every group;
+  // they are judged again only when a group has run since).
+  std::optional<audit::findings> judged;
+  std::size_t judged_runs = 0;
+
+  const audit::findings& findings_now(const audit::audit_spec& spec, const audit::audit_plan& plan) {
+    if (!judged || judged_runs != runs.size()) {
+      judged = audit::evaluate(spec, plan, runs, evidence);
+      judged_runs = runs.size();
+    }
+    return *judged;
+  }
 };
 
-// The requests that a threshold search did not need: they leave the plan's count, so that a
-// finished search is 100% done.
-std::int64_t skipped_trials(const audit::audit_plan& plan, const std::vector<audit::observed_run>& runs,
-                            const std::set<std::size_t>& out_of_time) {
+// The requests the audit sent or owed: a threshold search's trials it did not need and the
+// groups its minutes skipped leave the plan's count, and certify's conditional groups join it
+// when they were sent, so that a finished audit is 100% done.
+std::int64_t requests_sent_or_owed(const audit::audit_plan& plan, const std::vector<audit::observed_run>& runs,
+                                   const std::set<std::size_t>& out_of_time) {
   std::set<std::size_t> ran;
   for (const auto& r : runs) ran.insert(r.group);
-  std::int64_t skipped = 0;
-  for (const auto& g : plan.groups)
-    if ((g.kind == audit::condition_kind::threshold_search || out_of_time.count(g.index)) && !ran.count(g.index))
-      skipped += static_cast<std::int64_t>(g.requests.size());
-  return skipped;
+  std::int64_t n = 0;
+  for (const auto& g : plan.groups) {
+    const bool optional = g.conditional || g.kind == audit::condition_kind::threshold_search || out_of_time.count(g.index);
+    if (!optional || ran.count(g.index)) n += static_cast<std::int64_t>(g.requests.size());
+  }
+  return n;
 }
 
 // How the audit ended, from what the runner said and what was stored. A run that failed after
@@ -255,7 +269,8 @@ void judge_end(const clients::job_outcome& outcome, const std::vector<audit::obs
   for (const auto& r : runs) stored.insert(r.group);
   std::size_t missing = 0;
   for (const auto& g : plan.groups)
-    missing += g.kind != audit::condition_kind::threshold_search && !out_of_time.count(g.index) && !stored.count(g.index);
+    missing += g.kind != audit::condition_kind::threshold_search && !g.conditional && !out_of_time.count(g.index) &&
+               !stored.count(g.index);
   if (missing > 0) {
     end.status = audit::job_status::failed;
     end.error = std::to_string(missing) + " of the plan's " + std::to_string(plan.groups.size()) +
@@ -400,14 +415,19 @@ void arm_managed_servers(clients::runner_options& o, const audit::audit_spec& sp
   o.server_machine = [servers](const std::string& name) { return servers->machine_of(name); };
 }
 
-// A threshold search skips the trials of widths it has decided: it judges what has run so far
-// (`state`: the stored runs first, when resumed) before each of its groups.
+// A threshold search skips the trials of widths it has decided, and certify's boundary search
+// and replays send only the groups they ask for: each judges what has run so far (`state`: the
+// stored runs first, when resumed) before each of its groups.
 void arm_search(clients::runner_options& o, std::shared_ptr<search_state> state, const audit::audit_spec& spec,
                 std::shared_ptr<audit::audit_plan> plan) {
   auto spec_ptr = std::make_shared<audit::audit_spec>(spec);
   o.wanted = [state, spec_ptr, plan](const audit::request_group& g) {
+    if (g.conditional) {
+      const auto& f = state->findings_now(*spec_ptr, *plan);
+      return audit::certify_wants(*spec_ptr, *plan, f.sections.find<audit::certificate>(), g);
+    }
     if (g.kind != audit::condition_kind::threshold_search || g.mode != audit::group_mode::burst) return true;
-    return audit::search_needs(*spec_ptr, *plan, audit::evaluate(*spec_ptr, *plan, state->runs, state->evidence), g);
+    return audit::search_needs(*spec_ptr, *plan, state->findings_now(*spec_ptr, *plan), g);
   };
   o.on_group = [state, inner = std::move(o.on_group)](const clients::group_outcome& g) {
     state->runs.insert(state->runs.end(), g.runs.begin(), g.runs.end());
@@ -481,11 +501,11 @@ net::awaitable<void> job_lifecycle::fail_before_running(std::int64_t id, std::st
   co_await on_db(db_, std::move(mark));
 }
 
-net::awaitable<std::string> job_lifecycle::store_end(std::int64_t id, job_end end, audit::findings f, std::int64_t skipped,
+net::awaitable<std::string> job_lifecycle::store_end(std::int64_t id, job_end end, audit::findings f, bool recount,
                                                      std::int64_t planned) {
   const std::string findings_json = storage::encode_findings(f);
-  auto finish = [id, status = end.status, error = end.error, f, findings_json, skipped, planned](storage::store& s) {
-    if (skipped > 0) s.jobs().set_total_requests(id, planned);
+  auto finish = [id, status = end.status, error = end.error, f, findings_json, recount, planned](storage::store& s) {
+    if (recount) s.jobs().set_total_requests(id, planned);
     s.jobs().finish(id, status, error, f, findings_json, storage::now_utc());
     return 0;
   };
@@ -581,7 +601,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   arm_managed_servers(o, *spec, servers);
   const bool searches = std::any_of(spec->conditions.begin(), spec->conditions.end(), [](const audit::condition& c) {
     return c.kind == audit::condition_kind::threshold_search;
-  });
+  }) || std::any_of(plan->groups.begin(), plan->groups.end(), [](const audit::request_group& g) { return g.conditional; });
   if (searches) arm_search(o, co_await load_search_state(&db_, id, !stored.empty(), config_.evidence), *spec, plan);
   auto out_of_time = std::make_shared<std::set<std::size_t>>();
   arm_budget_minutes(o, *spec, out_of_time);
@@ -599,9 +619,9 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   ev.evidence.thresholds = config_.evidence;
   auto f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
   judge_end(outcome, ev.runs, write_error, *plan, *out_of_time, end);
-  const std::int64_t skipped = searches || !out_of_time->empty() ? skipped_trials(*plan, ev.runs, *out_of_time) : 0;
-  const auto planned = static_cast<std::int64_t>(plan->total_requests()) - skipped;
-  if (const auto failure = co_await store_end(id, end, f, skipped, planned); !failure.empty()) {
+  const auto planned = requests_sent_or_owed(*plan, ev.runs, *out_of_time);
+  const bool recount = planned != static_cast<std::int64_t>(plan->total_requests());
+  if (const auto failure = co_await store_end(id, end, f, recount, planned); !failure.empty()) {
     end.status = audit::job_status::failed;
     end.error = "storing the findings failed: " + failure;
     end.storage_failed = true;

@@ -138,7 +138,7 @@ class job_lifecycle {
   net::awaitable<void> fail_before_running(std::int64_t id, std::string why);
   // Stores the end and the findings; returns why that failed (the job is then marked failed),
   // or an empty string.
-  net::awaitable<std::string> store_end(std::int64_t id, job_end end, audit::findings f, std::int64_t skipped,
+  net::awaitable<std::string> store_end(std::int64_t id, job_end end, audit::findings f, bool recount,
                                         std::int64_t planned);
 
   storage::db_worker& db_;

@@ -448,6 +448,13 @@ const object_table<audit::condition>& condition_table() {
         f.omit = [](const C& in, const field<C>&) { return in.family.empty(); };
         return f;
       }(),
+      [] {
+        auto f = fields::member<&C::points>("points", "certify's boundary search (concurrent: widths; cache_reuse: shared "
+                                                      "prefixes): the candidates, each `replicates` times, sent only when "
+                                                      "the search asks for them");
+        f.omit = [](const C& in, const field<C>&) { return in.points.empty(); };
+        return f;
+      }(),
   };
   static const object_table<C> t{"Condition", "", rows};
   return t;
@@ -552,6 +559,14 @@ field<audit::audit_spec> reference_field() {
 
 // ---- a certify job (audit/certify.hpp) ----
 
+// A member left out while it has its default (a spec stored before it keeps its bytes).
+template <auto M, int Unset>
+field<audit::certify_settings> unset_omitted(std::string_view name, const char* doc, fields::bounds range) {
+  auto f = fields::member<M>(name, doc, range);
+  f.omit = [](const audit::certify_settings& in, const field<audit::certify_settings>&) { return in.*M == Unset; };
+  return f;
+}
+
 const object_table<audit::certify_settings>& certify_table() {
   using K = audit::certify_settings;
   static const std::vector<field<K>> rows = [] {
@@ -572,6 +587,14 @@ const object_table<audit::certify_settings>& certify_table() {
         fields::member<&K::n_ctx>("n_ctx", "a slot's context (0: read from the server)", {0}),
         source,
         left,
+        unset_omitted<&K::repeats, 3>("repeats", "each point next to a boundary is tried this many times", {1, 20}),
+        unset_omitted<&K::search_requests, -1>("search_requests", "the boundary search sends at most this many requests "
+                                                             "(-1: half of budget_requests, written when the job is created)",
+                                               {-1}),
+        unset_omitted<&K::replays, -1>("replays", "each distinct schedule that moved is sent again this many times (-1: 5, "
+                                              "written when the job is created)",
+                                       {-1, 100}),
+        unset_omitted<&K::replay_schedules, 8>("replay_schedules", "distinct schedules replayed at most", {0}),
     };
   }();
   static const object_table<K> t{"", "a certify job: a claim, a budget, and the server's shape (docs/certify.md)", rows};

@@ -31,10 +31,11 @@ grid family_grid(const certificate& c) {
 }
 
 grid counterexample_grid(const certificate& c) {
-  grid x{{"#", "family", "schedule", "first difference", "max |delta|", "decode step there"}};
+  grid x{{"#", "family", "schedule", "sent again", "first difference", "max |delta|", "decode step there"}};
   for (std::size_t i = 0; i < c.counterexamples.size(); ++i) {
     const auto& e = c.counterexamples[i];
     std::string schedule = e.condition + " (group " + std::to_string(e.group) + ", request " + std::to_string(e.request) + "): ";
+    if (e.point >= 0) schedule += "the boundary search's point " + std::to_string(e.point) + ": ";
     if (e.shared_prefix > 0)
       schedule += "warm-up then probe sharing " + std::to_string(e.shared_prefix) + " tokens, cache served " +
                   (e.reused_tokens >= 0 ? std::to_string(e.reused_tokens) : std::string("?"));
@@ -48,7 +49,10 @@ grid counterexample_grid(const certificate& c) {
                                                (e.step_width_before >= 0 ? " (was " + std::to_string(e.step_width_before) + ")" : "") +
                                                (e.step_events.empty() ? "" : ", " + e.step_events)
                                          : "-";
-    x.push_back({std::to_string(i + 1), e.family, schedule,
+    const std::string again = e.replayed > 0 ? std::to_string(e.reproduced) + "/" + std::to_string(e.replayed) +
+                                                   (e.reproduced > 0 ? " moved: confirmed" : " moved: not reproduced")
+                                             : "not sent again";
+    x.push_back({std::to_string(i + 1), e.family, schedule, again,
                  "token " + std::to_string(e.first_difference) +
                      (e.first_token_difference >= 0 ? " (a token changed at " + std::to_string(e.first_token_difference) + ")" : ""),
                  fixed(e.max_abs_delta, 6), step});
@@ -70,8 +74,9 @@ void certificate_sections(std::string& out, const certificate& c, bool markdown)
   out += markdown ? "" : "\n";
   markdown ? grid_markdown(out, g) : grid_text(out, g);
   if (c.counterexamples.empty()) return;
-  out += markdown ? "\n#### Counterexamples (" + std::to_string(c.counterexamples_total) + ", smallest first)\n\n"
-                  : "\n Counterexamples (" + std::to_string(c.counterexamples_total) + ", smallest first):\n";
+  const std::string head = "Counterexamples (" + std::to_string(c.counterexamples_total) +
+                           " streams moved; the confirmed by replay first, then the smallest)";
+  out += markdown ? "\n#### " + head + "\n\n" : "\n " + head + ":\n";
   const grid x = counterexample_grid(c);
   markdown ? grid_markdown(out, x) : grid_text(out, x);
   const std::string how = "Each counterexample's script: logitaudit counterexamples AUDIT --out DIR (curl and sh, against the server).";
@@ -112,6 +117,33 @@ void check_family(const std::string& at, const family_result& fr, int n, int m, 
   if (fr.status == family_status::passed && fr.compared > 0 && std::abs(fr.bound95 - upper_bound95(fr.divergent, fr.compared)) > 1e-9)
     rep.problems.push_back(at + fr.family + ": stored 95% bound " + std::to_string(fr.bound95) + ", recomputed " +
                            std::to_string(upper_bound95(fr.divergent, fr.compared)));
+}
+
+// Each stored schedule's replays and reproductions, recounted from the recomputed identities: its
+// groups in plan order, from the first with a stream that moved.
+void recount_schedules(const recount_input& in, const certificate& c, const std::string& at, recount_report& rep) {
+  std::map<std::size_t, bool> moved;  // group -> a stream there moved
+  for (const auto& id : in.judged) {
+    if (id.group >= in.plan.groups.size()) continue;
+    moved[id.group] = moved[id.group] || (c.level == identity_level::logit ? !id.logit : !id.token);
+  }
+  for (const auto& r : c.schedules) {
+    int replayed = -1, reproduced = 0;
+    for (const auto& [group, m] : moved) {
+      const auto& g = in.plan.groups[group];
+      if (g.condition != r.condition || g.point != r.point) continue;
+      if (replayed < 0) {
+        if (m) replayed = 0;
+        continue;
+      }
+      ++replayed;
+      reproduced += m;
+    }
+    if (replayed != r.replayed || reproduced != r.reproduced)
+      rep.problems.push_back(at + "schedule " + r.condition + (r.point >= 0 ? " at " + std::to_string(r.point) : "") + ": stored " +
+                             std::to_string(r.reproduced) + " of " + std::to_string(r.replayed) + " replays moved, recomputed " +
+                             std::to_string(reproduced) + " of " + std::to_string(replayed));
+  }
 }
 
 // Whether the outcome is one the recounted streams allow.
@@ -160,6 +192,7 @@ class certificate_analysis_t final : public analysis {
     if (c->counterexamples_total != x.moved)
       rep.problems.push_back(at + "counts " + std::to_string(c->counterexamples_total) + " counterexamples, recomputed " +
                              std::to_string(x.moved));
+    recount_schedules(in, *c, at, rep);
     if (!outcome_allowed(*c, x.moved))
       rep.problems.push_back(at + "says " + std::string(to_string(c->outcome)) + " with " + std::to_string(x.moved) +
                              " recomputed streams moved");

@@ -120,12 +120,12 @@ TEST(certify, counterexamples_are_scripted_from_the_plan_and_a_shrunk_one_as_its
 }
 
 // A certify job through the daemon against `fake`; its JSON report.
-json certify_job(const test_support::fake_backend& fake, const std::string& claim, int budget) {
+json certify_job(const test_support::fake_backend& fake, const std::string& claim, int budget, const std::string& more = "") {
   test_support::harness_options o;
   o.backends = {{"s", fake.url()}};
   test_support::daemon_harness d(o);
   const auto end = d.run(R"({"preset":"certify-)" + claim + R"(","backends":["s"],"n_predict":4,"certify":{"budget_requests":)" +
-                         std::to_string(budget) + "}}");
+                         std::to_string(budget) + more + "}}");
   EXPECT_EQ(end["status"], "done") << end.dump();
   return d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/report").json();
 }
@@ -168,20 +168,73 @@ TEST(certify, a_divergence_past_a_set_co_residency_is_refuted_at_that_exact_boun
   EXPECT_EQ(co["status"], "refuted");
   EXPECT_EQ(co["boundary"], 5);
   EXPECT_EQ(co["held_below"], 4);
-  EXPECT_NE(co["note"].get<std::string>().find("the exact boundary"), std::string::npos) << co.dump();
+  EXPECT_EQ(co["exact"], true) << co.dump();
+  EXPECT_NE(co["note"].get<std::string>().find("(exact: 5 moved in "), std::string::npos) << co.dump();
   EXPECT_EQ(family(cert, "prefix_reuse")["status"], "passed") << "a serial probe is never co-resident";
   // Every counterexample had 5 or more requests in flight (a burst, or the random family's
-  // traffic); the smallest first.
+  // traffic); the confirmed first.
   ASSERT_FALSE(cert["counterexamples"].empty());
-  int last = 0;
-  for (const auto& x : cert["counterexamples"]) {
-    EXPECT_GE(x["client_width"].get<int>(), 5) << x.dump();
-    EXPECT_GE(x["requests"].get<int>(), last);
-    last = x["requests"].get<int>();
-  }
-  EXPECT_EQ(cert["counterexamples"][0]["client_width"], 5);
-  EXPECT_NE(cert["sentence"].get<std::string>().find("Diverges from 5 requests at once; held at 4"), std::string::npos)
+  for (const auto& x : cert["counterexamples"]) EXPECT_GE(x["client_width"].get<int>(), 5) << x.dump();
+  EXPECT_GT(cert["counterexamples"][0]["reproduced"].get<int>(), 0) << cert["counterexamples"][0].dump();
+  EXPECT_NE(cert["sentence"].get<std::string>().find("Moves from 5 requests at once; held at 4 (exact"), std::string::npos)
       << cert["sentence"];
+}
+
+// The point of `family` at `at`, or null.
+json point_at(const json& family, int at) {
+  for (const auto& p : family["points"])
+    if (p["at"] == at) return p;
+  return nullptr;
+}
+
+// Between planned points, the boundary is bisected: a fake that moves from 12 requests at once
+// on 16 slots (its first pass tries 2 to 9 and 16) gets its exact boundary, each point next to
+// it tried three times, and the schedules that moved are sent again and confirmed.
+TEST(certify, a_width_between_planned_ones_is_bisected_to_its_exact_place_and_confirmed_by_replay) {
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.total_slots = 16;
+  k.diverge_from_width = 12;
+  test_support::fake_backend fake(k);
+  const auto report = certify_job(fake, "batch-invariant", 160, R"(,"search_requests":120)");
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  const auto& co = family(cert, "co_residency");
+  EXPECT_EQ(co["boundary"], 12) << co.dump();
+  EXPECT_EQ(co["held_below"], 11) << co.dump();
+  EXPECT_EQ(co["exact"], true) << co.dump();
+  for (int at : {11, 12}) {
+    const auto p = point_at(co, at);
+    ASSERT_TRUE(p.is_object()) << at << ": " << co.dump();
+    EXPECT_GE(p["trials"].get<int>(), 3) << p.dump();
+    EXPECT_EQ(p["moved_trials"].get<int>(), at == 12 ? p["trials"].get<int>() : 0) << p.dump();
+  }
+  EXPECT_GT(cert["search_requests"].get<int>(), 0);
+  EXPECT_LE(cert["search_requests"].get<int>(), 120) << "the search's budget";
+  // Each schedule that moved was sent again; the fake moves every time, so each reproduced.
+  ASSERT_FALSE(cert["schedules"].empty()) << cert.dump();
+  for (const auto& r : cert["schedules"]) {
+    if (r["replayed"].get<int>() == 0) continue;
+    EXPECT_EQ(r["reproduced"], r["replayed"]) << r.dump();
+  }
+  EXPECT_NE(cert["sentence"].get<std::string>().find("confirmed by replay"), std::string::npos) << cert["sentence"];
+  EXPECT_NE(co["note"].get<std::string>().find("Moves from 12 requests at once; held at 11 (exact"), std::string::npos)
+      << co["note"];
+}
+
+// ... and one that moves from 40 cached tokens (its first pass tries 15-17 and 63-65).
+TEST(certify, a_shared_prefix_between_planned_ones_is_bisected_to_its_exact_place) {
+  test_support::fake_knobs kp;
+  kp.delay = test_support::overlapping_delay;
+  kp.diverge_from_prefix = 40;
+  test_support::fake_backend prefix_fake(kp);
+  const auto pr = certify_job(prefix_fake, "batch-invariant", 160);
+  const auto& prefix = family(pr["certificate"], "prefix_reuse");
+  EXPECT_EQ(prefix["boundary"], 40) << prefix.dump();
+  EXPECT_EQ(prefix["held_below"], 39) << prefix.dump();
+  EXPECT_EQ(prefix["exact"], true) << prefix.dump();
+  EXPECT_GE(point_at(prefix, 40)["trials"].get<int>(), 3) << prefix.dump();
+  EXPECT_GE(point_at(prefix, 39)["trials"].get<int>(), 3) << prefix.dump();
 }
 
 TEST(certify, a_divergence_past_a_set_shared_prefix_is_refuted_at_that_exact_boundary) {
