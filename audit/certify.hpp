@@ -178,6 +178,10 @@ struct certificate {
   std::vector<counterexample> counterexamples;
   int counterexamples_total = 0;
   std::vector<schedule_replay> schedules;  // each distinct schedule that moved, confirmed first
+  // The server's own settings as its fingerprint read them (audit/fingerprint.hpp's
+  // kServerSettingFacts, and what could not be read); empty for a server whose process this
+  // host cannot see (a remote one: only its API's account, in the shape).
+  std::map<std::string, std::string> settings;
   int search_requests = 0;  // requests the boundary search sent
   std::string sentence;
   bool operator==(const certificate&) const = default;

@@ -4,13 +4,15 @@
 // sentence. The plan is certify_plan.cpp.
 #include <algorithm>
 #include <map>
-#include <string>
 #include <set>
+#include <string>
 #include <tuple>
 
 #include "certify.hpp"
+#include "decode_steps.hpp"
 #include "enum_names.hpp"
 #include "findings.hpp"
+#include "fingerprint.hpp"
 #include "load.hpp"
 #include "numbers.hpp"
 #include "statistics.hpp"
@@ -65,6 +67,7 @@ struct certify_inputs {
   std::map<std::string, int> conditions_of;  // family -> planned conditions
   std::map<std::pair<std::size_t, std::size_t>, const observed_run*> run_at;
   std::map<std::pair<std::string, std::size_t>, const load_level_finding*> level_of;  // by condition and group
+  std::map<std::string, std::string> settings;  // the server's own (certificate::settings)
 };
 
 // What the judge gathers from the streams, family by family.
@@ -74,6 +77,8 @@ struct family_streams {
   std::map<std::string, int> moved_counted;                     // family -> moved streams among the compared ones
   std::map<std::size_t, trial> trials;                           // by group, in plan order
   std::vector<counterexample> counterexamples;
+  std::map<std::string, std::map<std::string, int>> not_counted;  // family -> why a stream's condition did not happen -> streams
+  std::map<std::string, std::set<std::size_t>> bunched;           // family -> bursts whose token times a proxy bunched
 };
 
 // One judged stream's schedule as the client made it and the server reported it.
@@ -83,13 +88,26 @@ struct stream_schedule {
   int client = 1;         // requests in flight
   int reused = -1;        // prompt tokens the server served from its cache
   const burst_verdict* burst = nullptr;
+  std::string why_not;    // when it did not happen: why, in the judgement's own words
 };
 
 stream_schedule schedule_of(const certify_inputs& in, const condition& c, const request_group& g, const run_verdict& v) {
   stream_schedule s;
   s.happened = v.flag == evidence_flag::none;
-  if (v.flag == evidence_flag::not_batched && !in.claim.needs_batching)  // in flight together, decoded apart
-    if (auto m = in.bursts.find(v.group); m != in.bursts.end() && m->second.overlap >= in.t.min_overlap) s.happened = true;
+  s.why_not = v.flag_reason;
+  if (v.flag == evidence_flag::not_batched && !in.claim.needs_batching) {
+    // The claim's own rule: its requests were in flight together, decoded apart or not. A
+    // neighbours burst is shaped to overlap only in part (a late joiner, an early finisher):
+    // any moment with all of them in flight counts.
+    const double needed = g.kind == condition_kind::neighbours ? 1e-9 : in.t.min_overlap;
+    if (auto m = in.bursts.find(v.group); m != in.bursts.end()) {
+      s.happened = m->second.overlap >= needed;
+      s.why_not = "its requests were never all in flight together (the claim's rule)";
+      if (g.kind != condition_kind::neighbours)
+        s.why_not = "its requests were all in flight together for " + fixed(100 * m->second.overlap, 0) +
+                    "% of the burst, needed " + fixed(100 * needed, 0) + "% (the claim's rule)";
+    }
+  }
   if (v.flag == evidence_flag::not_reused && !c.cache_prompt) s.happened = true;  // the claim sends no cache
   if (auto b = in.f.bursts.find(v.group); b != in.f.bursts.end()) s.burst = &b->second;
   if (s.burst && s.burst->measured) s.server = *s.burst->measured;
@@ -99,7 +117,10 @@ stream_schedule schedule_of(const certify_inputs& in, const condition& c, const 
       const auto& m = l->second->measurement;
       s.server = m.server_busy_slots_per_decode >= 0 ? m.server_busy_slots_per_decode : l->second->mean_width;
       // Random schedules test batching only where the probes shared a batch.
-      if (in.claim.needs_batching && l->second->mean_width <= 1.05 && s.server <= 1.05) s.happened = false;
+      if (in.claim.needs_batching && l->second->mean_width <= 1.05 && s.server <= 1.05) {
+        s.happened = false;
+        s.why_not = "its probes shared no batch (mean width " + fixed(l->second->mean_width, 2) + ")";
+      }
       s.client = std::max(1, m.max_in_flight);  // the generator's requests in flight, probes among them
     }
   if (c.kind == condition_kind::cache_reuse)
@@ -171,7 +192,11 @@ void judge_stream(const certify_inputs& in, const run_verdict& v, family_streams
     out.moved_counted[c.family] += moved;
   } else {
     ++fr.flagged;
+    ++out.not_counted[c.family][s.why_not.empty() ? "its condition did not happen" : s.why_not];
   }
+  if (g.mode == group_mode::burst)
+    if (auto r = in.run_at.find({v.group, v.request}); r != in.run_at.end() && r->second->stream && arrivals_bunched(*r->second->stream))
+      out.bunched[c.family].insert(v.group);
   if (!moved) return;
   ++fr.divergent;
   ++pt.moved;
@@ -251,9 +276,14 @@ void find_boundary(family_result& fr, const std::map<int, boundary_point>& pts, 
     how = "exact: " + std::to_string(fr.boundary) + " moved in " + tried(fr.boundary) + " trials" +
           (fr.held_below >= 0 ? ", " + std::to_string(fr.held_below) + " moved in " + tried(fr.held_below) : "");
     const int repeats = std::max(1, cs.repeats);
+    const bool budget_out = search_requests + (fr.family == "co_residency" ? fr.boundary : 3) > cs.search_requests;
     for (int at : {fr.held_below, fr.boundary})
       if (at > floor && pts.count(at) && pts.at(at).trials < repeats) {
-        how += "; fewer than " + std::to_string(repeats) + " trials where the search's budget ran out";
+        how += "; " + std::to_string(at) + " was tried fewer than " + std::to_string(repeats) + " times: " +
+               (budget_out ? std::string("the search's budget ran out")
+                           : fr.family == "prefix_reuse" ? std::string("a probe the cache served beyond its shared prefix "
+                                                                       "counts where the cache served it")
+                                                         : std::string("no trial of it was left in the plan"));
         break;
       }
   } else if (!searched) {
@@ -272,7 +302,7 @@ void find_boundary(family_result& fr, const std::map<int, boundary_point>& pts, 
 }
 
 // Why a family that moved nothing has no verdict: not planned, or planned but not tested.
-void explain_untested(family_result& fr, const certify_inputs& in) {
+void explain_untested(family_result& fr, const certify_inputs& in, const std::map<std::string, int>& reasons) {
   const auto& cs = *in.spec.certify;
   if (!in.conditions_of.count(fr.family)) {
     fr.status = family_status::not_planned;
@@ -282,14 +312,25 @@ void explain_untested(family_result& fr, const certify_inputs& in) {
     return;
   }
   fr.status = family_status::not_tested;
-  if (fr.failed == 0 && fr.flagged == 0) fr.note = "none of its schedules ran (the budget's minutes ran out before them)";
-  else if (fr.failed > 0 && fr.flagged == 0) fr.note = "every request failed";
-  else if (fr.family == "prefix_reuse" || (fr.family == "seeded" && fr.reused_tokens_max == 0))
-    fr.note = "the server never served a prefix from its cache";
-  else
-    fr.note = "no burst batched: the server's busy slots per decode " +
-              (fr.server_width_max >= 0 ? "reached at most " + fixed(fr.server_width_max, 2) : std::string("were not reported")) +
-              " with up to " + std::to_string(fr.client_width_max) + " requests in flight";
+  if (fr.failed == 0 && fr.flagged == 0) {
+    fr.note = "none of its schedules ran (the budget's minutes ran out before them)";
+    return;
+  }
+  if (fr.failed > 0 && fr.flagged == 0) {
+    fr.note = "every request failed";
+    return;
+  }
+  // The judgement's own reason, the commonest among its streams: the note never concludes
+  // other than the evidence that decided.
+  std::pair<std::string, int> top{"its condition did not happen", 0};
+  for (const auto& [why, n] : reasons)
+    if (n > top.second) top = {why, n};
+  fr.note = "not counted: " + top.first + " (" + std::to_string(top.second) + " of " + std::to_string(fr.flagged) +
+            " streams)";
+  if (fr.server_width_max >= 0 || fr.client_width_max > 0)
+    fr.note += "; the server's busy slots per decode " +
+               (fr.server_width_max >= 0 ? "reached at most " + fixed(fr.server_width_max, 2) : std::string("were not reported")) +
+               " with up to " + std::to_string(fr.client_width_max) + " requests in flight";
 }
 
 void add_note(family_result& fr, const std::string& more) { fr.note += std::string(fr.note.empty() ? "" : "; ") + more; }
@@ -309,6 +350,24 @@ int left_out_of(const family_result& fr, const certify_inputs& in) {
   return left;
 }
 
+// A refuted family names the server setting it isolates, as the server was run: prefix reuse
+// the prompt cache, co-residency a unified KV cache when it was on.
+void isolate_setting(family_result& fr, const std::map<std::string, std::string>& settings) {
+  auto at = [&](const char* k) {
+    auto it = settings.find(k);
+    return it == settings.end() ? std::string() : it->second;
+  };
+  if (fr.family == "prefix_reuse") {
+    add_note(fr, "the setting it isolates: the prompt cache (the server's cache_prompt: " +
+                     (at("server_cache_prompt").empty() ? std::string("not read") : at("server_cache_prompt")) +
+                     "; its cache in RAM, --cache-ram: " +
+                     (at("server_cache_ram").empty() ? std::string("not read") : at("server_cache_ram")) + ")");
+  } else if (fr.family == "co_residency" && server_setting_value(at("server_kv_unified")) == "on") {
+    add_note(fr, "the server ran with a unified KV cache (" + at("server_kv_unified") +
+                     "): co-resident requests share one KV buffer; --no-kv-unified gives each slot its own");
+  }
+}
+
 family_result judge_family(std::string_view name, const certify_inputs& in, family_streams& s, int not_run, int search_requests) {
   family_result fr = s.results.count(std::string(name)) ? s.results[std::string(name)] : family_result{};
   fr.family = std::string(name);
@@ -321,8 +380,13 @@ family_result judge_family(std::string_view name, const certify_inputs& in, fami
   } else if (fr.compared > 0) {
     fr.status = family_status::passed;
   } else {
-    explain_untested(fr, in);
+    explain_untested(fr, in, s.not_counted[fr.family]);
   }
+  if (fr.status == family_status::refuted) isolate_setting(fr, in.settings);
+  if (const auto& b = s.bunched[fr.family]; !b.empty())
+    add_note(fr, std::to_string(b.size()) + " burst(s) reached the client with their token times bunched (a proxy that "
+                                             "buffers the answers): their batching was judged by the server's busy slots "
+                                             "per decode");
   if (fr.compared > 0) fr.bound95 = upper_bound95(s.moved_counted[fr.family], fr.compared);
   fr.not_run = not_run;
   const bool planned = fr.status != family_status::not_planned;
@@ -356,8 +420,20 @@ std::string replay_summary(const certificate& cert) {
   return out.empty() ? "no schedule of its own moved" : out;
 }
 
-// The outcome and its sentence, from the families and the findings' validity.
+void decide(certificate& cert, const findings& f);
+
+// The outcome and its sentence, from the families and the findings' validity; then the
+// server's own settings, as they were read.
 void conclude(certificate& cert, const findings& f) {
+  decide(cert, f);
+  const auto brief = server_settings_brief(cert.settings);
+  cert.sentence += brief.empty() ? " The server's own settings were not read (its process is not visible from this host: "
+                                   "only its API's account, the shape above)."
+                                 : " The server ran with " + brief + ".";
+}
+
+// The outcome and the sentence that says it.
+void decide(certificate& cert, const findings& f) {
   int passed = 0, refuted = 0, untested = 0, streams = 0;
   double worst = 0;
   std::string untested_names, refuted_names;
@@ -426,7 +502,7 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
   if (!spec.certify) return std::nullopt;
   const certify_claim* claim = find_claim(spec.certify->claim);
   if (!claim) claim = &certify_claims()[0];
-  const auto in = index_inputs(spec, plan, runs, f, *claim, bursts, t);
+  auto in = index_inputs(spec, plan, runs, f, *claim, bursts, t);
   family_streams streams;
   for (const auto& v : f.verdicts) judge_stream(in, v, streams);
   // Planned groups of a family that left nothing (the budget's minutes skipped them).
@@ -444,7 +520,12 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
   cert.backend = spec.backends.empty() ? "" : spec.backends.front().name;
   cert.shape = shape_of(*spec.certify);
   cert.shape_source = spec.certify->shape_source;
+  if (auto m = f.machines.find(cert.backend); m != f.machines.end())
+    for (const auto& [k, v] : m->second)
+      if (k.starts_with("server_") && k != "server_executable" && k != "server_executable_sha256" && k != "server_process")
+        cert.settings[k] = v;
   tally_trials(streams, cert);
+  in.settings = cert.settings;
   for (std::string_view name : kCertifyFamilies)
     if (name != "seeded" || claim->seeded)
       cert.families.push_back(judge_family(name, in, streams, not_run[std::string(name)], cert.search_requests));

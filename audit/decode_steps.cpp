@@ -170,6 +170,15 @@ void describe_positions(const std::vector<std::vector<std::int64_t>>& t, const s
 
 }  // namespace
 
+bool arrivals_bunched(const logit_stream& s) {
+  const auto& t = s.client.token_ns;
+  if (t.size() < 3) return false;
+  const double server_ms = s.server_token_ms.size() >= 2 ? s.server_token_ms.back() - s.server_token_ms.front()
+                                                         : s.server.predicted_ms;
+  const double client_ms = static_cast<double>(t.back() - t.front()) / 1e6;
+  return server_ms >= 5 && client_ms < 0.25 * server_ms;
+}
+
 decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members, std::int64_t slots) {
   decode_reconstruction out;
   out.members.resize(members.size());

@@ -54,6 +54,11 @@ struct decode_reconstruction {
   double separation() const;
 };
 
+// Whether a stream's tokens reached the client bunched: over less than a quarter of the time
+// the server says it spent generating them (at least 5 ms). A proxy that buffers the answers
+// does this; its token times then cannot show which decode steps requests shared.
+bool arrivals_bunched(const logit_stream& s);
+
 // Reconstructs the steps of one burst's members (null or failed members: no tokens). Members'
 // client times must share one clock (a burst's do). `slots` > 0: the server's slots, which no
 // step can exceed (a one-slot server decodes its requests one after another, whatever the

@@ -75,6 +75,25 @@ std::string machine_summary(const std::map<std::string, std::string>& m) {
   return out;
 }
 
+std::string server_setting_value(std::string_view fact) {
+  constexpr std::string_view build = "default (the build's: ";
+  if (fact.starts_with(build)) {
+    fact.remove_prefix(build.size());
+    return std::string(fact.substr(0, fact.find_first_of(",)")));
+  }
+  return std::string(fact.substr(0, fact.find(" (")));
+}
+
+std::string server_settings_brief(const std::map<std::string, std::string>& machine) {
+  std::string out;
+  for (const auto& [fact, name] : kServerSettingFacts)
+    if (auto it = machine.find(std::string(fact)); it != machine.end())
+      out += (out.empty() ? "" : ", ") + std::string(name) + " " + server_setting_value(it->second);
+  if (out.empty()) return out;
+  if (auto it = machine.find("server_settings_unread"); it != machine.end()) out += "; unread: " + it->second;
+  return out;
+}
+
 std::string_view declared_category(std::string_view field) {
   if (field == "build_info") return "build";
   if (field == "model" || field == "model_sha256" || field.starts_with("model_meta:")) return "model identity";
@@ -85,6 +104,9 @@ std::string_view declared_category(std::string_view field) {
   if (field == "total_slots" || field == "n_ctx") return "server settings";
   if (field == "api") return "api";
   if (field.starts_with("machine:server_executable")) return "build";  // the program behind the port
+  for (const auto& [fact, name] : kServerSettingFacts)  // the server's own flags (clients/server_flags.hpp)
+    if (field.starts_with("machine:") && field.substr(8) == fact) return "server settings";
+  if (field == "machine:server_settings_unread") return "server settings";
   if (field.starts_with("machine:")) return "machine";
   return "";
 }

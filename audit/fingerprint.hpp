@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace logitaudit::audit {
@@ -61,6 +62,26 @@ std::vector<std::string> fingerprint_differences(const backend_fingerprint& a,
 // avx2 avx512f ... amx_int8, ggml sapphirerapids, kernel 6.1.0-27-amd64" or the declared labels
 // ("gpu H100 SXM, driver 550.54"); "" for none.
 std::string machine_summary(const std::map<std::string, std::string>& machine);
+
+// The facts of a llama-server's own settings in a fingerprint's machine, as
+// clients/server_flags.hpp reads them ("value (where it came from)"), with what each is called.
+inline constexpr std::pair<std::string_view, std::string_view> kServerSettingFacts[] = {
+    {"server_slots", "slots"},
+    {"server_kv_unified", "unified KV"},
+    {"server_cache_prompt", "cache_prompt"},
+    {"server_cache_ram", "cache-ram"},
+    {"server_cache_idle_slots", "cache-idle-slots"},
+    {"server_flash_attn", "flash attention"},
+    {"server_batch", "-b"},
+    {"server_ubatch", "-ub"},
+    {"server_ctx_size", "context"},
+    {"server_threads", "threads"},
+};
+// The value of such a fact, without its source: "auto", "on", "8192", "512".
+std::string server_setting_value(std::string_view fact);
+// Those settings in one line: "slots auto, unified KV on, cache_prompt on, cache-ram 8192, ...",
+// then what could not be read; "" when none was read (a remote server, another user's process).
+std::string server_settings_brief(const std::map<std::string, std::string>& machine);
 
 // What a changed field declares, in the words of the history: "build", "model identity",
 // "quantisation", "chat template", "generation settings", "tokenisation", "server settings"

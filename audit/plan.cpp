@@ -15,6 +15,12 @@ std::size_t audit_plan::total_requests() const {
   return n;
 }
 
+std::size_t baseline_request(const audit_plan& plan, std::size_t group, std::size_t request) {
+  if (group >= plan.groups.size() || request >= plan.groups[group].requests.size()) return 0;
+  const int b = plan.groups[group].requests[request].baseline;
+  return b >= 0 && static_cast<std::size_t>(b) < plan.baselines.size() ? plan.baselines[static_cast<std::size_t>(b)].request : 0;
+}
+
 std::string cross_batch_filler(std::size_t i) {
   static const char* topics[] = {"a recipe for sourdough bread", "the rules of chess", "how tides work",
                                  "the life cycle of a star",    "a history of the bicycle", "how vaccines work",

@@ -86,6 +86,11 @@ std::vector<std::int64_t> certify_token_ids(int n, std::uint64_t stream);
 // that differ from the first: what a cache can serve the probe from the warm-up is the prefix.
 std::pair<std::string, std::string> shared_prefix_prompts(int shared, int tail = 8);
 
+// The request of its baseline's group that is the baseline of request `request` of group
+// `group`: 0 for a baseline group's only one, the last for a search's cold probe; 0 when the
+// plan has no such request (a stored run of another plan).
+std::size_t baseline_request(const audit_plan& plan, std::size_t group, std::size_t request);
+
 // Expands a validated spec. Pure and deterministic: the same spec gives the same plan.
 //  - Baselines are solo, cache_prompt off, on slot 0, so that they are reproducible.
 //  - Serial conditions run on slot 0 with cache_prompt off, like their baselines.

@@ -6,7 +6,9 @@
 #include <map>
 #include <optional>
 
+#include "certify.hpp"
 #include "enum_names.hpp"
+#include "fingerprint.hpp"
 #include "harness_power.hpp"
 #include "load.hpp"
 #include "predictions.hpp"
@@ -341,6 +343,7 @@ std::string_view to_string(verdict_answer a) { return enumerator_name(a); }
 
 std::string_view verdict_label(verdict_topic t) {
   switch (t) {
+    case verdict_topic::certificate: return "Certificate";
     case verdict_topic::solo: return "Solo";
     case verdict_topic::concurrency: return "Concurrency";
     case verdict_topic::cache_reuse: return "Cache reuse";
@@ -383,6 +386,21 @@ verdict summarize(const findings& f) {
   const bool void_ = comparator.answer == verdict_answer::vacuous || comparator.answer == verdict_answer::invalid;
   v.lines.insert(void_ ? v.lines.begin() : v.lines.end(), comparator);
   v.lines.push_back(undecided_line(f, untested));
+  // What moves under load depends on the server's own settings: the concurrency line names
+  // them, where they were read (clients/server_flags.hpp).
+  for (auto& l : v.lines)
+    if (l.topic == verdict_topic::concurrency)
+      for (const auto& [backend, machine] : f.machines)
+        if (const auto brief = server_settings_brief(machine); !brief.empty())
+          l.text += "; " + backend + " ran with " + brief;
+  // A certify job opens with its certificate's outcome: the answer to the question it asked.
+  if (const auto* c = f.sections.find<certificate>()) {
+    const verdict_answer a = c->outcome == certificate_outcome::certified ? verdict_answer::identical
+                             : c->outcome == certificate_outcome::refuted ? verdict_answer::moves
+                             : c->outcome == certificate_outcome::invalid ? verdict_answer::invalid
+                                                                          : verdict_answer::open;
+    v.lines.insert(v.lines.begin(), {verdict_topic::certificate, a, std::string(to_string(c->outcome)) + ": " + c->sentence});
+  }
   return v;
 }
 

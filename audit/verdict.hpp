@@ -1,4 +1,4 @@
-// The answer before the evidence: what an audit found, in at most six lines, each written
+// The answer before the evidence: what an audit found, in at most seven lines, each written
 // from the findings' own tallies (never from their sentences), so that it cannot say what the
 // tables beneath it do not. The text, Markdown and console forms of a report open with it;
 // the JSON report carries it as data (api/spec_json.hpp, report_json).
@@ -16,6 +16,7 @@ namespace logitaudit::audit {
 
 // What a line is about, in the order a report gives them.
 BOOST_DEFINE_ENUM_CLASS(verdict_topic,
+  certificate,      // a certify job's outcome: certified, refuted, incomplete or invalid, first
   solo,             // serial repeats (and a search's solo reference) against their baseline
   concurrency,      // bursts of identical requests, cross-batches, neighbours, searches, load probes
   cache_reuse,      // the prompt cache warmed, then reused
@@ -47,7 +48,7 @@ struct verdict_line {
 };
 
 struct verdict {
-  // At most six, in topic order (but the comparator's first when the findings are invalid); a
+  // At most seven, in topic order (but the comparator's first when the findings are invalid); a
   // topic whose conditions counted no stream has no line, and its reason is in `undecided`'s.
   std::vector<verdict_line> lines;
 };

@@ -90,8 +90,8 @@ std::map<std::int64_t, recomputed> recompute_digests(storage::store& store, cons
 
 // 2. Identity verdicts, from the recomputed digests against the baseline's; `finished`: the
 // job's stored verdicts are compared too.
-std::vector<identity> judge_identities(const job_evidence& e, const std::map<std::int64_t, recomputed>& known, bool finished,
-                                       verify_report& rep) {
+std::vector<identity> judge_identities(const job_evidence& e, const audit::audit_plan& plan,
+                                       const std::map<std::int64_t, recomputed>& known, bool finished, verify_report& rep) {
   const auto job = e.job;
   static const recomputed none;  // a stream whose encoding did not decode is not judged
   auto digest_of = [&](std::int64_t run) -> const recomputed& {
@@ -103,7 +103,7 @@ std::vector<identity> judge_identities(const job_evidence& e, const std::map<std
   std::vector<identity> judged;
   for (const auto& r : e.runs) {
     if (!r.compared || !r.ok || !r.baseline_group) continue;
-    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
+    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), audit::baseline_request(plan, r.group, r.request)});
     if (base == by_position.end() || !base->second->ok) continue;  // not judged: its baseline failed
     const auto& mine = digest_of(r.id);
     const auto& theirs = digest_of(base->second->id);
@@ -188,9 +188,10 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
   // A job whose end could not be stored (a full disk) has no findings to verify: its verdicts
   // and predictions were written in the one transaction that failed.
   const bool finished = job_row && audit::has_findings(job_row->status) && !job_row->findings_json.empty();
-  const auto judged = judge_identities(e, digests, finished, rep);
+  const auto& spec = job_row ? job_row->spec : std::nullopt;
+  const auto plan = spec ? audit::make_plan(*spec) : audit::audit_plan{};
+  const auto judged = judge_identities(e, plan, digests, finished, rep);
   if (!finished) return;
-  const auto& spec = job_row->spec;
   if (!spec) {
     rep.problems.push_back("job " + std::to_string(job) + ": the stored spec does not parse");
     return;
@@ -199,7 +200,7 @@ void verify_job(storage::store& store, std::int64_t job, verify_report& rep) {
   // are stored apart.
   static const audit::findings none;
   const auto& stored_findings = job_row->findings;
-  recount_analyses(store, e, *spec, audit::make_plan(*spec), stored_findings ? *stored_findings : none, stored_findings.has_value(),
+  recount_analyses(store, e, *spec, plan, stored_findings ? *stored_findings : none, stored_findings.has_value(),
                    digests, judged, rep);
 }
 

@@ -2,6 +2,7 @@
 #include "machine.hpp"
 
 #include "audit/spec.hpp"
+#include "server_flags.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -321,6 +322,32 @@ machine_facts machine_from_maps(std::string_view maps, std::string_view exe, con
   return m;
 }
 
+// The settings of the llama-server process at `proc` (server_flags.hpp): its arguments, its
+// environment, its build's --help run as the process was started, up to its program.
+void read_settings(const std::filesystem::path& proc, const std::vector<std::string>& resolved, machine_facts& facts) {
+  std::vector<std::string> args, env;  // as given (`resolved`: the same, relative paths made absolute)
+  std::istringstream cmdline(read_file(proc / "cmdline"));
+  for (std::string a; std::getline(cmdline, a, '\0');) args.push_back(a);
+  const auto environ = read_file(proc / "environ");
+  std::istringstream vars(environ);
+  for (std::string v; std::getline(vars, v, '\0');) env.push_back(v);
+  std::vector<std::string> command;
+  const auto program = facts.find("server_executable");
+  for (std::size_t i = 0; i < args.size() && i < resolved.size(); ++i) {
+    command.push_back(args[i]);
+    if (program == facts.end() || resolved[i] == program->second) break;
+  }
+  const auto help = server_help(command, env);
+  for (auto& [k, v] : settings_from(args, env, help_defaults(help))) facts[k] = one_line(v);
+  std::string unread;
+  if (environ.empty()) unread = "its environment cannot be read (another user's process)";
+  if (help.empty()) unread += std::string(unread.empty() ? "" : "; ") + "its --help did not run, so its defaults are unknown";
+  if (!unread.empty()) {
+    auto& u = facts["server_settings_unread"];
+    u = one_line(unread + (u.empty() ? "" : "; " + u));
+  }
+}
+
 server_process listening_server(std::uint16_t port) {
   const int pid = listening_pid(port);
   if (pid == 0)
@@ -339,6 +366,7 @@ server_process listening_server(std::uint16_t port) {
   for (std::string a; std::getline(cmdline, a, '\0');)
     args.push_back(!a.empty() && a.front() != '/' && !cwd_ec ? (cwd / a).lexically_normal().string() : a);
   server_process out{machine_from_maps(maps, ec ? "" : exe.string(), args), ""};
+  if (out.facts.count("server_process") == 0) read_settings(proc, args, out.facts);
   // The image the process runs: /proc/PID/exe is it even when the file on disk was replaced;
   // behind a loader, the program's file.
   if (auto it = out.facts.find("server_executable"); it != out.facts.end())

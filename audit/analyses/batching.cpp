@@ -106,7 +106,7 @@ class batching_analysis_t final : public analysis {
     for (const auto& r : in.runs) by_position[{r.group, r.request}] = &r;
     for (const auto& r : in.runs) {
       if (!r.compared || !r.ok || !r.baseline_group || !r.has_verdict || r.group >= in.plan.groups.size()) continue;
-      auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
+      auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), baseline_request(in.plan, r.group, r.request)});
       if (base == by_position.end() || !base->second->ok) continue;
       const auto want = flag_from_evidence(in, r, *base->second);
       if (want.flag == r.flag) continue;

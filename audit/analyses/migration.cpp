@@ -67,7 +67,7 @@ recounted_streams sort_streams(const recount_input& in) {
     if (g.mode == group_mode::serial || is_control(g.kind) || !r.compared || !r.baseline_group || !r.has_verdict ||
         r.flag != evidence_flag::none)
       continue;
-    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), 0});
+    auto base = by_position.find({static_cast<std::size_t>(*r.baseline_group), baseline_request(in.plan, r.group, r.request)});
     if (base == by_position.end() || !base->second->ok || !base->second->digested()) continue;
     auto& c = out.own[r.backend];
     ++c.n;

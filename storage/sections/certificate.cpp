@@ -96,6 +96,7 @@ const object_table<audit::certificate>& certificate_table() {
       must<&C::sentence>("sentence"),
       unless_empty<&C::schedules>(list_of<&C::schedules>("schedules", schedule_replay_table())),
       unless_default<&C::search_requests>(member<&C::search_requests>("search_requests")),
+      unless_empty<&C::settings>(fields::as_is<&C::settings>("settings")),
   };
   static const auto t = stored(rows);
   return t;

@@ -75,6 +75,15 @@ TEST(certify_e2e, a_one_slot_server_moves_nothing_under_single_slot_and_its_cert
   EXPECT_EQ(co["client_width_max"], 4);
   EXPECT_GE(co["server_width_max"].get<double>(), 0) << "the server's counters were read (--metrics)";
   EXPECT_LT(co["server_width_max"].get<double>(), 1.5) << co.dump();
+  // The server's own settings, read from its command line and its build's --help, are in the
+  // certificate, and the verdict opens with the certificate's outcome.
+  ASSERT_TRUE(cert["settings"].is_object()) << cert.dump(1);
+  EXPECT_TRUE(cert["settings"]["server_slots"].get<std::string>().starts_with("1 (")) << cert["settings"].dump();
+  EXPECT_TRUE(cert["settings"]["server_kv_unified"].get<std::string>().starts_with("off (")) << cert["settings"].dump();
+  EXPECT_NE(cert["sentence"].get<std::string>().find("The server ran with slots 1, unified KV off"), std::string::npos)
+      << cert["sentence"];
+  ASSERT_FALSE(report["verdict"].empty());
+  EXPECT_EQ(report["verdict"][0]["topic"], "certificate") << report["verdict"].dump();
   const auto text = d.call(http::verb::get, "/v1/audits/" + id + "/report?format=text").body;
   EXPECT_NE(text.find("Certificate: 'single-slot' on np1: " + cert["outcome"].get<std::string>()), std::string::npos)
       << text.substr(0, 3000);
