@@ -29,8 +29,11 @@ struct findings;
 struct observed_run;
 
 // The families, in the order a certificate lists them.
-inline constexpr std::array<std::string_view, 7> kCertifyFamilies = {
-    "solo", "co_residency", "prefix_reuse", "chunked_prefill", "neighbours", "seeded", "random"};
+inline constexpr std::array<std::string_view, 8> kCertifyFamilies = {
+    "solo", "observer", "co_residency", "prefix_reuse", "chunked_prefill", "neighbours", "seeded", "random"};
+// Whether a stream of `family` moved, under a claim judged at `level`: the observer family is
+// judged by token ids whatever the claim (a request with n_probs 0 has no logprobs to compare).
+bool family_moved(std::string_view family, identity_level level, bool logit_identical, bool token_identical);
 // "solo, co_residency, ...": the families, for messages.
 std::string certify_family_names();
 // What a family is aimed at, in words.

@@ -26,6 +26,10 @@ std::optional<certificate_outcome> parse_certificate_outcome(std::string_view s)
 std::string_view to_string(family_status s) { return enumerator_name(s); }
 std::optional<family_status> parse_family_status(std::string_view s) { return parse_by_name(kEnumerators<family_status>, s); }
 
+bool family_moved(std::string_view family, identity_level level, bool logit_identical, bool token_identical) {
+  return level == identity_level::logit && family != "observer" ? !logit_identical : !token_identical;
+}
+
 double upper_bound95(int k, int n) { return n > 0 ? clopper_pearson_upper(k, n, 0.95) : -1; }
 
 namespace {
@@ -166,7 +170,7 @@ void judge_stream(const certify_inputs& in, const run_verdict& v, family_streams
     return;
   }
   if (!v.result) return;
-  const bool moved = in.claim.level == identity_level::logit ? !v.result->logit_identical : !v.result->token_identical;
+  const bool moved = family_moved(c.family, in.claim.level, v.result->logit_identical, v.result->token_identical);
   const auto s = schedule_of(in, c, g, v);
   if (g.mode != group_mode::serial) {
     fr.client_width_max = std::max(fr.client_width_max, s.client);

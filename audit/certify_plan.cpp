@@ -52,6 +52,7 @@ std::string certify_family_names() {
 
 std::string_view family_aim(std::string_view f) {
   if (f == "solo") return "serial repeats on one slot: the server's own determinism, which every other family presumes";
+  if (f == "observer") return "the same requests asking for no, one, the audit's and many top logprobs: asking to see them must not change the tokens";
   if (f == "co_residency") return "identical requests decoded together, from 2 up to the slots and one past every power of two";
   if (f == "prefix_reuse") return "a probe whose prompt shares an exact token prefix with the slot's last one, around block and ubatch boundaries";
   if (f == "chunked_prefill") return "a prompt longer than the batch arriving while the target decodes";
@@ -125,6 +126,15 @@ struct family_planner {
     s.seeded_replicates = claim.seeded ? 2 : 0;
     spec.conditions.push_back(s);
     spec.conditions.push_back(family_condition("control_prompt", condition_kind::control_prompt, ""));
+  }
+
+  // The observer: the solo requests again, greedy and seeded, asking to see more or less of
+  // the numbers (observer_probs); their token ids must be the baseline's.
+  void observer() {
+    auto c = family_condition("observer", condition_kind::observer, "observer");
+    c.replicates = 1;
+    c.seeded_replicates = claim.seeded ? 1 : 0;
+    add(c);
   }
 
   void co_residency() {
@@ -251,6 +261,7 @@ audit_spec expand_certify(audit_spec spec, const certify_shape& shape) {
   spec.conditions.clear();
   family_planner p{spec, cs, *claim, shape};
   p.solo();
+  p.observer();
   p.co_residency();
   p.prefix_reuse();
   p.chunked_prefill();

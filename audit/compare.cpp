@@ -88,9 +88,13 @@ comparison compare_streams(const logit_stream& base, const stream_digests& bd, c
 
   c.aligned = c.first_token_difference < 0 ? n : static_cast<std::size_t>(c.first_token_difference);
   double sum = 0;
+  std::size_t measured = 0;
   for (std::size_t i = 0; i < c.aligned; ++i) {
     const auto& a = base.tokens[i];
     const auto& b = s.tokens[i];
+    // A stream asked with n_probs 0 has ids and no logprobs (NaN): nothing to measure there.
+    if (std::isnan(a.logprob) || std::isnan(b.logprob)) continue;
+    ++measured;
     const double d = std::fabs(a.logprob - b.logprob);
     c.max_abs_delta = std::max(c.max_abs_delta, d);
     sum += d;
@@ -99,7 +103,7 @@ comparison compare_streams(const logit_stream& base, const stream_digests& bd, c
       for (const auto& f : b.top)
         if (e.key == f.key) c.max_ulp = std::max(c.max_ulp, ulp_distance(e.logprob, f.logprob));
   }
-  c.mean_abs_delta = c.aligned ? sum / static_cast<double>(c.aligned) : 0.0;
+  c.mean_abs_delta = measured ? sum / static_cast<double>(measured) : 0.0;
   c.first_text_difference = first_text_difference(base, s, c.aligned);
   if (c.first_token_difference >= 0 && static_cast<std::size_t>(c.first_token_difference) < base.tokens.size()) {
     const auto& t = base.tokens[static_cast<std::size_t>(c.first_token_difference)];

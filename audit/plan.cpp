@@ -90,6 +90,11 @@ class planner {
 
  private:
   sampling greedy() const { return {}; }
+  std::string api_of(const std::string& backend) const {
+    for (const auto& b : spec_.backends)
+      if (b.name == backend) return b.api;
+    return "";
+  }
   sampling seeded() const { return {spec_.temperature, spec_.seed}; }
 
   // The baseline for (backend, prompt, params), created on first use. Baseline groups are
@@ -276,6 +281,21 @@ class planner {
       }
       case condition_kind::throughput:
         for (int r = 0; r < c.replicates; ++r) out.push_back(throughput_burst(c, r, params));
+        break;
+      case condition_kind::observer:
+        // Greedy, then seeded: each n_probs in turn, compared with the baseline by token ids.
+        for (int n : observer_probs(spec_.top_k, api_of(backend) == "llama")) {
+          for (int r = 0; r < c.replicates; ++r) {
+            planned_request q = serial(backend, prompt, params, -1);
+            q.n_probs = n;
+            serial_one(std::move(q));
+          }
+          for (int r = 0; r < c.seeded_replicates; ++r) {
+            planned_request q = serial(backend, prompt, seeded(), -1);
+            q.n_probs = n;
+            serial_one(std::move(q));
+          }
+        }
         break;
     }
     return out;

@@ -67,9 +67,17 @@ evidence_flag flag_of(condition_kind k) {
     case condition_kind::repeat:
     case condition_kind::control_prompt:
     case condition_kind::control_seed:
-    case condition_kind::control_temperature: return evidence_flag::none;
+    case condition_kind::control_temperature:
+    case condition_kind::observer: return evidence_flag::none;
   }
   return evidence_flag::none;
+}
+
+std::vector<int> observer_probs(int top_k, bool none) {
+  std::vector<int> out;
+  for (int n : {none ? 0 : -1, 1, top_k, std::max(20, 4 * top_k)})
+    if (n >= 0 && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  return out;
 }
 
 bool is_control(condition_kind k) {
@@ -603,7 +611,8 @@ void validate_kind_settings(const audit_spec& s, const condition& c, const std::
   if (!burst && c.kind != condition_kind::throughput && c.concurrency != 1) add(f + ".concurrency", "must be 1 for " + std::string(to_string(c.kind)));
   if (c.seeded_replicates < 0 || c.seeded_replicates > lim.max_replicates)
     add(f + ".seeded_replicates", "must be between 0 and " + std::to_string(lim.max_replicates));
-  if (c.seeded_replicates != 0 && c.kind != condition_kind::repeat) add(f + ".seeded_replicates", "only a repeat condition has seeded replicates");
+  if (c.seeded_replicates != 0 && c.kind != condition_kind::repeat && c.kind != condition_kind::observer)
+    add(f + ".seeded_replicates", "only a repeat or observer condition has seeded replicates");
   if (c.kind == condition_kind::control_prompt && s.prompts.size() < 2) add(f + ".kind", "control_prompt needs at least two prompts");
   if ((c.kind == condition_kind::control_seed || c.kind == condition_kind::control_temperature) && !c.seeded)
     add(f + ".seeded", "a seed or temperature control must be seeded (greedy ignores both)");
@@ -619,6 +628,8 @@ std::size_t requests_of(const audit_spec& s, const condition& c) {
     return prompts * per;
   }
   if (c.kind == condition_kind::load) return c.load.levels.size() * static_cast<std::size_t>(std::max(0, c.load.probes));
+  if (c.kind == condition_kind::observer)
+    return prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) * observer_probs(s.top_k, true).size();
   return prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) *
          static_cast<std::size_t>(std::max(1, c.concurrency)) * (c.kind == condition_kind::cache_reuse ? 2 : 1);
 }

@@ -28,7 +28,9 @@ BOOST_DEFINE_ENUM_CLASS(condition_kind,
   threshold_search,     // the smallest burst width at which streams diverge (search_settings)
   throughput,           // a throughput probe: bursts of different prompts, timed, never compared
   neighbours,           // the target in a burst with C-1 neighbours of a chosen shape (neighbour_settings)
-  load                 // probes inside generated background traffic, level by level (load_settings, docs/load.md)
+  load,                // probes inside generated background traffic, level by level (load_settings, docs/load.md)
+  observer             // serial requests that ask to see more or less of the numbers (n_probs 0, 1, the audit's
+                       // top-k, a large one): their token ids must be the baseline's (certify's observer family)
 )
 
 // Every kind, in the order the docs, the OpenAPI enum, error messages and the console list
@@ -37,10 +39,13 @@ inline constexpr std::array kConditionKinds = {
     condition_kind::repeat,         condition_kind::concurrent,   condition_kind::cross_batch,
     condition_kind::cache_reuse,    condition_kind::control_prompt, condition_kind::control_seed,
     condition_kind::control_temperature, condition_kind::threshold_search, condition_kind::throughput,
-    condition_kind::neighbours,     condition_kind::load};
+    condition_kind::neighbours,     condition_kind::load,           condition_kind::observer};
 std::string_view to_string(condition_kind k);
 std::optional<condition_kind> parse_condition_kind(std::string_view s);
 bool is_control(condition_kind k);
+// The n_probs an observer condition asks with, in order: 0 (no probabilities: the ids alone;
+// `none`, for an API that returns ids without them), 1, the audit's top-k and a large one.
+std::vector<int> observer_probs(int top_k, bool none);
 // The flag a condition's streams get when their condition did not happen (a burst that did
 // not batch, a cache that was not reused); none for a kind with nothing to happen.
 evidence_flag flag_of(condition_kind k);

@@ -13,7 +13,7 @@ std::string request_body(const audit::planned_request& r, const audit::audit_pla
   c.prompt = r.prompt;
   if (auto ids = audit::prompt_token_ids(r.prompt)) c.prompt_ids = std::move(*ids);
   c.n_predict = r.n_predict.value_or(plan.n_predict);
-  c.n_probs = plan.top_k;
+  c.n_probs = r.n_probs.value_or(plan.top_k);
   c.temperature = r.params.temperature;
   c.seed = r.params.seed;
   c.cache_prompt = cache_prompt;

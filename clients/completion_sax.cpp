@@ -8,7 +8,7 @@ namespace {
 
 using json = nlohmann::json;
 
-enum class frame { root, probs, prob, top, top_entry, timings, error, skip };
+enum class frame { root, probs, prob, top, top_entry, timings, error, ids, skip };
 
 class handler : public json::json_sax_t {
  public:
@@ -103,6 +103,7 @@ class handler : public json::json_sax_t {
       return push(frame::top);
     }
     if (top_is(frame::prob) && key_ == "probs") saw_probs_ = true;
+    if (top_is(frame::root) && key_ == "tokens") return push(frame::ids);  // return_tokens: the ids alone (n_probs 0)
     return wrong_or_skip();
   }
   bool end_array() override {
@@ -153,6 +154,10 @@ class handler : public json::json_sax_t {
     return true;
   }
   bool integer(std::int64_t v) {
+    if (top_is(frame::ids)) {
+      o_.token_ids.push_back(v);
+      return true;
+    }
     if (in_entry()) {
       if (key_ == "id") {
         (top_is(frame::prob) ? step_.key : entry_.key) = v;

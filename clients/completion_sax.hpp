@@ -23,6 +23,9 @@ struct completion_object {
   std::string stop_type;
   std::int64_t tokens_evaluated = -1, tokens_cached = -1, id_slot = -1;
   audit::server_timings timings;
+  // "tokens": the generated ids, which llama.cpp sends with return_tokens (the answer to a
+  // request with n_probs 0 carries no probabilities: its ids are these).
+  std::vector<std::int64_t> token_ids;
 };
 
 // Parses `json` and appends its completion_probabilities to `into.tokens` (and `now_ns` to

@@ -633,7 +633,7 @@ completion_request to_request(const audit::planned_request& r, const audit::audi
   if (auto ids = audit::prompt_token_ids(r.prompt)) c.prompt_ids = std::move(*ids);
   c.n_predict = r.n_predict.value_or(plan.n_predict);
   c.join_after_tokens = r.join_after_tokens;
-  c.n_probs = plan.top_k;
+  c.n_probs = r.n_probs.value_or(plan.top_k);
   c.temperature = r.params.temperature;
   c.seed = r.params.seed;
   c.cache_prompt = r.cache_prompt;

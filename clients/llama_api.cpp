@@ -5,6 +5,7 @@
 #include "completion_sax.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #define XXH_INLINE_ALL
@@ -52,6 +53,7 @@ std::string completion_body(const completion_request& r) {
   if (r.top_k) j["top_k"] = *r.top_k;
   if (!r.prompt_ids.empty()) j["prompt"] = r.prompt_ids;
   if (r.ignore_eos) j["ignore_eos"] = true;
+  if (r.n_probs == 0) j["return_tokens"] = true;  // no probabilities: the ids themselves
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -66,6 +68,12 @@ void apply_summary(const completion_object& o, audit::logit_stream& s) {
   s.server = o.timings;
 }
 
+// The ids of an answer asked with n_probs 0: tokens with no logprob (NaN) and no top-k, so
+// that they compare with other streams by their ids alone.
+void append_ids(const std::vector<std::int64_t>& ids, audit::logit_stream& s) {
+  for (auto id : ids) s.tokens.push_back({id, std::numeric_limits<double>::quiet_NaN(), {}, ""});
+}
+
 }  // namespace
 
 client_result<audit::logit_stream> parse_completion(std::string_view body) {
@@ -73,7 +81,9 @@ client_result<audit::logit_stream> parse_completion(std::string_view body) {
   auto o = read_completion_object(body, s);
   if (!o) return unexpected{o.error()};
   if (o->error) return unexpected{unexpected_shape("response carries an error: " + *o->error)};
-  if (!o->has_probabilities) return unexpected{unexpected_shape("completion_probabilities is missing (was n_probs > 0 sent?)")};
+  if (!o->has_probabilities && !o->token_ids.empty()) append_ids(o->token_ids, s);
+  else if (!o->has_probabilities)
+    return unexpected{unexpected_shape("completion_probabilities is missing (was n_probs > 0 sent?)")};
   s.content = std::move(o->content);
   apply_summary(*o, s);
   return s;
@@ -126,7 +136,10 @@ bool completion_sse_parser::on_event(std::string_view data, std::int64_t now_ns)
   }
   // A token event without probabilities is not what was asked for (n_probs > 0): the plain
   // answer's rule, per event.
-  if (!o->stop && !o->has_probabilities && !o->content.empty()) {
+  if (!o->has_probabilities && !o->token_ids.empty()) {
+    append_ids(o->token_ids, stream_);
+    stream_.client.token_ns.insert(stream_.client.token_ns.end(), o->token_ids.size(), now_ns);
+  } else if (!o->stop && !o->has_probabilities && !o->content.empty()) {
     error_ = unexpected_shape("an SSE event carries no completion_probabilities (was n_probs > 0 sent?)");
     return false;
   }

@@ -97,7 +97,7 @@ recounted_families recount_families(const recount_input& in, const certificate& 
   for (const auto& id : in.judged) {
     auto f = family_of.find(id.condition);
     if (f == family_of.end() || f->second.empty()) continue;
-    const bool m = c.level == identity_level::logit ? !id.logit : !id.token;
+    const bool m = family_moved(f->second, c.level, id.logit, id.token);
     ++out.count[f->second].first;
     out.count[f->second].second += m;
     out.moved += m;
@@ -122,10 +122,12 @@ void check_family(const std::string& at, const family_result& fr, int n, int m, 
 // Each stored schedule's replays and reproductions, recounted from the recomputed identities: its
 // groups in plan order, from the first with a stream that moved.
 void recount_schedules(const recount_input& in, const certificate& c, const std::string& at, recount_report& rep) {
+  std::map<std::string, std::string> family_of;
+  for (const auto& x : in.spec.conditions) family_of[x.name] = x.family;
   std::map<std::size_t, bool> moved;  // group -> a stream there moved
   for (const auto& id : in.judged) {
     if (id.group >= in.plan.groups.size()) continue;
-    moved[id.group] = moved[id.group] || (c.level == identity_level::logit ? !id.logit : !id.token);
+    moved[id.group] = moved[id.group] || family_moved(family_of[id.condition], c.level, id.logit, id.token);
   }
   for (const auto& r : c.schedules) {
     int replayed = -1, reproduced = 0;

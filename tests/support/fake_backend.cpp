@@ -130,6 +130,10 @@ std::vector<fake_token> fake_tokens(const std::string& prompt, std::uint64_t see
   return out;
 }
 
+// What a token event or answer carries: its probabilities, or with n_probs 0 the ids alone
+// ("tokens", as llama-server sends them with return_tokens).
+void put_tokens(json& j, const std::vector<fake_token>& tokens, std::size_t topk);
+
 json probabilities(const std::vector<fake_token>& tokens) {
   json arr = json::array();
   for (const auto& t : tokens) {
@@ -138,6 +142,16 @@ json probabilities(const std::vector<fake_token>& tokens) {
     arr.push_back({{"id", t.id}, {"token", "t" + std::to_string(t.id)}, {"bytes", json::array()}, {"logprob", t.logprob}, {"top_logprobs", top}});
   }
   return arr;
+}
+
+void put_tokens(json& j, const std::vector<fake_token>& tokens, std::size_t topk) {
+  if (topk > 0) {
+    j["completion_probabilities"] = probabilities(tokens);
+    return;
+  }
+  json ids = json::array();
+  for (const auto& t : tokens) ids.push_back(t.id);
+  j["tokens"] = ids;
 }
 
 // The server's account of one completion, as llama-server gives it.
@@ -358,6 +372,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     const bool long_prefix = k.diverge_from_prefix > 0 && acct.cache_n >= k.diverge_from_prefix;
     auto tokens = fake_tokens(prompt, seed, temperature, n, topk,
                               (k.jitter_when_overlapping && overlapped) || noise || needle || wide || long_prefix, k.weights);
+    if (k.tokens_move_with_probs && topk > 0 && !tokens.empty()) tokens.back().id ^= 1;  // a proxy that looks, and changes
     if (k.logprob_decimals >= 0) {  // a proxy that rounds what it passes on
       const double scale = std::pow(10.0, k.logprob_decimals);
       for (auto& t : tokens) {
@@ -426,7 +441,8 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     if (stream) {
       if (!co_await write_all(socket, sse_head)) co_return;
       for (std::size_t i = 0; i < tokens.size(); ++i) {
-        json ev = {{"content", "t"}, {"stop", false}, {"completion_probabilities", probabilities({tokens[i]})}};
+        json ev = {{"content", "t"}, {"stop", false}};
+        put_tokens(ev, {tokens[i]}, topk);
         if (!co_await write_all(socket, chunk("data: " + ev.dump() + "\n\n"))) co_return;
         if (k.drip.count() > 0) {
           timer.expires_after(k.drip);
@@ -448,7 +464,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     } else if (native) {
       json j = final_fields(tokens.size(), acct);
       j["content"] = "fake";
-      j["completion_probabilities"] = probabilities(tokens);
+      put_tokens(j, tokens, topk);
       if (k.padding_bytes) j["padding"] = std::string(k.padding_bytes, 'p');
       body = j.dump();
     } else {

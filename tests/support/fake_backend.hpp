@@ -51,6 +51,7 @@ struct fake_knobs {
   bool prompt_cache = true;            // cache_prompt reuses a slot's previous prompt (cache_n)
   std::string openai_shape = "content";  // content | legacy_ids | legacy_text
   int logprob_decimals = -1;           // >= 0: logprobs rounded to this many decimals (a rounding proxy)
+  bool tokens_move_with_probs = false; // the last token's id changes when n_probs > 0 (asking to see moves the answer)
   // What a history test scripts between audits: other weights behind the same path and name
   // (a swapped checkpoint: every number moves), a build bump, another model file.
   std::uint64_t weights = 0;

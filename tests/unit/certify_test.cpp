@@ -180,6 +180,34 @@ TEST(certify, a_divergence_past_a_set_co_residency_is_refuted_at_that_exact_boun
       << cert["sentence"];
 }
 
+// Asking to see the numbers must not change them: a server whose tokens move when n_probs > 0
+// (ollama #18163) is refuted by the observer family alone, by token ids against the ids of a
+// request that asked for none; a server that keeps them passes it.
+TEST(certify, the_observer_family_catches_tokens_that_move_when_logprobs_are_asked_for) {
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.tokens_move_with_probs = true;
+  test_support::fake_backend fake(k);
+  const auto report = certify_job(fake, "batch-invariant", 160);
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  EXPECT_EQ(cert["outcome"], "refuted");
+  const auto& observer = family(cert, "observer");
+  EXPECT_EQ(observer["status"], "refuted") << observer.dump();
+  EXPECT_EQ(family(cert, "solo")["status"], "passed") << "the baseline and its repeats all asked for top-k";
+  EXPECT_EQ(family(cert, "co_residency")["status"], "passed");
+  bool observed = false;
+  for (const auto& x : cert["counterexamples"]) observed = observed || x["family"] == "observer";
+  EXPECT_TRUE(observed) << cert.dump();
+
+  test_support::fake_knobs plain;
+  plain.delay = test_support::overlapping_delay;
+  test_support::fake_backend honest(plain);
+  const auto ok = certify_job(honest, "batch-invariant", 160);
+  EXPECT_EQ(family(ok["certificate"], "observer")["status"], "passed") << family(ok["certificate"], "observer").dump();
+  EXPECT_GT(family(ok["certificate"], "observer")["compared"].get<int>(), 0);
+}
+
 // The point of `family` at `at`, or null.
 json point_at(const json& family, int at) {
   for (const auto& p : family["points"])
