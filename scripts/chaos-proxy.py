@@ -11,6 +11,8 @@ Usage: chaos-proxy.py UPSTREAM_PORT LISTEN_PORT FAULT [FROM] [COUNT]
          drip       every streamed piece of completions FROM.. is held 1 s
          reset      completions FROM..FROM+COUNT-1 send half their answer, then RST
          status503  completions FROM..FROM+COUNT-1 get HTTP 503
+         buffer     completions FROM.. are held whole and sent in one piece (a gateway that buffers
+                    responses: every token of a stream arrives at once)
          malformed  completions FROM..FROM+COUNT-1 get a 200 whose body is not JSON
          truncated  completions FROM..FROM+COUNT-1 get a 200 cut in the middle of its JSON
          none       nothing
@@ -55,8 +57,24 @@ def read_request(conn, buf):
     return head + b"\r\n\r\n" + rest[:length]
 
 
-def pump_response(up, client, drip):
-    """Copies one response from up to client; returns False when either side closed."""
+class BufferedClient:
+    """Stands in for the client while a response is held."""
+
+    def __init__(self):
+        self.data = b""
+
+    def sendall(self, data):
+        self.data += data
+
+
+def pump_response(up, client, drip, hold=False):
+    """Copies one response from up to client; returns False when either side closed. `hold`:
+    the whole response is gathered, then sent at once."""
+    if hold:
+        held = BufferedClient()
+        ok = pump_response(up, held, drip)
+        client.sendall(held.data)
+        return ok
     buf = b""
     while b"\r\n\r\n" not in buf:
         data = up.recv(65536)
@@ -122,7 +140,7 @@ def serve(client):
                 with lock:
                     completions += 1
                     n = completions
-            hit = n >= first and (fault in ("hang", "drip") or n < first + count)
+            hit = n >= first and (fault in ("hang", "drip", "buffer") or n < first + count)
             if n and hit and fault == "hang":
                 say(f"hang on completion {n}")
                 while client.recv(65536):
@@ -153,7 +171,10 @@ def serve(client):
                 return
             if n and hit and fault == "drip" and n == first:
                 say(f"drip from completion {n}")
-            if not pump_response(up, client, 1.0 if (n and hit and fault == "drip") else 0):
+            if n and hit and fault == "buffer" and n == first:
+                say(f"buffer from completion {n}")
+            if not pump_response(up, client, 1.0 if (n and hit and fault == "drip") else 0,
+                                 hold=bool(n and hit and fault == "buffer")):
                 return
     except OSError:
         return

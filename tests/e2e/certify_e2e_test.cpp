@@ -7,8 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "audit/evidence.hpp"
+#include "clients/llama_process.hpp"
 #include "support/daemon_harness.hpp"
 #include "support/llama_server.hpp"
 #include "support/process.hpp"
@@ -108,5 +110,46 @@ TEST(certify_e2e, a_one_slot_server_moves_nothing_under_single_slot_and_its_cert
   EXPECT_NE(c2["outcome"], "certified") << c2.dump(1);
   EXPECT_EQ(family(c2, "co_residency")["status"], "not_tested") << family(c2, "co_residency").dump();
   EXPECT_EQ(family(c2, "co_residency")["compared"], 0);
+  fs::remove_all(dir);
+}
+
+// Behind a gateway that buffers every answer (scripts/chaos-proxy.py buffer), each stream's
+// tokens reach the client at once: its token times cannot show which decode steps requests
+// shared. The families then rest on the server's own counters and say so; a family is never
+// "not tested" while the counters it reports show a second request in its decodes.
+TEST(certify_e2e, behind_a_buffering_gateway_the_families_rest_on_the_servers_counters_and_say_so) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-certify-gateway-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .ctx = 4096, .metrics = true});
+  const auto upstream = server->url().substr(server->url().rfind(':') + 1);
+  const int port = clients::free_loopback_port();
+  test_support::background_process proxy(
+      {"/usr/bin/python3", std::string(LOGITAUDIT_SOURCE_DIR) + "/scripts/chaos-proxy.py", upstream, std::to_string(port), "buffer"},
+      dir / "proxy.log");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = test_support::run_process({"/usr/bin/curl", "-sf", url + "/health"}).code == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << "the proxy did not answer";
+  test_support::harness_options o;
+  o.backends = {{"gw", url}};
+  test_support::daemon_harness d(o);
+  const auto end = d.run(R"({"preset":"certify-batch-invariant","backends":["gw"],"n_predict":32,"certify":{"budget_requests":120,"replays":1}})");
+  ASSERT_EQ(end["status"], "done") << end.dump();
+  const auto report = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<std::int64_t>()) + "/report").json();
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  EXPECT_NE(cert["outcome"], "invalid") << cert["sentence"];
+  for (const auto& f : cert["families"]) {
+    if (f["status"] != "not_tested") continue;
+    EXPECT_LT(f["server_width_max"].get<double>(), 1.5) << "not tested while the server's counters show batching: " << f.dump();
+  }
+  // The proxy held every answer whole: the neighbours' token times were bunched, and the note says what decided.
+  const auto& n = family(cert, "neighbours");
+  EXPECT_NE(n["note"].get<std::string>().find("token times bunched"), std::string::npos) << n.dump();
+  EXPECT_NE(std::string(test_support::run_process({"/bin/cat", (dir / "proxy.log").string()}).out).find("buffer from completion"),
+            std::string::npos);
   fs::remove_all(dir);
 }

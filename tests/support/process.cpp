@@ -112,6 +112,24 @@ process_result run_process(const std::vector<std::string>& argv, const std::map<
   return {decode(status), slurp(out), slurp(err)};
 }
 
+background_process::background_process(const std::vector<std::string>& argv, const fs::path& log) {
+  prepared_exec command(argv, {});
+  pid_ = command.spawn({{STDIN_FILENO, "/dev/null", O_RDONLY},
+                        {STDOUT_FILENO, log.string(), O_WRONLY | O_CREAT | O_TRUNC},
+                        {STDERR_FILENO, log.string(), O_WRONLY | O_CREAT | O_APPEND}});
+}
+
+background_process::~background_process() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 100 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(20ms);
+  if (::waitpid(pid_, &status, WNOHANG) == 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
 daemon_process::daemon_process(const std::string& binary, std::vector<std::string> args, const fs::path& log,
                                const std::map<std::string, std::string>& env) {
   port_ = clients::free_loopback_port();

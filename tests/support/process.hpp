@@ -41,4 +41,17 @@ class daemon_process {
   unsigned short port_ = 0;
 };
 
+// A helper process (a proxy) for the length of a test: started at once with its output to
+// `log`; SIGTERM (then SIGKILL) in the destructor.
+class background_process {
+ public:
+  background_process(const std::vector<std::string>& argv, const std::filesystem::path& log);
+  ~background_process();
+  background_process(const background_process&) = delete;
+  background_process& operator=(const background_process&) = delete;
+
+ private:
+  int pid_ = -1;
+};
+
 }  // namespace logitaudit::test_support
