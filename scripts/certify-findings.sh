@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# This machine's certify findings (docs/certify.md), written by the product: llama-server -np 8
-# with the tiny and small models in Q4_K_M, Q8_0 and F32 under the batch-invariant and
-# no-prompt-cache claims, the tiny Q4_K_M model with -kvu, and -np 1 under single-slot and
-# batch-invariant. Each certify job runs offline (logitaudit run) into one database; each
-# refutation's smallest counterexample is written as a script and run by hand against its server.
-# Reports and scripts go to $state/out; the document is written from them by hand.
+# This machine's certify findings (docs/certify.md), written by the product. The question: what
+# do llama-server's own defaults certify, and what does each flag users add change? Per model
+# (the tiny and small generated models in Q4_K_M, Q8_0 and F32): llama-server with no flags at
+# all, then -np 4 --no-kv-unified, --cache-ram 0 and --no-cache-prompt, under the
+# batch-invariant claim; the tiny Q4_K_M server with no flags under every other claim; -np 1
+# under single-slot. Each certify job runs offline (logitaudit run) into one database; each
+# refutation's first counterexample (the confirmed ones lead) is written as a script and run
+# by hand against its server, 5 times. Reports and scripts go to $state/out.
 #   scripts/certify-findings.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +28,7 @@ certify() {  # NAME MODEL-PRESET QUANT CLAIM SERVER-FLAGS...
   local file port pid
   file=$(model "$preset" "$quant")
   port=$(free_port)
-  "$server" -m "$file" --port "$port" --metrics --no-webui -fa off -t 2 "$@" >"$state/out/$name.server.log" 2>&1 &
+  "$server" -m "$file" --port "$port" --metrics --no-webui "$@" >"$state/out/$name.server.log" 2>&1 &
   pid=$!
   pids+=("$pid")
   for _ in $(seq 1 300); do curl -sf -m 2 "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
@@ -40,7 +42,7 @@ certify() {  # NAME MODEL-PRESET QUANT CLAIM SERVER-FLAGS...
   rm -rf "$state/out/$name.scripts"
   if "$cli" counterexamples "$db" --job "$job" --out "$state/out/$name.scripts" >"$state/out/$name.scripts.txt" 2>&1 &&
     [[ -f $state/out/$name.scripts/counterexample-1.sh ]]; then
-    sh "$state/out/$name.scripts/counterexample-1.sh" "http://127.0.0.1:$port" 3 >"$state/out/$name.by-hand.txt" 2>&1 || true
+    sh "$state/out/$name.scripts/counterexample-1.sh" "http://127.0.0.1:$port" 5 >"$state/out/$name.by-hand.txt" 2>&1 || true
   fi
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
@@ -48,13 +50,16 @@ certify() {  # NAME MODEL-PRESET QUANT CLAIM SERVER-FLAGS...
 
 for preset in tiny small; do
   for quant in Q4_K_M Q8_0 none; do
-    for claim in batch-invariant no-prompt-cache; do
-      certify "$preset-${quant/none/F32}-np8-$claim" "$preset" "$quant" "$claim" -np 8 -c 8192
-    done
+    q=${quant/none/F32}
+    certify "$preset-$q-noflags-batch-invariant" "$preset" "$quant" batch-invariant
+    certify "$preset-$q-np4-nokvu-batch-invariant" "$preset" "$quant" batch-invariant -np 4 --no-kv-unified
+    certify "$preset-$q-cacheram0-batch-invariant" "$preset" "$quant" batch-invariant --cache-ram 0
+    certify "$preset-$q-nocacheprompt-batch-invariant" "$preset" "$quant" batch-invariant --no-cache-prompt
   done
 done
-certify tiny-Q4_K_M-np8-kvu-batch-invariant tiny Q4_K_M batch-invariant -np 8 -c 8192 -kvu
+for claim in no-prompt-cache greedy-text-only; do
+  certify "tiny-Q4_K_M-noflags-$claim" tiny Q4_K_M "$claim"
+done
 certify tiny-Q4_K_M-np1-single-slot tiny Q4_K_M single-slot -np 1 -c 1024
-certify tiny-Q4_K_M-np1-batch-invariant tiny Q4_K_M batch-invariant -np 1 -c 1024
 "$cli" verify "$db" >"$state/out/verify.txt" || true
 say "done: $state/out"
