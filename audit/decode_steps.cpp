@@ -171,12 +171,13 @@ void describe_positions(const std::vector<std::vector<std::int64_t>>& t, const s
 }  // namespace
 
 bool arrivals_bunched(const logit_stream& s) {
+  // The first token reached the client only once the server had generated (nearly) all of
+  // them: held back and sent whole. Measured from the request's write, so that the client's
+  // own reading and parsing (which can spread what arrived at once) cannot hide it.
   const auto& t = s.client.token_ns;
-  if (t.size() < 3) return false;
-  const double server_ms = s.server_token_ms.size() >= 2 ? s.server_token_ms.back() - s.server_token_ms.front()
-                                                         : s.server.predicted_ms;
-  const double client_ms = static_cast<double>(t.back() - t.front()) / 1e6;
-  return server_ms >= 5 && client_ms < 0.25 * server_ms;
+  if (t.size() < 4 || s.client.write_ns <= 0 || s.server.predicted_ms < 1 || s.server.prompt_ms < 0) return false;
+  const double first_ms = static_cast<double>(t.front() - s.client.write_ns) / 1e6;
+  return first_ms >= s.server.prompt_ms + 0.9 * s.server.predicted_ms;
 }
 
 decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> members, std::int64_t slots) {

@@ -54,9 +54,11 @@ struct decode_reconstruction {
   double separation() const;
 };
 
-// Whether a stream's tokens reached the client bunched: over less than a quarter of the time
-// the server says it spent generating them (at least 5 ms). A proxy that buffers the answers
-// does this; its token times then cannot show which decode steps requests shared.
+// Whether a stream's tokens reached the client bunched: its first token arrived only after the
+// server's prompt time and 90% of its generation time (at least 1 ms, 4 tokens) had passed since
+// the request was written. A proxy that buffers the answers does this; its token times then
+// cannot show which decode steps requests shared. (A request the server queued behind full
+// slots can look the same: its batching is then judged by the counters too, which is sound.)
 bool arrivals_bunched(const logit_stream& s);
 
 // Reconstructs the steps of one burst's members (null or failed members: no tokens). Members'

@@ -137,7 +137,7 @@ TEST(certify_e2e, behind_a_buffering_gateway_the_families_rest_on_the_servers_co
   test_support::harness_options o;
   o.backends = {{"gw", url}};
   test_support::daemon_harness d(o);
-  const auto end = d.run(R"({"preset":"certify-batch-invariant","backends":["gw"],"n_predict":32,"certify":{"budget_requests":120,"replays":1}})");
+  const auto end = d.run(R"({"preset":"certify-batch-invariant","backends":["gw"],"n_predict":48,"certify":{"budget_requests":120,"replays":1}})");
   ASSERT_EQ(end["status"], "done") << end.dump();
   const auto report = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<std::int64_t>()) + "/report").json();
   const auto& cert = report["certificate"];

@@ -51,6 +51,11 @@ TEST(server_flags, a_server_with_no_flags_runs_automatic_slots_and_a_unified_kv_
   EXPECT_EQ(audit::server_setting_value(m.at("server_cache_ram")), "8192");
   EXPECT_EQ(m.count("server_settings_unread"), 0u) << m.at("server_settings_unread");
   EXPECT_EQ(audit::server_settings_brief(m).substr(0, 29), "slots auto, unified KV on, ca");
+  // In the history, a change of any of them between two audits is a declared one, the field named.
+  EXPECT_EQ(audit::declared_category("machine:server_kv_unified"), "server settings");
+  EXPECT_EQ(audit::declared_category("machine:server_slots"), "server settings");
+  EXPECT_EQ(audit::declared_category("machine:server_executable"), "build");
+  EXPECT_EQ(audit::declared_category("machine:cpu_model"), "machine");
 }
 
 TEST(server_flags, the_flags_users_add_and_the_environment_are_read_the_last_one_winning) {
