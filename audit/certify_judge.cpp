@@ -195,9 +195,11 @@ void judge_stream(const certify_inputs& in, const run_verdict& v, family_streams
     ++fr.flagged;
     ++out.not_counted[c.family][s.why_not.empty() ? "its condition did not happen" : s.why_not];
   }
-  if (g.mode == group_mode::burst)
-    if (auto r = in.run_at.find({v.group, v.request}); r != in.run_at.end() && r->second->stream && arrivals_bunched(*r->second->stream))
-      out.bunched[c.family].insert(v.group);
+  if (g.kind == condition_kind::neighbours)
+    if (auto r = in.run_at.find({v.group, v.request}); r != in.run_at.end() && r->second->stream) {
+      const auto m = in.bursts.find(v.group);
+      if (counters_decide(&*r->second->stream, m == in.bursts.end() ? nullptr : &m->second)) out.bunched[c.family].insert(v.group);
+    }
   if (!moved) return;
   ++fr.divergent;
   ++pt.moved;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 
+#include "decode_steps.hpp"
 #include "numbers.hpp"
 
 #include "enum_names.hpp"
@@ -84,6 +85,11 @@ burst_verdict judge_burst(const burst_measurement& m, const evidence_thresholds&
                      fixed(v.expected, 0) + " this burst can fill: up to " +
                      fixed(*m.busy_slots_per_decode - v.expected, 1) + " slots served requests the audit did not send";
   return v;
+}
+
+bool counters_decide(const logit_stream* target, const burst_measurement* measured) {
+  return target && measured && measured->busy_slots_per_decode && *measured->busy_slots_per_decode >= 1.5 &&
+         arrivals_bunched(*target);
 }
 
 reuse_verdict judge_cache_reuse(const logit_stream& s, const evidence_thresholds& t) {

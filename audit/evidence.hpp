@@ -81,6 +81,11 @@ std::optional<double> timed_concurrency(std::span<const logit_stream* const> mem
 
 burst_verdict judge_burst(const burst_measurement& m, const evidence_thresholds& t);
 
+// Whether a neighbours burst's batching is decided by the server's own count rather than by
+// its steps: the target's token times arrived bunched (a proxy that buffers, decode_steps.hpp)
+// and the server's busy slots per decode reached 1.5.
+bool counters_decide(const logit_stream* target, const burst_measurement* measured);
+
 struct reuse_verdict {
   bool reused = false;
   std::int64_t reused_tokens = -1;  // the server's timings.cache_n; -1: not reported

@@ -368,15 +368,13 @@ void judge_neighbours(const request_group& g, const run_index& seen, const burst
     std::snprintf(busy, sizeof busy, "%.2f", *measured->busy_slots_per_decode);
     why.push_back(std::string("the server never decoded two requests at once (busy slots per decode ") + busy + ")");
   }
-  // Token times a proxy bunched show no shared step whatever the server did: then the server's
-  // own count decides (the certificate says so), as it does for a plain burst.
-  const bool bunched = members[target] && arrivals_bunched(*members[target]);
-  const bool counted = measured && measured->busy_slots_per_decode;
+  // Token times a proxy bunched show no shared step whatever the server did: where the server's
+  // own count shows its decodes shared (1.5 or more busy slots), that count decides, as it does
+  // for a plain burst (the certificate says so). Else the steps decide, as below: a request the
+  // server queued looks bunched too, and its steps say truly that it shared none.
   const auto steps = reconstruct_steps(members, slots);
-  if (bunched && counted) {
-    if (*measured->busy_slots_per_decode < 1.5)  // most decodes held one request: its neighbours ran apart
-      why.push_back("the token times arrived bunched and the server's busy slots per decode (" +
-                    fixed(*measured->busy_slots_per_decode, 2) + ") show no second request in most decodes");
+  if (counters_decide(members[target], measured)) {
+    // batched, by the server's count
   } else if (steps.clock == step_clock::none) {
     why.push_back("no decode steps: " + steps.why_not);
   } else {
