@@ -604,6 +604,18 @@ void validate_kind_settings(const audit_spec& s, const condition& c, const std::
   if (!c.cache_prompt && c.kind != condition_kind::cache_reuse) add(f + ".cache_prompt", "only a cache_reuse condition sets cache_prompt");
   if (!c.family.empty() && std::find(kCertifyFamilies.begin(), kCertifyFamilies.end(), c.family) == kCertifyFamilies.end())
     add(f + ".family", "must be one of the certify families (" + certify_family_names() + ")");
+  // Boundary-search points are certify's own (written when a certify job is created): each a
+  // width a burst can have, or a shared prefix.
+  if (!c.points.empty()) {
+    if (!s.certify || (c.kind != condition_kind::concurrent && c.kind != condition_kind::cache_reuse))
+      add(f + ".points", "only a certify job's concurrent or cache_reuse condition has boundary-search points");
+    const int most = c.kind == condition_kind::concurrent ? lim.max_concurrency : 1 << 20;
+    for (int point : c.points)
+      if (point < 1 || point > most) {
+        add(f + ".points", "each must be between 1 and " + std::to_string(most));
+        break;
+      }
+  }
   if (c.kind == condition_kind::load) validate_load(c, f, lim, p);
   else if (c.load != load_settings{}) add(f + ".load", "only a load condition has load settings");
   if (burst && (c.concurrency < 2 || c.concurrency > lim.max_concurrency))

@@ -155,6 +155,21 @@ TEST(certify, a_submitted_schedule_is_never_taken_for_an_expanded_one) {
   EXPECT_EQ(fake.completions_served(), 0u) << "a refused job sends nothing";
 }
 
+TEST(certify, boundary_search_points_belong_to_a_certify_job_and_name_their_field) {
+  test_support::fake_backend fake;
+  test_support::harness_options o;
+  o.backends = {{"s", fake.url()}};
+  test_support::daemon_harness d(o);
+  const auto r = d.call(http::verb::post, "/v1/audits",
+                        R"({"backends":["s"],"conditions":[{"name":"c","kind":"concurrent","concurrency":4,"points":[2,3]}]})");
+  EXPECT_EQ(r.status, 400u) << r.body;
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find(
+                "conditions[0].points: only a certify job's concurrent or cache_reuse condition has boundary-search points"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(fake.completions_served(), 0u);
+}
+
 TEST(certify, a_divergence_past_a_set_co_residency_is_refuted_at_that_exact_boundary) {
   test_support::fake_knobs k;
   k.delay = test_support::overlapping_delay;
