@@ -128,6 +128,10 @@ struct family_result {
   std::vector<boundary_point> points;
   bool exact = false;
   std::string search;
+  // Chunked prefill, when its first bursts did not count: the target length their measured
+  // speeds call for (certify_wants sends the sized bursts at the first planned length from it);
+  // 0: needed but not measured (the longest planned); -1: not needed.
+  int sized_target = -1;
   std::string note;  // why it was not tested, or the boundary in words
   bool operator==(const family_result&) const = default;
 };

@@ -3,6 +3,7 @@
 // reported, a 95% bound, and where the family began to move; then the outcome and its
 // sentence. The plan is certify_plan.cpp.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -219,7 +220,7 @@ void tally_trials(family_streams& s, certificate& cert) {
     auto& p = s.points[t.family][t.at];
     ++p.trials;
     p.moved_trials += t.moved;
-    if (t.point >= 0) cert.search_requests += static_cast<int>(t.requests);
+    if (t.point >= 0 && t.family != "chunked_prefill") cert.search_requests += static_cast<int>(t.requests);
     const std::pair key{t.condition, t.point};
     auto it = by_key.find(key);
     if (it == by_key.end()) {
@@ -404,6 +405,83 @@ family_result judge_family(std::string_view name, const certify_inputs& in, fami
   return fr;
 }
 
+// Chunked prefill's first bursts, when none of them counted: how long the target must decode to
+// outlive the long prompt's arrival and prefill. Per burst, the time from the long prompt's
+// write to its first token, twice over, in the target's own time per token (the server's
+// timings, else its token times), plus the tokens it had before the write and 8 decode steps to
+// share. The largest over the bursts; -1 when the bursts counted, or measured nothing.
+struct chunk_sizing {
+  bool needed = false;
+  int target = -1;
+  double decode_ms = -1, arrival_ms = -1;
+};
+
+chunk_sizing size_chunked(const certify_inputs& in, const family_streams& s) {
+  chunk_sizing out;
+  for (const auto& [group, t] : s.trials)
+    if (t.family == "chunked_prefill" && t.point < 0 && t.counted) return out;
+  for (const auto& g : in.plan.groups) {
+    auto c = in.by_name.find(g.condition);
+    if (c == in.by_name.end() || c->second->family != "chunked_prefill" || g.point >= 0 || g.mode != group_mode::burst) continue;
+    const observed_run* target = nullptr;
+    for (std::size_t i = 0; i < g.requests.size(); ++i) {
+      auto r = in.run_at.find({g.index, i});
+      if (r == in.run_at.end() || !r->second->stream) continue;
+      if (g.requests[i].compared) target = r->second;
+    }
+    if (!target) continue;
+    out.needed = true;
+    const auto& ts = *target->stream;
+    double d = ts.server.predicted_n > 0 && ts.server.predicted_ms > 0 ? ts.server.predicted_ms / static_cast<double>(ts.server.predicted_n) : -1;
+    if (d <= 0 && ts.client.token_ns.size() > 1)
+      d = static_cast<double>(ts.client.token_ns.back() - ts.client.token_ns.front()) / 1e6 /
+          static_cast<double>(ts.client.token_ns.size() - 1);
+    for (std::size_t i = 0; i < g.requests.size(); ++i) {
+      auto r = in.run_at.find({g.index, i});
+      if (g.requests[i].compared || r == in.run_at.end() || !r->second->stream) continue;
+      const auto& n = r->second->stream->client;
+      const std::int64_t first = !n.token_ns.empty() ? n.token_ns.front() : n.first_byte_ns;
+      if (d <= 0 || n.write_ns <= 0 || first <= n.write_ns) continue;
+      const double arrival = static_cast<double>(first - n.write_ns) / 1e6;
+      const int want = g.requests[i].join_after_tokens + static_cast<int>(std::ceil(2 * arrival / d)) + 8;
+      if (want > out.target) out = {true, want, d, arrival};
+    }
+  }
+  return out;
+}
+
+const condition* sized_condition(const certify_inputs& in) {
+  for (const auto& [name, c] : in.by_name)
+    if (c->family == "chunked_prefill" && !c->points.empty()) return c;
+  return nullptr;
+}
+
+// The sized bursts in the family's note: what was measured, and the length it called for.
+void note_sizing(family_result& fr, const chunk_sizing& z, const certify_inputs& in, const family_streams& s) {
+  fr.sized_target = std::max(z.target, 0);
+  int sized_ran = 0, sized_counted = 0, at = -1;
+  for (const auto& [group, t] : s.trials)
+    if (t.family == "chunked_prefill" && t.point >= 0) {
+      ++sized_ran;
+      sized_counted += t.counted;
+      at = t.point;
+    }
+  std::string why = "its first bursts (the target " + std::to_string(in.spec.n_predict) + " tokens) did not count";
+  if (z.target < 0) {
+    add_note(fr, why + "; its decode speed could not be measured, so the sized bursts take the longest target planned");
+    return;
+  }
+  why += ": the long prompt's first token came " + fixed(z.arrival_ms, 1) + " ms after its write, at " + fixed(z.decode_ms, 2) +
+         " ms a token for the target, so the target needs " + std::to_string(z.target) + " tokens";
+  if (const auto* c = sized_condition(in); c && !c->points.empty() && c->points.back() < z.target)
+    why += " (more than the longest planned, " + std::to_string(c->points.back()) + ": half a slot's context)";
+  if (sized_ran == 0) why += "; no sized burst ran (the budget's minutes)";
+  else
+    why += "; sized bursts at " + std::to_string(at) + " tokens: " + std::to_string(sized_counted) + " of " +
+           std::to_string(sized_ran) + " counted";
+  add_note(fr, why);
+}
+
 // "4 schedules confirmed by replay (5/5, 5/5, 4/5, 2/5); 1 not reproduced (0/5); 12 seen once".
 std::string replay_summary(const certificate& cert) {
   std::string confirmed, failed;
@@ -529,9 +607,12 @@ std::optional<certificate> certify(const audit_spec& spec, const audit_plan& pla
         cert.settings[k] = v;
   tally_trials(streams, cert);
   in.settings = cert.settings;
+  const auto sizing = size_chunked(in, streams);
   for (std::string_view name : kCertifyFamilies)
-    if (name != "seeded" || claim->seeded)
+    if (name != "seeded" || claim->seeded) {
       cert.families.push_back(judge_family(name, in, streams, not_run[std::string(name)], cert.search_requests));
+      if (name == "chunked_prefill" && sizing.needed) note_sizing(cert.families.back(), sizing, in, streams);
+    }
   cert.counterexamples = std::move(streams.counterexamples);
   // The confirmed first, the highest rate first; then the smallest schedule.
   auto rate = [](const counterexample& x) { return x.replayed > 0 ? static_cast<double>(x.reproduced) / x.replayed : -1.0; };

@@ -170,6 +170,15 @@ struct family_planner {
     c.neighbours.prompt_tokens = want;
     c.neighbours.join_after = {std::min(2, spec.n_predict - 1)};
     add(c);
+    if (spec.conditions.back().name != c.name) return;
+    // A target at the spec's length can finish before the long prompt is in (a fast model,
+    // many slots): the same burst with a longer target, sized from what the first bursts
+    // measured (certify_wants), each length conditional and outside the budget.
+    auto sized = c;
+    sized.name = "chunked_prefill_sized";
+    for (int t = 16; t <= std::min(4096, shape.n_ctx / 2); t *= 2)
+      if (t > spec.n_predict) sized.points.push_back(t);
+    if (!sized.points.empty()) spec.conditions.push_back(sized);
   }
 
   condition neighbours_of(std::string name, std::string family, bool seeded) const {

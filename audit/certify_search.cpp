@@ -99,6 +99,20 @@ bool search_wants(const audit_spec& spec, const certificate& so_far, const condi
   return b.hi - b.lo > 1 && g.point == mid && b.trials(mid) < repeats;
 }
 
+// Chunked prefill's sized bursts: only when its first bursts did not count, and only at the
+// first planned target length from what they measured (the longest where nothing was measured).
+bool sized_wants(const certificate& so_far, const condition& c, const request_group& g) {
+  const family_result* fr = family_of(so_far, c.family);
+  if (!fr || fr->sized_target < 0 || c.points.empty()) return false;
+  int at = c.points.back();
+  for (int p : c.points)
+    if (fr->sized_target > 0 && p >= fr->sized_target) {
+      at = p;
+      break;
+    }
+  return g.point == at;
+}
+
 // A replay goes to a schedule that moved, among the first `replay_schedules` in the spec's order.
 bool replay_wants(const audit_spec& spec, const certificate& so_far, const request_group& g) {
   std::set<std::string> moved;
@@ -146,6 +160,7 @@ bool certify_wants(const audit_spec& spec, const audit_plan&, const certificate*
   if (!so_far) return false;
   if (g.replay) return replay_wants(spec, *so_far, g);
   const condition* c = condition_named(spec, g.condition);
+  if (c && c->kind == condition_kind::neighbours) return sized_wants(*so_far, *c, g);
   return c && search_wants(spec, *so_far, *c, g);
 }
 

@@ -155,7 +155,8 @@ std::string neighbours_phrase(const condition& c, int n_predict) {
   const auto& n = c.neighbours;
   const int count = c.concurrency - 1;
   std::string s = std::to_string(count) + (count == 1 ? " neighbour " : " neighbours ");
-  s += n.prompts == neighbour_prompts::identical     ? "with the target's prompt"
+  s += n.prompt_tokens > 0                          ? "with a prompt of " + std::to_string(n.prompt_tokens) + " token ids"
+       : n.prompts == neighbour_prompts::identical     ? "with the target's prompt"
        : n.prompts == neighbour_prompts::same_length ? "with other prompts of the same length"
                                                      : "with prompts of other lengths";
   for (std::size_t i = 0; i < n.n_predict.size(); ++i)
@@ -174,7 +175,9 @@ void write_neighbour_sentences(const audit_spec& spec, findings& f) {
     if (t.kind != condition_kind::neighbours) continue;
     const auto* c = find_condition(spec, t.condition);
     if (!c) continue;
-    std::string s = "Neighbours (" + t.condition + ": the target beside " + neighbours_phrase(*c, spec.n_predict) + "): ";
+    if (!c->points.empty() && t.n + t.flagged + t.failed == 0) continue;  // conditional, and not needed
+    std::string s = "Neighbours (" + t.condition + ": the target beside " + neighbours_phrase(*c, spec.n_predict) +
+                    (c->points.empty() ? "" : ", the target decoding longer") + "): ";
     if (t.n == 0) {
       s += "no stream was counted (" + std::to_string(t.flagged) + " flagged, " + std::to_string(t.failed) + " failed).";
       f.sentences.push_back(s);
@@ -220,19 +223,28 @@ void write_neighbour_sentences(const audit_spec& spec, findings& f) {
 // pooled (a sweep's -kvu configurations beside the others would average to a figure neither has).
 void write_context_sentences(const audit_spec& spec, const std::vector<condition_tally>& tallies, const std::string& who,
                              bool general, bool threshold_too, findings& f) {
-  sums serial, context, seeded_conc;
+  sums serial, context, seeded_conc, observer;
   std::vector<condition_kind> context_kinds;
-  std::vector<const condition_tally*> greedy_levels;
+  std::map<int, condition_tally> greedy_levels;  // per burst width, over the conditions at that width
   for (const auto& t : tallies) {
     if (t.kind == condition_kind::repeat) serial.add(t);
     else if (t.control()) continue;
+    else if (t.kind == condition_kind::observer) observer.add(t);  // judged by its ids: never pooled with logits
     else if (t.kind == condition_kind::concurrent && t.seeded) seeded_conc.add(t);
     else if (t.kind == condition_kind::threshold_search || t.kind == condition_kind::neighbours) continue;  // own sentences
     else if (!t.seeded) {
       context.add(t);
       if (t.n > 0) context_kinds.push_back(t.kind);
     }
-    if (t.kind == condition_kind::concurrent && !t.seeded) greedy_levels.push_back(&t);
+    // A boundary search's streams ran at many widths: its points are the certificate's, not C=its widest.
+    const auto* c = find_condition(spec, t.condition);
+    if (t.kind == condition_kind::concurrent && !t.seeded && (!c || c->points.empty())) {
+      auto& level = greedy_levels[t.concurrency];
+      level.concurrency = t.concurrency;
+      level.n += t.n;
+      level.logit_identical += t.logit_identical;
+      level.flagged += t.flagged;
+    }
   }
   const std::string backend = who.size() > 3 ? who.substr(2, who.size() - 3) : std::string();
   double min_flip_margin = INFINITY;
@@ -243,7 +255,7 @@ void write_context_sentences(const audit_spec& spec, const std::vector<condition
     }
 
   auto& s = f.sentences;
-  if (!general) serial.n = context.n = seeded_conc.n = 0;
+  if (!general) serial.n = context.n = seeded_conc.n = observer.n = 0;
   if (!threshold_too) greedy_levels.clear();
   if (serial.n > 0)
     s.push_back("Serial reproducibility" + who + ": " + pct(serial.logit, serial.n) +
@@ -263,17 +275,22 @@ void write_context_sentences(const audit_spec& spec, const std::vector<condition
                   (std::isfinite(min_flip_margin) ? ", at baseline top1-top2 margins as small as " + fixed(min_flip_margin, 4) + " nats."
                                                   : "."));
   }
+  if (observer.n > 0)
+    s.push_back("Observer" + who + ": asked for no logprobs, for 1, for the top-k, for many and (llama.cpp) for the top-k after sampling, " +
+                pct(observer.token, observer.n) + " of the requests returned their baseline's token ids" +
+                (observer.token == observer.n ? "; asking to see the numbers did not change the answer."
+                                              : "; asking to see the numbers changed the answer, so logprobs cannot be audited without "
+                                                "perturbing what they describe."));
   if (seeded_conc.n > 0)
     s.push_back("Sampling under load" + who + ": seeded sampling under concurrency was " + pct(seeded_conc.token, seeded_conc.n) +
                 " token-identical" +
                 (seeded_conc.token < seeded_conc.n ? "; a fixed seed is not sufficient for reproducibility under load."
                                                    : "; the sampled tokens survived here."));
   if (!greedy_levels.empty()) {
-    std::sort(greedy_levels.begin(), greedy_levels.end(),
-              [](auto* a, auto* b) { return a->concurrency < b->concurrency; });
     std::string levels, unbatched;
     int threshold = -1;
-    for (const auto* t : greedy_levels) {
+    for (const auto& [width, level] : greedy_levels) {
+      const auto* t = &level;
       if (t->n == 0) {
         if (t->flagged > 0) unbatched += (unbatched.empty() ? "" : ", ") + std::string("C=") + std::to_string(t->concurrency);
         continue;

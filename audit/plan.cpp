@@ -132,7 +132,7 @@ class planner {
   struct planned_group {
     group_mode mode = group_mode::serial;
     std::vector<planned_request> requests;
-    int point = -1;          // a boundary search's width or shared prefix (the group is conditional)
+    int point = -1;          // a conditional point: a search's width or shared prefix, a chunked target's length
     int own_baseline = -1;   // a baseline this group produces itself, at its last request
   };
 
@@ -149,6 +149,10 @@ class planner {
   // many prefixes are not all sent cold up front, only those it asks for.
   void boundary_groups(const std::string& backend, const condition& c, const std::string& prompt, const sampling& params,
                        std::vector<planned_group>& out) {
+    if (c.kind == condition_kind::neighbours) {
+      chunked_groups(backend, c, prompt, params, out);
+      return;
+    }
     for (int p : c.points)
       for (int trial = 0; trial < c.replicates; ++trial) {
         if (c.kind == condition_kind::concurrent) {
@@ -168,9 +172,30 @@ class planner {
       }
   }
 
-  // A burst of the target beside concurrency-1 neighbours, in the shapes the condition asks.
+  // Certify's sized chunked-prefill bursts: per target length, the target alone at that length
+  // (its own baseline), then `replicates` bursts in which it decodes that long beside the long
+  // prompt. Every group is conditional: only the length the first bursts' speeds call for runs.
+  void chunked_groups(const std::string& backend, const condition& c, const std::string& prompt, const sampling& params,
+                      std::vector<planned_group>& out) {
+    for (int p : c.points) {
+      planned_request solo{prompt, params, false, 0, false, -1};
+      solo.n_predict = p;
+      const int base = own_baseline(backend, prompt, params);
+      out.push_back({group_mode::serial, {solo}, p, base});
+      for (int trial = 0; trial < c.replicates; ++trial) {
+        auto burst = neighbour_burst(backend, c, prompt, params, base);
+        for (auto& q : burst.requests)
+          if (q.compared) q.n_predict = p;
+        burst.point = p;
+        out.push_back(std::move(burst));
+      }
+    }
+  }
+
+  // A burst of the target beside concurrency-1 neighbours, in the shapes the condition asks;
+  // the target compared with `base` when given, else with its solo baseline.
   planned_group neighbour_burst(const std::string& backend, const condition& c, const std::string& prompt,
-                                const sampling& params) {
+                                const sampling& params, int base = -1) {
     const auto& n = c.neighbours;
     std::vector<planned_request> reqs;
     for (int i = 1; i < c.concurrency; ++i) {
@@ -182,7 +207,7 @@ class planner {
       if (!n.join_after.empty()) q.join_after_tokens = n.join_after[k];
       reqs.push_back(std::move(q));
     }
-    planned_request target{prompt, params, false, std::nullopt, true, baseline(backend, prompt, params)};
+    planned_request target{prompt, params, false, std::nullopt, true, base >= 0 ? base : baseline(backend, prompt, params)};
     if (n.target_last) reqs.push_back(std::move(target));
     else reqs.insert(reqs.begin(), std::move(target));
     return {group_mode::burst, std::move(reqs)};
@@ -283,16 +308,12 @@ class planner {
         for (int r = 0; r < c.replicates; ++r) out.push_back(throughput_burst(c, r, params));
         break;
       case condition_kind::observer:
-        // Greedy, then seeded: each n_probs in turn, compared with the baseline by token ids.
-        for (int n : observer_probs(spec_.top_k, api_of(backend) == "llama")) {
-          for (int r = 0; r < c.replicates; ++r) {
-            planned_request q = serial(backend, prompt, params, -1);
-            q.n_probs = n;
-            serial_one(std::move(q));
-          }
-          for (int r = 0; r < c.seeded_replicates; ++r) {
-            planned_request q = serial(backend, prompt, seeded(), -1);
-            q.n_probs = n;
+        // Greedy, then seeded: each ask in turn, compared with the baseline by token ids.
+        for (const auto ask : observer_asks(spec_.top_k, api_of(backend) == "llama")) {
+          for (int r = 0; r < c.replicates + c.seeded_replicates; ++r) {
+            planned_request q = serial(backend, prompt, r < c.replicates ? params : seeded(), -1);
+            q.n_probs = ask.n_probs;
+            q.post_sampling = ask.post_sampling;
             serial_one(std::move(q));
           }
         }

@@ -29,6 +29,7 @@ struct planned_request {
   std::optional<int> n_predict;  // a neighbour's own length (neighbours conditions); else the plan's
   int join_after_tokens = 0;     // a neighbour written once the target has this many tokens
   std::optional<int> n_probs;    // an observer's own top-k (0: the ids alone); else the plan's
+  bool post_sampling = false;    // an observer's: the top-k as probabilities after sampling (llama.cpp)
   bool operator==(const planned_request&) const = default;
 };
 

@@ -73,10 +73,12 @@ evidence_flag flag_of(condition_kind k) {
   return evidence_flag::none;
 }
 
-std::vector<int> observer_probs(int top_k, bool none) {
-  std::vector<int> out;
-  for (int n : {none ? 0 : -1, 1, top_k, std::max(20, 4 * top_k)})
-    if (n >= 0 && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+std::vector<observer_ask> observer_asks(int top_k, bool llama) {
+  std::vector<observer_ask> out;
+  for (int n : {llama ? 0 : -1, 1, top_k, std::max(20, 4 * top_k)})
+    if (n >= 0 && std::none_of(out.begin(), out.end(), [n](const observer_ask& a) { return a.n_probs == n; }))
+      out.push_back({n, false});
+  if (llama) out.push_back({std::max(1, top_k), true});
   return out;
 }
 
@@ -97,7 +99,8 @@ audit_spec seed_protocol(std::vector<backend_ref> backends) {
   s.prompts = default_prompts();
   // Per backend: 3 prompts x (6 greedy + 4 seeded) serial repeats = 30 streams, as the seed's
   // 60 pooled over two models; one burst per concurrency level; one stream each for
-  // cross-batch, cache reuse and every control.
+  // cross-batch, cache reuse and every control; and the observer, cheap (the target prompt
+  // once per ask, 5 requests on llama.cpp): asking to see the numbers must not move the tokens.
   s.conditions = {
       {"repeat_greedy", condition_kind::repeat, 1, 6, false, true, 4},
       {"concurrent_greedy_c2", condition_kind::concurrent, 2, 1, false, false},
@@ -109,6 +112,7 @@ audit_spec seed_protocol(std::vector<backend_ref> backends) {
       {"control_prompt", condition_kind::control_prompt, 1, 1, false, false},
       {"control_seed", condition_kind::control_seed, 1, 1, true, false},
       {"control_temperature", condition_kind::control_temperature, 1, 1, true, false},
+      {"observer", condition_kind::observer, 1, 1, false, false},
   };
   s.predictions = {
       {"P1", "serial repeats are logit-identical", {"repeat_greedy"}, identity_level::logit,
@@ -604,11 +608,13 @@ void validate_kind_settings(const audit_spec& s, const condition& c, const std::
   if (!c.cache_prompt && c.kind != condition_kind::cache_reuse) add(f + ".cache_prompt", "only a cache_reuse condition sets cache_prompt");
   if (!c.family.empty() && std::find(kCertifyFamilies.begin(), kCertifyFamilies.end(), c.family) == kCertifyFamilies.end())
     add(f + ".family", "must be one of the certify families (" + certify_family_names() + ")");
-  // Boundary-search points are certify's own (written when a certify job is created): each a
-  // width a burst can have, or a shared prefix.
+  // Conditional points are certify's own (written when a certify job is created): each a width a
+  // burst can have, a shared prefix, or the target's length in a chunked-prefill burst.
   if (!c.points.empty()) {
-    if (!s.certify || (c.kind != condition_kind::concurrent && c.kind != condition_kind::cache_reuse))
-      add(f + ".points", "only a certify job's concurrent or cache_reuse condition has boundary-search points");
+    const bool chunked = c.kind == condition_kind::neighbours && c.family == "chunked_prefill";
+    if (!s.certify || (c.kind != condition_kind::concurrent && c.kind != condition_kind::cache_reuse && !chunked))
+      add(f + ".points",
+          "only a certify job's concurrent, cache_reuse or chunked_prefill condition has conditional points");
     const int most = c.kind == condition_kind::concurrent ? lim.max_concurrency : 1 << 20;
     for (int point : c.points)
       if (point < 1 || point > most) {
@@ -641,7 +647,7 @@ std::size_t requests_of(const audit_spec& s, const condition& c) {
   }
   if (c.kind == condition_kind::load) return c.load.levels.size() * static_cast<std::size_t>(std::max(0, c.load.probes));
   if (c.kind == condition_kind::observer)
-    return prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) * observer_probs(s.top_k, true).size();
+    return prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) * observer_asks(s.top_k, true).size();
   return prompts * static_cast<std::size_t>(std::max(0, c.replicates) + std::max(0, c.seeded_replicates)) *
          static_cast<std::size_t>(std::max(1, c.concurrency)) * (c.kind == condition_kind::cache_reuse ? 2 : 1);
 }

@@ -43,9 +43,16 @@ inline constexpr std::array kConditionKinds = {
 std::string_view to_string(condition_kind k);
 std::optional<condition_kind> parse_condition_kind(std::string_view s);
 bool is_control(condition_kind k);
-// The n_probs an observer condition asks with, in order: 0 (no probabilities: the ids alone;
-// `none`, for an API that returns ids without them), 1, the audit's top-k and a large one.
-std::vector<int> observer_probs(int top_k, bool none);
+// What an observer request asks to see: n_probs, and whether as probabilities after the
+// sampling chain (llama-server's post_sampling_probs) instead of logprobs.
+struct observer_ask {
+  int n_probs = 0;
+  bool post_sampling = false;
+};
+// The asks of an observer condition, in order: n_probs 0 (no probabilities: the ids alone), 1,
+// the audit's top-k and a large one, then the top-k after sampling. 0 and post-sampling are
+// llama.cpp's native API only (`llama`).
+std::vector<observer_ask> observer_asks(int top_k, bool llama);
 // The flag a condition's streams get when their condition did not happen (a burst that did
 // not batch, a cache that was not reused); none for a kind with nothing to happen.
 evidence_flag flag_of(condition_kind k);
@@ -108,9 +115,10 @@ struct condition {
   bool cache_prompt = true;  // cache_reuse only: false sends the warm-up and probe with cache_prompt off
   // The certify family this condition belongs to (audit/certify.hpp); "" outside a certify job.
   std::string family;
-  // Certify's boundary search (concurrent: widths; cache_reuse: shared prefixes): the candidate
-  // points. Each of `replicates` passes plans every point once, and the runner sends only those
-  // the search asks for (audit::certify_wants); empty: not a search.
+  // Certify's conditional points: the boundary search's candidates (concurrent: widths;
+  // cache_reuse: shared prefixes), or a chunked-prefill burst's target lengths (neighbours: the
+  // one its first bursts' measured speeds call for). Each point is planned `replicates` times,
+  // and the runner sends only those certify asks for (audit::certify_wants); empty: none.
   std::vector<int> points;
 
   bool operator==(const condition&) const = default;

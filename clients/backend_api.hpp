@@ -37,6 +37,9 @@ struct completion_request {
   // it is sent instead of `prompt`.
   std::vector<std::int64_t> prompt_ids;
   bool ignore_eos = false;  // generate n_predict tokens whatever they are (the load generator's lengths)
+  // llama.cpp: the top-k as probabilities after the sampling chain (post_sampling_probs), not
+  // logprobs; the stream then keeps the ids alone (certify's observer family).
+  bool post_sampling_probs = false;
 
   bool operator==(const completion_request&) const = default;
 };

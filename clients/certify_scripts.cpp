@@ -14,6 +14,7 @@ std::string request_body(const audit::planned_request& r, const audit::audit_pla
   if (auto ids = audit::prompt_token_ids(r.prompt)) c.prompt_ids = std::move(*ids);
   c.n_predict = r.n_predict.value_or(plan.n_predict);
   c.n_probs = r.n_probs.value_or(plan.top_k);
+  c.post_sampling_probs = r.post_sampling;
   c.temperature = r.params.temperature;
   c.seed = r.params.seed;
   c.cache_prompt = cache_prompt;

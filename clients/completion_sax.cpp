@@ -1,6 +1,8 @@
 // The SAX handler: a stack of frames says where in the document each event lands.
 #include "completion_sax.hpp"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 namespace logitaudit::clients {
@@ -29,6 +31,7 @@ class handler : public json::json_sax_t {
   // rounds correctly, so the same text always gives the same double.
   bool number_float(number_float_t v, const string_t&) override {
     if (in_entry() && key_ == "logprob") return set_logprob(v);
+    if (top_is(frame::prob) && key_ == "prob") post_sampling_ = true;
     if (top_is(frame::timings)) {
       if (key_ == "prompt_ms") o_.timings.prompt_ms = v;
       else if (key_ == "predicted_ms") o_.timings.predicted_ms = v;
@@ -55,7 +58,7 @@ class handler : public json::json_sax_t {
     if (top_is(frame::skip)) return push(frame::skip);
     if (top_is(frame::probs)) {
       step_ = {};
-      step_id_ = step_lp_ = got_top_ = saw_probs_ = false;
+      step_id_ = step_lp_ = got_top_ = saw_probs_ = post_sampling_ = false;
       return push(frame::prob);
     }
     if (top_is(frame::top)) {
@@ -79,6 +82,12 @@ class handler : public json::json_sax_t {
         return fail(at + " has the old `probs` shape (llama.cpp before the logprob API of 2025); "
                          "upgrade llama-server: logprobs are needed, not probabilities");
       if (!step_id_) return fail(at + ".id is missing or not an integer");
+      if (post_sampling_ && !step_lp_ && !got_top_) {
+        // post_sampling_probs: probabilities after the sampling chain, which are not logprobs:
+        // the id alone is kept (NaN logprob, no top-k), compared by id like n_probs 0.
+        step_.logprob = std::numeric_limits<double>::quiet_NaN();
+        step_lp_ = got_top_ = true;
+      }
       if (!step_lp_) return fail(at + ".logprob is missing or not a number");
       if (!got_top_) return fail(at + ".top_logprobs is missing or not an array");
       s_.tokens.push_back(std::move(step_));
@@ -165,6 +174,7 @@ class handler : public json::json_sax_t {
         return true;
       }
       if (key_ == "logprob") return set_logprob(static_cast<double>(v));
+      if (key_ == "prob" && top_is(frame::prob)) post_sampling_ = true;
       return true;
     }
     if (top_is(frame::root)) {
@@ -195,6 +205,7 @@ class handler : public json::json_sax_t {
   audit::token_step step_;
   audit::top_logprob entry_;
   bool step_id_ = false, step_lp_ = false, got_top_ = false, saw_probs_ = false;
+  bool post_sampling_ = false;  // the entry carries "prob" (post_sampling_probs), not "logprob"
   bool entry_id_ = false, entry_lp_ = false;
 };
 

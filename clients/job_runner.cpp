@@ -634,6 +634,7 @@ completion_request to_request(const audit::planned_request& r, const audit::audi
   c.n_predict = r.n_predict.value_or(plan.n_predict);
   c.join_after_tokens = r.join_after_tokens;
   c.n_probs = r.n_probs.value_or(plan.top_k);
+  c.post_sampling_probs = r.post_sampling;
   c.temperature = r.params.temperature;
   c.seed = r.params.seed;
   c.cache_prompt = r.cache_prompt;

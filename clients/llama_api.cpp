@@ -54,6 +54,7 @@ std::string completion_body(const completion_request& r) {
   if (!r.prompt_ids.empty()) j["prompt"] = r.prompt_ids;
   if (r.ignore_eos) j["ignore_eos"] = true;
   if (r.n_probs == 0) j["return_tokens"] = true;  // no probabilities: the ids themselves
+  if (r.post_sampling_probs) j["post_sampling_probs"] = true;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

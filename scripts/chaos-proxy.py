@@ -13,6 +13,8 @@ Usage: chaos-proxy.py UPSTREAM_PORT LISTEN_PORT FAULT [FROM] [COUNT]
          status503  completions FROM..FROM+COUNT-1 get HTTP 503
          buffer     completions FROM.. are held whole and sent in one piece (a gateway that buffers
                     responses: every token of a stream arrives at once)
+         late       completions FROM.. whose request is over 2,000 bytes (a long prompt) are forwarded
+                    50 ms late (a gateway that queues large requests)
          malformed  completions FROM..FROM+COUNT-1 get a 200 whose body is not JSON
          truncated  completions FROM..FROM+COUNT-1 get a 200 cut in the middle of its JSON
          none       nothing
@@ -140,7 +142,7 @@ def serve(client):
                 with lock:
                     completions += 1
                     n = completions
-            hit = n >= first and (fault in ("hang", "drip", "buffer") or n < first + count)
+            hit = n >= first and (fault in ("hang", "drip", "buffer", "late") or n < first + count)
             if n and hit and fault == "hang":
                 say(f"hang on completion {n}")
                 while client.recv(65536):
@@ -158,6 +160,9 @@ def serve(client):
                 client.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
                                + str(len(body)).encode() + b"\r\n\r\n" + body)
                 continue
+            if n and hit and fault == "late" and len(req) > 2000:
+                say(f"late on completion {n}")
+                time.sleep(0.05)
             if up is None:
                 up = socket.create_connection(("127.0.0.1", upstream_port))
             up.sendall(req)

@@ -77,7 +77,7 @@ daemon_up() {  # NAME DB PORT [ARGS...]: logitauditd; its pid in $daemon_pid, it
   for _ in $(seq 1 300); do curl -sf -m 2 "http://127.0.0.1:$port/readyz" >/dev/null && return 0; sleep 0.1; done
   say "logitauditd $name did not become ready"; tail -5 "$state/run/$name.log" >&2; return 1
 }
-spec() {  # N_PREDICT: the seed protocol (65 requests: baselines, repeats, bursts, the controls)
+spec() {  # N_PREDICT: the seed protocol (70 requests: baselines, repeats, bursts, the controls, the observer)
   echo '{"preset":"seed-protocol","backends":["b"],"n_predict":'"$1"'}'
 }
 submit() {  # PORT SPEC: the audit's id
@@ -233,7 +233,7 @@ if wanted kill-9; then
   end=$(wait_end "$dport" "$id")
   t_end=$(now)
   lc=$(counts "$dport" "$id")
-  row "logitauditd SIGKILLed mid-audit (12 or more of 65 requests done), started again" \
+  row "logitauditd SIGKILLed mid-audit (12 or more of 70 requests done), started again" \
     "$(words "$(grep -m1 -o 'audit [0-9]* was left running; [a-z ]*' "$state/run/kill9.log"); then $(json 'd["status"]' <<<"$end")")" \
     "ready $(secs "$t0" "$t_ready") after the start" "audit ended $(secs "$t0" "$t_end") after the start" \
     "${lc% *}" "${lc#* }" "$(verify "$db")"
@@ -386,7 +386,7 @@ sqlite_fs() {  # NAME KIND (full: a 32 MiB tmpfs filled mid-audit; ro: remounted
     # Lost: what was stored before the fault and is not after it (the audit the disk stopped
     # could not store its remaining measurements: that is said, not lost).
     row "SQLite's disk full: the database on a 32 MiB tmpfs, filled by another file while an audit runs" \
-      "$(words "$msg ($unstored of its 65 requests not stored); GET /v1/audits $api; a new submission: $refused; the earlier report $([[ $before == "$after" ]] && echo unchanged || echo CHANGED); once space is freed a new audit ends $again" 460)" \
+      "$(words "$msg ($unstored of its 70 requests not stored); GET /v1/audits $api; a new submission: $refused; the earlier report $([[ $before == "$after" ]] && echo unchanged || echo CHANGED); once space is freed a new audit ends $again" 460)" \
       "$(secs "$t0" "$t_end")" "a new audit $again $(secs "$t_free" "$(now)") after the space was freed" "$((first_runs - first_after))" "${lc#* }" "$(verify "$mnt/audit.db")"
   else
     # A file system cannot be remounted read-only under a database open for writing, so the

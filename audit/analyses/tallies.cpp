@@ -31,6 +31,12 @@ std::string note(const condition_tally& t) {
   return apart.empty() ? "" : "(" + apart + ", not counted)";
 }
 
+// The logit column: an observer's streams asked for other top-k widths (or none), so they are
+// judged by their ids alone and their logit identity says nothing.
+std::string logit_cell(const condition_tally& t) {
+  return t.kind == condition_kind::observer && t.n > 0 ? "- (by ids)" : cell(t.logit_identical, t.n);
+}
+
 // "10/16 ( 62%)" of the streams matching the reference bit for bit, "-" for none compared.
 std::string reference_cell(const reference_findings* ref, const std::string& condition) {
   const auto* t = ref ? ref->tally(condition) : nullptr;
@@ -42,7 +48,7 @@ std::string reference_cell(const reference_findings* ref, const std::string& con
 void table_text(std::string& out, const std::vector<condition_tally>& rows, const reference_findings* ref) {
   out += " " + pad("condition", 26) + pad("logit-ident", 17) + pad("token-ident", 17) + (ref ? pad("vs reference", 17) : "") + "\n";
   for (const auto& t : rows)
-    out += " " + pad(t.condition, 26) + pad(cell(t.logit_identical, t.n), 17) + pad(cell(t.token_identical, t.n), 17) +
+    out += " " + pad(t.condition, 26) + pad(logit_cell(t), 17) + pad(cell(t.token_identical, t.n), 17) +
            (ref ? pad(t.control() ? "" : reference_cell(ref, t.condition), 17) : "") + note(t) + "\n";
   if (ref) out += " " + pad("solo baselines", 60) + pad(reference_cell(ref, "baseline"), 17) + "\n";
 }
@@ -51,7 +57,7 @@ void table_markdown(std::string& out, const std::vector<condition_tally>& rows, 
   out += std::string("| condition | logit-ident | token-ident |") + (ref ? " against the reference |" : "") +
          " note |\n| --- | --- | --- |" + (ref ? " --- |" : "") + " --- |\n";
   for (const auto& t : rows)
-    out += "| " + t.condition + " | " + cell(t.logit_identical, t.n) + " | " + cell(t.token_identical, t.n) + " | " +
+    out += "| " + t.condition + " | " + logit_cell(t) + " | " + cell(t.token_identical, t.n) + " | " +
            (ref ? (t.control() ? std::string() : reference_cell(ref, t.condition)) + " | " : "") + note(t) + " |\n";
   if (ref) out += "| solo baselines | | | " + reference_cell(ref, "baseline") + " | |\n";
 }

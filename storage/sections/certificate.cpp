@@ -59,6 +59,7 @@ const object_table<audit::family_result>& family_result_table() {
       unless_empty<&R::points>(list_of<&R::points>("points", boundary_point_table())),
       unless_default<&R::exact>(member<&R::exact>("exact")),
       unless_empty<&R::search>(member<&R::search>("search")),
+      unless_unset<&R::sized_target>("sized_target"),
   };
   static const auto t = stored(rows);
   return t;

@@ -47,12 +47,12 @@ TEST(bundle_e2e, an_audit_exported_from_sqlite_is_imported_into_postgresql_with_
   // Offline, without the daemon: both verifiers.
   auto verified = test_support::run_process({LOGITAUDIT_CLI, "verify", (dir / "audit.bundle").string()});
   EXPECT_EQ(verified.code, 0) << verified.out << verified.err;
-  EXPECT_NE(verified.out.find("65 streams"), std::string::npos) << verified.out;
+  EXPECT_NE(verified.out.find("70 streams"), std::string::npos) << verified.out;
   EXPECT_NE(verified.out.find("content digest ok; 0 mismatch(es)"), std::string::npos) << verified.out;
   auto python = test_support::run_process(
       {"/usr/bin/python3", std::string(LOGITAUDIT_SOURCE_DIR) + "/tools/stream_digest.py", "--bundle", (dir / "audit.bundle").string()});
   EXPECT_EQ(python.code, 0) << python.out << python.err;
-  EXPECT_NE(python.out.find("content digest ok; 65 streams checked, 0 mismatches"), std::string::npos) << python.out;
+  EXPECT_NE(python.out.find("content digest ok; 70 streams checked, 0 mismatches"), std::string::npos) << python.out;
 
   // Into a PostgreSQL fleet's database.
   test_support::postgres_database pg;
@@ -114,12 +114,12 @@ TEST(bundle_e2e, an_audit_exported_from_sqlite_is_imported_into_postgresql_with_
   EXPECT_FALSE(fps[0]["machine"].value("cpu_model", "").empty()) << "the machine travels with the fingerprint";
   EXPECT_EQ(fps[0]["observed"].value("measurement_thread", "").rfind("SCHED_", 0), 0u)
       << "and the scheduling of the thread that measured: " << fps[0].dump();
-  EXPECT_EQ(ci.call(http::verb::get, "/v1/audits/" + std::to_string(local) + "/runs").json()["runs"].size(), 65u);
+  EXPECT_EQ(ci.call(http::verb::get, "/v1/audits/" + std::to_string(local) + "/runs").json()["runs"].size(), 70u);
 
   // Verified where it now lives, and exported again from there, with the first origin.
   auto on_pg = test_support::run_process({LOGITAUDIT_CLI, "verify", pg.url()});
   EXPECT_EQ(on_pg.code, 0) << on_pg.out << on_pg.err;
-  EXPECT_NE(on_pg.out.find("65 streams"), std::string::npos) << on_pg.out;
+  EXPECT_NE(on_pg.out.find("70 streams"), std::string::npos) << on_pg.out;
   auto on_sqlite = test_support::run_process({LOGITAUDIT_CLI, "verify", here.database});
   EXPECT_EQ(on_sqlite.code, 0) << on_sqlite.out << on_sqlite.err;
   const auto second = ci.call(http::verb::get, "/v1/audits/" + std::to_string(local) + "/bundle").body;

@@ -154,3 +154,59 @@ TEST(certify_e2e, behind_a_buffering_gateway_the_families_rest_on_the_servers_co
             std::string::npos);
   fs::remove_all(dir);
 }
+
+// Sixteen slots, and a gateway that forwards long requests 50 ms late (scripts/chaos-proxy.py
+// late): a target of 8 tokens has finished before the long prompt reaches the server. The
+// chunked-prefill family then sizes its target from what its first bursts measured (the long
+// prompt's arrival, the target's time per token) and sends it again that long: the family is
+// tested, and its note says what was measured and what it called for.
+TEST(certify_e2e, on_sixteen_slots_chunked_prefill_sizes_its_target_from_the_measured_speeds_and_is_tested) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-certify-sized-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 16, .ctx = 32768, .metrics = true});
+  const auto upstream = server->url().substr(server->url().rfind(':') + 1);
+  const int port = clients::free_loopback_port();
+  test_support::background_process proxy(
+      {"/usr/bin/python3", std::string(LOGITAUDIT_SOURCE_DIR) + "/scripts/chaos-proxy.py", upstream, std::to_string(port), "late"},
+      dir / "proxy.log");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = test_support::run_process({"/usr/bin/curl", "-sf", url + "/health"}).code == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << "the proxy did not answer";
+  test_support::harness_options o;
+  o.backends = {{"np16", url}};
+  test_support::daemon_harness d(o);
+  const auto end = d.run(
+      R"({"preset":"certify-batch-invariant","backends":["np16"],"n_predict":8,"certify":{"budget_requests":200,"replays":1,"search_requests":20}})");
+  ASSERT_EQ(end["status"], "done") << end.dump();
+  const auto id = std::to_string(end["id"].get<std::int64_t>());
+  const auto report = d.call(http::verb::get, "/v1/audits/" + id + "/report").json();
+  const auto& cert = report["certificate"];
+  ASSERT_TRUE(cert.is_object()) << report.dump();
+  EXPECT_EQ(cert["shape"]["slots"], 16);
+  const auto& chunked = family(cert, "chunked_prefill");
+  EXPECT_NE(chunked["status"], "not_tested") << chunked.dump();
+  EXPECT_NE(chunked["status"], "not_planned") << chunked.dump();
+  // The stored bursts say which ran: the sized ones only where the first did not count, each
+  // its target at the length the note names.
+  const auto bursts = d.call(http::verb::get, "/v1/audits/" + id + "/bursts").json()["bursts"];
+  bool first_counted = false, sized_ran = false;
+  for (const auto& b : bursts) {
+    const auto c = b["condition"].get<std::string>();
+    if (c.starts_with("chunked_prefill_") && c != "chunked_prefill_sized" && b["verdict"].is_object()) first_counted = first_counted || b["verdict"]["batched"] == true;
+    if (c == "chunked_prefill_sized") sized_ran = true;
+  }
+  EXPECT_EQ(sized_ran, !first_counted) << bursts.dump();
+  if (sized_ran) {
+    ASSERT_TRUE(chunked.contains("sized_target")) << chunked.dump();
+    EXPECT_GT(chunked["sized_target"].get<int>(), 8);
+    EXPECT_NE(chunked["note"].get<std::string>().find("so the target needs " + std::to_string(chunked["sized_target"].get<int>()) + " tokens"),
+              std::string::npos)
+        << chunked.dump();
+    EXPECT_NE(chunked["note"].get<std::string>().find("sized bursts at "), std::string::npos) << chunked.dump();
+  }
+  fs::remove_all(dir);
+}

@@ -30,7 +30,7 @@ if ! bash -e -x tour.sh >transcript.txt 2>&1; then
 fi
 grep -q "control: diverged" transcript.txt || fail "submit --wait printed no findings table"
 grep -q "| repeat_greedy |" transcript.txt || fail "the markdown report is missing"
-grep -q "^verified 2 job(s): 130 streams" transcript.txt || { tail -20 transcript.txt >&2; fail "verify did not verify both audits"; }
+grep -q "^verified 2 job(s): 140 streams" transcript.txt || { tail -20 transcript.txt >&2; fail "verify did not verify both audits"; }
 grep -q "^MISMATCH" transcript.txt && fail "verify found a mismatch"
 # The tour's last line signals the daemon; it exits once its job queue is idle, which takes as
 # long as the machine needs: wait for the exit (up to a minute) rather than a fixed second.

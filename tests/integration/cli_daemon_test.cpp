@@ -90,7 +90,7 @@ TEST_F(cli, submit_wait_shows_progress_then_the_findings_table_and_exits_0) {
   EXPECT_NE(r.out.find("<- control: diverged"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" P1 HELD"), std::string::npos) << r.out;
   // Not a terminal: plain progress lines on stderr, ending with the finished count.
-  EXPECT_NE(r.err.find("audit 1 done 65/65 (100%)  failed 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("audit 1 done 70/70 (100%)  failed 0"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << "no terminal redraws when stderr is a file";
 }
 
@@ -116,12 +116,12 @@ TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
   auto table = cli_run({"list"});
   EXPECT_EQ(table.code, 0);
   EXPECT_NE(table.out.find("ID  STATUS  PROGRESS"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("done       65/65"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("done       70/70"), std::string::npos) << table.out;
 
   auto status = cli_json({"status", std::to_string(a)});
   EXPECT_EQ(status["status"], "done");
-  EXPECT_EQ(status["progress"]["done"], 65);
-  EXPECT_NE(cli_run({"status", std::to_string(a)}).out.find("progress     65/65 requests, 0 failed"), std::string::npos);
+  EXPECT_EQ(status["progress"]["done"], 70);
+  EXPECT_NE(cli_run({"status", std::to_string(a)}).out.find("progress     70/70 requests, 0 failed"), std::string::npos);
 
   auto report = cli_json({"report", std::to_string(a)});
   EXPECT_TRUE(report["valid"].get<bool>());
@@ -141,7 +141,7 @@ TEST_F(cli, every_read_command_prints_a_table_and_its_json_is_the_daemons) {
   ASSERT_EQ(report["verdict"].size(), static_cast<std::size_t>(std::count(verdict.out.begin(), verdict.out.end(), '\n')));
 
   auto runs = cli_json({"runs", std::to_string(a)});
-  ASSERT_EQ(runs["runs"].size(), 65u);
+  ASSERT_EQ(runs["runs"].size(), 70u);
   auto c8 = cli_json({"runs", std::to_string(a), "--condition", "concurrent_greedy_c8"});
   ASSERT_EQ(c8["runs"].size(), 8u);
   auto runs_table = cli_run({"runs", std::to_string(a), "--condition", "concurrent_greedy_c8"});

@@ -132,7 +132,7 @@ std::vector<fake_token> fake_tokens(const std::string& prompt, std::uint64_t see
 
 // What a token event or answer carries: its probabilities, or with n_probs 0 the ids alone
 // ("tokens", as llama-server sends them with return_tokens).
-void put_tokens(json& j, const std::vector<fake_token>& tokens, std::size_t topk);
+void put_tokens(json& j, const std::vector<fake_token>& tokens, std::size_t topk, bool post_sampling = false);
 
 json probabilities(const std::vector<fake_token>& tokens) {
   json arr = json::array();
@@ -144,9 +144,21 @@ json probabilities(const std::vector<fake_token>& tokens) {
   return arr;
 }
 
-void put_tokens(json& j, const std::vector<fake_token>& tokens, std::size_t topk) {
+// With post_sampling_probs, llama-server's entries carry probabilities after the sampling
+// chain: "prob" and "top_probs" in place of "logprob" and "top_logprobs".
+json post_sampling(const std::vector<fake_token>& tokens) {
+  json arr = json::array();
+  for (const auto& t : tokens) {
+    json top = json::array();
+    for (auto [id, lp] : t.top) top.push_back({{"id", id}, {"token", "t" + std::to_string(id)}, {"bytes", json::array()}, {"prob", std::exp(lp)}});
+    arr.push_back({{"id", t.id}, {"token", "t" + std::to_string(t.id)}, {"bytes", json::array()}, {"prob", std::exp(t.logprob)}, {"top_probs", top}});
+  }
+  return arr;
+}
+
+void put_tokens(json& j, const std::vector<fake_token>& tokens, std::size_t topk, bool post) {
   if (topk > 0) {
-    j["completion_probabilities"] = probabilities(tokens);
+    j["completion_probabilities"] = post ? post_sampling(tokens) : probabilities(tokens);
     return;
   }
   json ids = json::array();
@@ -344,6 +356,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
         in.value(native ? "n_predict" : "max_tokens", std::int64_t{8}), 0, 4096));
     const std::size_t topk = static_cast<std::size_t>(std::clamp<std::int64_t>(
         in.value(native ? "n_probs" : "logprobs", std::int64_t{5}), 0, 100));
+    const bool post = native && in.value("post_sampling_probs", false);
     const double temperature = in.contains("temperature") && in["temperature"].is_number() ? in["temperature"].get<double>() : 0.0;
     const std::uint64_t seed = in.contains("seed") && in["seed"].is_number_unsigned() ? in["seed"].get<std::uint64_t>() : 0;
     const bool stream = native && in.contains("stream") && in["stream"].is_boolean() && in["stream"].get<bool>();
@@ -372,7 +385,8 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     const bool long_prefix = k.diverge_from_prefix > 0 && acct.cache_n >= k.diverge_from_prefix;
     auto tokens = fake_tokens(prompt, seed, temperature, n, topk,
                               (k.jitter_when_overlapping && overlapped) || noise || needle || wide || long_prefix, k.weights);
-    if (k.tokens_move_with_probs && topk > 0 && !tokens.empty()) tokens.back().id ^= 1;  // a proxy that looks, and changes
+    if (((k.tokens_move_with_probs && topk > 0) || (k.tokens_move_with_post_sampling && post)) && !tokens.empty())
+      tokens.back().id ^= 1;  // a proxy that looks, and changes
     if (k.logprob_decimals >= 0) {  // a proxy that rounds what it passes on
       const double scale = std::pow(10.0, k.logprob_decimals);
       for (auto& t : tokens) {
@@ -442,7 +456,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       if (!co_await write_all(socket, sse_head)) co_return;
       for (std::size_t i = 0; i < tokens.size(); ++i) {
         json ev = {{"content", "t"}, {"stop", false}};
-        put_tokens(ev, {tokens[i]}, topk);
+        put_tokens(ev, {tokens[i]}, topk, post);
         if (!co_await write_all(socket, chunk("data: " + ev.dump() + "\n\n"))) co_return;
         if (k.drip.count() > 0) {
           timer.expires_after(k.drip);
@@ -464,7 +478,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     } else if (native) {
       json j = final_fields(tokens.size(), acct);
       j["content"] = "fake";
-      put_tokens(j, tokens, topk);
+      put_tokens(j, tokens, topk, post);
       if (k.padding_bytes) j["padding"] = std::string(k.padding_bytes, 'p');
       body = j.dump();
     } else {

@@ -52,6 +52,7 @@ struct fake_knobs {
   std::string openai_shape = "content";  // content | legacy_ids | legacy_text
   int logprob_decimals = -1;           // >= 0: logprobs rounded to this many decimals (a rounding proxy)
   bool tokens_move_with_probs = false; // the last token's id changes when n_probs > 0 (asking to see moves the answer)
+  bool tokens_move_with_post_sampling = false;  // ... only when the top-k is asked after sampling (post_sampling_probs)
   // What a history test scripts between audits: other weights behind the same path and name
   // (a swapped checkpoint: every number moves), a build bump, another model file.
   std::uint64_t weights = 0;

@@ -164,7 +164,7 @@ TEST(certify, boundary_search_points_belong_to_a_certify_job_and_name_their_fiel
                         R"({"backends":["s"],"conditions":[{"name":"c","kind":"concurrent","concurrency":4,"points":[2,3]}]})");
   EXPECT_EQ(r.status, 400u) << r.body;
   EXPECT_NE(r.json()["error"]["message"].get<std::string>().find(
-                "conditions[0].points: only a certify job's concurrent or cache_reuse condition has boundary-search points"),
+                "conditions[0].points: only a certify job's concurrent, cache_reuse or chunked_prefill condition has conditional points"),
             std::string::npos)
       << r.body;
   EXPECT_EQ(fake.completions_served(), 0u);
@@ -221,6 +221,61 @@ TEST(certify, the_observer_family_catches_tokens_that_move_when_logprobs_are_ask
   const auto ok = certify_job(honest, "batch-invariant", 160);
   EXPECT_EQ(family(ok["certificate"], "observer")["status"], "passed") << family(ok["certificate"], "observer").dump();
   EXPECT_GT(family(ok["certificate"], "observer")["compared"].get<int>(), 0);
+
+  // A server that changes them only when the top-k is asked after sampling (post_sampling_probs).
+  test_support::fake_knobs post = plain;
+  post.tokens_move_with_post_sampling = true;
+  test_support::fake_backend sampled(post);
+  const auto caught = certify_job(sampled, "batch-invariant", 160);
+  EXPECT_EQ(family(caught["certificate"], "observer")["status"], "refuted") << family(caught["certificate"], "observer").dump();
+  EXPECT_EQ(family(caught["certificate"], "solo")["status"], "passed");
+}
+
+// Chunked prefill's sized bursts run only when its first bursts did not count, and then only at
+// the first planned target length from what those bursts measured (the longest when nothing
+// was measured); each length brings its own baseline, the target alone at that length.
+TEST(certify, chunked_prefill_sized_bursts_run_at_the_length_the_first_bursts_call_for) {
+  auto spec = *audit::preset("certify-batch-invariant");
+  spec.backends = {{"s", "http://127.0.0.1:1", "llama", std::nullopt}};
+  spec.n_predict = 8;
+  audit::certify_shape shape;
+  shape.slots = 16;
+  shape.n_ctx = 4096;
+  spec = audit::expand_certify(spec, shape);
+  const auto it = std::find_if(spec.conditions.begin(), spec.conditions.end(),
+                               [](const audit::condition& c) { return c.name == "chunked_prefill_sized"; });
+  ASSERT_NE(it, spec.conditions.end());
+  EXPECT_EQ(it->points, (std::vector<int>{16, 32, 64, 128, 256, 512, 1024, 2048})) << "up to half a slot";
+  const auto plan = audit::make_plan(spec);
+  std::vector<const audit::request_group*> sized;
+  for (const auto& g : plan.groups)
+    if (g.condition == "chunked_prefill_sized") sized.push_back(&g);
+  ASSERT_EQ(sized.size(), it->points.size() * 3) << "per length: the target alone, then two bursts";
+  for (const auto* g : sized) {
+    EXPECT_TRUE(g->conditional);
+    for (const auto& q : g->requests)
+      if (q.compared || g->mode == audit::group_mode::serial) EXPECT_EQ(q.n_predict, g->point);
+  }
+  // The bursts' target is compared with the serial group's own stream at that length.
+  const auto& base = plan.baselines.at(static_cast<std::size_t>(sized[1]->requests.front().baseline));
+  EXPECT_EQ(base.group, sized[0]->index);
+
+  auto wanted = [&](int sized_target) {
+    audit::certificate so_far;
+    audit::family_result fr;
+    fr.family = "chunked_prefill";
+    fr.sized_target = sized_target;
+    so_far.families.push_back(fr);
+    std::set<int> points;
+    for (const auto* g : sized)
+      if (audit::certify_wants(spec, plan, &so_far, *g)) points.insert(g->point);
+    return points;
+  };
+  EXPECT_TRUE(wanted(-1).empty()) << "the first bursts counted";
+  EXPECT_EQ(wanted(100), std::set<int>{128});
+  EXPECT_EQ(wanted(128), std::set<int>{128});
+  EXPECT_EQ(wanted(0), std::set<int>{2048}) << "nothing measured: the longest";
+  EXPECT_EQ(wanted(5000), std::set<int>{2048});
 }
 
 // The point of `family` at `at`, or null.

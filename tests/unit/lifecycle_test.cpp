@@ -152,7 +152,7 @@ TEST(lifecycle, the_daemon_and_the_offline_run_store_and_report_the_same_audit) 
   EXPECT_NE(daemon_text.find("Batching evidence"), std::string::npos) << daemon_text;
   const auto x = stored(daemon_db, daemon_job), y = stored(offline_db, 1);
   EXPECT_EQ(x["job"], y["job"]);
-  ASSERT_EQ(x["runs"].size(), 65u);
+  ASSERT_EQ(x["runs"].size(), 70u);
   EXPECT_EQ(x["runs"], y["runs"]);
   EXPECT_EQ(x["bursts"], y["bursts"]);
   EXPECT_EQ(x["predictions"], y["predictions"]);
@@ -240,7 +240,9 @@ TEST(api_registry, a_kind_registered_in_a_test_is_usable_end_to_end) {
   const auto end = d.run(R"({"preset":"seed-protocol","backends":["s"],"n_predict":4})");
   ASSERT_EQ(end["status"], "done") << end.dump();
   EXPECT_EQ(fake.completions_streamed(), fake.completions_served()) << "every completion went out as the kind asked";
-  EXPECT_EQ(fake.completions_served(), 67u) << "the seed protocol's 65 planned requests and the canary before and after";
+  EXPECT_EQ(fake.completions_served(), 70u)
+      << "the seed protocol's 68 planned requests (the observer asks 3 ways: no logprobs and post-sampling are llama's "
+         "own API) and the canary before and after";
   const auto report = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/report").json();
   EXPECT_TRUE(report["valid"].get<bool>()) << report.dump();
   const auto fps = d.call(http::verb::get, "/v1/audits/" + std::to_string(end["id"].get<int>()) + "/fingerprints").json();

@@ -2,6 +2,8 @@
 // malformed, truncated, wrong-typed and outdated ones.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <fstream>
 #include <iterator>
 
@@ -107,6 +109,27 @@ TEST(llama_api, the_old_probs_shape_is_named_in_the_error) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, client_errc::unexpected_shape);
   EXPECT_NE(r.error().message.find("old `probs` shape"), std::string::npos) << r.error().message;
+}
+
+// post_sampling_probs: probabilities after the sampling chain ("prob", "top_probs"), which are
+// not logprobs: the ids are kept, with no logprob and no top-k, so they compare by id alone.
+TEST(llama_api, post_sampling_probabilities_keep_the_ids_and_no_logprobs) {
+  auto r = parse_completion(
+      R"({"content":"ab","completion_probabilities":[)"
+      R"({"id":7,"token":"a","bytes":[97],"prob":0.9,"top_probs":[{"id":7,"token":"a","bytes":[97],"prob":0.9}]},)"
+      R"({"id":9,"token":"b","bytes":[98],"prob":1,"top_probs":[]}]})");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->tokens.size(), 2u);
+  EXPECT_EQ(r->tokens[0].key, 7);
+  EXPECT_EQ(r->tokens[1].key, 9);
+  EXPECT_TRUE(std::isnan(r->tokens[0].logprob));
+  EXPECT_TRUE(r->tokens[0].top.empty());
+  // An entry with neither a logprob nor a probability is still wrong.
+  EXPECT_EQ(error_of(R"({"completion_probabilities":[{"id":1,"top_probs":[]}]})"), client_errc::unexpected_shape);
+  completion_request q;
+  q.post_sampling_probs = true;
+  EXPECT_NE(completion_body(q).find("\"post_sampling_probs\":true"), std::string::npos);
+  EXPECT_EQ(completion_body(completion_request{}).find("post_sampling_probs"), std::string::npos);
 }
 
 TEST(llama_api, huge_and_deep_bodies_do_not_crash) {
