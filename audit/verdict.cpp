@@ -348,10 +348,43 @@ std::string_view verdict_label(verdict_topic t) {
     case verdict_topic::concurrency: return "Concurrency";
     case verdict_topic::cache_reuse: return "Cache reuse";
     case verdict_topic::seeded_sampling: return "Seeded";
+    case verdict_topic::fix: return "Fix";
     case verdict_topic::comparator: return "Comparator";
     case verdict_topic::undecided: return "Undecided";
   }
   return "?";
+}
+
+// "Fix: tiny runs with a unified KV cache (on (the build's default ...)) and slots auto; ...".
+verdict_line fix_line(const findings& f, const std::vector<backend_view>& views) {
+  std::string text;
+  for (const auto& view : views) {
+    // Each setting where what it decides moved: the KV cache and the slots under concurrency,
+    // the prompt cache on reuse.
+    const bool batched_moved = view.concurrency_tested() && view.under_concurrency().logit < view.under_concurrency().n;
+    const bool cache_moved = view.cache.logit < view.cache.n;
+    const auto m = f.machines.find(view.name);
+    if (m == f.machines.end()) continue;
+    auto fact = [&](const char* k) {
+      auto it = m->second.find(k);
+      return it == m->second.end() ? std::string() : it->second;
+    };
+    std::vector<std::string> settings;
+    if (batched_moved && server_setting_value(fact("server_kv_unified")) == "on") settings.push_back("a unified KV cache");
+    if (batched_moved && server_setting_value(fact("server_slots")) == "auto") settings.push_back("slots chosen automatically");
+    if (const auto cache = server_setting_value(fact("server_cache_prompt")); cache_moved && (cache == "on" || cache == "enabled"))
+      settings.push_back("the prompt cache on");
+    if (settings.empty()) continue;
+    const std::string model = fact("server_model");
+    std::string list;
+    for (std::size_t i = 0; i < settings.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == settings.size() ? " and " : ", ") + settings[i];
+    text += std::string(text.empty() ? "" : "; ") + view.name + " runs with " + list +
+            ", and its numbers moved with them here; `logitaudit advise --model " + (model.empty() ? std::string("MODEL.gguf") : model) +
+            "` finds the fastest configuration of that model certified on this host, with its cost (an advice holds only "
+            "for the host, build and file it was measured on)";
+  }
+  return {verdict_topic::fix, verdict_answer::open, text};
 }
 
 verdict summarize(const findings& f) {
@@ -393,6 +426,14 @@ verdict summarize(const findings& f) {
       for (const auto& [backend, machine] : f.machines)
         if (const auto brief = server_settings_brief(machine); !brief.empty())
           l.text += "; " + backend + " ran with " + brief;
+  // A local server whose numbers moved under load or from its cache, with the settings that decide
+  // that read from its process: how to find the fastest configuration certified here. Never for
+  // a certify job, whose certificate names the setting its family isolates.
+  if (!f.sections.find<certificate>())
+    if (auto fix = fix_line(f, views); !fix.text.empty()) {
+      auto at = std::find_if(v.lines.begin(), v.lines.end(), [](const verdict_line& l) { return l.topic == verdict_topic::comparator; });
+      v.lines.insert(at, fix);
+    }
   // A certify job opens with its certificate's outcome: the answer to the question it asked.
   if (const auto* c = f.sections.find<certificate>()) {
     const verdict_answer a = c->outcome == certificate_outcome::certified ? verdict_answer::identical

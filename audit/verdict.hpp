@@ -21,6 +21,7 @@ BOOST_DEFINE_ENUM_CLASS(verdict_topic,
   concurrency,      // bursts of identical requests, cross-batches, neighbours, searches, load probes
   cache_reuse,      // the prompt cache warmed, then reused
   seeded_sampling,  // seeded sampling under concurrency
+  fix,              // a local server whose numbers moved under load, with the settings that decide it: how to find the fix here
   comparator,       // the positive controls and the path's selftest: is "identical" shown sharp?
   undecided        // what the audit planned but could not decide, and what it did not test
 )

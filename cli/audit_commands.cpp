@@ -91,7 +91,7 @@ void add_report(CLI::App& app) {
   sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
   sub->add_option("--format", *format, "text, markdown, csv or json")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
   sub->add_flag("--strict", *strict, "exit 1 when a prediction failed");
-  sub->add_flag("--short", *short_form, "the verdict alone (six lines at most; with --json or --format json, its array)");
+  sub->add_flag("--short", *short_form, "the verdict alone (seven lines at most; with --json or --format json, its array)");
   sub->callback([a, format, strict, short_form] {
     const int code = print_report(connect(a->common), a->id, a->common.json ? "json" : *format, *strict, *short_form);
     if (code != exit_ok) throw cli_failure(code, "");

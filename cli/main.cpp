@@ -12,6 +12,7 @@
 #include "storage/records.hpp"
 #include "exit_codes.hpp"
 #include "remote_commands.hpp"
+#include "advise_command.hpp"
 #include "run_command.hpp"
 #include "repro_command.hpp"
 #include "selftest_command.hpp"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("logitaudit ") + LOGITAUDIT_VERSION);
   app.require_subcommand(0, 1);
   add_run_command(app);
+  add_advise_command(app);
   add_selftest_command(app);
   add_repro_command(app);
   add_db_commands(app);

@@ -100,19 +100,6 @@ class progress_lines {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-template <class T>
-T run_on(clients::net::io_context& io, clients::net::awaitable<T> task) {
-  std::optional<T> out;
-  std::exception_ptr error;
-  clients::net::co_spawn(io, std::move(task), [&](std::exception_ptr e, T v) {
-    error = e;
-    if (!e) out.emplace(std::move(v));
-  });
-  io.run();
-  io.restart();
-  if (error) std::rethrow_exception(error);
-  return std::move(*out);
-}
 
 }  // namespace
 
@@ -255,7 +242,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k, "top logprobs per token (overrides the spec)")->check(CLI::Range(1, 100));
   cmd->add_option("--tag", args->tags, "label the stored audit; repeatable");
   cmd->add_flag("--strict", args->strict, "exit 1 when a pre-registered prediction failed");
-  cmd->add_flag("--short", args->short_form, "print the verdict alone (its six lines at most; with --format json, its array)");
+  cmd->add_flag("--short", args->short_form, "print the verdict alone (its seven lines at most; with --format json, its array)");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
   cmd->add_option("--db", args->db, "store the job, its streams and findings in this SQLite file (default: in memory)");
   cmd->add_option("--resume", args->resume, "with --db: run the groups of this stored job that are not stored yet");

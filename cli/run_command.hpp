@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "audit/evidence.hpp"
+#include "clients/http_client.hpp"
 #include "config/daemon_config.hpp"
 
 namespace logitaudit::cli {
@@ -32,6 +33,23 @@ struct run_args {
   std::string load_trace;         // a trace file (cli/trace_file.hpp): a load condition that replays it
   std::vector<double> trace_speeds;  // its levels (1: as recorded)
 };
+
+// Runs `task` on `io` to its end (the offline commands' one coroutine at a time) and returns
+// its value; rethrows what it threw.
+template <class T>
+T run_on(clients::net::io_context& io, clients::net::awaitable<T> task) {
+  std::optional<T> out;
+  std::exception_ptr error;
+  clients::net::co_spawn(io, std::move(task), [&](std::exception_ptr e, T v) {
+    error = e;
+    if (!e) out.emplace(std::move(v));
+  });
+  io.run();
+  io.restart();
+  if (error) std::rethrow_exception(error);
+  return std::move(*out);
+}
+
 
 // Runs the audit; prints the report on stdout and progress on stderr. Returns the command's
 // exit code (0 findings valid, 1 findings invalid or --strict with a failed prediction,

@@ -149,6 +149,9 @@ machine_facts settings_from(const std::vector<std::string>& args, const std::vec
       kv->second = std::string(auto_slots ? "on" : "off") + " (" + kv->second + ")";
   }
   if (!unread.empty()) m["server_settings_unread"] = "not in its arguments, environment or --help: " + unread;
+  // The model file it runs (what `logitaudit advise --model` takes).
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "-m" || args[i] == "--model") m["server_model"] = args[i + 1];
   return m;
 }
 

@@ -293,7 +293,10 @@ net::awaitable<std::string> job_lifecycle::expand_certify(audit::audit_spec& spe
     if (cs.slots <= 0) shape.slots = b.managed->parallel;
     if (cs.n_batch <= 0) shape.n_batch = b.managed->batch;
     if (cs.n_ubatch <= 0) shape.n_ubatch = b.managed->ubatch;
-    if (cs.n_ctx <= 0) shape.n_ctx = b.managed->kv_unified ? config_.managed.ctx_per_slot * b.managed->parallel : config_.managed.ctx_per_slot;
+    // A slot's share, unified or not: a unified cache holds more, but one request's context is
+    // also capped by the model's training context, which is not known before the server starts
+    // (a 2,056-token prompt on a unified 4,096 was refused: the tiny model trains on 2,048).
+    if (cs.n_ctx <= 0) shape.n_ctx = config_.managed.ctx_per_slot;
     source = "the managed server's settings (-np " + std::to_string(b.managed->parallel) + ", -b " +
              std::to_string(b.managed->batch) + ", -ub " + std::to_string(b.managed->ubatch) + ", -c " +
              std::to_string(config_.managed.ctx_per_slot * b.managed->parallel) + (b.managed->kv_unified ? ", -kvu" : "") + ")";

@@ -9,7 +9,7 @@ window.__console = state;  // what each chart plots, for the tests and the curio
 export const STATUSES = ['queued', 'running', 'done', 'failed', 'cancelled', 'interrupted'];
 export const FINAL = new Set(['done', 'failed', 'cancelled', 'interrupted']);
 // The verdict's topics as the text report labels them, and the answers that warn.
-export const VERDICT_LABELS = { certificate: 'Certificate', solo: 'Solo', concurrency: 'Concurrency', cache_reuse: 'Cache reuse', seeded_sampling: 'Seeded', comparator: 'Comparator', undecided: 'Undecided' };
+export const VERDICT_LABELS = { certificate: 'Certificate', solo: 'Solo', concurrency: 'Concurrency', cache_reuse: 'Cache reuse', seeded_sampling: 'Seeded', fix: 'Fix', comparator: 'Comparator', undecided: 'Undecided' };
 export const VERDICT_BAD = new Set(['moves', 'mixed', 'vacuous', 'invalid', 'unproven', 'open']);
 export const TOKEN_KEY = 'logitaudit.token';
 

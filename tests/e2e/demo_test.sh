@@ -42,11 +42,11 @@ read -r same compared <<<"$(repeat_row "$state/out.txt")"
 [[ -n ${compared:-} && $compared -gt 0 ]] || { cat "$state/out.txt" >&2; fail "no pooled repeat_greedy row with compared streams"; }
 p1=$([[ $same == "$compared" ]] && echo HELD || echo FAILED)
 expect "$state/out.txt" " P1 $p1"
-# The report opens with its verdict: at most six lines before the first blank one, the first
+# The report opens with its verdict: at most seven lines before the first blank one, the first
 # on solo repeats with the pooled table's own count, the controls named, the last what was left
 # undecided; and it says "identical" of solo repeats exactly when the table does.
 verdict=$(sed '/^$/q' "$state/out.txt" | sed '$d')
-[[ $(wc -l <<<"$verdict") -le 6 ]] || fail "a verdict of more than six lines: $verdict"
+[[ $(wc -l <<<"$verdict") -le 7 ]] || fail "a verdict of more than seven lines: $verdict"
 # Its groups' counts ("identical on tiny (30/30 ...), moved on small (28/30 ...)") sum to the row.
 solo_sum=$(head -1 <<<"$verdict" | grep -oE '[0-9]+/[0-9]+ logit-identical' | awk -F'[/ ]' '{k+=$1; n+=$2} END {print k "/" n}')
 [[ $solo_sum == "$same/$compared" ]] || fail "the verdict's solo line gives $solo_sum, the table $same/$compared: $verdict"
@@ -57,7 +57,7 @@ else
 fi
 grep -qE "^Comparator: +sharp: [0-9]+/[0-9]+ positive controls diverged" <<<"$verdict" || fail "no comparator line: $verdict"
 tail -1 <<<"$verdict" | grep -qE "^Undecided: " || fail "the verdict does not end with what was undecided: $verdict"
-expect "$state/err.txt" "done 130/130 (100%)  failed 0"
+expect "$state/err.txt" "done 140/140 (100%)  failed 0"
 ls "$state"/*.pid >/dev/null 2>&1 && fail "pid files left after a run without --keep"
 for log in "$state"/llama-*.log "$state"/logitauditd.log; do
   [[ -f $log ]] || fail "no $log"

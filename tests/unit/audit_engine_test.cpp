@@ -284,6 +284,32 @@ static std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+// A local server whose numbers moved, read running with a unified KV cache on automatic slots:
+// the verdict gains a Fix line before the comparator's, naming those settings and the advise
+// command for its model file; a server whose settings were not read gets none.
+TEST(verdict, a_local_server_that_moved_on_a_unified_cache_is_told_how_to_find_the_fix_here) {
+  auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
+  auto plan = make_plan(spec);
+  auto f = evaluate(spec, plan, simulate(plan), batched_evidence(plan));
+  f.machines["a"] = {{"server_kv_unified", "on (default (the build's: enabled if number of slots is auto))"},
+                     {"server_slots", "auto (default (the build's: -1))"},
+                     {"server_cache_prompt", "default (the build's: enabled)"},
+                     {"server_model", "/models/tiny.gguf"}};
+  const auto v = summarize(f);
+  ASSERT_EQ(v.lines.size(), 7u);
+  EXPECT_EQ(v.lines[4].topic, verdict_topic::fix);
+  EXPECT_EQ(v.lines[5].topic, verdict_topic::comparator);
+  const auto& text = v.lines[4].text;
+  EXPECT_NE(text.find("a runs with a unified KV cache and slots chosen automatically, and its numbers moved"), std::string::npos)
+      << text << "\n(the prompt cache is named only where reuse moved, and in this world it held)";
+  EXPECT_NE(text.find("`logitaudit advise --model /models/tiny.gguf`"), std::string::npos) << text;
+  EXPECT_EQ(text.find("b runs"), std::string::npos) << "b's settings were not read: " << text;
+  // Read, but off: nothing to fix by those settings.
+  f.machines["a"] = {{"server_kv_unified", "off (--no-kv-unified)"}, {"server_slots", "4 (-np 4)"},
+                     {"server_cache_prompt", "off (--no-cache-prompt)"}};
+  EXPECT_EQ(summarize(f).lines.size(), 6u);
+}
+
 TEST(verdict, a_known_world_is_answered_first_from_its_own_tallies) {
   auto spec = seed_protocol({{"a", "", "llama"}, {"b", "", "llama"}});
   auto plan = make_plan(spec);

@@ -1,0 +1,64 @@
+// e2e: `logitaudit advise` on the generated tiny model, its unified KV cache swept both ways on
+// managed llama-servers. Which configuration is certified is the host's to say; the advice must
+// agree with its own stored evidence: the configurations in throughput order, each certify job
+// stored with the outcome the table gives, the first certified one chosen and nothing slower
+// than it tried, and a command that starts that server.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "audit/certify.hpp"
+#include "storage/documents.hpp"
+#include "storage/repositories.hpp"
+#include "support/llama_server.hpp"
+#include "support/process.hpp"
+
+using namespace logitaudit;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-advise-e2e-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto db = (dir / "advice.db").string();
+  const auto model = test_support::model_path("tiny");
+  auto r = test_support::run_process({LOGITAUDIT_CLI, "advise", "--model", model, "--vary", "kv_unified", "--slots", "2",
+                                      "--n-predict", "8", "--certify-budget", "80", "--minutes", "3", "--db", db, "--format",
+                                      "json", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto advice = json::parse(r.out);
+  EXPECT_EQ(advice["model_sha256"].get<std::string>().size(), 64u);
+  const auto& rows = advice["configurations"];
+  ASSERT_EQ(rows.size(), 2u) << advice.dump(1);
+  auto store = storage::open_store(db);
+  ASSERT_TRUE(store->jobs().get(advice["sweep_audit"].get<std::int64_t>()));
+  bool chosen_seen = false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& c = rows[i];
+    if (i > 0) EXPECT_LE(c["tokens_per_s"].get<double>(), rows[i - 1]["tokens_per_s"].get<double>()) << "fastest first";
+    EXPECT_TRUE(c["command"].get<std::string>().starts_with("llama-server -m " + fs::absolute(model).string() + " -np 2 "))
+        << c.dump();
+    if (chosen_seen) {
+      EXPECT_TRUE(c["certify_audit"].is_null()) << "nothing slower than the certified one is tried: " << c.dump();
+      continue;
+    }
+    if (c["certify_audit"].is_null()) {
+      EXPECT_TRUE(c["outcome"].get<std::string>().starts_with("not tried")) << c.dump();
+      continue;
+    }
+    // The stored certificate says what the table says.
+    auto job = store->jobs().get(c["certify_audit"].get<std::int64_t>());
+    ASSERT_TRUE(job && job->findings && job->spec) << c.dump();
+    const auto* cert = job->findings->sections.find<audit::certificate>();
+    ASSERT_TRUE(cert) << c.dump();
+    EXPECT_EQ(c["outcome"], std::string(audit::to_string(cert->outcome))) << c.dump();
+    EXPECT_EQ(job->spec->backends.at(0).managed->kv_unified, c["configuration"].get<std::string>().find("kvu=1") != std::string::npos);
+    if (cert->outcome == audit::certificate_outcome::certified) {
+      EXPECT_EQ(advice["certified"], c["configuration"]);
+      chosen_seen = true;
+    }
+  }
+  EXPECT_EQ(chosen_seen, !advice["certified"].is_null()) << advice.dump(1);
+  fs::remove_all(dir);
+}
