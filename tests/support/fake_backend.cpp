@@ -123,7 +123,7 @@ std::vector<fake_token> fake_tokens(const std::string& prompt, std::uint64_t see
     if (jitter) lp = std::nextafter(lp, 0.0);
     t.logprob = lp;
     for (std::size_t j = 0; j < k; ++j)
-      t.top.emplace_back(j == 0 ? t.id : static_cast<std::int64_t>((h >> (8 + j)) % 500) + 3 + 500,
+      t.top.emplace_back(j == 0 ? t.id : static_cast<std::int64_t>((h >> (8 + j % 48)) % 500) + 3 + 500,
                          j == 0 ? lp : static_cast<double>(static_cast<float>(lp - 0.5 * static_cast<double>(j))));
     out.push_back(std::move(t));
   }
