@@ -96,6 +96,8 @@ struct evaluation_evidence {
   std::optional<reference_evidence> reference;  // when the spec names a reference audit
   // Per backend, its most recent selftest against seeded faults (absent: none was run).
   std::map<std::string, selftest_summary> selftests;
+  // Per backend, an advice stored for its model file and build (`logitaudit advise`).
+  std::map<std::string, stored_advice> advice;
 };
 
 // The judgement of an audit: every stream's verdict, the tallies per condition, whether the

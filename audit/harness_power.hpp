@@ -102,6 +102,19 @@ struct selftest_summary {
   bool operator==(const selftest_summary&) const = default;
 };
 
+// An advice stored on this host for a backend's model file and build (`logitaudit advise`,
+// docs/advise.md): the configuration it certified, the command that starts it, and its cost
+// against the fastest configuration it swept.
+struct stored_advice {
+  std::int64_t audit = 0;  // the certify job
+  std::string claim;
+  std::string configuration;
+  std::string command;     // llama-server's flags, the model file's path among them
+  double cost = -1;        // 1 - its tokens/s / the fastest's; -1: its sweep was not found
+
+  bool operator==(const stored_advice&) const = default;
+};
+
 // The harness analysis's section of the findings: what the audit saw of its servers and its
 // own power to see a difference (each member only when there is something to say).
 struct harness_section {
@@ -109,6 +122,8 @@ struct harness_section {
   // recent selftest (absent: none).
   std::map<std::string, number_format> resolution;
   std::map<std::string, selftest_summary> selftests;
+  // Per backend, an advice this database holds for its model file (sha256) and build (absent: none).
+  std::map<std::string, stored_advice> advice;
   // Restarts ("a: before group 12: ..."), backends that hung ("a: URL: /health answers, but no
   // completion since ...; F groups failed, R not run"), the waits for an idle server before solo
   // groups (spec.wait_for_quiet_s), canaries that could not be judged, bursts with foreign load.

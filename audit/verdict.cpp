@@ -379,10 +379,17 @@ verdict_line fix_line(const findings& f, const std::vector<backend_view>& views)
     std::string list;
     for (std::size_t i = 0; i < settings.size(); ++i)
       list += (i == 0 ? "" : i + 1 == settings.size() ? " and " : ", ") + settings[i];
-    text += std::string(text.empty() ? "" : "; ") + view.name + " runs with " + list +
-            ", and its numbers moved with them here; `logitaudit advise --model " + (model.empty() ? std::string("MODEL.gguf") : model) +
-            "` finds the fastest configuration of that model certified on this host, with its cost (an advice holds only "
-            "for the host, build and file it was measured on)";
+    text += std::string(text.empty() ? "" : "; ") + view.name + " runs with " + list + ", and its numbers moved with them here; ";
+    const auto& advice = section<harness_section>(f).advice;
+    if (auto a = advice.find(view.name); a != advice.end())
+      text += "on this host `" + a->second.command + "` (" + a->second.configuration + ") was certified '" + a->second.claim +
+              "' by an advice for this model file on this build (audit " + std::to_string(a->second.audit) +
+              (a->second.cost >= 0 ? ", " + fixed(100 * a->second.cost, 0) + "% below the fastest configuration its advice swept" : "") +
+              "); the advice holds only where it was measured";
+    else
+      text += "`logitaudit advise --model " + (model.empty() ? std::string("MODEL.gguf") : model) +
+              "` finds the fastest configuration of that model certified on this host, with its cost (an advice holds only "
+              "for the host, build and file it was measured on)";
   }
   return {verdict_topic::fix, verdict_answer::open, text};
 }

@@ -23,6 +23,7 @@
 #include "config/daemon_config.hpp"
 #include "daemon/job_lifecycle.hpp"
 #include "daemon/settings.hpp"
+#include "daemon/stored_advice.hpp"
 #include "exit_codes.hpp"
 #include "run_command.hpp"
 #include "storage/database_lock.hpp"
@@ -98,6 +99,9 @@ class adviser {
     deadline_ = clock_type::now() + std::chrono::seconds(static_cast<long>(a_.minutes * 60));
 
     sha256_ = clients::file_sha256(a_.model);
+    // Every file given is tagged on the advice's jobs: a server of any of them cites the advice.
+    for (const auto& f : files_)
+      if (const auto sha = f == files_.front() ? sha256_ : clients::file_sha256(f); !sha.empty()) file_tags_.push_back(daemon::advice_tag(sha));
     say("advise: model " + a_.model + " (sha256 " + sha256_.substr(0, 16) + "...), " + std::to_string(files_.size()) +
         " quantisation(s), claim '" + a_.claim + "', " + std::to_string(a_.slots) + " slots, budget " +
         audit::fixed(a_.minutes, 0) + " minutes");
@@ -163,6 +167,7 @@ class adviser {
     w.probe_width = std::max(2, a_.slots);
     spec.sweep = w;
     spec.tags = {"advise", "advise-sweep"};
+    for (const auto& t : file_tags_) spec.tags.push_back(t);
     sweep_job_ = create(spec);
     say("advise: sweep (audit " + std::to_string(sweep_job_) + "): " + std::to_string(audit::sweep_configurations(w).size()) +
         " configurations, each measured for throughput");
@@ -195,7 +200,8 @@ class adviser {
       spec.backends = {{c.name, "", "llama", c.settings}};
       spec.certify->budget_requests = a_.certify_budget;
       spec.certify->budget_minutes = std::max(1, static_cast<int>(left));
-      spec.tags = {"advise", "advise-model:" + sha256_.substr(0, 16)};
+      spec.tags = {"advise"};
+      for (const auto& t : file_tags_) spec.tags.push_back(t);
       c.certify_job = create(spec);
       say("advise: certify " + c.name + " (" + audit::fixed(c.tokens_per_s, 0) + " tokens/s; audit " +
           std::to_string(c.certify_job) + ")");
@@ -261,6 +267,7 @@ class adviser {
   const advise_args& a_;
   std::vector<std::string> files_, names_;
   std::string sha256_;
+  std::vector<std::string> file_tags_;
   clients::net::io_context io_;
   std::unique_ptr<storage::db_worker> db_;
   std::unique_ptr<daemon::job_lifecycle> lifecycle_;

@@ -134,6 +134,11 @@ net::awaitable<client_result<audit::backend_fingerprint>> backend::fingerprint(s
       auto seen = listening_server(static_cast<std::uint16_t>(std::stoul(ep->port)));
       if (!seen.image.empty())
         if (auto sha = co_await model_file_sha256(seen.image); !sha.empty()) seen.facts["server_executable_sha256"] = sha;
+      // The sha256 of the model file its command line names, where no configured path gave one:
+      // observed (an advice for that file is found by it, daemon/stored_advice.hpp), not part
+      // of the server's identity, which stays what its configuration declares.
+      if (auto m = seen.facts.find("server_model"); f->model_sha256.empty() && m != seen.facts.end())
+        if (auto sha = co_await model_file_sha256(m->second); !sha.empty()) f->observed["model_file_sha256"] = sha;
       for (auto& [k, v] : seen.facts) f->machine.emplace(k, v);
     }
   }

@@ -339,6 +339,9 @@ void read_settings(const std::filesystem::path& proc, const std::vector<std::str
   }
   const auto help = server_help(command, env);
   for (auto& [k, v] : settings_from(args, env, help_defaults(help))) facts[k] = one_line(v);
+  // The model file with the server's working directory resolved (what advise and the sha256 take).
+  for (std::size_t i = 0; i + 1 < args.size() && i + 1 < resolved.size(); ++i)
+    if (args[i] == "-m" || args[i] == "--model") facts["server_model"] = one_line(resolved[i + 1]);
   std::string unread;
   if (environ.empty()) unread = "its environment cannot be read (another user's process)";
   if (help.empty()) unread += std::string(unread.empty() ? "" : "; ") + "its --help did not run, so its defaults are unknown";

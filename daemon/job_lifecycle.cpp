@@ -12,6 +12,7 @@
 #include "clients/llama_api.hpp"
 #include "clients/machine.hpp"
 #include "db_call.hpp"
+#include "stored_advice.hpp"
 #include "service_errors.hpp"
 #include "storage/documents.hpp"
 #include "storage/references.hpp"
@@ -469,6 +470,12 @@ net::awaitable<std::pair<stored_evidence, std::string>> load_evidence(storage::d
     ev.evidence.fingerprints = s.evidence().fingerprints(id);
     for (const auto& [name, url] : paths)
       if (auto t = s.evidence().latest_selftest(name, url)) ev.evidence.selftests[name] = t->summary();
+    // An advice for a server's model file and build (never for the advice's own jobs).
+    for (const auto& [name, fp] : ev.evidence.fingerprints) {
+      const auto observed = fp.before.observed.find("model_file_sha256");
+      const auto& sha = !fp.before.model_sha256.empty() || observed == fp.before.observed.end() ? fp.before.model_sha256 : observed->second;
+      if (auto a = stored_advice_for(s, sha, fp.before.build_info); a && a->audit != id) ev.evidence.advice[name] = std::move(*a);
+    }
     if (reference) ev.evidence.reference = storage::reference_evidence_of(s, *reference);
     return std::pair{std::move(ev), worker->write_error(id)};
   };

@@ -128,6 +128,7 @@ class harness_analysis_t final : public analysis {
   void evaluate(const analysis_input& in, findings& f) const override {
     harness_section h;
     h.selftests = in.evidence.selftests;
+    h.advice = in.evidence.advice;
     read_servers(in, h);
     for (const auto& [g, b] : f.bursts) h.foreign_load_bursts += !b.foreign_load.empty();
     f.sections.put<harness_section>() = std::move(h);

@@ -18,6 +18,16 @@ const object_table<audit::selftest_summary>& selftest_table() {
   return t;
 }
 
+const object_table<audit::stored_advice>& advice_table() {
+  using A = audit::stored_advice;
+  static const std::vector<field<A>> rows = {
+      must<&A::audit>("audit"), must<&A::claim>("claim"), must<&A::configuration>("configuration"),
+      must<&A::command>("command"), must<&A::cost>("cost"),
+  };
+  static const auto t = stored(rows);
+  return t;
+}
+
 // How each backend's server writes its logprobs: the format's facts, and what they say.
 field<audit::harness_section> resolution_field() {
   using F = audit::harness_section;
@@ -54,6 +64,8 @@ const section_codec& harness_section() {
   static const std::vector<field<S>> rows = {
       resolution_field(),
       per_backend<&S::selftests, const object_table<audit::selftest_summary>, selftest_table>("selftests", false),
+      // Since the advice (version 5): an advice this database held for the backend's model and build.
+      per_backend<&S::advice, const object_table<audit::stored_advice>, advice_table>("advice", false),
       unless_empty<&S::restarts>(member<&S::restarts>("restarts")),
       unless_empty<&S::hung>(member<&S::hung>("hung")),
       unless_empty<&S::quiet_waits>(member<&S::quiet_waits>("quiet_waits")),

@@ -8,7 +8,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "audit/certify.hpp"
+#include "clients/llama_process.hpp"
 #include "storage/documents.hpp"
 #include "storage/repositories.hpp"
 #include "support/llama_server.hpp"
@@ -60,5 +64,36 @@ TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
     }
   }
   EXPECT_EQ(chosen_seen, !advice["certified"].is_null()) << advice.dump(1);
+
+  // A server of the same file and build on llama-server's defaults, audited into the same
+  // database: where its verdict has a Fix line, it cites the stored advice when one was
+  // certified, else the advise command for that file.
+  store.reset();
+  const int port = clients::free_loopback_port();
+  test_support::background_process server({clients::find_llama_tool("llama-server"), "-m", model, "--host", "127.0.0.1", "--port",
+                                           std::to_string(port), "--metrics"},
+                                          dir / "defaults.log");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    up = test_support::run_process({"/usr/bin/curl", "-sf", url + "/health"}).code == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(up) << "llama-server on its defaults did not start";
+  auto audit = test_support::run_process({LOGITAUDIT_CLI, "run", "--backend", "def=" + url, "--n-predict", "8", "--db", db, "--short",
+                                          "--quiet"});
+  ASSERT_EQ(audit.code, 0) << audit.out << audit.err;
+  const auto fix = audit.out.find("\nFix: ");
+  if (fix != std::string::npos) {
+    const auto line = audit.out.substr(fix + 1, audit.out.find('\n', fix + 1) - fix - 1);
+    std::string certify_audit;
+    for (const auto& c : rows)
+      if (c["configuration"] == advice["certified"]) certify_audit = std::to_string(c["certify_audit"].get<std::int64_t>());
+    if (certify_audit.empty())
+      EXPECT_NE(line.find("`logitaudit advise --model " + model + "`"), std::string::npos) << line;
+    else
+      EXPECT_NE(line.find("was certified 'batch-invariant' by an advice for this model file on this build (audit " + certify_audit), std::string::npos)
+          << line;
+  }
   fs::remove_all(dir);
 }

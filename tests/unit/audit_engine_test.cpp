@@ -304,6 +304,15 @@ TEST(verdict, a_local_server_that_moved_on_a_unified_cache_is_told_how_to_find_t
       << text << "\n(the prompt cache is named only where reuse moved, and in this world it held)";
   EXPECT_NE(text.find("`logitaudit advise --model /models/tiny.gguf`"), std::string::npos) << text;
   EXPECT_EQ(text.find("b runs"), std::string::npos) << "b's settings were not read: " << text;
+  // With an advice stored for a's model file and build, the line cites it instead.
+  f.sections.put<harness_section>().advice["a"] = {10, "batch-invariant", "tiny-Q8_0,fa=off,kvu=0,pc=1",
+                                                   "llama-server -m /models/tiny-Q8_0.gguf -np 4 -fa off --no-kv-unified", 0.32};
+  const auto cited = summarize(f).lines[4].text;
+  EXPECT_NE(cited.find("on this host `llama-server -m /models/tiny-Q8_0.gguf -np 4 -fa off --no-kv-unified` "
+                       "(tiny-Q8_0,fa=off,kvu=0,pc=1) was certified 'batch-invariant' by an advice for this model file on this build "
+                       "(audit 10, 32% below the fastest configuration its advice swept)"),
+            std::string::npos)
+      << cited;
   // Read, but off: nothing to fix by those settings.
   f.machines["a"] = {{"server_kv_unified", "off (--no-kv-unified)"}, {"server_slots", "4 (-np 4)"},
                      {"server_cache_prompt", "off (--no-cache-prompt)"}};
