@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "audit/frontier.hpp"
 #include "audit/numbers.hpp"
 #include "audit/spec.hpp"
+#include "clients/llama_process.hpp"
 #include "clients/managed_servers.hpp"
 #include "clients/model_file.hpp"
 #include "config/daemon_config.hpp"
@@ -112,9 +114,43 @@ class adviser {
   }
 
  private:
+  // --quantize: each type made from --model with llama-quantize beside it (or where --db is),
+  // once: a file already there is taken as it is.
+  std::vector<std::string> quantized() const {
+    std::vector<std::string> out;
+    if (a_.quantize.empty()) return out;
+    const std::string tool = clients::find_llama_tool("llama-quantize");
+    const fs::path dir = a_.db.empty() ? fs::path(a_.model).parent_path() : fs::absolute(a_.db).parent_path();
+    for (const auto& type : a_.quantize) {
+      if (type.empty() || !std::all_of(type.begin(), type.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+        throw cli_failure(exit_usage, "advise: --quantize '" + type + "' is not a llama-quantize type such as Q8_0 or Q4_K_M");
+      const fs::path file = dir / (fs::path(a_.model).stem().string() + "-" + type + ".gguf");
+      if (!fs::exists(file)) {
+        say("advise: llama-quantize " + a_.model + " -> " + file.string());
+        const fs::path tmp = file.string() + ".tmp";
+        const std::string command = "'" + tool + "' '" + a_.model + "' '" + tmp.string() + "' " + type + " >'" + tmp.string() +
+                                    ".log' 2>&1";
+        if (tool.empty() || std::system(command.c_str()) != 0 || !fs::exists(tmp)) {
+          std::error_code ec;
+          fs::remove(tmp, ec);
+          throw cli_failure(exit_usage, "advise: llama-quantize could not make " + type + " from " + a_.model + " (its log: " +
+                                            tmp.string() + ".log)");
+        }
+        fs::rename(tmp, file);
+        std::error_code ec;
+        fs::remove(tmp.string() + ".log", ec);
+      }
+      out.push_back(file.string());
+    }
+    return out;
+  }
+
   void check_arguments() {
     files_.push_back(a_.model);
     for (const auto& f : a_.also) files_.push_back(f);
+    for (const auto& path : {a_.model, a_.db})
+      if (path.find('\'') != std::string::npos) throw cli_failure(exit_usage, "advise: a path may not contain a quote: " + path);
+    for (const auto& f : quantized()) files_.push_back(f);
     for (std::size_t i = 0; i < files_.size(); ++i) {
       std::ifstream in(files_[i], std::ios::binary);
       char magic[4] = {};
@@ -163,6 +199,7 @@ class adviser {
       if (axis == "kv_unified") w.kv_unified = {true, false};
       else if (axis == "prompt_cache") w.prompt_cache = {true, false};
       else if (axis == "flash_attn") w.flash_attn = {"off", "on"};
+      else if (axis == "ubatch") w.ubatch = {512, 128};
     }
     w.probe_width = std::max(2, a_.slots);
     spec.sweep = w;
@@ -299,9 +336,12 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--certify-budget", args->certify_budget, "requests per certify job")->check(CLI::Range(20, 100000));
   cmd->add_option("--minutes", args->minutes, "the whole advice's budget; configurations not begun by then are not tried")
       ->check(CLI::Range(1.0, 1440.0));
-  cmd->add_option("--vary", args->vary, "the settings to sweep (default: all three)")
+  cmd->add_option("--vary", args->vary, "the settings to sweep, each both ways (default kv_unified,prompt_cache,flash_attn; ubatch: -ub 512 and 128)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"kv_unified", "prompt_cache", "flash_attn"}));
+      ->check(CLI::IsMember({"kv_unified", "prompt_cache", "flash_attn", "ubatch"}));
+  cmd->add_option("--quantize", args->quantize,
+                  "quantisations to make from --model (an F32 or F16 file) with llama-quantize and try too, e.g. Q8_0,Q4_K_M")
+      ->delimiter(',');
   cmd->add_option("--db", args->db, "store the sweep and the certificates in this SQLite file (default: in memory)");
   cmd->add_option("--format", args->format, "output")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");

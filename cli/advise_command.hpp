@@ -12,6 +12,7 @@ namespace logitaudit::cli {
 struct advise_args {
   std::string model;              // the GGUF file
   std::vector<std::string> also;  // other quantisations of it
+  std::vector<std::string> quantize;  // types llama-quantize makes from `model`
   std::string claim = "batch-invariant";
   int slots = 4;
   int threads = 2;
@@ -19,7 +20,8 @@ struct advise_args {
   int n_predict = 16;
   int certify_budget = 200;  // requests per certify job
   double minutes = 30;       // the whole advice
-  // The settings swept, each both ways (flash attention off and on); the quantisations always.
+  // The settings swept, each both ways (flash attention off and on, -ub 512 and 128); the
+  // quantisations always.
   std::vector<std::string> vary = {"kv_unified", "prompt_cache", "flash_attn"};
   std::string db;            // empty: in memory
   std::string format = "text";
