@@ -418,6 +418,7 @@ struct chunk_sizing {
 
 chunk_sizing size_chunked(const certify_inputs& in, const family_streams& s) {
   chunk_sizing out;
+  bool measured_any = false, any_measure = false;  // a first burst ran; one of them gave a measure
   for (const auto& [group, t] : s.trials)
     if (t.family == "chunked_prefill" && t.point < 0 && t.counted) return out;
   for (const auto& g : in.plan.groups) {
@@ -430,7 +431,7 @@ chunk_sizing size_chunked(const certify_inputs& in, const family_streams& s) {
       if (g.requests[i].compared) target = r->second;
     }
     if (!target) continue;
-    out.needed = true;
+    measured_any = true;
     const auto& ts = *target->stream;
     double d = ts.server.predicted_n > 0 && ts.server.predicted_ms > 0 ? ts.server.predicted_ms / static_cast<double>(ts.server.predicted_n) : -1;
     if (d <= 0 && ts.client.token_ns.size() > 1)
@@ -442,11 +443,16 @@ chunk_sizing size_chunked(const certify_inputs& in, const family_streams& s) {
       const auto& n = r->second->stream->client;
       const std::int64_t first = !n.token_ns.empty() ? n.token_ns.front() : n.first_byte_ns;
       if (d <= 0 || n.write_ns <= 0 || first <= n.write_ns) continue;
+      any_measure = true;
       const double arrival = static_cast<double>(first - n.write_ns) / 1e6;
       const int want = g.requests[i].join_after_tokens + static_cast<int>(std::ceil(2 * arrival / d)) + 8;
+      // A target that already decoded that long was not too short: its burst failed otherwise.
+      if (want <= static_cast<int>(ts.tokens.size())) continue;
       if (want > out.target) out = {true, want, d, arrival};
     }
   }
+  // Bursts that ran but gave no measure: the longest planned target, said as such.
+  if (measured_any && out.target < 0 && !any_measure) out.needed = true;
   return out;
 }
 
@@ -458,6 +464,12 @@ const condition* sized_condition(const certify_inputs& in) {
 
 // The sized bursts in the family's note: what was measured, and the length it called for.
 void note_sizing(family_result& fr, const chunk_sizing& z, const certify_inputs& in, const family_streams& s) {
+  const auto* sized = sized_condition(in);
+  if (!sized) {
+    add_note(fr, "its first bursts did not count, and no longer target was planned (a slot's context of " +
+                     std::to_string(in.spec.certify->n_ctx) + " tokens leaves no room past the spec's length)");
+    return;
+  }
   fr.sized_target = std::max(z.target, 0);
   int sized_ran = 0, sized_counted = 0, at = -1;
   for (const auto& [group, t] : s.trials)
@@ -473,8 +485,8 @@ void note_sizing(family_result& fr, const chunk_sizing& z, const certify_inputs&
   }
   why += ": the long prompt's first token came " + fixed(z.arrival_ms, 1) + " ms after its write, at " + fixed(z.decode_ms, 2) +
          " ms a token for the target, so the target needs " + std::to_string(z.target) + " tokens";
-  if (const auto* c = sized_condition(in); c && !c->points.empty() && c->points.back() < z.target)
-    why += " (more than the longest planned, " + std::to_string(c->points.back()) + ": half a slot's context)";
+  if (sized->points.back() < z.target)
+    why += " (more than the longest planned, " + std::to_string(sized->points.back()) + ")";
   if (sized_ran == 0) why += "; no sized burst ran (the budget's minutes)";
   else
     why += "; sized bursts at " + std::to_string(at) + " tokens: " + std::to_string(sized_counted) + " of " +

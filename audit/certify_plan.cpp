@@ -129,7 +129,7 @@ struct family_planner {
   }
 
   // The observer: the solo requests again, greedy and seeded, asking to see more or less of
-  // the numbers (observer_probs); their token ids must be the baseline's.
+  // the numbers (observer_asks); their token ids must be the baseline's.
   void observer() {
     auto c = family_condition("observer", condition_kind::observer, "observer");
     c.replicates = 1;

@@ -75,7 +75,10 @@ evidence_flag flag_of(condition_kind k) {
 
 std::vector<observer_ask> observer_asks(int top_k, bool llama) {
   std::vector<observer_ask> out;
-  for (int n : {llama ? 0 : -1, 1, top_k, std::max(20, 4 * top_k)})
+  // The large ask: 4x the top-k, at least 20; llama.cpp takes up to 100 here, OpenAI-compatible
+  // servers cap logprobs at 20 (vLLM, OpenAI), so there it is 20 or the top-k itself.
+  const int many = llama ? std::min(100, std::max(20, 4 * top_k)) : std::max(top_k, 20);
+  for (int n : {llama ? 0 : -1, 1, top_k, many})
     if (n >= 0 && std::none_of(out.begin(), out.end(), [n](const observer_ask& a) { return a.n_probs == n; }))
       out.push_back({n, false});
   if (llama) out.push_back({std::max(1, top_k), true});

@@ -50,8 +50,9 @@ struct observer_ask {
   bool post_sampling = false;
 };
 // The asks of an observer condition, in order: n_probs 0 (no probabilities: the ids alone), 1,
-// the audit's top-k and a large one, then the top-k after sampling. 0 and post-sampling are
-// llama.cpp's native API only (`llama`).
+// the audit's top-k and a large one (4x it, at least 20, at most 100; 20 on OpenAI-compatible
+// APIs, which cap there), then the top-k after sampling. 0 and post-sampling are llama.cpp's
+// native API only (`llama`).
 std::vector<observer_ask> observer_asks(int top_k, bool llama);
 // The flag a condition's streams get when their condition did not happen (a burst that did
 // not batch, a cache that was not reused); none for a kind with nothing to happen.

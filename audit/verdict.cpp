@@ -9,6 +9,7 @@
 #include "certify.hpp"
 #include "enum_names.hpp"
 #include "fingerprint.hpp"
+#include "frontier.hpp"
 #include "harness_power.hpp"
 #include "load.hpp"
 #include "predictions.hpp"
@@ -355,7 +356,8 @@ std::string_view verdict_label(verdict_topic t) {
   return "?";
 }
 
-// "Fix: tiny runs with a unified KV cache (on (the build's default ...)) and slots auto; ...".
+// "tiny runs with a unified KV cache and slots chosen automatically, and its numbers moved with
+// them here; `logitaudit advise --model FILE` finds ..." (or the stored advice it names).
 verdict_line fix_line(const findings& f, const std::vector<backend_view>& views) {
   std::string text;
   for (const auto& view : views) {
@@ -436,7 +438,8 @@ verdict summarize(const findings& f) {
   // A local server whose numbers moved under load or from its cache, with the settings that decide
   // that read from its process: how to find the fastest configuration certified here. Never for
   // a certify job, whose certificate names the setting its family isolates.
-  if (!f.sections.find<certificate>())
+  // Nor where the findings are not evidence, nor in a sweep (the configurations are the advice's own).
+  if (!f.sections.find<certificate>() && !void_ && section<frontier_section>(f).rows.empty())
     if (auto fix = fix_line(f, views); !fix.text.empty()) {
       auto at = std::find_if(v.lines.begin(), v.lines.end(), [](const verdict_line& l) { return l.topic == verdict_topic::comparator; });
       v.lines.insert(at, fix);

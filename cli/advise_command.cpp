@@ -24,6 +24,7 @@
 #include "clients/model_file.hpp"
 #include "config/daemon_config.hpp"
 #include "daemon/job_lifecycle.hpp"
+#include "daemon/measurement_thread.hpp"
 #include "daemon/settings.hpp"
 #include "daemon/stored_advice.hpp"
 #include "exit_codes.hpp"
@@ -56,13 +57,6 @@ struct candidate {
   std::string evidence;               // the confirmed counterexample's rate, or the families not tested
 };
 
-std::string flags_of(const candidate& c, int ctx_per_slot) {
-  std::string out = "llama-server -m " + c.file + " -np " + std::to_string(c.settings.parallel) + " -t " +
-                    std::to_string(c.settings.threads) + " -c " + std::to_string(ctx_per_slot * c.settings.parallel);
-  for (const auto& a : clients::server_arguments(c.settings)) out += " " + a;
-  return out;
-}
-
 // What decided a certificate, in a few words: its first confirmed counterexample with its rate,
 // else the families that were not tested.
 std::string evidence_of(const audit::certificate& cert) {
@@ -83,6 +77,10 @@ class adviser {
 
   int run() {
     check_arguments();
+    // This thread times the sweep's probes and the certify bursts, as `run`'s does (daemon/measurement_thread.hpp).
+    const auto measuring = daemon::raise_this_thread(10);
+    if (!measuring.realtime && !a_.quiet)
+      std::cerr << "advise: the measuring thread is " << measuring.description << ": under CPU contention its launches can be late\n";
     const std::string location = a_.db.empty() ? ":memory:" : a_.db;
     auto lock = storage::database_lock::acquire(location, "logitaudit advise (pid " + std::to_string(::getpid()) + ")");
     if (!lock) throw cli_failure(exit_database, "advise: " + lock.error());
@@ -120,17 +118,22 @@ class adviser {
     std::vector<std::string> out;
     if (a_.quantize.empty()) return out;
     const std::string tool = clients::find_llama_tool("llama-quantize");
-    const fs::path dir = a_.db.empty() ? fs::path(a_.model).parent_path() : fs::absolute(a_.db).parent_path();
+    if (tool.empty()) throw cli_failure(exit_usage, "advise: --quantize needs llama-quantize (scripts/get-llama-server.sh provisions it)");
+    const fs::path dir = a_.db.empty() ? fs::absolute(a_.model).parent_path() : fs::absolute(a_.db).parent_path();
+    for (const auto& path : {fs::absolute(a_.model).string(), dir.string(), tool})
+      if (path.find('\'') != std::string::npos) throw cli_failure(exit_usage, "advise: --quantize: a path may not contain a quote: " + path);
+    // Named by the source file's sha256 as well: another model of the same name never stands in.
+    const std::string source = clients::file_sha256(a_.model).substr(0, 8);
     for (const auto& type : a_.quantize) {
       if (type.empty() || !std::all_of(type.begin(), type.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
         throw cli_failure(exit_usage, "advise: --quantize '" + type + "' is not a llama-quantize type such as Q8_0 or Q4_K_M");
-      const fs::path file = dir / (fs::path(a_.model).stem().string() + "-" + type + ".gguf");
+      const fs::path file = dir / (fs::path(a_.model).stem().string() + "-" + source + "-" + type + ".gguf");
       if (!fs::exists(file)) {
         say("advise: llama-quantize " + a_.model + " -> " + file.string());
         const fs::path tmp = file.string() + ".tmp";
         const std::string command = "'" + tool + "' '" + a_.model + "' '" + tmp.string() + "' " + type + " >'" + tmp.string() +
                                     ".log' 2>&1";
-        if (tool.empty() || std::system(command.c_str()) != 0 || !fs::exists(tmp)) {
+        if (std::system(command.c_str()) != 0 || !fs::exists(tmp)) {
           std::error_code ec;
           fs::remove(tmp, ec);
           throw cli_failure(exit_usage, "advise: llama-quantize could not make " + type + " from " + a_.model + " (its log: " +
@@ -148,9 +151,6 @@ class adviser {
   void check_arguments() {
     files_.push_back(a_.model);
     for (const auto& f : a_.also) files_.push_back(f);
-    for (const auto& path : {a_.model, a_.db})
-      if (path.find('\'') != std::string::npos) throw cli_failure(exit_usage, "advise: a path may not contain a quote: " + path);
-    for (const auto& f : quantized()) files_.push_back(f);
     for (std::size_t i = 0; i < files_.size(); ++i) {
       std::ifstream in(files_[i], std::ios::binary);
       char magic[4] = {};
@@ -163,6 +163,10 @@ class adviser {
       names_.push_back(name);
     }
     if (!audit::find_claim(a_.claim)) throw cli_failure(exit_usage, "advise: --claim '" + a_.claim + "' is not a certify claim");
+    for (const auto& f : quantized()) {
+      files_.push_back(f);
+      names_.push_back(model_name(f, names_.size()));
+    }
   }
 
   void say(const std::string& line) const {
@@ -172,9 +176,10 @@ class adviser {
   std::int64_t create(audit::audit_spec spec) {
     auto created = run_on(io_, lifecycle_->create(std::move(spec)));
     if (!created) {
-      std::string why = created.error().message;
-      for (const auto& p : created.error().problems) why += "; " + p.field + ": " + p.message;
-      throw cli_failure(exit_usage, "advise: " + why);
+      const auto& e = created.error();
+      std::string why = e.message;
+      for (const auto& p : e.problems) why += "; " + p.field + ": " + p.message;
+      throw cli_failure(e.kind == api::service_errc::invalid ? exit_usage : exit_database, "advise: " + why);
     }
     return created->id;
   }
@@ -216,6 +221,9 @@ class adviser {
         if (r.backend == name && r.tokens_per_s) c.tokens_per_s = *r.tokens_per_s;
       candidates_.push_back(c);
     }
+    if (std::none_of(candidates_.begin(), candidates_.end(), [](const candidate& c) { return c.tokens_per_s > 0; }))
+      throw cli_failure(exit_unreachable, "advise: no configuration of the sweep (audit " + std::to_string(sweep_job_) +
+                                              ") measured any throughput: its servers answered nothing (their logs are in managed-logs/)");
     std::stable_sort(candidates_.begin(), candidates_.end(),
                      [](const candidate& x, const candidate& y) { return x.tokens_per_s > y.tokens_per_s; });
   }
@@ -258,7 +266,8 @@ class adviser {
       }
     }
     for (auto& c : candidates_)
-      if (c.certify_job == 0 && c.outcome == "not tried" && chosen_) c.outcome = "not tried: slower than the certified one";
+      if (c.certify_job == 0 && c.outcome == "not tried")
+        c.outcome = c.tokens_per_s <= 0 ? "not tried: no throughput measured" : "not tried: slower than the certified one";
   }
 
   void print() const {
@@ -269,8 +278,9 @@ class adviser {
     if (a_.format == "json") {
       json rows = json::array();
       for (const auto& c : candidates_)
-        rows.push_back({{"configuration", c.name}, {"model_file", c.file}, {"command", flags_of(c, a_.ctx_per_slot)},
-                        {"tokens_per_s", c.tokens_per_s}, {"cost", fastest > 0 ? 1 - c.tokens_per_s / fastest : 0.0},
+        rows.push_back({{"configuration", c.name}, {"model_file", c.file}, {"command", clients::server_command(c.settings, c.file, a_.ctx_per_slot)},
+                        {"tokens_per_s", c.tokens_per_s > 0 ? json(c.tokens_per_s) : json(nullptr)},
+                        {"cost", fastest > 0 && c.tokens_per_s > 0 ? json(1 - c.tokens_per_s / fastest) : json(nullptr)},
                         {"outcome", c.outcome}, {"evidence", c.evidence},
                         {"certify_audit", c.certify_job ? json(c.certify_job) : json(nullptr)}});
       json out = {{"model", a_.model}, {"model_sha256", sha256_}, {"claim", a_.claim}, {"sweep_audit", sweep_job_},
@@ -280,7 +290,7 @@ class adviser {
     }
     if (chosen_) {
       std::cout << "Fastest configuration certified '" << a_.claim << "' here for model sha256:" << sha256_.substr(0, 16)
-                << "...: `" << flags_of(*chosen_, a_.ctx_per_slot) << "`: " << audit::fixed(chosen_->tokens_per_s, 0) << " tokens/s, "
+                << "...: `" << clients::server_command(chosen_->settings, chosen_->file, a_.ctx_per_slot) << "`: " << audit::fixed(chosen_->tokens_per_s, 0) << " tokens/s, "
                 << cost(*chosen_) << " below the fastest configuration (" << candidates_.front().name << ": "
                 << candidates_.front().outcome << (candidates_.front().evidence.empty() ? "" : ", " + candidates_.front().evidence)
                 << "); certificate: audit " << chosen_->certify_job << ".\n";
@@ -334,7 +344,8 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--ctx-per-slot", args->ctx_per_slot, "context per slot (-c is this times the slots)")->check(CLI::Range(256, 1 << 20));
   cmd->add_option("--n-predict", args->n_predict, "tokens per request")->check(CLI::Range(2, 4096));
   cmd->add_option("--certify-budget", args->certify_budget, "requests per certify job")->check(CLI::Range(20, 100000));
-  cmd->add_option("--minutes", args->minutes, "the whole advice's budget; configurations not begun by then are not tried")
+  cmd->add_option("--minutes", args->minutes,
+                  "the certify phase's budget (the sweep always runs whole); configurations not begun by then are not tried")
       ->check(CLI::Range(1.0, 1440.0));
   cmd->add_option("--vary", args->vary, "the settings to sweep, each both ways (default kv_unified,prompt_cache,flash_attn; ubatch: -ub 512 and 128)")
       ->delimiter(',')

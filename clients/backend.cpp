@@ -1,6 +1,8 @@
 // A backend: the wire (http_client) plus its API kind.
 #include "backend.hpp"
 
+#include <cmath>
+
 #include "audit/stream_encoding.hpp"
 #include "completion_sax.hpp"
 #include "machine.hpp"
@@ -84,7 +86,9 @@ backend::backend(net::any_io_executor ex, backend_config config)
     : config_(std::move(config)), http_(std::move(ex), must_parse(config_.url), config_.http) {}
 
 prepared_completion backend::prepare(const completion_request& r) const {
-  return config_.api->prepare(http_, r, config_.options);
+  auto p = config_.api->prepare(http_, r, config_.options);
+  p.logprobs_expected = r.n_probs > 0 && !r.post_sampling_probs;
+  return p;
 }
 
 net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connection c, prepared_completion p,
@@ -102,6 +106,12 @@ net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connecti
   auto x = co_await http_.exchange(std::move(c), std::move(p.wire), std::move(sink), sent, sent_ns);
   if (!x) co_return unexpected{x.error()};
   auto s = reader ? reader->finish() : config_.api->parse(x->body);
+  if (s && p.logprobs_expected)
+    for (std::size_t i = 0; i < s->tokens.size(); ++i)
+      if (std::isnan(s->tokens[i].logprob))
+        co_return unexpected{unexpected_shape("token " + std::to_string(i) +
+                                              " carries no logprob (a probability after sampling, `prob`, which this request "
+                                              "did not ask for)")};
   if (s) {
     stamp(*s, *x);
     scan_logprob_text(reader ? std::string_view(streamed) : std::string_view(x->body), reader != nullptr, written_);

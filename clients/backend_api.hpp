@@ -56,6 +56,9 @@ struct prepared_completion {
   // Called as an event stream's tokens arrive, with how many arrived so far (bursts use it to
   // release a request that joins late). Optional.
   std::function<void(std::size_t)> on_tokens;
+  // The request asked for logprobs (n_probs > 0, not post_sampling_probs): a token without one
+  // (the reader keeps a post-sampling `prob` as none) is then a wrong answer, never an id alone.
+  bool logprobs_expected = false;
 };
 
 // A server's cumulative decode counters (llama.cpp --metrics): a burst's own average of busy

@@ -15,6 +15,13 @@ namespace logitaudit::clients {
 
 std::vector<std::string> server_arguments(const audit::server_settings& s) { return audit::setting_flags(s); }
 
+std::string server_command(const audit::server_settings& s, const std::string& model_file, int ctx_per_slot) {
+  std::string out = "llama-server -m " + model_file + " -np " + std::to_string(s.parallel) + " -t " + std::to_string(s.threads) +
+                    " -c " + std::to_string(ctx_per_slot * s.parallel);
+  for (const auto& a : server_arguments(s)) out += " " + a;
+  return out;
+}
+
 namespace {
 
 // "Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits)" -> "Vulkan0".

@@ -470,11 +470,11 @@ net::awaitable<std::pair<stored_evidence, std::string>> load_evidence(storage::d
     ev.evidence.fingerprints = s.evidence().fingerprints(id);
     for (const auto& [name, url] : paths)
       if (auto t = s.evidence().latest_selftest(name, url)) ev.evidence.selftests[name] = t->summary();
-    // An advice for a server's model file and build (never for the advice's own jobs).
+    // An advice for a server's model file, build and host (never an audit's own certificate).
     for (const auto& [name, fp] : ev.evidence.fingerprints) {
       const auto observed = fp.before.observed.find("model_file_sha256");
       const auto& sha = !fp.before.model_sha256.empty() || observed == fp.before.observed.end() ? fp.before.model_sha256 : observed->second;
-      if (auto a = stored_advice_for(s, sha, fp.before.build_info); a && a->audit != id) ev.evidence.advice[name] = std::move(*a);
+      if (auto a = stored_advice_for(s, sha, fp.before); a && a->audit != id) ev.evidence.advice[name] = std::move(*a);
     }
     if (reference) ev.evidence.reference = storage::reference_evidence_of(s, *reference);
     return std::pair{std::move(ev), worker->write_error(id)};

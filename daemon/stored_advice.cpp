@@ -1,6 +1,8 @@
+// The advice a database holds for a model file, build and host, found by its jobs' tags.
 #include "stored_advice.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "audit/certify.hpp"
 #include "audit/frontier.hpp"
@@ -12,57 +14,72 @@ std::string advice_tag(const std::string& model_sha256) { return "advise-model:"
 
 namespace {
 
-// "llama-server -m FILE -np 4 -t 2 -c 4096 -fa off --no-kv-unified ...": what the certified
-// server ran, from its spec's settings and what it said of itself.
-std::string command_of(const audit::server_settings& s, const audit::backend_fingerprint& fp) {
-  std::string out = "llama-server -m " + fp.model + " -np " + std::to_string(s.parallel) + " -t " + std::to_string(s.threads);
-  if (fp.n_ctx > 0) out += " -c " + std::to_string(fp.n_ctx * std::max<std::int64_t>(1, fp.total_slots));
-  for (const auto& a : clients::server_arguments(s)) out += " " + a;
-  return out;
+// Every ended job carrying `tag` with an id below `before` (0: any), newest first, until `visit`
+// says it is done.
+void each_tagged(storage::store& s, const std::string& tag, std::int64_t before,
+                 const std::function<bool(const storage::job_record&)>& visit) {
+  storage::job_query q;
+  q.status = audit::job_status::done;
+  q.tag = tag;
+  q.before = before;
+  q.limit = 50;
+  for (auto page = s.jobs().page(q); !page.empty(); page = s.jobs().page(q)) {
+    for (const auto& j : page)
+      if (visit(j)) return;
+    q.before = page.back().id;
+  }
 }
 
 // The configuration's cost in the newest advise sweep before the certify job: 1 - its tokens/s
 // over the fastest configuration's; -1 when no sweep row is found.
 double cost_of(storage::store& s, const std::string& tag, std::int64_t before, const std::string& configuration) {
-  storage::job_query q;
-  q.status = audit::job_status::done;
-  q.tag = tag;
-  q.before = before;
-  q.limit = 20;
-  for (const auto& j : s.jobs().page(q)) {
-    if (!j.spec || !j.spec->sweep || !j.findings) continue;
+  double cost = -1;
+  each_tagged(s, tag, before, [&](const storage::job_record& j) {
+    if (!j.spec || !j.spec->sweep || !j.findings) return false;
     double fastest = 0, mine = -1;
     for (const auto& r : audit::section<audit::frontier_section>(*j.findings).rows) {
       if (!r.tokens_per_s) continue;
       fastest = std::max(fastest, *r.tokens_per_s);
       if (r.backend == configuration) mine = *r.tokens_per_s;
     }
-    if (mine > 0 && fastest > 0) return 1 - mine / fastest;
+    if (mine > 0 && fastest > 0) cost = 1 - mine / fastest;
+    return cost >= 0;
+  });
+  return cost;
+}
+
+// The same host as far as the fingerprints tell: its CPU model and the ggml CPU variant loaded.
+bool same_host(const audit::backend_fingerprint& a, const audit::backend_fingerprint& b) {
+  for (const char* k : {"cpu_model", "ggml_cpu_variant"}) {
+    auto x = a.machine.find(k), y = b.machine.find(k);
+    if ((x == a.machine.end()) != (y == b.machine.end()) || (x != a.machine.end() && x->second != y->second)) return false;
   }
-  return -1;
+  return true;
 }
 
 }  // namespace
 
 std::optional<audit::stored_advice> stored_advice_for(storage::store& s, const std::string& model_sha256,
-                                                      const std::string& build_info) {
-  if (model_sha256.size() < 16 || build_info.empty()) return std::nullopt;
-  storage::job_query q;
-  q.status = audit::job_status::done;
-  q.tag = advice_tag(model_sha256);
-  q.limit = 50;
-  for (const auto& j : s.jobs().page(q)) {
-    if (!j.spec || !j.spec->certify || j.spec->backends.size() != 1 || !j.spec->backends[0].managed || !j.findings) continue;
+                                                      const audit::backend_fingerprint& server) {
+  if (model_sha256.size() < 16 || server.build_info.empty()) return std::nullopt;
+  std::optional<audit::stored_advice> out;
+  const auto tag = advice_tag(model_sha256);
+  each_tagged(s, tag, 0, [&](const storage::job_record& j) {
+    if (!j.spec || !j.spec->certify || j.spec->backends.size() != 1 || !j.spec->backends[0].managed || !j.findings) return false;
     const auto* cert = j.findings->sections.find<audit::certificate>();
-    if (!cert || cert->outcome != audit::certificate_outcome::certified) continue;
+    if (!cert || cert->outcome != audit::certificate_outcome::certified) return false;
     const auto fps = s.evidence().fingerprints(j.id);
     const auto fp = fps.find(cert->backend);
-    // The build must be the same; the file may be another quantisation the advice was given.
-    if (fp == fps.end() || fp->second.before.build_info != build_info) continue;
-    return audit::stored_advice{j.id, cert->claim, cert->backend, command_of(*j.spec->backends[0].managed, fp->second.before),
-                                cost_of(s, q.tag, j.id, cert->backend)};
-  }
-  return std::nullopt;
+    // The build and the host must be the same; the file may be another quantisation the advice was given.
+    if (fp == fps.end() || fp->second.before.build_info != server.build_info || !same_host(fp->second.before, server)) return false;
+    // The context a slot had: the certify job's shape (a managed server's -c is it times -np).
+    const int ctx = j.spec->certify->n_ctx > 0 ? j.spec->certify->n_ctx : 1024;
+    out = audit::stored_advice{j.id, cert->claim, cert->backend,
+                               clients::server_command(*j.spec->backends[0].managed, fp->second.before.model, ctx),
+                               cost_of(s, tag, j.id, cert->backend)};
+    return true;
+  });
+  return out;
 }
 
 }  // namespace logitaudit::daemon

@@ -17,9 +17,10 @@ namespace logitaudit::daemon {
 // first 16 hex digits of the model file's sha256.
 std::string advice_tag(const std::string& model_sha256);
 
-// nullopt when the database holds no certified advice for that file on that build. Runs on
-// the db thread.
+// nullopt when the database holds no certified advice for that file on the build and host of
+// `server` (its CPU model and ggml variant: a fleet's database or an imported bundle holds other
+// hosts' advice). Runs on the db thread.
 std::optional<audit::stored_advice> stored_advice_for(storage::store& s, const std::string& model_sha256,
-                                                      const std::string& build_info);
+                                                      const audit::backend_fingerprint& server);
 
 }  // namespace logitaudit::daemon

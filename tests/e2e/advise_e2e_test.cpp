@@ -1,5 +1,5 @@
 // e2e: `logitaudit advise` on the generated tiny model, its unified KV cache swept both ways on
-// managed llama-servers. Which configuration is certified is the host's to say; the advice must
+// managed llama-servers, and the Fix line of an audit of the same file on llama-server's defaults. Which configuration is certified is the host's to say; the advice must
 // agree with its own stored evidence: the configurations in throughput order, each certify job
 // stored with the outcome the table gives, the first certified one chosen and nothing slower
 // than it tried, and a command that starts that server.
@@ -40,7 +40,10 @@ TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
   bool chosen_seen = false;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& c = rows[i];
-    if (i > 0) EXPECT_LE(c["tokens_per_s"].get<double>(), rows[i - 1]["tokens_per_s"].get<double>()) << "fastest first";
+    ASSERT_TRUE(c["tokens_per_s"].is_number()) << "the sweep measured every configuration: " << c.dump();
+    if (i > 0) {
+      EXPECT_LE(c["tokens_per_s"].get<double>(), rows[i - 1]["tokens_per_s"].get<double>()) << "fastest first";
+    }
     EXPECT_TRUE(c["command"].get<std::string>().starts_with("llama-server -m " + fs::absolute(model).string() + " -np 2 "))
         << c.dump();
     if (chosen_seen) {
@@ -83,7 +86,15 @@ TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
   auto audit = test_support::run_process({LOGITAUDIT_CLI, "run", "--backend", "def=" + url, "--n-predict", "8", "--db", db, "--short",
                                           "--quiet"});
   ASSERT_EQ(audit.code, 0) << audit.out << audit.err;
+  // On its defaults the server runs a unified KV cache on automatic slots: where the stored
+  // verdict says the logits moved under concurrency, the Fix line must be there.
+  const auto concurrency = audit.out.find("Concurrency: ");
+  ASSERT_NE(concurrency, std::string::npos) << audit.out;
+  const auto concurrency_line = audit.out.substr(concurrency, audit.out.find('\n', concurrency) - concurrency);
   const auto fix = audit.out.find("\nFix: ");
+  if (concurrency_line.find("logits first move") != std::string::npos || concurrency_line.find("logits move") != std::string::npos) {
+    EXPECT_NE(fix, std::string::npos) << audit.out;
+  }
   if (fix != std::string::npos) {
     const auto line = audit.out.substr(fix + 1, audit.out.find('\n', fix + 1) - fix - 1);
     std::string certify_audit;

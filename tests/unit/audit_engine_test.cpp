@@ -275,7 +275,7 @@ static std::pair<std::vector<observed_run>, evaluation_evidence> one_slot_world(
   return {std::move(runs), std::move(ev)};
 }
 
-// The verdict that opens every report: at most six lines, in topic order, each count a sum of
+// The verdict that opens every report: at most seven lines, in topic order, each count a sum of
 // the table's own cells, and a condition that did not happen never said to have held.
 static std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

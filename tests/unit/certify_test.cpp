@@ -254,7 +254,9 @@ TEST(certify, chunked_prefill_sized_bursts_run_at_the_length_the_first_bursts_ca
   for (const auto* g : sized) {
     EXPECT_TRUE(g->conditional);
     for (const auto& q : g->requests)
-      if (q.compared || g->mode == audit::group_mode::serial) EXPECT_EQ(q.n_predict, g->point);
+      if (q.compared || g->mode == audit::group_mode::serial) {
+        EXPECT_EQ(q.n_predict, g->point);
+      }
   }
   // The bursts' target is compared with the serial group's own stream at that length.
   const auto& base = plan.baselines.at(static_cast<std::size_t>(sized[1]->requests.front().baseline));
