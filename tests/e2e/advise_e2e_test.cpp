@@ -8,8 +8,6 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
-#include <thread>
 
 #include "audit/certify.hpp"
 #include "clients/llama_process.hpp"
@@ -77,12 +75,7 @@ TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
                                            std::to_string(port), "--metrics"},
                                           dir / "defaults.log");
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  bool up = false;
-  for (int i = 0; i < 200 && !up; ++i) {
-    up = test_support::run_process({"/usr/bin/curl", "-sf", url + "/health"}).code == 0;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(up) << "llama-server on its defaults did not start";
+  ASSERT_TRUE(test_support::answers_health(url)) << "llama-server on its defaults did not start";
   auto audit = test_support::run_process({LOGITAUDIT_CLI, "run", "--backend", "def=" + url, "--n-predict", "8", "--db", db, "--short",
                                           "--quiet"});
   ASSERT_EQ(audit.code, 0) << audit.out << audit.err;

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
-#include <thread>
 
 #include "audit/evidence.hpp"
 #include "clients/llama_process.hpp"
@@ -28,6 +28,17 @@ const json& family(const json& cert, const std::string& name) {
   static const json none;
   ADD_FAILURE() << "no family " << name << " in " << cert.dump();
   return none;
+}
+
+// scripts/chaos-proxy.py in `mode` in front of `server`, for the test's length; its URL.
+std::string proxy_in_front(const clients::llama_server_process& server, const std::string& mode, const fs::path& log,
+                           std::optional<test_support::background_process>& proxy) {
+  const auto upstream = server.url().substr(server.url().rfind(':') + 1);
+  const int port = clients::free_loopback_port();
+  proxy.emplace(std::vector<std::string>{"/usr/bin/python3", std::string(LOGITAUDIT_SOURCE_DIR) + "/scripts/chaos-proxy.py", upstream,
+                                         std::to_string(port), mode},
+                log);
+  return "http://127.0.0.1:" + std::to_string(port);
 }
 
 }  // namespace
@@ -122,18 +133,9 @@ TEST(certify_e2e, behind_a_buffering_gateway_the_families_rest_on_the_servers_co
   const fs::path dir = fs::temp_directory_path() / ("logitaudit-certify-gateway-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .ctx = 4096, .metrics = true});
-  const auto upstream = server->url().substr(server->url().rfind(':') + 1);
-  const int port = clients::free_loopback_port();
-  test_support::background_process proxy(
-      {"/usr/bin/python3", std::string(LOGITAUDIT_SOURCE_DIR) + "/scripts/chaos-proxy.py", upstream, std::to_string(port), "buffer"},
-      dir / "proxy.log");
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = test_support::run_process({"/usr/bin/curl", "-sf", url + "/health"}).code == 0;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(up) << "the proxy did not answer";
+  std::optional<test_support::background_process> proxy;
+  const std::string url = proxy_in_front(*server, "buffer", dir / "proxy.log", proxy);
+  ASSERT_TRUE(test_support::answers_health(url)) << "the proxy did not answer";
   test_support::harness_options o;
   o.backends = {{"gw", url}};
   test_support::daemon_harness d(o);
@@ -164,18 +166,9 @@ TEST(certify_e2e, on_sixteen_slots_chunked_prefill_sizes_its_target_from_the_mea
   const fs::path dir = fs::temp_directory_path() / ("logitaudit-certify-sized-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   auto server = test_support::start_llama_server({.model = "tiny", .parallel = 16, .ctx = 32768, .metrics = true});
-  const auto upstream = server->url().substr(server->url().rfind(':') + 1);
-  const int port = clients::free_loopback_port();
-  test_support::background_process proxy(
-      {"/usr/bin/python3", std::string(LOGITAUDIT_SOURCE_DIR) + "/scripts/chaos-proxy.py", upstream, std::to_string(port), "late"},
-      dir / "proxy.log");
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = test_support::run_process({"/usr/bin/curl", "-sf", url + "/health"}).code == 0;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(up) << "the proxy did not answer";
+  std::optional<test_support::background_process> proxy;
+  const std::string url = proxy_in_front(*server, "late", dir / "proxy.log", proxy);
+  ASSERT_TRUE(test_support::answers_health(url)) << "the proxy did not answer";
   test_support::harness_options o;
   o.backends = {{"np16", url}};
   test_support::daemon_harness d(o);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -172,5 +173,13 @@ int daemon_process::stop() {
 }
 
 daemon_process::~daemon_process() { stop(); }
+
+bool answers_health(const std::string& url) {
+  for (int i = 0; i < 200; ++i) {
+    if (run_process({"/usr/bin/curl", "-sf", url + "/health"}).code == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
 
 }  // namespace logitaudit::test_support

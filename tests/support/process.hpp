@@ -54,4 +54,7 @@ class background_process {
   int pid_ = -1;
 };
 
+// Whether `url`/health answers 200 within about 10 s (asked every 50 ms with curl).
+bool answers_health(const std::string& url);
+
 }  // namespace logitaudit::test_support
