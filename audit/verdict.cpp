@@ -381,7 +381,8 @@ verdict_line fix_line(const findings& f, const std::vector<backend_view>& views)
     std::string list;
     for (std::size_t i = 0; i < settings.size(); ++i)
       list += (i == 0 ? "" : i + 1 == settings.size() ? " and " : ", ") + settings[i];
-    text += std::string(text.empty() ? "" : "; ") + view.name + " runs with " + list + ", and its numbers moved with them here; ";
+    text += std::string(text.empty() ? "" : "; ") + view.name + " runs with " + list + ", and its numbers moved with " +
+            (settings.size() == 1 ? "it" : "them") + " here; ";
     const auto& advice = section<harness_section>(f).advice;
     if (auto a = advice.find(view.name); a != advice.end())
       text += "on this host `" + a->second.command + "` (" + a->second.configuration + ") was certified '" + a->second.claim +

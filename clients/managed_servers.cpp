@@ -17,7 +17,7 @@ std::vector<std::string> server_arguments(const audit::server_settings& s) { ret
 
 std::string server_command(const audit::server_settings& s, const std::string& model_file, int ctx_per_slot) {
   std::string out = "llama-server -m " + model_file + " -np " + std::to_string(s.parallel) + " -t " + std::to_string(s.threads) +
-                    " -c " + std::to_string(ctx_per_slot * s.parallel);
+                    " -c " + std::to_string(ctx_per_slot * s.parallel) + " --metrics";  // as the certified server ran
   for (const auto& a : server_arguments(s)) out += " " + a;
   return out;
 }

@@ -37,8 +37,8 @@ struct managed_options {
 // The llama-server arguments of `s` (the model's path and the port come from the daemon).
 // The one place a setting becomes a flag; the device's are device_arguments'.
 std::vector<std::string> server_arguments(const audit::server_settings& s);
-// The command a user types to start that server by hand: "llama-server -m FILE -np N -t T -c C"
-// and server_arguments (what `logitaudit advise` prints and an advice cites).
+// The command a user types to start that server by hand: "llama-server -m FILE -np N -t T -c C
+// --metrics" and server_arguments (what `logitaudit advise` prints and an advice cites).
 std::string server_command(const audit::server_settings& s, const std::string& model_file, int ctx_per_slot);
 
 // The compute backends a managed server can have on this host (audit::server_settings::device),
