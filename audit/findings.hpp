@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "advice_evidence.hpp"
 #include "burst_measurement.hpp"
 #include "compare.hpp"
 #include "decode_steps.hpp"
@@ -98,6 +99,8 @@ struct evaluation_evidence {
   std::map<std::string, selftest_summary> selftests;
   // Per backend, an advice stored for its model file and build (`logitaudit advise`).
   std::map<std::string, stored_advice> advice;
+  // An advise job's certify jobs, as stored (absent before they ran).
+  std::optional<advice_evidence> advice_run;
 };
 
 // The judgement of an audit: every stream's verdict, the tallies per condition, whether the

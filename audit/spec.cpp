@@ -237,6 +237,30 @@ audit_spec certify_preset(std::string_view claim) {
   return s;
 }
 
+// An advice (docs/advise.md): the sweep preset over the settings that decide identity here (a
+// unified KV cache, the server's prompt cache, flash attention) at 4 slots, each configuration
+// also measured under the load the user cares about: 4 requests in flight (a closed loop, as
+// `vllm bench serve --max-concurrency 4`), 64-token prompts and answers, 8 s.
+audit_spec advise_preset() {
+  audit_spec s = sweep_preset();
+  s.preset = "advise";
+  s.n_predict = 16;
+  s.sweep->parallel = {4};
+  s.sweep->kv_unified = {true, false};
+  s.sweep->prompt_cache = {true, false};
+  s.sweep->flash_attn = {"off", "on"};
+  condition load{"advise_load", condition_kind::load, 1, 1, false, false};
+  load.load.arrival = arrival_kind::concurrency;
+  load.load.levels = {4};
+  load.load.duration_s = 8;
+  load.load.probes = 2;
+  load.load.prompt_tokens = {{64}, {}, 0, 0};
+  load.load.output_tokens = {{64}, {}, 0, 0};
+  s.conditions.push_back(load);
+  s.advise = advise_settings{};
+  return s;
+}
+
 constexpr preset_info kPresets[] = {
     {"seed-protocol", "The seed audit: its conditions, positive controls and four predictions", true,
      [] { return seed_protocol({}); }},
@@ -261,6 +285,11 @@ constexpr preset_info kPresets[] = {
      "16/32/64), 20 s and 6 probes a level: identity, latency, slot fullness and goodput (TTFT 1 s, ITL 100 ms) per "
      "level (docs/load.md); serial repeats and a prompt control",
      true, [] { return load_curve_preset({}); }},
+    {"advise",
+     "The fastest configuration of a model certified on this host: a sweep of managed llama-servers (unified KV, "
+     "prompt cache, flash attention, the quantisations in sweep.models) measured under a load condition (4 in "
+     "flight, 8 s), then certify jobs from the fastest down until one is certified under advise.claim (docs/advise.md)",
+     false, advise_preset},
     {"certify-batch-invariant",
      "Certify that neither concurrency, neighbours, arrival timing, a reused prefix nor seeded sampling changes the "
      "numbers: every schedule family, sized from the server (docs/certify.md)",
@@ -729,10 +758,30 @@ std::optional<audit_spec> validate_certify(const audit_spec& s, const spec_limit
   return expand_certify(s, shape);
 }
 
+// An advise job's settings: a sweep to rank, one load condition to rank it by, and no certify
+// of its own (its certify jobs are made as it runs).
+void validate_advise(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
+  auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
+  const auto& a = *s.advise;
+  if (!find_claim(a.claim)) {
+    std::string names;
+    for (const auto& k : certify_claims()) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    add("advise.claim", "unknown claim '" + a.claim.substr(0, 100) + "'; the claims are: " + names);
+  }
+  if (a.certify_requests < 20 || static_cast<std::size_t>(a.certify_requests) > lim.max_requests)
+    add("advise.certify_requests", "must be between 20 and " + std::to_string(lim.max_requests));
+  if (!(a.certify_minutes >= 1 && a.certify_minutes <= 1440)) add("advise.certify_minutes", "must be between 1 and 1440");
+  if (!s.sweep) add("sweep", "an advise job sweeps managed servers of its models: give sweep.models");
+  if (s.certify) add("certify", "an advise job makes its own certify jobs: leave certify out");
+  const auto loads = std::count_if(s.conditions.begin(), s.conditions.end(), [](const condition& c) { return c.kind == condition_kind::load; });
+  if (loads > 1) add("conditions", "an advise job ranks its configurations by one load condition; it has " + std::to_string(loads));
+}
+
 }  // namespace
 
 std::vector<spec_problem> validate(const audit_spec& spec, const spec_limits& lim, std::span<const std::string> api_kinds) {
   std::vector<spec_problem> p;
+  if (spec.advise) validate_advise(spec, lim, p);
   if (spec.certify) {
     const auto expanded = validate_certify(spec, lim, p);
     if (!p.empty()) return p;

@@ -181,6 +181,17 @@ struct certify_settings {
   bool operator==(const certify_settings&) const = default;
 };
 
+// An advise job (docs/advise.md): the job is a sweep of managed servers whose load condition
+// ranks the configurations; after it, certify jobs of its own try them from the fastest down
+// under `claim` and stop at the first certified. The advice is the job's findings.
+struct advise_settings {
+  std::string claim = "batch-invariant";  // a row of certify_claims()
+  int certify_requests = 200;   // per certify job
+  double certify_minutes = 30;  // the certify phase's budget: configurations not begun by then are not tried
+
+  bool operator==(const advise_settings&) const = default;
+};
+
 struct audit_spec {
   std::string preset;  // informational: the preset it was expanded from
   std::vector<backend_ref> backends;
@@ -206,6 +217,7 @@ struct audit_spec {
   // A certify job: its claim, budget and the server's shape; its conditions are the families
   // expand_certify makes (each with its `family`).
   std::optional<certify_settings> certify;
+  std::optional<advise_settings> advise;  // with a sweep and a load condition
 
   bool operator==(const audit_spec&) const = default;
 };

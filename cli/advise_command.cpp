@@ -12,9 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "api/spec_json.hpp"
+#include "audit/advice.hpp"
 #include "audit/certify.hpp"
 #include "audit/frontier.hpp"
 #include "audit/numbers.hpp"
@@ -29,6 +31,7 @@
 #include "daemon/stored_advice.hpp"
 #include "exit_codes.hpp"
 #include "run_command.hpp"
+#include "trace_file.hpp"
 #include "storage/database_lock.hpp"
 
 namespace logitaudit::cli {
@@ -44,31 +47,6 @@ std::string model_name(const std::string& path, std::size_t index) {
   for (char c : fs::path(path).stem().string())
     out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
   return out.empty() ? "model" + std::to_string(index + 1) : out;
-}
-
-// One configuration tried: its settings, its throughput in the sweep, and its certify job.
-struct candidate {
-  std::string name;  // the sweep's configuration name
-  audit::server_settings settings;
-  std::string file;
-  double tokens_per_s = -1;
-  std::int64_t certify_job = 0;
-  std::string outcome = "not tried";  // a certificate's outcome, "failed", or why it was not tried
-  std::string evidence;               // the confirmed counterexample's rate, or the families not tested
-};
-
-// What decided a certificate, in a few words: its first confirmed counterexample with its rate,
-// else the families that were not tested.
-std::string evidence_of(const audit::certificate& cert) {
-  for (const auto& x : cert.counterexamples)
-    if (x.replayed > 0 && x.reproduced > 0)
-      return x.family + " moved, " + std::to_string(x.reproduced) + "/" + std::to_string(x.replayed) + " by replay";
-  if (!cert.counterexamples.empty()) return cert.counterexamples.front().family + " moved (not confirmed by replay)";
-  std::string untested;
-  for (const auto& f : cert.families)
-    if (f.status == audit::family_status::not_tested || f.status == audit::family_status::not_planned)
-      untested += (untested.empty() ? "" : ", ") + f.family;
-  return untested.empty() ? "" : "not tested: " + untested;
 }
 
 class adviser {
@@ -96,18 +74,17 @@ class adviser {
     for (std::size_t i = 0; i < files_.size(); ++i) conf.managed.models.push_back({names_[i], files_[i]});
     conf.managed.ctx_per_slot = a_.ctx_per_slot;
     lifecycle_ = std::make_unique<daemon::job_lifecycle>(*db_, daemon::lifecycle_settings(conf));
-    deadline_ = clock_type::now() + std::chrono::seconds(static_cast<long>(a_.minutes * 60));
 
-    sha256_ = clients::file_sha256(a_.model);
-    // Every file given is tagged on the advice's jobs: a server of any of them cites the advice.
-    for (const auto& f : files_)
-      if (const auto sha = f == files_.front() ? sha256_ : clients::file_sha256(f); !sha.empty()) file_tags_.push_back(daemon::advice_tag(sha));
-    say("advise: model " + a_.model + " (sha256 " + sha256_.substr(0, 16) + "...), " + std::to_string(files_.size()) +
-        " quantisation(s), claim '" + a_.claim + "', " + std::to_string(a_.slots) + " slots, budget " +
-        audit::fixed(a_.minutes, 0) + " minutes");
-    sweep();
-    certify_fastest_first();
-    print();
+    say("advise: model " + a_.model + ", " + std::to_string(files_.size()) + " quantisation(s), claim '" + a_.claim + "', load: " +
+        load_words() + ", certify budget " + audit::fixed(a_.minutes, 0) + " minutes");
+    const auto id = create(spec());
+    say("advise: audit " + std::to_string(id) + ": the sweep, then certify jobs from the fastest configuration down");
+    const auto end = run_job(id);
+    const auto* advice = end.findings ? end.findings->sections.find<audit::advice_section>() : nullptr;
+    if (end.status != audit::job_status::done || !advice)
+      throw cli_failure(exit_unreachable, "advise: audit " + std::to_string(id) + " ended " + std::string(audit::to_string(end.status)) +
+                                              (end.error.empty() ? "" : ": " + end.error));
+    print(id, *advice);
     return exit_ok;
   }
 
@@ -163,6 +140,15 @@ class adviser {
       names_.push_back(name);
     }
     if (!audit::find_claim(a_.claim)) throw cli_failure(exit_usage, "advise: --claim '" + a_.claim + "' is not a certify claim");
+    if (!a_.trace.empty()) {
+      std::ifstream in(a_.trace);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!in) throw cli_failure(exit_usage, "advise: --trace " + a_.trace + " cannot be read");
+      auto parsed = parse_trace(text.str());
+      if (!parsed) throw cli_failure(exit_usage, "advise: --trace " + a_.trace + ": " + parsed.error());
+      trace_ = std::move(*parsed);
+    }
     for (const auto& f : quantized()) {
       files_.push_back(f);
       names_.push_back(model_name(f, names_.size()));
@@ -191,11 +177,20 @@ class adviser {
     return end;
   }
 
-  // Every configuration's throughput: one sweep of managed servers over the settings that decide
-  // identity here (unified KV, the server's prompt cache, flash attention) and the quantisations.
-  void sweep() {
-    auto spec = *audit::preset("sweep");
+  std::string load_words() const {
+    if (!a_.trace.empty()) return "the trace " + a_.trace;
+    return (a_.rate > 0 ? audit::fixed(a_.rate, 2) + " requests/s" : std::to_string(a_.slots) + " requests in flight") + ", " +
+           std::to_string(a_.prompt_tokens) + "-token prompts, " + std::to_string(a_.output_tokens) + "-token answers";
+  }
+
+  // The advise preset with the arguments: the sweep over the files and --vary, the load
+  // condition that ranks it, and the claim.
+  audit::audit_spec spec() {
+    auto spec = *audit::preset("advise");
     spec.n_predict = a_.n_predict;
+    spec.advise->claim = a_.claim;
+    spec.advise->certify_requests = a_.certify_budget;
+    spec.advise->certify_minutes = a_.minutes;
     audit::sweep_spec w;
     w.models = names_;
     w.parallel = {a_.slots};
@@ -205,123 +200,67 @@ class adviser {
       else if (axis == "prompt_cache") w.prompt_cache = {true, false};
       else if (axis == "flash_attn") w.flash_attn = {"off", "on"};
       else if (axis == "ubatch") w.ubatch = {512, 128};
+      else if (axis == "cpu_variant") w.cpu_variant = clients::runnable_cpu_variants(clients::host_machine());
+      else if (axis == "device") {
+        for (const auto& d : lifecycle_->devices().values)
+          if (d.rfind("rpc:", 0) != 0) w.device.push_back(d);
+      }
     }
     w.probe_width = std::max(2, a_.slots);
     spec.sweep = w;
-    spec.tags = {"advise", "advise-sweep"};
-    for (const auto& t : file_tags_) spec.tags.push_back(t);
-    sweep_job_ = create(spec);
-    say("advise: sweep (audit " + std::to_string(sweep_job_) + "): " + std::to_string(audit::sweep_configurations(w).size()) +
-        " configurations, each measured for throughput");
-    const auto end = run_job(sweep_job_);
-    if (!end.findings) throw cli_failure(exit_unreachable, "advise: the sweep ended " + std::string(audit::to_string(end.status)) + ": " + end.error);
-    for (const auto& [name, settings] : audit::sweep_configurations(w)) {
-      candidate c{name, settings, files_[static_cast<std::size_t>(std::find(names_.begin(), names_.end(), settings.model) - names_.begin())]};
-      for (const auto& r : audit::section<audit::frontier_section>(*end.findings).rows)
-        if (r.backend == name && r.tokens_per_s) c.tokens_per_s = *r.tokens_per_s;
-      candidates_.push_back(c);
+    auto& load = std::find_if(spec.conditions.begin(), spec.conditions.end(),
+                              [](const audit::condition& c) { return c.kind == audit::condition_kind::load; })->load;
+    load.duration_s = a_.load_seconds;
+    load.prompt_tokens = {{a_.prompt_tokens}, {}, 0, 0};
+    load.output_tokens = {{a_.output_tokens}, {}, 0, 0};
+    load.slo_ttft_ms = a_.ttft_ms;
+    load.slo_itl_ms = a_.itl_ms;
+    if (!trace_.empty()) {
+      load.arrival = audit::arrival_kind::trace;
+      load.trace = trace_;
+      load.levels = {1};
+    } else if (a_.rate > 0) {
+      load.arrival = audit::arrival_kind::poisson;
+      load.levels = {a_.rate};
+    } else {
+      load.levels = {static_cast<double>(a_.slots)};
     }
-    if (std::none_of(candidates_.begin(), candidates_.end(), [](const candidate& c) { return c.tokens_per_s > 0; }))
-      throw cli_failure(exit_unreachable, "advise: no configuration of the sweep (audit " + std::to_string(sweep_job_) +
-                                              ") measured any throughput: its servers answered nothing (their logs are in managed-logs/)");
-    std::stable_sort(candidates_.begin(), candidates_.end(),
-                     [](const candidate& x, const candidate& y) { return x.tokens_per_s > y.tokens_per_s; });
+    load.max_in_flight = std::max(load.max_in_flight, a_.slots);
+    return spec;
   }
 
-  // Certify from the fastest down; the first certified ends the search.
-  void certify_fastest_first() {
-    for (auto& c : candidates_) {
-      if (c.tokens_per_s <= 0) {
-        c.outcome = "not tried: no throughput measured";
-        continue;
-      }
-      const auto left = std::chrono::duration<double>(deadline_ - clock_type::now()).count() / 60;
-      if (left < 0.5) {
-        c.outcome = "not tried: the budget's minutes ran out";
-        continue;
-      }
-      auto spec = *audit::preset("certify-" + a_.claim);
-      spec.n_predict = a_.n_predict;
-      spec.backends = {{c.name, "", "llama", c.settings}};
-      spec.certify->budget_requests = a_.certify_budget;
-      spec.certify->budget_minutes = std::max(1, static_cast<int>(left));
-      spec.tags = {"advise"};
-      for (const auto& t : file_tags_) spec.tags.push_back(t);
-      c.certify_job = create(spec);
-      say("advise: certify " + c.name + " (" + audit::fixed(c.tokens_per_s, 0) + " tokens/s; audit " +
-          std::to_string(c.certify_job) + ")");
-      const auto end = run_job(c.certify_job);
-      const auto* cert = end.findings ? end.findings->sections.find<audit::certificate>() : nullptr;
-      if (!cert) {
-        c.outcome = "failed";
-        c.evidence = end.error;
-        continue;
-      }
-      c.outcome = std::string(audit::to_string(cert->outcome));
-      c.evidence = evidence_of(*cert);
-      say("advise:   " + c.outcome + (c.evidence.empty() ? "" : " (" + c.evidence + ")"));
-      if (cert->outcome == audit::certificate_outcome::certified) {
-        chosen_ = &c;
-        break;
-      }
-    }
-    for (auto& c : candidates_)
-      if (c.certify_job == 0 && c.outcome == "not tried")
-        c.outcome = c.tokens_per_s <= 0 ? "not tried: no throughput measured" : "not tried: slower than the certified one";
-  }
-
-  void print() const {
-    const double fastest = candidates_.empty() ? 0 : candidates_.front().tokens_per_s;
-    auto cost = [&](const candidate& c) {
-      return fastest > 0 && c.tokens_per_s > 0 ? audit::fixed(100 * (1 - c.tokens_per_s / fastest), 0) + "%" : std::string("-");
-    };
+  void print(std::int64_t id, const audit::advice_section& advice) const {
     if (a_.format == "json") {
       json rows = json::array();
-      for (const auto& c : candidates_)
-        rows.push_back({{"configuration", c.name}, {"model_file", c.file}, {"command", clients::server_command(c.settings, c.file, a_.ctx_per_slot)},
-                        {"tokens_per_s", c.tokens_per_s > 0 ? json(c.tokens_per_s) : json(nullptr)},
-                        {"cost", fastest > 0 && c.tokens_per_s > 0 ? json(1 - c.tokens_per_s / fastest) : json(nullptr)},
-                        {"outcome", c.outcome}, {"evidence", c.evidence},
-                        {"certify_audit", c.certify_job ? json(c.certify_job) : json(nullptr)}});
-      json out = {{"model", a_.model}, {"model_sha256", sha256_}, {"claim", a_.claim}, {"sweep_audit", sweep_job_},
-                  {"certified", chosen_ ? json(chosen_->name) : json(nullptr)}, {"configurations", rows}};
+      for (const auto& r : advice.rows) {
+        auto number = [](double v) { return v < 0 ? json(nullptr) : json(v); };
+        rows.push_back({{"configuration", r.configuration}, {"command", r.command}, {"tokens_per_s", number(r.tokens_per_s)},
+                        {"goodput_rps", number(r.goodput_rps)}, {"cost", number(r.cost)}, {"ttft_p50_ms", number(r.ttft_p50_ms)},
+                        {"ttft_p99_ms", number(r.ttft_p99_ms)}, {"itl_p50_ms", number(r.itl_p50_ms)}, {"itl_p99_ms", number(r.itl_p99_ms)},
+                        {"outcome", audit::to_string(r.outcome)}, {"evidence", r.evidence},
+                        {"certify_audit", r.certify_audit ? json(r.certify_audit) : json(nullptr)}});
+      }
+      const auto* c = advice.certified();
+      json out = {{"audit", id}, {"model", a_.model}, {"model_sha256", advice.model_sha256}, {"claim", advice.claim},
+                  {"load", advice.load}, {"ranked_by", advice.ranked_by}, {"certified", c ? json(c->configuration) : json(nullptr)},
+                  {"command", c ? json(c->command) : json(nullptr)}, {"configurations", rows}};
       std::cout << out.dump(1) << "\n";
       return;
     }
-    if (chosen_) {
-      std::cout << "Fastest configuration certified '" << a_.claim << "' here for model sha256:" << sha256_.substr(0, 16)
-                << "...: `" << clients::server_command(chosen_->settings, chosen_->file, a_.ctx_per_slot) << "`: " << audit::fixed(chosen_->tokens_per_s, 0) << " tokens/s, "
-                << cost(*chosen_) << " below the fastest configuration (" << candidates_.front().name << ": "
-                << candidates_.front().outcome << (candidates_.front().evidence.empty() ? "" : ", " + candidates_.front().evidence)
-                << "); certificate: audit " << chosen_->certify_job << ".\n";
-    } else {
-      std::cout << "No configuration tried was certified '" << a_.claim << "' here for model sha256:" << sha256_.substr(0, 16)
-                << "... (the table says what each one's certificate found).\n";
-    }
-    std::cout << "It holds for this host, this llama-server build and these files only; the sweep is audit " << sweep_job_
-              << (a_.db.empty() ? " (in memory: give --db to keep the evidence)" : " in " + a_.db) << ".\n\n";
-    std::cout << " " << pad("configuration", 44) << pad("tokens/s", 10) << pad("cost", 7) << pad("outcome", 12) << "evidence\n";
-    for (const auto& c : candidates_)
-      std::cout << " " << pad(c.name, 44) << pad(c.tokens_per_s > 0 ? audit::fixed(c.tokens_per_s, 0) : "-", 10) << pad(cost(c), 7)
-                << pad(c.outcome.substr(0, c.outcome.find(':')), 12)
-                << (c.certify_job ? "audit " + std::to_string(c.certify_job) + (c.evidence.empty() ? "" : ": " + c.evidence)
-                                  : c.outcome.find(':') != std::string::npos ? c.outcome.substr(c.outcome.find(':') + 2) : "")
-                << "\n";
+    std::string text;
+    audit::write_advice(text, advice, audit::report_format::text);
+    std::cout << text;
+    std::cout << "\nThe advice is audit " << id << (a_.db.empty() ? " (in memory: give --db to keep the evidence)" : " in " + a_.db)
+              << "; its certify jobs are tagged advice-of:" << id << ".\n";
   }
 
-  static std::string pad(const std::string& s, std::size_t n) { return s.size() >= n ? s + " " : s + std::string(n - s.size(), ' '); }
 
   const advise_args& a_;
   std::vector<std::string> files_, names_;
-  std::string sha256_;
-  std::vector<std::string> file_tags_;
   clients::net::io_context io_;
   std::unique_ptr<storage::db_worker> db_;
   std::unique_ptr<daemon::job_lifecycle> lifecycle_;
-  clock_type::time_point deadline_;
-  std::int64_t sweep_job_ = 0;
-  std::vector<candidate> candidates_;
-  const candidate* chosen_ = nullptr;
+  std::vector<audit::trace_entry> trace_;
 };
 
 }  // namespace
@@ -342,14 +281,24 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--slots", args->slots, "the server's slots (-np): the load you care about")->check(CLI::Range(1, 64));
   cmd->add_option("--threads", args->threads, "the server's threads (-t)")->check(CLI::Range(1, 1024));
   cmd->add_option("--ctx-per-slot", args->ctx_per_slot, "context per slot (-c is this times the slots)")->check(CLI::Range(256, 1 << 20));
-  cmd->add_option("--n-predict", args->n_predict, "tokens per request")->check(CLI::Range(2, 4096));
+  cmd->add_option("--n-predict", args->n_predict, "tokens per request of the sweep's conditions and the certify jobs")->check(CLI::Range(2, 4096));
   cmd->add_option("--certify-budget", args->certify_budget, "requests per certify job")->check(CLI::Range(20, 100000));
   cmd->add_option("--minutes", args->minutes,
                   "the certify phase's budget (the sweep always runs whole); configurations not begun by then are not tried")
       ->check(CLI::Range(1.0, 1440.0));
-  cmd->add_option("--vary", args->vary, "the settings to sweep, each both ways (default kv_unified,prompt_cache,flash_attn; ubatch: -ub 512 and 128)")
+  cmd->add_option("--vary", args->vary,
+                  "the settings to sweep (default kv_unified,prompt_cache,flash_attn, each both ways; ubatch: -ub 512 and 128; "
+                  "cpu_variant: every ggml CPU variant this CPU runs; device: every device the host has, rpc apart)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"kv_unified", "prompt_cache", "flash_attn", "ubatch"}));
+      ->check(CLI::IsMember(std::vector<std::string>(kAdviseAxes.begin(), kAdviseAxes.end())));
+  cmd->add_option("--rate", args->rate, "the load: Poisson arrivals at this many requests/s (default: --slots requests in flight)")
+      ->check(CLI::Range(0.01, 10000.0));
+  cmd->add_option("--trace", args->trace, "the load: a recorded trace (docs/load.md: JSON Lines, a JSON array or CSV)");
+  cmd->add_option("--prompt-tokens", args->prompt_tokens, "the load's prompt length")->check(CLI::Range(1, 8192));
+  cmd->add_option("--output-tokens", args->output_tokens, "the load's answer length")->check(CLI::Range(1, 8192));
+  cmd->add_option("--load-seconds", args->load_seconds, "how long each configuration runs under the load")->check(CLI::Range(2.0, 600.0));
+  cmd->add_option("--ttft-ms", args->ttft_ms, "an objective: time to first token at most this (ranks by goodput)")->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--itl-ms", args->itl_ms, "an objective: mean inter-token latency at most this (ranks by goodput)")->check(CLI::Range(0.1, 1e6));
   cmd->add_option("--quantize", args->quantize,
                   "quantisations to make from --model (an F32 or F16 file) with llama-quantize and try too, e.g. Q8_0,Q4_K_M")
       ->delimiter(',');

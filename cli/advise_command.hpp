@@ -4,10 +4,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <string>
 #include <vector>
 
 namespace logitaudit::cli {
+
+// The settings --vary may sweep.
+inline constexpr std::array<const char*, 6> kAdviseAxes = {"kv_unified", "prompt_cache", "flash_attn", "ubatch", "cpu_variant", "device"};
 
 struct advise_args {
   std::string model;              // the GGUF file
@@ -19,7 +23,14 @@ struct advise_args {
   int ctx_per_slot = 1024;
   int n_predict = 16;
   int certify_budget = 200;  // requests per certify job
-  double minutes = 30;       // the whole advice
+  double minutes = 30;       // the certify phase
+  // The load each configuration is measured under: `slots` requests in flight, else Poisson
+  // arrivals at `rate`, else `trace`; its lengths, its length, and its objectives (0: none).
+  double rate = 0;
+  std::string trace;
+  int prompt_tokens = 64, output_tokens = 64;
+  double load_seconds = 8;
+  double ttft_ms = 0, itl_ms = 0;
   // The settings swept, each both ways (flash attention off and on, -ub 512 and 128); the
   // quantisations always.
   std::vector<std::string> vary = {"kv_unified", "prompt_cache", "flash_attn"};
@@ -28,9 +39,9 @@ struct advise_args {
   bool quiet = false;
 };
 
-// Sweeps, certifies, prints the advice and its table on stdout (progress on stderr); returns
-// the exit code (0). Throws cli_failure for bad arguments (2), a sweep whose servers gave
-// nothing (3) and a database that fails (4).
+// Runs an advise job (the sweep, then its certify jobs) and prints the advice and its table on
+// stdout (progress on stderr); returns the exit code (0). Throws cli_failure for bad arguments
+// (2), a job that did not end done (3) and a database that fails (4).
 int run_advise(const advise_args& args);
 
 void add_advise_command(CLI::App& app);

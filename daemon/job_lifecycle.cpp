@@ -118,7 +118,13 @@ std::vector<audit::spec_problem> job_lifecycle::admit(audit::audit_spec& spec) c
 
 net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle::create(audit::audit_spec spec,
                                                                                       std::optional<std::int64_t> schedule,
-                                                                                      std::optional<std::int64_t> fire_unix) {
+                                                                                      std::optional<std::int64_t> fire_unix,
+                                                                                      bool held) {
+  if (spec.advise && !config_.advise_jobs)
+    co_return unexpected{api::invalid({{"advise", "a daemon of a fleet does not run advise jobs: run `logitaudit advise` on the "
+                                                  "host, or a daemon of its own"}},
+                                      "invalid_spec")};
+  if (spec.advise && std::find(spec.tags.begin(), spec.tags.end(), "advise") == spec.tags.end()) spec.tags.push_back("advise");
   // A certify job's conditions are the daemon's to make: a submitted schedule, however tagged, is
   // never taken for one it expanded.
   if (spec.certify && (!spec.conditions.empty() || !spec.certify->shape_source.empty() || !spec.certify->left_out.empty()))
@@ -145,6 +151,7 @@ net::awaitable<expected<storage::job_record, api::service_error>> job_lifecycle:
   nj.tags = spec.tags;
   nj.schedule_id = schedule;
   nj.fire_unix = fire_unix;
+  nj.held = held;
   for (const auto& b : spec.backends) {
     nj.backends.push_back(b.name);
     nj.starts_servers = nj.starts_servers || b.managed.has_value();
@@ -629,8 +636,21 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   ev.evidence.thresholds = config_.evidence;
   auto f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
   judge_end(outcome, ev.runs, write_error, *plan, *out_of_time, end);
-  const auto planned = requests_sent_or_owed(*plan, ev.runs, *out_of_time);
-  const bool recount = planned != static_cast<std::int64_t>(plan->total_requests());
+  auto planned = requests_sent_or_owed(*plan, ev.runs, *out_of_time);
+  bool recount = planned != static_cast<std::int64_t>(plan->total_requests());
+  if (spec->advise && end.status == audit::job_status::done) {
+    // The sweep ranked; its certify jobs now try the configurations, and the advice is judged
+    // with what they stored.
+    ev.evidence.advice_run = co_await certify_phase(id, *spec, f, controls);
+    if (controls.stop->requested && !controls.stop->by_user) {
+      spdlog::info("audit {}: stopped by a shutdown in its certify phase; stays running, to be resumed", id);
+      co_return end;
+    }
+    if (controls.stop->requested) end.status = audit::job_status::cancelled;
+    for (const auto& [name, t] : ev.evidence.advice_run->trials) planned += t.requests;
+    recount = true;
+    f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);
+  }
   if (const auto failure = co_await store_end(id, end, f, recount, planned); !failure.empty()) {
     end.status = audit::job_status::failed;
     end.error = "storing the findings failed: " + failure;

@@ -53,6 +53,9 @@ struct lifecycle_config {
   std::chrono::milliseconds idle_wait{10'000};
   std::chrono::milliseconds first_byte_floor{5'000};
   double first_byte_multiple = 10;
+  // Advise jobs run their certify jobs themselves, which a fleet's members would take over as
+  // unleased: a fleet member refuses them.
+  bool advise_jobs = true;
   // Repros (config repro.*): a request's defaults and the most bursts one may ask for.
   int repro_trials = 6, repro_max_bursts = 150, repro_max_bursts_limit = 2000;
 };
@@ -110,9 +113,12 @@ class job_lifecycle {
   // what its settings leave out comes from a managed server's settings or the running server's
   // own account. "" when expanded (or already so), else why not.
   net::awaitable<std::string> expand_certify(audit::audit_spec& spec) const;
+  // `held`: stored running, for a job that runs it itself (an advise job's certify jobs); the
+  // queue never takes it. An advise job is tagged "advise".
   net::awaitable<expected<storage::job_record, api::service_error>> create(audit::audit_spec spec,
                                                                          std::optional<std::int64_t> schedule = std::nullopt,
-                                                                         std::optional<std::int64_t> fire_unix = std::nullopt);
+                                                                         std::optional<std::int64_t> fire_unix = std::nullopt,
+                                                                         bool held = false);
 
   // Runs stored job `id`: the groups not stored yet (a resumed job skips the rest), then its
   // findings from the stored runs, then its end. Suspends until done. Never throws for a
@@ -136,6 +142,12 @@ class job_lifecycle {
   clients::runner_options runner_of(std::int64_t id, std::shared_ptr<audit::audit_plan> plan, std::set<std::size_t> stored,
                                     const run_controls& controls);
   net::awaitable<void> fail_before_running(std::int64_t id, std::string why);
+  // An advise job's second phase (daemon/advice_run.cpp): its configurations ranked from its
+  // evaluated findings `f`, then certify jobs of its own from the fastest down until one is
+  // certified; what they stored. An earlier run's certify jobs are reused when they ended, and
+  // cancelled when they did not.
+  net::awaitable<audit::advice_evidence> certify_phase(std::int64_t id, const audit::audit_spec& spec,
+                                                       const audit::findings& f, const run_controls& controls);
   // Stores the end and the findings; returns why that failed (the job is then marked failed),
   // or an empty string.
   net::awaitable<std::string> store_end(std::int64_t id, job_end end, audit::findings f, bool recount,

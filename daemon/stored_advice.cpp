@@ -1,9 +1,12 @@
-// The advice a database holds for a model file, build and host, found by its jobs' tags.
+// The advice a database holds for a model file, build and host: its certified certify job,
+// found by the model file's tag, and its cost in the advise job that made it.
 #include "stored_advice.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <functional>
 
+#include "audit/advice.hpp"
 #include "audit/certify.hpp"
 #include "audit/frontier.hpp"
 #include "clients/managed_servers.hpp"
@@ -30,9 +33,22 @@ void each_tagged(storage::store& s, const std::string& tag, std::int64_t before,
   }
 }
 
-// The configuration's cost in the newest advise sweep before the certify job: 1 - its tokens/s
-// over the fastest configuration's; -1 when no sweep row is found.
-double cost_of(storage::store& s, const std::string& tag, std::int64_t before, const std::string& configuration) {
+// The configuration's cost in the advice that made the certify job `j` (its advise job, named by
+// its "advice-of:ID" tag): 1 - its ranking figure over the best configuration's. A certify job
+// of an advice made before advise jobs: its newest advise sweep's tokens/s. -1: neither found.
+double cost_of(storage::store& s, const storage::job_record& certify, const std::string& tag, const std::string& configuration) {
+  for (const auto& t : certify.tags)
+    if (t.rfind("advice-of:", 0) == 0) {
+      std::int64_t id = 0;
+      std::from_chars(t.data() + 10, t.data() + t.size(), id);
+      const auto parent = s.jobs().get(id);
+      const auto* advice = parent && parent->findings ? parent->findings->sections.find<audit::advice_section>() : nullptr;
+      if (advice)
+        for (const auto& r : advice->rows)
+          if (r.certify_audit == certify.id) return r.cost;
+      return -1;
+    }
+  const std::int64_t before = certify.id;
   double cost = -1;
   each_tagged(s, tag, before, [&](const storage::job_record& j) {
     if (!j.spec || !j.spec->sweep || !j.findings) return false;
@@ -76,7 +92,7 @@ std::optional<audit::stored_advice> stored_advice_for(storage::store& s, const s
     const int ctx = j.spec->certify->n_ctx > 0 ? j.spec->certify->n_ctx : 1024;
     out = audit::stored_advice{j.id, cert->claim, cert->backend,
                                clients::server_command(*j.spec->backends[0].managed, fp->second.before.model, ctx),
-                               cost_of(s, tag, j.id, cert->backend)};
+                               cost_of(s, j, tag, cert->backend)};
     return true;
   });
   return out;

@@ -57,6 +57,9 @@ struct new_job {
   std::string created_at;
   std::vector<std::string> backends;  // by name: the series the job belongs to
   bool starts_servers = false;        // the daemon starts its backends' servers (managed backends)
+  // Stored running: a job another job runs itself (an advise job's certify jobs), which the
+  // queue never takes.
+  bool held = false;
 };
 
 // A job as the queue sees it, read from columns and never from its spec: what it holds while

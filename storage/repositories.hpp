@@ -28,6 +28,8 @@ class job_repository {
                       const std::string& findings_json, const std::string& at) = 0;
   // The requests the job plans, once a threshold search has skipped the trials it did not need.
   virtual void set_total_requests(std::int64_t job, std::int64_t total) = 0;
+  // Progress a job makes through jobs of its own (an advise job's certify jobs): requests done.
+  virtual void add_done_requests(std::int64_t job, std::int64_t n) = 0;
   virtual std::optional<job_record> get(std::int64_t job) = 0;
   virtual std::vector<job_record> with_status(audit::job_status status) = 0;  // oldest first
   // What the queue needs to start jobs (their backends, whether they start servers), from

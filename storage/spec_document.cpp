@@ -601,6 +601,21 @@ const object_table<audit::certify_settings>& certify_table() {
   return t;
 }
 
+// ---- an advise job (docs/advise.md) ----
+
+const object_table<audit::advise_settings>& advise_table() {
+  using A = audit::advise_settings;
+  static const std::vector<field<A>> rows = {
+      fields::member<&A::claim>("claim", "the certify claim a configuration must satisfy (GET /v1/presets: the certify presets)"),
+      fields::member<&A::certify_requests>("certify_requests", "requests per certify job", {20}),
+      fields::member<&A::certify_minutes>("certify_minutes",
+                                          "the certify phase's budget: configurations not begun by then are not tried", {1, 1440}),
+  };
+  static const object_table<A> t{"", "an advise job: the claim its certify jobs try, from the fastest configuration down (docs/advise.md)",
+                                 rows};
+  return t;
+}
+
 const object_table<audit::audit_spec>& spec_table() {
   using S = audit::audit_spec;
   static const std::vector<field<S>> rows = [] {
@@ -637,6 +652,15 @@ const object_table<audit::audit_spec>& spec_table() {
             if (!v.is_object()) return r.problem(at, "must be an object {" + fields::known_names(certify_table()) + "}");
             if (!out.certify) out.certify.emplace();
             fields::read_object(r, v, at, certify_table(), *out.certify);
+          };
+          return f;
+        }(),
+        [] {
+          auto f = fields::optional_object<&S::advise>("advise", advise_table());
+          f.read = [](reader& r, const json& v, const std::string& at, S& out, const field<S>&) {
+            if (!v.is_object()) return r.problem(at, "must be an object {" + fields::known_names(advise_table()) + "}");
+            if (!out.advise) out.advise.emplace();
+            fields::read_object(r, v, at, advise_table(), *out.advise);
           };
           return f;
         }(),

@@ -83,12 +83,12 @@ class sql_jobs final : public job_repository {
 
   std::int64_t create(const new_job& j) override {
     auto& s = db_.prepare(
-        "INSERT INTO jobs (status, spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, "
-        "total_groups, tags_json, schedule_id, created_at, starts_servers) VALUES ('queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "INSERT INTO jobs (spec_json, spec_hash, prediction_hash, predictions_registered_at, total_requests, "
+        "total_groups, tags_json, schedule_id, created_at, starts_servers, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "RETURNING id");
     s.bind(1, j.spec_json).bind(2, j.spec_hash).bind(3, j.prediction_hash).bind(4, j.predictions_registered_at);
     s.bind(5, j.total_requests).bind(6, j.total_groups).bind(7, tags_text(j.tags)).bind(8, j.schedule_id);
-    s.bind(9, j.created_at).bind(10, j.starts_servers);
+    s.bind(9, j.created_at).bind(10, j.starts_servers).bind(11, j.held ? "running" : "queued");
     transaction t(db_);
     const auto id = returned_id(s);
     auto& b = db_.prepare("INSERT INTO job_backends (job_id, backend) VALUES (?, ?) ON CONFLICT DO NOTHING");
@@ -120,6 +120,12 @@ class sql_jobs final : public job_repository {
     s.bind(1, job).bind(2, total);
     s.run();
     t.commit();
+  }
+
+  void add_done_requests(std::int64_t job, std::int64_t n) override {
+    auto& s = db_.prepare("UPDATE jobs SET done_requests = done_requests + ?2 WHERE id = ?1");
+    s.bind(1, job).bind(2, n);
+    s.run();
   }
 
   void finish(std::int64_t job, audit::job_status status, const std::string& error, const audit::findings& f,

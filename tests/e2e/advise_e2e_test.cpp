@@ -1,15 +1,21 @@
 // e2e: `logitaudit advise` on the generated tiny model, its unified KV cache swept both ways on
-// managed llama-servers, and the Fix line of an audit of the same file on llama-server's defaults. Which configuration is certified is the host's to say; the advice must
-// agree with its own stored evidence: the configurations in throughput order, each certify job
-// stored with the outcome the table gives, the first certified one chosen and nothing slower
-// than it tried, and a command that starts that server.
+// managed llama-servers under a closed-loop load, and the Fix line of an audit of the same file
+// on llama-server's defaults. Which configuration is certified is the host's to say; the advice
+// must agree with its own stored evidence: the advise job's advice section is what was printed,
+// the configurations in the order of the load's stored output throughput, each certify job
+// stored (held by the advise job, tagged with it) with the outcome the table gives, the first
+// certified one chosen and nothing slower than it tried, and a command that starts that server.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 
+#include <algorithm>
+
+#include "audit/advice.hpp"
 #include "audit/certify.hpp"
+#include "audit/load.hpp"
 #include "clients/llama_process.hpp"
 #include "storage/documents.hpp"
 #include "storage/repositories.hpp"
@@ -26,15 +32,31 @@ TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
   const auto db = (dir / "advice.db").string();
   const auto model = test_support::model_path("tiny");
   auto r = test_support::run_process({LOGITAUDIT_CLI, "advise", "--model", model, "--vary", "kv_unified", "--slots", "2",
-                                      "--n-predict", "8", "--certify-budget", "80", "--minutes", "3", "--db", db, "--format",
-                                      "json", "--quiet"});
+                                      "--n-predict", "8", "--certify-budget", "80", "--minutes", "3", "--load-seconds", "3",
+                                      "--output-tokens", "16", "--db", db, "--format", "json", "--quiet"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const auto advice = json::parse(r.out);
-  EXPECT_EQ(advice["model_sha256"].get<std::string>().size(), 64u);
+  ASSERT_EQ(advice["model_sha256"].size(), 1u);
+  EXPECT_EQ(advice["model_sha256"][0].get<std::string>().size(), 64u);
   const auto& rows = advice["configurations"];
   ASSERT_EQ(rows.size(), 2u) << advice.dump(1);
   auto store = storage::open_store(db);
-  ASSERT_TRUE(store->jobs().get(advice["sweep_audit"].get<std::int64_t>()));
+  const auto id = advice["audit"].get<std::int64_t>();
+  const auto advise_job = store->jobs().get(id);
+  ASSERT_TRUE(advise_job && advise_job->findings && advise_job->spec && advise_job->spec->advise);
+  EXPECT_EQ(advise_job->status, audit::job_status::done);
+  const auto* stored = advise_job->findings->sections.find<audit::advice_section>();
+  ASSERT_TRUE(stored) << "the advice is the advise job's findings";
+  ASSERT_EQ(stored->rows.size(), rows.size());
+  // The ranking is the stored load curves' output throughput.
+  const auto& curves = audit::section<audit::load_section>(*advise_job->findings).curves;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(stored->rows[i].configuration, rows[i]["configuration"].get<std::string>());
+    EXPECT_EQ(std::string(audit::to_string(stored->rows[i].outcome)), rows[i]["outcome"].get<std::string>());
+    const auto curve = std::find_if(curves.begin(), curves.end(), [&](const audit::load_curve& c) { return c.backend == stored->rows[i].configuration; });
+    ASSERT_NE(curve, curves.end()) << stored->rows[i].configuration;
+    EXPECT_DOUBLE_EQ(curve->levels.at(0).measurement.output_throughput, rows[i]["tokens_per_s"].get<double>());
+  }
   bool chosen_seen = false;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& c = rows[i];
@@ -46,15 +68,17 @@ TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
         << c.dump();
     if (chosen_seen) {
       EXPECT_TRUE(c["certify_audit"].is_null()) << "nothing slower than the certified one is tried: " << c.dump();
+      EXPECT_EQ(c["evidence"], "slower than the certified one") << c.dump();
       continue;
     }
     if (c["certify_audit"].is_null()) {
-      EXPECT_TRUE(c["outcome"].get<std::string>().starts_with("not tried")) << c.dump();
+      EXPECT_EQ(c["outcome"], "not_tried") << c.dump();
       continue;
     }
     // The stored certificate says what the table says.
     auto job = store->jobs().get(c["certify_audit"].get<std::int64_t>());
     ASSERT_TRUE(job && job->findings && job->spec) << c.dump();
+    EXPECT_NE(std::find(job->tags.begin(), job->tags.end(), "advice-of:" + std::to_string(id)), job->tags.end());
     const auto* cert = job->findings->sections.find<audit::certificate>();
     ASSERT_TRUE(cert) << c.dump();
     EXPECT_EQ(c["outcome"], std::string(audit::to_string(cert->outcome))) << c.dump();
