@@ -65,6 +65,21 @@ net::awaitable<api_response> route_post_audits(state_ptr st, request_context ctx
   co_return json_response(202, dump(job_json(*job)));
 }
 
+// POST /v1/advice: the advise preset with the body's members over it (docs/advise.md).
+net::awaitable<api_response> route_post_advice(state_ptr st, request_context ctx) {
+  auto body = json::parse(ctx.body.empty() ? std::string("{}") : ctx.body, nullptr, false);
+  if (!body.is_object())
+    co_return error_response(service_errc::invalid, "invalid_spec", "the body must be a JSON object: members over the advise preset");
+  if (body.contains("preset") && body["preset"] != "advise")
+    co_return error_response(invalid({{"preset", "is the advise preset here; submit other presets to POST /v1/audits"}}, "invalid_spec"));
+  body["preset"] = "advise";
+  auto spec = read_spec(body.dump());
+  if (!spec) co_return error_response(invalid(spec.error(), "invalid_spec"));
+  auto job = co_await st->svc->submit(std::move(*spec));
+  if (!job) co_return error_response(job.error());
+  co_return json_response(202, dump(job_json(*job)));
+}
+
 // GET /v1/audits
 net::awaitable<api_response> route_get_audits(state_ptr st, request_context ctx) {
   storage::job_query q;
@@ -331,6 +346,12 @@ void add_audit_job_routes(router& r, const route_state_ptr& st) {
         {.operation_id = "submitAudit", .summary = "Submit an audit (a spec, or a preset with overrides); 202 with the job",
          .needs = access::write, .request_schema = "Spec", .status = 202, .response_schema = "Job", .tag = "audits"},
         [st](const request_context& ctx) { return route_post_audits(st, ctx); });
+  r.add(verb::post, "/v1/advice",
+        {.operation_id = "submitAdvice",
+         .summary = "Submit an advise job: the advise preset with the body's members over it (sweep.models at least); 202 "
+                    "with the job, whose progress and findings (advice_result) GET /v1/audits/{id} and its report give",
+         .needs = access::write, .request_schema = "Spec", .status = 202, .response_schema = "Job", .tag = "audits"},
+        [st](const request_context& ctx) { return route_post_advice(st, ctx); });
   r.add(verb::get, "/v1/audits",
         {.operation_id = "listAudits", .summary = "List audits, newest first; `next` links the following page",
          .query = {{"status", "string", "only audits in this state", audit::names_of(audit::kJobStatuses)},

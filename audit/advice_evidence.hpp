@@ -36,6 +36,7 @@ struct advice_evidence {
   std::vector<std::string> model_sha256;        // of sweep.models' files, in their order
   std::map<std::string, advice_trial> trials;   // by configuration
   std::map<std::string, std::string> not_tried;  // by configuration: why its certify job was not made
+  std::int64_t other_requests = 0;  // sent by its certify jobs that did not end (a restart cancelled them)
 };
 
 }  // namespace logitaudit::audit

@@ -60,7 +60,8 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
   // An earlier run of this job (a daemon that stopped meanwhile): its ended certify jobs stand,
   // the others are cancelled.
   auto earlier_of = [tag = "advice-of:" + std::to_string(id)](storage::store& s) {
-    std::map<std::string, audit::advice_trial> ended;
+    std::pair<std::map<std::string, audit::advice_trial>, std::int64_t> out;  // the ended, and the others' requests
+    auto& [ended, cancelled_requests] = out;
     storage::job_query q;
     q.tag = tag;
     for (auto page = s.jobs().page(q); !page.empty(); page = s.jobs().page(q)) {
@@ -68,14 +69,24 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
         if (!j.spec || j.spec->backends.size() != 1) continue;
         if (j.status == audit::job_status::done || j.status == audit::job_status::failed)
           ended.emplace(j.spec->backends[0].name, trial_of(j.id, j.status, j.error, j.findings, j.done_requests));
-        else if (j.status == audit::job_status::queued || j.status == audit::job_status::running)
-          s.jobs().set_status(j.id, audit::job_status::cancelled, storage::now_utc(), "the advise job that made it was restarted");
+        else {
+          if (j.status == audit::job_status::queued || j.status == audit::job_status::running)
+            s.jobs().set_status(j.id, audit::job_status::cancelled, storage::now_utc(), "the advise job that made it was restarted");
+          cancelled_requests += j.done_requests;
+        }
       }
       q.before = page.back().id;
     }
-    return ended;
+    return out;
   };
-  auto earlier = co_await on_db(db_, std::move(earlier_of));
+  auto [earlier, cancelled_requests] = co_await on_db(db_, std::move(earlier_of));
+  out.other_requests = cancelled_requests;
+  // The progress: each certify job's requests join the job's total as it starts.
+  auto total_of = [id](storage::store& s) {
+    const auto j = s.jobs().get(id);
+    return j ? j->total_requests : std::int64_t{0};
+  };
+  std::int64_t total = co_await on_db(db_, std::move(total_of));
 
   const auto deadline = clock_type::now() + std::chrono::seconds(static_cast<long>(spec.advise->certify_minutes * 60));
   bool certified = false;
@@ -110,6 +121,11 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
       continue;
     }
     spdlog::info("audit {}: certifying {} ({:.0f} tokens/s): audit {}", id, name, row.tokens_per_s, created->id);
+    total += static_cast<std::int64_t>(created->total_requests);
+    co_await on_db(db_, [id, total](storage::store& s) {
+      s.jobs().set_total_requests(id, total);
+      return 0;
+    });
     // The child's groups count as this job's progress, and a stop of this job stops it.
     run_controls child;
     child.stop = controls.stop;

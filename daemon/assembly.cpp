@@ -17,9 +17,10 @@ namespace logitaudit::daemon {
 
 namespace {
 
-lifecycle_config lifecycle_of(const config::daemon_config& conf, const assembly_hooks& hooks) {
+lifecycle_config lifecycle_of(const config::daemon_config& conf, const assembly_hooks& hooks, bool fleet) {
   auto l = lifecycle_settings(conf);
   if (hooks.backends) l.backends = *hooks.backends;
+  l.advise_jobs = !fleet;
   return l;
 }
 
@@ -73,7 +74,7 @@ expected<opened_database, startup_failure> open_database(const config::daemon_co
 assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, std::optional<fleet_settings> fleet,
                    net::any_io_executor api, net::any_io_executor audits, assembly_hooks hooks)
     : reads_(conf.read_cache_bytes),
-      lifecycle_(db, lifecycle_of(conf, hooks)),
+      lifecycle_(db, lifecycle_of(conf, hooks, fleet.has_value())),
       repros_(db, lifecycle_, fleet ? fleet->member : std::string()),
       queue_(api, audits, db, lifecycle_, repros_, queue_of(conf, fleet)),
       service_(db, lifecycle_, queue_, repros_, {hooks.version, storage::redact_url(conf.database), host_name(), ""},

@@ -647,6 +647,7 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
       co_return end;
     }
     if (controls.stop->requested) end.status = audit::job_status::cancelled;
+    planned += ev.evidence.advice_run->other_requests;
     for (const auto& [name, t] : ev.evidence.advice_run->trials) planned += t.requests;
     recount = true;
     f = audit::evaluate(*spec, *plan, ev.runs, ev.evidence);

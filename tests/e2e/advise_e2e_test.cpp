@@ -6,8 +6,13 @@
 // stored (held by the advise job, tagged with it) with the outcome the table gives, the first
 // certified one chosen and nothing slower than it tried, and a command that starts that server.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 
@@ -19,12 +24,14 @@
 #include "clients/llama_process.hpp"
 #include "storage/documents.hpp"
 #include "storage/repositories.hpp"
+#include "support/http_call.hpp"
 #include "support/llama_server.hpp"
 #include "support/process.hpp"
 
 using namespace logitaudit;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
   const fs::path dir = fs::temp_directory_path() / ("logitaudit-advise-e2e-" + std::to_string(::getpid()));
@@ -123,5 +130,91 @@ TEST(advise_e2e, the_advice_agrees_with_its_stored_sweep_and_certificates) {
       EXPECT_NE(line.find("was certified 'batch-invariant' by an advice for this model file on this build (audit " + certify_audit), std::string::npos)
           << line;
   }
+  fs::remove_all(dir);
+}
+
+// The daemon's advise job: POST /v1/advice, its progress counting its certify jobs' requests,
+// and a daemon killed while a certify job of it runs. Restarted, the advise job resumes: its
+// sweep is not sent again, the certify job the kill interrupted is cancelled (never run by the
+// queue on its own), and the advice's every certify job is one of its own that ended.
+TEST(advise_e2e, the_daemons_advise_job_survives_a_kill_in_its_certify_phase) {
+  const fs::path dir = fs::temp_directory_path() / ("logitaudit-advise-daemon-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto config = dir / "logitauditd.json";
+  std::ofstream(config) << json{{"database", (dir / "d.db").string()},
+                                {"managed", {{"models", json::array({{{"name", "tiny"}, {"path", test_support::model_path("tiny")}}})},
+                                             {"log_dir", (dir / "logs").string()}}}}
+                               .dump();
+  auto d = std::make_unique<test_support::daemon_process>(LOGITAUDITD, std::vector<std::string>{"--config", config.string()},
+                                                          dir / "daemon.log");
+  using http = boost::beast::http::verb;
+  // A wrong preset is named; then the advice: unified KV both ways at 2 slots, certify jobs of 80 requests.
+  auto refused = test_support::http_call(d->port(), http::post, "/v1/advice", R"({"preset":"sweep"})");
+  EXPECT_EQ(refused.status, 400u) << refused.body;
+  EXPECT_NE(refused.body.find("\"preset\""), std::string::npos) << refused.body;
+  const std::string body = R"({"n_predict":8,"sweep":{"models":["tiny"],"parallel":[2],"threads":[2],"kv_unified":[true,false],
+    "prompt_cache":[],"flash_attn":[]},"advise":{"certify_requests":80,"certify_minutes":5}})";
+  auto posted = test_support::http_call(d->port(), http::post, "/v1/advice", body);
+  ASSERT_EQ(posted.status, 202u) << posted.body;
+  const auto id = posted.json()["id"].get<std::int64_t>();
+  const std::string self = "/v1/audits/" + std::to_string(id);
+  const std::string children = "/v1/audits?tag=advice-of:" + std::to_string(id);
+
+  // Kill the daemon once a certify job of the advice runs (the sweep is stored by then).
+  std::int64_t first_child = 0;
+  std::int64_t sweep_total = 0;
+  for (auto until = std::chrono::steady_clock::now() + 240s; std::chrono::steady_clock::now() < until && !first_child;) {
+    std::this_thread::sleep_for(200ms);
+    const auto list = test_support::http_call(d->port(), http::get, children).json();
+    if (list.contains("audits") && !list["audits"].empty()) {
+      first_child = list["audits"].back()["id"].get<std::int64_t>();
+      const auto job = test_support::http_call(d->port(), http::get, self).json();
+      sweep_total = job["progress"]["total"].get<std::int64_t>();
+      EXPECT_EQ(job["status"], "running") << job.dump();
+    }
+  }
+  ASSERT_GT(first_child, 0) << "no certify job of the advice appeared";
+  std::this_thread::sleep_for(1500ms);  // into its groups
+  ::kill(d->pid(), SIGKILL);
+  d->stop();
+  d = std::make_unique<test_support::daemon_process>(LOGITAUDITD, std::vector<std::string>{"--config", config.string()},
+                                                     dir / "daemon.log");
+  auto job = test_support::http_call(d->port(), http::get, self + "?wait=300").json();
+  for (auto until = std::chrono::steady_clock::now() + 600s; job["status"] != "done" && job["status"] != "failed" &&
+                                                             std::chrono::steady_clock::now() < until;)
+    job = test_support::http_call(d->port(), http::get, self + "?wait=60").json();
+  ASSERT_EQ(job["status"], "done") << job.dump();
+  EXPECT_EQ(job["progress"]["done"], job["progress"]["total"]) << job.dump();
+  EXPECT_GT(job["progress"]["total"].get<std::int64_t>(), sweep_total) << "its certify jobs' requests count in its progress";
+
+  const auto report = test_support::http_call(d->port(), http::get, self + "/report").json();
+  ASSERT_TRUE(report.contains("advice_result")) << report.dump();
+  const auto& advice = report["advice_result"];
+  ASSERT_EQ(advice["rows"].size(), 2u) << advice.dump();
+  const auto list = test_support::http_call(d->port(), http::get, children).json()["audits"];
+  std::map<std::int64_t, json> by_id;
+  for (const auto& c : list) by_id[c["id"].get<std::int64_t>()] = c;
+  ASSERT_TRUE(by_id.count(first_child));
+  const auto& interrupted = by_id[first_child];
+  // Killed in its groups, it is cancelled by the resumed advice, or it had ended and is reused.
+  const bool cancelled = interrupted["status"] == "cancelled";
+  EXPECT_TRUE(cancelled || interrupted["status"] == "done") << interrupted.dump();
+  if (cancelled) {
+    EXPECT_NE(interrupted["error"].get<std::string>().find("restarted"), std::string::npos) << interrupted.dump();
+  }
+  for (const auto& r : advice["rows"]) {
+    if (r["certify_audit"] == 0) continue;
+    const auto c = r["certify_audit"].get<std::int64_t>();
+    ASSERT_TRUE(by_id.count(c)) << "the advice's certify jobs are its own: " << r.dump();
+    EXPECT_EQ(by_id[c]["status"], "done") << by_id[c].dump();
+    if (cancelled) {
+      EXPECT_NE(c, first_child);
+    }
+  }
+  // The text report leads with the advice.
+  const auto text = test_support::http_call(d->port(), http::get, self + "/report?format=text").body;
+  EXPECT_NE(text.find("Advice: 'batch-invariant', configurations ranked by output tokens/s under concurrency 4"), std::string::npos)
+      << text;
+  EXPECT_EQ(d->stop(), 0);
   fs::remove_all(dir);
 }
