@@ -4,6 +4,7 @@
 // (an element, or null when the audit has nothing of the kind) and, for a chart, draw(ctx, el)
 // once it is on the page.
 import { api, tokenFor } from './api.js';
+import * as advice from './audit-advice.js';
 import * as attribution from './audit-attribution.js';
 import * as batching from './audit-batching.js';
 import * as certificate from './audit-certificate.js';
@@ -19,7 +20,7 @@ import * as tallies from './audit-tallies.js';
 import * as verdict from './audit-verdict.js';
 import { FINAL, badge, h, meta, put, state, when } from './dom.js';
 
-const PARTS = [verdict, certificate, load, frontier, migration, tallies, predictions, searches, attribution, batching, divergence,
+const PARTS = [verdict, advice, certificate, load, frontier, migration, tallies, predictions, searches, attribution, batching, divergence,
   fingerprints, runs];
 
 function head(job, onCancel) {
