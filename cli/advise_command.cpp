@@ -56,8 +56,8 @@ class adviser {
   int run() {
     check_arguments();
     // This thread times the sweep's probes and the certify bursts, as `run`'s does (daemon/measurement_thread.hpp).
-    const auto measuring = daemon::raise_this_thread(10);
-    if (!measuring.realtime && !a_.quiet)
+    const auto measuring = daemon::raise_this_thread(a_.measurement_priority);
+    if (!measuring.realtime && a_.measurement_priority > 0 && !a_.quiet)
       std::cerr << "advise: the measuring thread is " << measuring.description << ": under CPU contention its launches can be late\n";
     const std::string location = a_.db.empty() ? ":memory:" : a_.db;
     auto lock = storage::database_lock::acquire(location, "logitaudit advise (pid " + std::to_string(::getpid()) + ")");
@@ -302,6 +302,9 @@ void add_advise_command(CLI::App& app) {
   cmd->add_option("--quantize", args->quantize,
                   "quantisations to make from --model (an F32 or F16 file) with llama-quantize and try too, e.g. Q8_0,Q4_K_M")
       ->delimiter(',');
+  cmd->add_option("--measurement-priority", args->measurement_priority,
+                  "SCHED_FIFO priority of the thread that times the jobs (0: none; as `run`)")
+      ->check(CLI::Range(0, 99));
   cmd->add_option("--db", args->db, "store the sweep and the certificates in this SQLite file (default: in memory)");
   cmd->add_option("--format", args->format, "output")->check(CLI::IsMember({"text", "json"}));
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");

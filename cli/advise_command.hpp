@@ -34,6 +34,7 @@ struct advise_args {
   // The settings swept, each both ways (flash attention off and on, -ub 512 and 128); the
   // quantisations always.
   std::vector<std::string> vary = {"kv_unified", "prompt_cache", "flash_attn"};
+  int measurement_priority = 10;  // of the thread that times the jobs (daemon/measurement_thread.hpp)
   std::string db;            // empty: in memory
   std::string format = "text";
   bool quiet = false;

@@ -7,6 +7,8 @@
 // rewritten; re-encoded, version 3's give its bytes, but a frontier row gains "flags", the
 // report's words for its settings, which this version added.)
 #include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
 
 #include "documents.hpp"
 #include "sections/load.hpp"
@@ -140,6 +142,12 @@ const object_table<audit::findings>& findings_table() {
         thresholds,
     };
     for (const auto* codec : sections::all()) rows.insert(rows.end(), codec->rows.begin(), codec->rows.end());
+    // Two rows of one name would write one member twice and read neither back: every stored
+    // findings would fail to decode. Refused here, at the first use, whatever the build.
+    std::set<std::string_view> names;
+    for (const auto& r : rows)
+      if (!names.insert(r.name).second)
+        throw std::logic_error("the findings document has two members named \"" + std::string(r.name) + "\"");
     return rows;
   }();
   static const object_table<F> t{.name = "Findings",
