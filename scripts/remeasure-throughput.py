@@ -47,7 +47,7 @@ def main():
         # A connection per request: llama-server closes one after a streamed answer.
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
         body = json.dumps({"prompt": prompt, "n_predict": a.output_tokens, "ignore_eos": True, "stream": True,
-                           "temperature": 0, "n_probs": 1, "cache_prompt": True, "timings_per_token": TPT})
+                           "temperature": 0, "n_probs": 1, "cache_prompt": True})
         conn.request("POST", "/completion", body, {"Content-Type": "application/json"})
         r = conn.getresponse()
         if r.status != 200:
