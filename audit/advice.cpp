@@ -45,7 +45,7 @@ advice_section rank_configurations(const audit_spec& spec, const findings& f, co
   if (run) a.model_sha256 = run->model_sha256;
   if (spec.advise) a.claim = spec.advise->claim;
   const condition* load = advice_load(spec);
-  const bool goodput = load && has_objective(load->load);
+  bool goodput = load && has_objective(load->load);
   if (load) {
     a.load = load_words(load->load);
     a.ranked_by = "output tokens/s";
@@ -82,7 +82,12 @@ advice_section rank_configurations(const audit_spec& spec, const findings& f, co
     }
     a.rows.push_back(std::move(r));
   }
-  auto figure = [goodput](const advice_row& r) { return r.tokens_per_s < 0 ? -1.0 : goodput ? r.goodput_rps : r.tokens_per_s; };
+  // No configuration met the objective: goodput cannot rank them, throughput does.
+  if (goodput && std::none_of(a.rows.begin(), a.rows.end(), [](const advice_row& r) { return r.goodput_rps > 0; })) {
+    goodput = false;
+    a.ranked_by = "output tokens/s (no configuration met the objective: " + a.ranked_by + ")";
+  }
+  auto figure = [&goodput](const advice_row& r) { return r.tokens_per_s < 0 ? -1.0 : goodput ? r.goodput_rps : r.tokens_per_s; };
   std::stable_sort(a.rows.begin(), a.rows.end(), [&](const advice_row& x, const advice_row& y) {
     if (figure(x) != figure(y)) return figure(x) > figure(y);
     return goodput && x.tokens_per_s > y.tokens_per_s;  // equal goodput: the faster first

@@ -774,7 +774,9 @@ void validate_advise(const audit_spec& s, const spec_limits& lim, std::vector<sp
   if (!s.sweep) add("sweep", "an advise job sweeps managed servers of its models: give sweep.models");
   if (s.certify) add("certify", "an advise job makes its own certify jobs: leave certify out");
   const auto loads = std::count_if(s.conditions.begin(), s.conditions.end(), [](const condition& c) { return c.kind == condition_kind::load; });
-  if (loads > 1) add("conditions", "an advise job ranks its configurations by one load condition; it has " + std::to_string(loads));
+  if (loads != 1)
+    add("conditions", "an advise job ranks its configurations by one load condition (the preset's: advise_load); it has " +
+                          std::to_string(loads));
 }
 
 }  // namespace

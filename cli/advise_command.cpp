@@ -1,45 +1,40 @@
 // `logitaudit advise`: the fastest configuration of the user's own model that is certified on
-// this host, and what it costs. A sweep of managed llama-servers measures every configuration's
-// throughput; certify jobs then try them from the fastest down and stop at the first certified
-// (docs/advise.md). Everything runs through the job lifecycle `run` uses, stored in --db.
+// this host, and what it costs. Its arguments become an advise job's spec (the advise preset:
+// a sweep of managed llama-servers measured under the load given, then certify jobs from the
+// fastest down), run in-process through the job lifecycle `run` uses, stored in --db; the advice
+// printed is the job's findings (docs/advise.md).
 #include "advise_command.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <nlohmann/json.hpp>
 
-#include "api/spec_json.hpp"
 #include "audit/advice.hpp"
 #include "audit/certify.hpp"
-#include "audit/frontier.hpp"
 #include "audit/numbers.hpp"
 #include "audit/spec.hpp"
 #include "clients/llama_process.hpp"
-#include "clients/managed_servers.hpp"
+#include "clients/machine.hpp"
 #include "clients/model_file.hpp"
 #include "config/daemon_config.hpp"
 #include "daemon/job_lifecycle.hpp"
 #include "daemon/measurement_thread.hpp"
 #include "daemon/settings.hpp"
-#include "daemon/stored_advice.hpp"
 #include "exit_codes.hpp"
 #include "run_command.hpp"
-#include "trace_file.hpp"
 #include "storage/database_lock.hpp"
+#include "trace_file.hpp"
 
 namespace logitaudit::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using clock_type = std::chrono::steady_clock;
 
 // A model's name in the sweep: its file's stem, in the characters a configuration name takes.
 std::string model_name(const std::string& path, std::size_t index) {
@@ -134,19 +129,15 @@ class adviser {
       in.read(magic, 4);
       if (!in || std::string(magic, 4) != "GGUF")
         throw cli_failure(exit_usage, std::string("advise: ") + (i ? "--also " : "--model ") + files_[i] + " is not a readable GGUF file");
-      files_[i] = fs::absolute(files_[i]).string();
+      files_[i] = fs::absolute(files_[i]).lexically_normal().string();
       std::string name = model_name(files_[i], i);
       while (std::find(names_.begin(), names_.end(), name) != names_.end()) name += "_" + std::to_string(i + 1);
       names_.push_back(name);
     }
     if (!audit::find_claim(a_.claim)) throw cli_failure(exit_usage, "advise: --claim '" + a_.claim + "' is not a certify claim");
     if (!a_.trace.empty()) {
-      std::ifstream in(a_.trace);
-      std::stringstream text;
-      text << in.rdbuf();
-      if (!in) throw cli_failure(exit_usage, "advise: --trace " + a_.trace + " cannot be read");
-      auto parsed = parse_trace(text.str());
-      if (!parsed) throw cli_failure(exit_usage, "advise: --trace " + a_.trace + ": " + parsed.error());
+      auto parsed = read_trace_file(a_.trace);
+      if (!parsed) throw cli_failure(exit_usage, "advise: --trace " + parsed.error());
       trace_ = std::move(*parsed);
     }
     for (const auto& f : quantized()) {
@@ -163,9 +154,7 @@ class adviser {
     auto created = run_on(io_, lifecycle_->create(std::move(spec)));
     if (!created) {
       const auto& e = created.error();
-      std::string why = e.message;
-      for (const auto& p : e.problems) why += "; " + p.field + ": " + p.message;
-      throw cli_failure(e.kind == api::service_errc::invalid ? exit_usage : exit_database, "advise: " + why);
+      throw cli_failure(e.kind == api::service_errc::invalid ? exit_usage : exit_database, "advise: " + e.message);
     }
     return created->id;
   }
@@ -293,7 +282,8 @@ void add_advise_command(CLI::App& app) {
       ->check(CLI::IsMember(std::vector<std::string>(kAdviseAxes.begin(), kAdviseAxes.end())));
   cmd->add_option("--rate", args->rate, "the load: Poisson arrivals at this many requests/s (default: --slots requests in flight)")
       ->check(CLI::Range(0.01, 10000.0));
-  cmd->add_option("--trace", args->trace, "the load: a recorded trace (docs/load.md: JSON Lines, a JSON array or CSV)");
+  cmd->add_option("--trace", args->trace, "the load: a recorded trace (docs/load.md: JSON Lines, a JSON array or CSV)")
+      ->excludes("--rate");
   cmd->add_option("--prompt-tokens", args->prompt_tokens, "the load's prompt length")->check(CLI::Range(1, 8192));
   cmd->add_option("--output-tokens", args->output_tokens, "the load's answer length")->check(CLI::Range(1, 8192));
   cmd->add_option("--load-seconds", args->load_seconds, "how long each configuration runs under the load")->check(CLI::Range(2.0, 600.0));

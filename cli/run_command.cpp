@@ -54,12 +54,8 @@ audit::audit_spec build_spec(const run_args& a) {
     spec.backends.push_back({b->name, b->url, a.api});
   }
   if (!a.load_trace.empty()) {
-    std::ifstream in(a.load_trace);
-    if (!in) throw cli_failure(exit_usage, "run: cannot read " + a.load_trace);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto trace = parse_trace(ss.str());
-    if (!trace) throw cli_failure(exit_usage, "run: --load-trace " + a.load_trace + ": " + trace.error());
+    auto trace = read_trace_file(a.load_trace);
+    if (!trace) throw cli_failure(exit_usage, "run: --load-trace " + trace.error());
     audit::condition c{"load_trace", audit::condition_kind::load, 1, 1, false, false};
     c.load.arrival = audit::arrival_kind::trace;
     c.load.levels = a.trace_speeds.empty() ? std::vector<double>{1} : a.trace_speeds;

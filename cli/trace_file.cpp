@@ -3,6 +3,8 @@
 #include "trace_file.hpp"
 
 #include <charconv>
+#include <fstream>
+#include <sstream>
 
 #include "storage/documents.hpp"
 
@@ -71,6 +73,16 @@ expected<std::vector<audit::trace_entry>, std::string> parse_trace(std::string_v
   }
   if (out.empty()) return unexpected{std::string("the trace has no request")};
   return out;
+}
+
+expected<std::vector<audit::trace_entry>, std::string> read_trace_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return unexpected{path + ": cannot be read"};
+  std::stringstream text;
+  text << in.rdbuf();
+  auto parsed = parse_trace(text.str());
+  if (!parsed) return unexpected{path + ": " + parsed.error()};
+  return parsed;
 }
 
 }  // namespace logitaudit::cli

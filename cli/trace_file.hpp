@@ -17,5 +17,7 @@ namespace logitaudit::cli {
 // Errors name the line ("line 7: not a JSON object") and stop at the first; a file of more
 // than audit::kMaxTraceEntries requests is refused.
 expected<std::vector<audit::trace_entry>, std::string> parse_trace(std::string_view text);
+// The file at `path` parsed; errors begin with the path ("t.csv: line 7: ...").
+expected<std::vector<audit::trace_entry>, std::string> read_trace_file(const std::string& path);
 
 }  // namespace logitaudit::cli

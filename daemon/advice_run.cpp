@@ -5,7 +5,6 @@
 // the advice's evidence (audit/advice_evidence.hpp); the advice analysis judges it.
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 
 #include "audit/advice.hpp"
@@ -40,7 +39,8 @@ audit::advice_trial trial_of(std::int64_t id, audit::job_status status, const st
 }  // namespace
 
 net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t id, const audit::audit_spec& spec,
-                                                                    const audit::findings& f, const run_controls& controls) {
+                                                                    const audit::findings& f, std::int64_t own_requests,
+                                                                    const run_controls& controls) {
   audit::advice_evidence out;
   auto file_of = [this](const std::string& model) {
     for (const auto& m : config_.managed.models)
@@ -49,7 +49,7 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
   };
   for (const auto& b : spec.backends)
     if (b.managed) out.commands[b.name] = clients::server_command(*b.managed, file_of(b.managed->model), config_.managed.ctx_per_slot);
-  std::vector<std::string> tags = {"advise", "advice-of:" + std::to_string(id)};
+  std::vector<std::string> tags = {"advise", advice_of_tag(id)};
   for (const auto& model : spec.sweep->models) {
     out.model_sha256.push_back(co_await clients::model_file_sha256(file_of(model)));
     // A server of any of the files finds the advice by it (stored_advice_for).
@@ -59,7 +59,7 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
 
   // An earlier run of this job (a daemon that stopped meanwhile): its ended certify jobs stand,
   // the others are cancelled.
-  auto earlier_of = [tag = "advice-of:" + std::to_string(id)](storage::store& s) {
+  auto earlier_of = [tag = advice_of_tag(id)](storage::store& s) {
     std::pair<std::map<std::string, audit::advice_trial>, std::int64_t> out;  // the ended, and the others' requests
     auto& [ended, cancelled_requests] = out;
     storage::job_query q;
@@ -81,12 +81,10 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
   };
   auto [earlier, cancelled_requests] = co_await on_db(db_, std::move(earlier_of));
   out.other_requests = cancelled_requests;
-  // The progress: each certify job's requests join the job's total as it starts.
-  auto total_of = [id](storage::store& s) {
-    const auto j = s.jobs().get(id);
-    return j ? j->total_requests : std::int64_t{0};
-  };
-  std::int64_t total = co_await on_db(db_, std::move(total_of));
+  // The progress: what the job and its certify jobs sent so far, then each certify job's
+  // planned requests as it starts.
+  std::int64_t total = own_requests + cancelled_requests;
+  for (const auto& [name, t] : earlier) total += t.requests;
 
   const auto deadline = clock_type::now() + std::chrono::seconds(static_cast<long>(spec.advise->certify_minutes * 60));
   bool certified = false;
@@ -116,7 +114,6 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
       audit::advice_trial t;
       t.outcome = audit::advice_outcome::failed;
       t.evidence = "its certify job could not be made: " + created.error().message;
-      for (const auto& p : created.error().problems) t.evidence += "; " + p.field + ": " + p.message;
       out.trials[name] = t;
       continue;
     }
@@ -126,17 +123,20 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
       s.jobs().set_total_requests(id, total);
       return 0;
     });
-    // The child's groups count as this job's progress, and a stop of this job stops it.
+    // A stop of this job stops it; its groups count in this job's progress (and its requests
+    // in the daemon's counters), and whoever follows this job is woken as they are stored.
     run_controls child;
     child.stop = controls.stop;
-    child.on_group = [this, id](const clients::group_outcome& g) {
+    child.on_group = [this, id, outer = controls.on_group](const clients::group_outcome& g) {
       db_.post([id, n = static_cast<std::int64_t>(g.runs.size())](storage::store& s) {
         try {
           s.jobs().add_done_requests(id, n);
-        } catch (const std::exception&) {  // progress only
+        } catch (const std::exception&) {  // progress only: the end sets the total right
         }
       });
+      if (outer) outer(g);
     };
+    child.on_stored = controls.on_stored;
     const auto end = co_await run(created->id, child);
     if (end.status == audit::job_status::running) break;  // a shutdown: resumed with this job
     auto requests = [cid = created->id](storage::store& s) {

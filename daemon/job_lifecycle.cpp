@@ -641,9 +641,11 @@ net::awaitable<job_end> job_lifecycle::run(std::int64_t id, run_controls control
   if (spec->advise && end.status == audit::job_status::done) {
     // The sweep ranked; its certify jobs now try the configurations, and the advice is judged
     // with what they stored.
-    ev.evidence.advice_run = co_await certify_phase(id, *spec, f, controls);
+    ev.evidence.advice_run = co_await certify_phase(id, *spec, f, planned, controls);
     if (controls.stop->requested && !controls.stop->by_user) {
       spdlog::info("audit {}: stopped by a shutdown in its certify phase; stays running, to be resumed", id);
+      end.status = audit::job_status::running;
+      end.error.clear();
       co_return end;
     }
     if (controls.stop->requested) end.status = audit::job_status::cancelled;

@@ -146,8 +146,11 @@ class job_lifecycle {
   // evaluated findings `f`, then certify jobs of its own from the fastest down until one is
   // certified; what they stored. An earlier run's certify jobs are reused when they ended, and
   // cancelled when they did not.
+  // `own_requests`: what the job sent itself (its progress's total before its certify jobs).
+  // Suspends (db thread, the certify jobs' runs); a stop ends it before the next certify job.
   net::awaitable<audit::advice_evidence> certify_phase(std::int64_t id, const audit::audit_spec& spec,
-                                                       const audit::findings& f, const run_controls& controls);
+                                                       const audit::findings& f, std::int64_t own_requests,
+                                                       const run_controls& controls);
   // Stores the end and the findings; returns why that failed (the job is then marked failed),
   // or an empty string.
   net::awaitable<std::string> store_end(std::int64_t id, job_end end, audit::findings f, bool recount,

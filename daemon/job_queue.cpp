@@ -1,5 +1,6 @@
 // Dispatch, waits and the hand-over between the queue's executor and the audits'.
 #include "job_queue.hpp"
+#include "stored_advice.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -294,6 +295,13 @@ net::awaitable<void> job_queue::recover_left() {
       const bool resume = config_.resume_interrupted;
       spdlog::info("audit {} was left running; {}", r.id, resume ? "resuming it" : "marking it interrupted");
       auto requeue = [id = r.id, resume](storage::store& s) {
+        // A certify job an advise job ran itself is never the queue's: its advise job, resumed,
+        // makes it again.
+        if (const auto j = s.jobs().get(id); j && advice_of(j->tags)) {
+          s.jobs().set_status(id, audit::job_status::cancelled, storage::now_utc(),
+                              "the daemon stopped while its advise job ran it; the advise job makes it again");
+          return 0;
+        }
         s.jobs().set_status(id, resume ? audit::job_status::queued : audit::job_status::interrupted, storage::now_utc(),
                             resume ? "" : "the daemon stopped while it ran; its stored groups are kept");
         return 0;

@@ -50,8 +50,11 @@ lifecycle_config lifecycle_settings(const config::daemon_config& c) {
   for (const auto& m : c.managed.models) l.managed.models.push_back({m.name, m.path});
   l.managed.ctx_per_slot = c.managed.ctx_per_slot;
   l.managed.startup_timeout = std::chrono::seconds(c.managed.startup_timeout_s);
-  l.managed.log_dir = !c.managed.log_dir.empty() ? std::filesystem::path(c.managed.log_dir)
+  // Beside the database; a database in memory (`logitaudit run` or `advise` without --db) keeps
+  // none of them, nor its servers' logs, which go to the temporary directory.
+  l.managed.log_dir = !c.managed.log_dir.empty()          ? std::filesystem::path(c.managed.log_dir)
                       : storage::is_postgres_url(c.database) ? std::filesystem::absolute("managed-logs")
+                      : c.database == ":memory:"             ? std::filesystem::temp_directory_path() / "logitaudit-managed-logs"
                                                              : std::filesystem::absolute(c.database).parent_path() / "managed-logs";
   return l;
 }

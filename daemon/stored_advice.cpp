@@ -16,6 +16,22 @@ namespace logitaudit::daemon {
 std::string advice_tag(const std::string& model_sha256) { return "advise-model:" + model_sha256.substr(0, 16); }
 
 namespace {
+constexpr std::string_view kAdviceOf = "advice-of:";
+}  // namespace
+
+std::string advice_of_tag(std::int64_t advise_job) { return std::string(kAdviceOf) + std::to_string(advise_job); }
+
+std::optional<std::int64_t> advice_of(const std::vector<std::string>& tags) {
+  for (const auto& t : tags) {
+    if (!t.starts_with(kAdviceOf)) continue;
+    std::int64_t id = 0;
+    const auto [end, ec] = std::from_chars(t.data() + kAdviceOf.size(), t.data() + t.size(), id);
+    if (ec == std::errc{} && end == t.data() + t.size() && id > 0) return id;
+  }
+  return std::nullopt;
+}
+
+namespace {
 
 // Every ended job carrying `tag` with an id below `before` (0: any), newest first, until `visit`
 // says it is done.
@@ -37,17 +53,14 @@ void each_tagged(storage::store& s, const std::string& tag, std::int64_t before,
 // its "advice-of:ID" tag): 1 - its ranking figure over the best configuration's. A certify job
 // of an advice made before advise jobs: its newest advise sweep's tokens/s. -1: neither found.
 double cost_of(storage::store& s, const storage::job_record& certify, const std::string& tag, const std::string& configuration) {
-  for (const auto& t : certify.tags)
-    if (t.rfind("advice-of:", 0) == 0) {
-      std::int64_t id = 0;
-      std::from_chars(t.data() + 10, t.data() + t.size(), id);
-      const auto parent = s.jobs().get(id);
-      const auto* advice = parent && parent->findings ? parent->findings->sections.find<audit::advice_section>() : nullptr;
-      if (advice)
-        for (const auto& r : advice->rows)
-          if (r.certify_audit == certify.id) return r.cost;
-      return -1;
-    }
+  if (const auto id = advice_of(certify.tags)) {
+    const auto parent = s.jobs().get(*id);
+    const auto* advice = parent && parent->findings ? parent->findings->sections.find<audit::advice_section>() : nullptr;
+    if (advice)
+      for (const auto& r : advice->rows)
+        if (r.certify_audit == certify.id) return r.cost;
+    return -1;
+  }
   const std::int64_t before = certify.id;
   double cost = -1;
   each_tagged(s, tag, before, [&](const storage::job_record& j) {

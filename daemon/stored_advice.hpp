@@ -6,7 +6,9 @@
 #pragma once
 
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "audit/harness_power.hpp"
 #include "storage/repositories.hpp"
@@ -15,6 +17,11 @@ namespace logitaudit::daemon {
 
 // The tag `logitaudit advise` puts on its sweep and its certify jobs: "advise-model:" and the
 // first 16 hex digits of the model file's sha256.
+// The tag of an advise job's certify jobs ("advice-of:12"), and the advise job a job's tags name
+// that way (none: it is not one).
+std::string advice_of_tag(std::int64_t advise_job);
+std::optional<std::int64_t> advice_of(const std::vector<std::string>& tags);
+
 std::string advice_tag(const std::string& model_sha256);
 
 // nullopt when the database holds no certified advice for that file on the build and host of

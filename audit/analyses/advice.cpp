@@ -1,11 +1,18 @@
 // The advice analysis (audit/advice.hpp, docs/advise.md): an advise job's configurations ranked
 // by its load condition, each with its certify job's outcome; its sentence first among the
 // findings, and its part of the report after the verdict.
+#include <algorithm>
+
 #include "audit/advice.hpp"
 #include "audit/analysis.hpp"
 
 namespace logitaudit::audit {
 namespace {
+
+// Its certify phase ran (a row's command is known then): there is an advice to give.
+bool advised(const advice_section& a) {
+  return std::any_of(a.rows.begin(), a.rows.end(), [](const advice_row& r) { return !r.command.empty(); });
+}
 
 class advice_analysis_t final : public analysis {
  public:
@@ -25,7 +32,7 @@ class advice_analysis_t final : public analysis {
   report_place place() const override { return report_place::lead; }
 
   void render(const findings& f, report_format fmt, std::string& out) const override {
-    if (const auto* a = f.sections.find<advice_section>(); a && !a->rows.empty()) write_advice(out, *a, fmt);
+    if (const auto* a = f.sections.find<advice_section>(); a && advised(*a)) write_advice(out, *a, fmt);
   }
 };
 

@@ -4,6 +4,8 @@
 // and the advice section's stored form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "audit/advice.hpp"
 #include "audit/load.hpp"
 #include "storage/documents.hpp"
@@ -63,6 +65,11 @@ TEST(advice, the_preset_is_a_sweep_with_one_load_condition_and_its_fields_are_ch
   const auto p = audit::validate(bad, {}, {});
   for (const char* f : {"advise.claim", "advise.certify_requests", "advise.certify_minutes", "conditions"})
     EXPECT_TRUE(has_field(p, f)) << f;
+  auto no_load = spec;
+  no_load.conditions.erase(std::remove_if(no_load.conditions.begin(), no_load.conditions.end(),
+                                          [](const audit::condition& c) { return c.kind == audit::condition_kind::load; }),
+                           no_load.conditions.end());
+  EXPECT_TRUE(has_field(audit::validate(no_load, {}, kinds), "conditions")) << "no load condition ranks nothing";
   auto no_sweep = *audit::preset("advise");
   no_sweep.sweep.reset();
   EXPECT_TRUE(has_field(audit::validate(no_sweep, {}, {}), "sweep"));
@@ -117,6 +124,13 @@ TEST(advice, with_an_objective_goodput_ranks_and_ties_go_to_the_faster) {
   curves[1] = curve(spec.backends[1].name, 500, 2.0);
   a = audit::rank_configurations(spec, f);
   EXPECT_EQ(a.rows.front().configuration, spec.backends[0].name) << "equal goodput: the faster first";
+  // None met the objective: throughput ranks, and says why.
+  curves[0] = curve(spec.backends[0].name, 900, 0);
+  curves[1] = curve(spec.backends[1].name, 500, 0);
+  a = audit::rank_configurations(spec, f);
+  EXPECT_EQ(a.rows.front().configuration, spec.backends[0].name);
+  EXPECT_NEAR(a.rows.back().cost, 1 - 500.0 / 900.0, 1e-12);
+  EXPECT_EQ(a.ranked_by, "output tokens/s (no configuration met the objective: goodput (requests/s with TTFT <= 500 ms))");
 }
 
 TEST(advice, the_first_certified_in_the_ranking_is_chosen_and_the_section_is_stored_whole) {
