@@ -101,6 +101,7 @@ advice_section rank_configurations(const audit_spec& spec, const findings& f, co
     if (best > 0) r.cost = 1 - figure(r) / best;
   }
   if (!run) return a;
+  a.confirmation = run->confirmation;
   for (std::size_t i = 0; i < a.rows.size(); ++i) {
     auto& r = a.rows[i];
     if (auto c = run->commands.find(r.configuration); c != run->commands.end()) r.command = c->second;
@@ -125,6 +126,44 @@ audit_spec advice_certify_spec(const audit_spec& advise, const advice_row& row, 
   spec.certify->budget_minutes = std::max(1, minutes);
   spec.tags = std::move(tags);
   return spec;
+}
+
+audit_spec advice_confirm_spec(const audit_spec& advise, const advice_row& fastest, const advice_row& certified,
+                               std::vector<std::string> tags) {
+  audit_spec spec;
+  spec.prompts = advise.prompts;
+  spec.n_predict = advise.n_predict;
+  spec.top_k = advise.top_k;
+  spec.conditions = {*advice_load(advise), {"control_prompt", condition_kind::control_prompt, 1, 1, false, false}};
+  for (int r = 1; r <= kConfirmRounds; ++r)
+    for (const auto* row : {&fastest, &certified})
+      spec.backends.push_back({row->configuration + ",round=" + std::to_string(r), "", "llama", row->settings});
+  spec.tags = std::move(tags);
+  spec.tags.push_back(kConfirmTag);
+  return spec;
+}
+
+advice_confirmation confirmation_of(const audit_spec& advise, const audit_spec& confirm, const findings& f, std::int64_t audit) {
+  advice_confirmation out;
+  out.audit = audit;
+  out.rounds = kConfirmRounds;
+  const condition* load = advice_load(advise);
+  const bool goodput = load && has_objective(load->load);
+  std::vector<double> figures[2];  // the fastest's, the certified's, by round
+  for (std::size_t i = 0; i < confirm.backends.size(); ++i)
+    for (const auto& c : section<load_section>(f).curves) {
+      if (c.backend != confirm.backends[i].name || c.levels.empty() || c.levels.front().measurement.completed <= 0) continue;
+      const auto& m = c.levels.front().measurement;
+      figures[i % 2].push_back(goodput ? std::max(0.0, m.goodput_rps) : m.output_throughput);
+    }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return -1.0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  out.fastest = median(figures[0]);
+  out.certified = median(figures[1]);
+  return out;
 }
 
 std::string certificate_evidence(const certificate& c) {
@@ -167,6 +206,11 @@ std::string advice_sentence(const advice_section& a) {
   else
     s += ", " + fixed(100 * c->cost, 0) + "% below the fastest (" + best.configuration + ": " + std::string(to_string(best.outcome)) +
          (best.evidence.empty() ? "" : ", " + best.evidence) + ")";
+  if (const auto cost = a.confirmed_cost())
+    s += "; measured again in " + std::to_string(a.confirmation->rounds) + " alternating rounds on fresh servers (audit " +
+         std::to_string(a.confirmation->audit) + "): " + fixed(a.confirmation->certified, 0) + " against " +
+         fixed(a.confirmation->fastest, 0) + (a.ranked_by.starts_with("goodput") ? " requests/s" : " tokens/s") + ", a cost of " +
+         fixed(100 * *cost, 0) + "%";
   return s + "; certificate: audit " + std::to_string(c->certify_audit) + ". It holds for this host, this llama-server build and these files only.";
 }
 

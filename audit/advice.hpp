@@ -45,6 +45,13 @@ struct advice_section {
   std::vector<std::string> model_sha256;  // of sweep.models' files, in their order
   std::vector<advice_row> rows;           // best first
   int chosen = -1;                        // the certified row (-1: none)
+  // The cost measured again: the certified and the fastest configurations in alternating rounds
+  // (absent: not measured, or the fastest is the certified one).
+  std::optional<advice_confirmation> confirmation;
+  std::optional<double> confirmed_cost() const {
+    if (!confirmation || confirmation->fastest <= 0 || confirmation->certified < 0) return std::nullopt;
+    return 1 - confirmation->certified / confirmation->fastest;
+  }
 
   const advice_row* certified() const { return chosen >= 0 && chosen < static_cast<int>(rows.size()) ? &rows[chosen] : nullptr; }
   bool operator==(const advice_section&) const = default;
@@ -62,6 +69,16 @@ advice_section rank_configurations(const audit_spec& spec, const findings& f, co
 // The certify job of `row`: the claim's preset on a managed server of its settings, with the
 // advise job's n_predict, `requests` and `minutes`, tagged.
 audit_spec advice_certify_spec(const audit_spec& advise, const advice_row& row, int minutes, std::vector<std::string> tags);
+
+// The confirmation job: `rounds` alternating rounds of the fastest and the certified rows (the
+// fastest first), each round a managed server of its own named "CONFIGURATION,round=N", under
+// the advise job's load condition alone and its prompt control; tagged kConfirmTag too.
+inline constexpr int kConfirmRounds = 3;
+inline constexpr const char* kConfirmTag = "advise-confirm";  // the confirmation job's tag
+audit_spec advice_confirm_spec(const audit_spec& advise, const advice_row& fastest, const advice_row& certified,
+                               std::vector<std::string> tags);
+// Its medians from its evaluated findings (the ranking figure as `advise` ranks).
+advice_confirmation confirmation_of(const audit_spec& advise, const audit_spec& confirm, const findings& f, std::int64_t audit);
 
 // What decided a certificate, in a few words: its first confirmed counterexample with its rate,
 // else the families that were not tested.

@@ -31,12 +31,23 @@ struct advice_trial {
   std::int64_t requests = 0;  // the requests it sent (the advise job's progress counts them)
 };
 
+// The certified configuration and the fastest measured again (the confirmation job): `rounds`
+// alternating rounds, each on a server of its own, under the same load; the medians of the
+// ranking figure (output tokens/s, or goodput).
+struct advice_confirmation {
+  std::int64_t audit = 0;
+  int rounds = 0;
+  double fastest = -1, certified = -1;  // -1: not measured
+  bool operator==(const advice_confirmation&) const = default;
+};
+
 struct advice_evidence {
   std::map<std::string, std::string> commands;  // by configuration: the llama-server command line
   std::vector<std::string> model_sha256;        // of sweep.models' files, in their order
   std::map<std::string, advice_trial> trials;   // by configuration
   std::map<std::string, std::string> not_tried;  // by configuration: why its certify job was not made
-  std::int64_t other_requests = 0;  // sent by its certify jobs that did not end (a restart cancelled them)
+  std::int64_t other_requests = 0;  // sent by its held jobs that are not trials (the confirmation, those a restart cancelled)
+  std::optional<advice_confirmation> confirmation;  // when a certified configuration is not the fastest
 };
 
 }  // namespace logitaudit::audit

@@ -233,6 +233,10 @@ class adviser {
       json out = {{"audit", id}, {"model", a_.model}, {"model_sha256", advice.model_sha256}, {"claim", advice.claim},
                   {"load", advice.load}, {"ranked_by", advice.ranked_by}, {"certified", c ? json(c->configuration) : json(nullptr)},
                   {"command", c ? json(c->command) : json(nullptr)}, {"configurations", rows}};
+      if (const auto cost = advice.confirmed_cost())
+        out["confirmation"] = {{"audit", advice.confirmation->audit}, {"rounds", advice.confirmation->rounds},
+                               {"fastest", advice.confirmation->fastest}, {"certified", advice.confirmation->certified},
+                               {"cost", *cost}};
       std::cout << out.dump(1) << "\n";
       return;
     }

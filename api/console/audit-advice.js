@@ -18,6 +18,11 @@ export function render({ report }) {
       ` (${chosen.configuration}): ${chosen.tokens_per_s.toFixed(0)} tokens/s` +
       (chosen.cost > 0 ? `, ${Math.round(100 * chosen.cost)}% below the fastest configuration.` : ', the fastest configuration swept.'))
       : h('p', null, 'No configuration tried was certified; the table says what each certify job found.'),
+    a.confirmation && a.confirmation.fastest > 0 && a.confirmation.certified >= 0
+      ? h('p', { 'data-testid': 'advice-confirmation' }, `Measured again in ${a.confirmation.rounds} alternating rounds on fresh servers (`,
+        h('a', { href: `#/audits/${Number(a.confirmation.audit)}` }, `audit ${a.confirmation.audit}`),
+        `): ${a.confirmation.certified.toFixed(0)} against ${a.confirmation.fastest.toFixed(0)}, a cost of ${Math.round(100 * (1 - a.confirmation.certified / a.confirmation.fastest))}%.`)
+      : null,
     h('p', { class: 'muted' }, `Ranked by ${a.ranked_by} under ${a.load}. The advice holds for this host, this llama-server build and these model files only.`),
     table(head, a.rows.map((r) => h('tr', { 'data-configuration': r.configuration }, h('td', null, r.configuration),
       h('td', { class: 'num' }, r.tokens_per_s < 0 ? '–' : r.tokens_per_s.toFixed(0)),

@@ -43,6 +43,15 @@ const object_table<audit::advice_row>& advice_rows_table() {
   return t;
 }
 
+const object_table<audit::advice_confirmation>& confirmation_table() {
+  using C = audit::advice_confirmation;
+  static const std::vector<field<C>> rows = {
+      must<&C::audit>("audit"), must<&C::rounds>("rounds"), must<&C::fastest>("fastest"), must<&C::certified>("certified"),
+  };
+  static const auto t = stored(rows);
+  return t;
+}
+
 const object_table<audit::advice_section>& advice_section_table() {
   using A = audit::advice_section;
   static const std::vector<field<A>> rows = {
@@ -52,6 +61,7 @@ const object_table<audit::advice_section>& advice_section_table() {
       must<&A::model_sha256>("model_sha256"),
       required(list_of<&A::rows>("rows", advice_rows_table())),
       must<&A::chosen>("chosen"),
+      fields::optional_object<&A::confirmation>("confirmation", confirmation_table()),
   };
   static const auto t = stored(rows);
   return t;

@@ -164,3 +164,32 @@ TEST(advice, the_first_certified_in_the_ranking_is_chosen_and_the_section_is_sto
   ASSERT_TRUE(s);
   EXPECT_EQ(*s, a);
 }
+
+TEST(advice, the_cost_measured_again_is_the_medians_of_alternating_rounds) {
+  const auto spec = advise_spec({"q4"});
+  audit::advice_row fastest, certified;
+  fastest.configuration = spec.backends[0].name;
+  certified.configuration = spec.backends[1].name;
+  fastest.settings = *spec.backends[0].managed;
+  certified.settings = *spec.backends[1].managed;
+  const auto confirm = audit::advice_confirm_spec(spec, fastest, certified, {"advise"});
+  ASSERT_EQ(confirm.backends.size(), 2u * audit::kConfirmRounds);
+  EXPECT_EQ(confirm.backends[0].name, fastest.configuration + ",round=1");
+  EXPECT_EQ(confirm.backends[1].name, certified.configuration + ",round=1");
+  EXPECT_NE(std::find(confirm.tags.begin(), confirm.tags.end(), audit::kConfirmTag), confirm.tags.end());
+  const std::vector<std::string> kinds = {"llama"};
+  const auto problems = audit::validate(confirm, {}, kinds);
+  EXPECT_TRUE(problems.empty()) << problems.front().field << ": " << problems.front().message;
+  audit::findings f;
+  auto& curves = f.sections.put<audit::load_section>().curves;
+  const double figures[] = {1000, 500, 1200, 450, 900, 700};  // fastest, certified, by round
+  for (std::size_t i = 0; i < confirm.backends.size(); ++i) curves.push_back(curve(confirm.backends[i].name, figures[i]));
+  const auto c = audit::confirmation_of(spec, confirm, f, 42);
+  EXPECT_EQ(c.audit, 42);
+  EXPECT_DOUBLE_EQ(c.fastest, 1000);
+  EXPECT_DOUBLE_EQ(c.certified, 500);
+  audit::advice_section a;
+  a.confirmation = c;
+  ASSERT_TRUE(a.confirmed_cost());
+  EXPECT_DOUBLE_EQ(*a.confirmed_cost(), 0.5);
+}
