@@ -134,7 +134,12 @@ audit_spec advice_confirm_spec(const audit_spec& advise, const advice_row& faste
   spec.prompts = advise.prompts;
   spec.n_predict = advise.n_predict;
   spec.top_k = advise.top_k;
-  spec.conditions = {*advice_load(advise), {"control_prompt", condition_kind::control_prompt, 1, 1, false, false}};
+  // A fresh server's first requests run cold (its weights' pages, its threads): two bursts of the
+  // load's width warm it before the load is measured, as the sweep's conditions do there.
+  const int width = std::max(1, static_cast<int>(advice_load(advise)->load.levels.empty() ? 4 : advice_load(advise)->load.levels[0]));
+  spec.conditions = {{"warm_up", condition_kind::throughput, std::min(width, 64), 2, false, false},
+                     {"control_prompt", condition_kind::control_prompt, 1, 1, false, false},
+                     *advice_load(advise)};
   for (int r = 1; r <= kConfirmRounds; ++r)
     for (const auto* row : {&fastest, &certified})
       spec.backends.push_back({row->configuration + ",round=" + std::to_string(r), "", "llama", row->settings});

@@ -71,8 +71,8 @@ advice_section rank_configurations(const audit_spec& spec, const findings& f, co
 audit_spec advice_certify_spec(const audit_spec& advise, const advice_row& row, int minutes, std::vector<std::string> tags);
 
 // The confirmation job: `rounds` alternating rounds of the fastest and the certified rows (the
-// fastest first), each round a managed server of its own named "CONFIGURATION,round=N", under
-// the advise job's load condition alone and its prompt control; tagged kConfirmTag too.
+// fastest first), each round a managed server of its own named "CONFIGURATION,round=N": two
+// warm-up bursts, a prompt control, then the advise job's load condition; tagged kConfirmTag.
 inline constexpr int kConfirmRounds = 3;
 inline constexpr const char* kConfirmTag = "advise-confirm";  // the confirmation job's tag
 audit_spec advice_confirm_spec(const audit_spec& advise, const advice_row& fastest, const advice_row& certified,
