@@ -168,6 +168,8 @@ advice_confirmation confirmation_of(const audit_spec& advise, const audit_spec& 
   };
   out.fastest = median(figures[0]);
   out.certified = median(figures[1]);
+  out.fastest_rounds = figures[0];
+  out.certified_rounds = figures[1];
   return out;
 }
 
@@ -198,6 +200,23 @@ advice_outcome outcome_of(certificate_outcome o) {
   return advice_outcome::failed;
 }
 
+namespace {
+
+// " (rounds: 35 to 45%)": each round's cost, its certified figure over the same round's fastest.
+std::string round_costs(const advice_confirmation& c) {
+  double lo = 2, hi = -2;
+  for (std::size_t i = 0; i < std::min(c.fastest_rounds.size(), c.certified_rounds.size()); ++i)
+    if (c.fastest_rounds[i] > 0) {
+      const double cost = 1 - c.certified_rounds[i] / c.fastest_rounds[i];
+      lo = std::min(lo, cost);
+      hi = std::max(hi, cost);
+    }
+  if (hi < lo) return "";
+  return " (round by round: " + fixed(100 * lo, 0) + (fixed(100 * lo, 0) == fixed(100 * hi, 0) ? "" : " to " + fixed(100 * hi, 0)) + "%)";
+}
+
+}  // namespace
+
 std::string advice_sentence(const advice_section& a) {
   const auto* c = a.certified();
   if (!c)
@@ -215,7 +234,7 @@ std::string advice_sentence(const advice_section& a) {
     s += "; measured again in " + std::to_string(a.confirmation->rounds) + " alternating rounds on fresh servers (audit " +
          std::to_string(a.confirmation->audit) + "): " + fixed(a.confirmation->certified, 0) + " against " +
          fixed(a.confirmation->fastest, 0) + (a.ranked_by.starts_with("goodput") ? " requests/s" : " tokens/s") + ", a cost of " +
-         fixed(100 * *cost, 0) + "%";
+         fixed(100 * *cost, 0) + "%" + round_costs(*a.confirmation);
   return s + "; certificate: audit " + std::to_string(c->certify_audit) + ". It holds for this host, this llama-server build and these files only.";
 }
 

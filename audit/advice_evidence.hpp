@@ -38,6 +38,7 @@ struct advice_confirmation {
   std::int64_t audit = 0;
   int rounds = 0;
   double fastest = -1, certified = -1;  // -1: not measured
+  std::vector<double> fastest_rounds, certified_rounds;  // each round's figure, in round order
   bool operator==(const advice_confirmation&) const = default;
 };
 

@@ -236,6 +236,8 @@ class adviser {
       if (const auto cost = advice.confirmed_cost())
         out["confirmation"] = {{"audit", advice.confirmation->audit}, {"rounds", advice.confirmation->rounds},
                                {"fastest", advice.confirmation->fastest}, {"certified", advice.confirmation->certified},
+                               {"fastest_rounds", advice.confirmation->fastest_rounds},
+                               {"certified_rounds", advice.confirmation->certified_rounds},
                                {"cost", *cost}};
       std::cout << out.dump(1) << "\n";
       return;

@@ -47,6 +47,7 @@ const object_table<audit::advice_confirmation>& confirmation_table() {
   using C = audit::advice_confirmation;
   static const std::vector<field<C>> rows = {
       must<&C::audit>("audit"), must<&C::rounds>("rounds"), must<&C::fastest>("fastest"), must<&C::certified>("certified"),
+      must<&C::fastest_rounds>("fastest_rounds"), must<&C::certified_rounds>("certified_rounds"),
   };
   static const auto t = stored(rows);
   return t;

@@ -192,4 +192,6 @@ TEST(advice, the_cost_measured_again_is_the_medians_of_alternating_rounds) {
   a.confirmation = c;
   ASSERT_TRUE(a.confirmed_cost());
   EXPECT_DOUBLE_EQ(*a.confirmed_cost(), 0.5);
+  EXPECT_EQ(c.fastest_rounds, (std::vector<double>{1000, 1200, 900}));
+  EXPECT_EQ(c.certified_rounds, (std::vector<double>{500, 450, 700}));
 }
