@@ -86,4 +86,86 @@ net::awaitable<std::string> model_file_sha256(std::string path) {
   co_return co_await net::co_spawn(hashing_pool(), hash_on_pool(std::move(path)), net::use_awaitable);
 }
 
+namespace {
+
+// A GGUF file's metadata, read in order (little-endian, as every GGUF is written).
+class gguf_reader {
+ public:
+  explicit gguf_reader(const std::string& path) : f_(std::fopen(path.c_str(), "rb")) {}
+  ~gguf_reader() {
+    if (f_) std::fclose(f_);
+  }
+  gguf_reader(const gguf_reader&) = delete;
+  gguf_reader& operator=(const gguf_reader&) = delete;
+  bool ok() const { return f_ && ok_; }
+
+  template <class T>
+  T number() {
+    T v{};
+    ok_ = ok_ && f_ && std::fread(&v, sizeof v, 1, f_) == 1;
+    return v;
+  }
+  std::string text() {
+    const auto n = number<std::uint64_t>();
+    if (!ok() || n > (1u << 20)) return ok_ = false, std::string();
+    std::string s(n, '\0');
+    ok_ = n == 0 || std::fread(s.data(), 1, n, f_) == n;
+    return s;
+  }
+  // A value of GGUF type `type`: an unsigned integer's value, else nullopt (skipped).
+  std::optional<std::int64_t> value(std::uint32_t type) {
+    switch (type) {
+      case 0: return number<std::uint8_t>();
+      case 1: return number<std::int8_t>();
+      case 2: return number<std::uint16_t>();
+      case 3: return number<std::int16_t>();
+      case 4: return number<std::uint32_t>();
+      case 5: return number<std::int32_t>();
+      case 6: number<float>(); return std::nullopt;
+      case 7: number<std::uint8_t>(); return std::nullopt;
+      case 8: text(); return std::nullopt;
+      case 9: {
+        const auto inner = number<std::uint32_t>();
+        const auto n = number<std::uint64_t>();
+        for (std::uint64_t i = 0; ok() && i < n; ++i) value(inner);
+        return std::nullopt;
+      }
+      case 10: return static_cast<std::int64_t>(number<std::uint64_t>());
+      case 11: return number<std::int64_t>();
+      case 12: number<double>(); return std::nullopt;
+      default: ok_ = false; return std::nullopt;
+    }
+  }
+
+ private:
+  std::FILE* f_;
+  bool ok_ = true;
+};
+
+}  // namespace
+
+std::optional<std::int64_t> gguf_context_length(const std::string& path) {
+  gguf_reader r(path);
+  if (r.number<std::uint32_t>() != 0x46554747u) return std::nullopt;  // "GGUF"
+  const auto version = r.number<std::uint32_t>();
+  if (!r.ok() || (version != 2 && version != 3)) return std::nullopt;
+  r.number<std::uint64_t>();  // tensors
+  const auto keys = r.number<std::uint64_t>();
+  std::string architecture;
+  std::map<std::string, std::int64_t> numbers;
+  for (std::uint64_t i = 0; r.ok() && i < keys; ++i) {
+    const auto key = r.text();
+    const auto type = r.number<std::uint32_t>();
+    if (type == 8 && key == "general.architecture") {
+      architecture = r.text();
+      continue;
+    }
+    const auto v = r.value(type);
+    if (v && key.ends_with(".context_length")) numbers[key] = *v;
+  }
+  const auto it = numbers.find(architecture + ".context_length");
+  if (architecture.empty() || it == numbers.end() || it->second <= 0) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace logitaudit::clients

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <boost/asio.hpp>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace logitaudit::clients {
@@ -16,5 +18,10 @@ net::awaitable<std::string> model_file_sha256(std::string path);
 
 // The same, synchronously (tools and tests); "" when unreadable.
 std::string file_sha256(const std::string& path);
+
+// The context the model was trained for, from its GGUF metadata ("<architecture>.context_length"):
+// llama-server caps a slot's context there. Reads the header and metadata only (the tokenizer's
+// arrays are skipped); nullopt when the file is not a GGUF of version 2 or 3 or says none.
+std::optional<std::int64_t> gguf_context_length(const std::string& path);
 
 }  // namespace logitaudit::clients

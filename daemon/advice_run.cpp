@@ -158,6 +158,7 @@ net::awaitable<audit::advice_evidence> job_lifecycle::certify_phase(std::int64_t
       out.not_tried[name] = controls.stop->requested ? "the advise job was stopped" : "the certify phase's minutes ran out";
       continue;
     }
+    spdlog::info("audit {}: certifying {} ({:.0f} tokens/s)", id, name, row.tokens_per_s);
     const auto held = co_await run_held(audit::advice_certify_spec(spec, row, static_cast<int>(left + 0.5), tags));
     if (!held.why.empty()) {
       out.trials[name] = {0, audit::advice_outcome::failed, "its certify job could not be made: " + held.why, 0};

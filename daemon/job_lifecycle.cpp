@@ -11,6 +11,7 @@
 #include "clients/api_registry.hpp"
 #include "clients/llama_api.hpp"
 #include "clients/machine.hpp"
+#include "clients/model_file.hpp"
 #include "db_call.hpp"
 #include "stored_advice.hpp"
 #include "service_errors.hpp"
@@ -302,9 +303,16 @@ net::awaitable<std::string> job_lifecycle::expand_certify(audit::audit_spec& spe
     if (cs.n_batch <= 0) shape.n_batch = b.managed->batch;
     if (cs.n_ubatch <= 0) shape.n_ubatch = b.managed->ubatch;
     // A slot's share, unified or not: a unified cache holds more, but one request's context is
-    // also capped by the model's training context, which is not known before the server starts
-    // (a 2,056-token prompt on a unified 4,096 was refused: the tiny model trains on 2,048).
-    if (cs.n_ctx <= 0) shape.n_ctx = config_.managed.ctx_per_slot;
+    // also capped by the model's training context, which llama-server applies (a 2,056-token
+    // prompt on a unified 4,096 was refused: the tiny model trains on 2,048; a trained tiny
+    // model trained on 256 refused 263 tokens), read from the file's metadata.
+    if (cs.n_ctx <= 0) {
+      shape.n_ctx = config_.managed.ctx_per_slot;
+      for (const auto& m : config_.managed.models)
+        if (m.name == b.managed->model)
+          if (const auto trained = clients::gguf_context_length(m.path); trained && *trained < shape.n_ctx)
+            shape.n_ctx = static_cast<int>(*trained);
+    }
     source = "the managed server's settings (-np " + std::to_string(b.managed->parallel) + ", -b " +
              std::to_string(b.managed->batch) + ", -ub " + std::to_string(b.managed->ubatch) + ", -c " +
              std::to_string(config_.managed.ctx_per_slot * b.managed->parallel) + (b.managed->kv_unified ? ", -kvu" : "") + ")";

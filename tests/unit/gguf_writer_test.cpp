@@ -6,6 +6,7 @@
 #include <iterator>
 #include <set>
 
+#include "clients/model_file.hpp"
 #include "tools/gguf_writer.hpp"
 
 namespace fs = std::filesystem;
@@ -102,4 +103,19 @@ TEST(gguf_writer, invalid_shapes_name_the_argument) {
   errors = validate_shape(zero, false);
   EXPECT_TRUE(has("--n-layer must be positive"));
   EXPECT_TRUE(has("--n-vocab must be at least 260"));
+}
+
+// The context a managed server's slot is capped at comes from the file's metadata (certify sizes
+// its prompts by it): what the writer wrote is read back, past the tokenizer's arrays, and a
+// file that is not a GGUF says nothing.
+TEST(gguf_writer, the_training_context_is_read_back_from_the_metadata) {
+  const auto a = temp_file("ctx.gguf"), junk = temp_file("junk.gguf");
+  auto shape = *preset_shape("tiny");
+  shape.n_ctx = 256;
+  write_random_llama_gguf(shape, 7, "t", a);
+  EXPECT_EQ(logitaudit::clients::gguf_context_length(a.string()), 256);
+  std::ofstream(junk) << "GGUF but not really";
+  EXPECT_FALSE(logitaudit::clients::gguf_context_length(junk.string()));
+  EXPECT_FALSE(logitaudit::clients::gguf_context_length(temp_file("absent.gguf").string()));
+  fs::remove(a), fs::remove(junk);
 }
