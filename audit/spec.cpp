@@ -732,16 +732,19 @@ void validate_predictions(const audit_spec& s, const std::set<std::string>& cond
     if (s.tags[i].empty() || s.tags[i].size() > 64) add("tags[" + std::to_string(i) + "]", "must be 1 to 64 characters");
 }
 
+// What is wrong with a claim that names none of certify_claims(): the claims there are.
+std::string unknown_claim(const std::string& claim) {
+  std::string names;
+  for (const auto& k : certify_claims()) names += (names.empty() ? "" : ", ") + std::string(k.name);
+  return "unknown claim '" + claim.substr(0, 100) + "'; the claims are: " + names;
+}
+
 // A certify job's settings; a spec not yet expanded is then judged as what it expands to with
 // the shape its settings state (or its managed server's slots).
 std::optional<audit_spec> validate_certify(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
   auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
   const auto& c = *s.certify;
-  if (!find_claim(c.claim)) {
-    std::string names;
-    for (const auto& k : certify_claims()) names += (names.empty() ? "" : ", ") + std::string(k.name);
-    add("certify.claim", "unknown claim '" + c.claim.substr(0, 100) + "'; the claims are: " + names);
-  }
+  if (!find_claim(c.claim)) add("certify.claim", unknown_claim(c.claim));
   if (c.budget_requests < 1 || static_cast<std::size_t>(c.budget_requests) > lim.max_requests)
     add("certify.budget_requests", "must be between 1 and " + std::to_string(lim.max_requests));
   if (c.budget_minutes < 0 || c.budget_minutes > 1440) add("certify.budget_minutes", "must be between 0 (none) and 1440");
@@ -763,11 +766,7 @@ std::optional<audit_spec> validate_certify(const audit_spec& s, const spec_limit
 void validate_advise(const audit_spec& s, const spec_limits& lim, std::vector<spec_problem>& p) {
   auto add = [&](std::string field, std::string msg) { p.push_back({std::move(field), std::move(msg)}); };
   const auto& a = *s.advise;
-  if (!find_claim(a.claim)) {
-    std::string names;
-    for (const auto& k : certify_claims()) names += (names.empty() ? "" : ", ") + std::string(k.name);
-    add("advise.claim", "unknown claim '" + a.claim.substr(0, 100) + "'; the claims are: " + names);
-  }
+  if (!find_claim(a.claim)) add("advise.claim", unknown_claim(a.claim));
   if (a.certify_requests < 20 || static_cast<std::size_t>(a.certify_requests) > lim.max_requests)
     add("advise.certify_requests", "must be between 20 and " + std::to_string(lim.max_requests));
   if (!(a.certify_minutes >= 1 && a.certify_minutes <= 1440)) add("advise.certify_minutes", "must be between 1 and 1440");
