@@ -217,6 +217,18 @@ std::string round_costs(const advice_confirmation& c) {
 
 }  // namespace
 
+std::optional<double> advice_section::confirmed_cost() const {
+  if (!confirmation || confirmation->fastest <= 0 || confirmation->certified < 0) return std::nullopt;
+  const auto& c = *confirmation;
+  std::vector<double> costs;
+  for (std::size_t i = 0; i < std::min(c.fastest_rounds.size(), c.certified_rounds.size()); ++i)
+    if (c.fastest_rounds[i] > 0 && c.certified_rounds[i] >= 0) costs.push_back(1 - c.certified_rounds[i] / c.fastest_rounds[i]);
+  if (costs.empty()) return 1 - c.certified / c.fastest;
+  std::sort(costs.begin(), costs.end());
+  const auto n = costs.size();
+  return n % 2 ? costs[n / 2] : (costs[n / 2 - 1] + costs[n / 2]) / 2;
+}
+
 std::string advice_sentence(const advice_section& a) {
   const auto* c = a.certified();
   if (!c)
@@ -233,8 +245,8 @@ std::string advice_sentence(const advice_section& a) {
   if (const auto cost = a.confirmed_cost())
     s += "; measured again in " + std::to_string(a.confirmation->rounds) + " alternating rounds on fresh servers (audit " +
          std::to_string(a.confirmation->audit) + "): " + fixed(a.confirmation->certified, 0) + " against " +
-         fixed(a.confirmation->fastest, 0) + (a.ranked_by.starts_with("goodput") ? " requests/s" : " tokens/s") + ", a cost of " +
-         fixed(100 * *cost, 0) + "%" + round_costs(*a.confirmation);
+         fixed(a.confirmation->fastest, 0) + (a.ranked_by.starts_with("goodput") ? " requests/s" : " tokens/s") +
+         " by the medians, a cost of " + fixed(100 * *cost, 0) + "% by the median round" + round_costs(*a.confirmation);
   return s + "; certificate: audit " + std::to_string(c->certify_audit) + ". It holds for this host, this llama-server build and these files only.";
 }
 

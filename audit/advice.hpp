@@ -48,10 +48,10 @@ struct advice_section {
   // The cost measured again: the certified and the fastest configurations in alternating rounds
   // (absent: not measured, or the fastest is the certified one).
   std::optional<advice_confirmation> confirmation;
-  std::optional<double> confirmed_cost() const {
-    if (!confirmation || confirmation->fastest <= 0 || confirmation->certified < 0) return std::nullopt;
-    return 1 - confirmation->certified / confirmation->fastest;
-  }
+  // The median of the rounds' costs, each the certified figure over the fastest's of the same
+  // round (measured back to back, so that the host's drift over minutes, a quarter on 2 shared
+  // cores, falls out of each); the medians' ratio where no round has both.
+  std::optional<double> confirmed_cost() const;
 
   const advice_row* certified() const { return chosen >= 0 && chosen < static_cast<int>(rows.size()) ? &rows[chosen] : nullptr; }
   bool operator==(const advice_section&) const = default;

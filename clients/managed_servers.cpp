@@ -151,7 +151,9 @@ std::optional<std::string> managed_servers::path_of(const managed_options& o, co
 machine_facts managed_servers::machine_of(const std::string& backend) const {
   auto it = running_.find(backend);
   if (it == running_.end()) return {};
-  auto m = server_log_machine(it->second->log_file());
+  auto key = launch_key_.find(backend);
+  auto facts = key == launch_key_.end() ? start_facts_.end() : start_facts_.find(key->second);
+  auto m = facts == start_facts_.end() ? machine_facts{} : facts->second;
   if (auto d = devices_.find(backend); d != devices_.end() && !d->second.empty()) m["devices"] = d->second;
   return m;
 }
@@ -267,9 +269,6 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
   o.ctx = options_.ctx_per_slot * s.parallel;
   o.metrics = true;  // the batching evidence reads its decode counters
   o.extra_args = server_arguments(s);
-  // Its log names the CPU variant ggml loaded and the features it uses (the machine in the
-  // fingerprint); about 4 KB a request.
-  o.extra_args.insert(o.extra_args.end(), {"-lv", "4"});
   // One ggml CPU variant alone (the provisioned wrapper keeps a folder per variant).
   if (!s.cpu_variant.empty()) o.env.emplace_back("LOGITAUDIT_CPU_VARIANT", s.cpu_variant);
   // The compute backend: its flags, and the libraries the provisioned wrapper loads for it.
@@ -280,16 +279,45 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
   for (const auto& [name, value] : launch_with.env) env.push_back(name + "=" + value);
   // A port found free can be taken before the server binds it: then the server exits at once,
   // and another port is tried.
-  std::string last_error;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto url = co_await launch(backend, o, env);
-    if (url) co_return *url;
-    last_error = url.error().why;
-    if (!url.error().exited || (last_error.find("bind") == std::string::npos && last_error.find("address already in use") == std::string::npos))
-      break;
+  auto launch_retried = [&](llama_server_options lo) -> net::awaitable<expected<std::string, std::string>> {
+    std::string last_error;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      auto url = co_await launch(backend, lo, env);
+      if (url) co_return *url;
+      last_error = url.error().why;
+      if (!url.error().exited ||
+          (last_error.find("bind") == std::string::npos && last_error.find("address already in use") == std::string::npos))
+        break;
+    }
+    co_return unexpected{last_error};
+  };
+  // The machine in the fingerprint (the CPU variant ggml loads, its features, the devices and
+  // layers offloaded) is in a -lv 4 log only; the measured server runs at llama-server's own
+  // verbosity, since -lv 4 logs about 4 KB a request and cost the fastest configuration of the
+  // tiny model 15% of its throughput on 2 cores (docs/advise.md). So one start of each launch
+  // (the same program, arguments and environment) with -lv 4 until it is healthy, read, stopped.
+  std::string key = o.model + '\n' + o.executable;
+  for (const auto& a : o.extra_args) key += '\n' + a;
+  for (const auto& e : o.env) key += '\n' + e.first + '=' + e.second;
+  if (!start_facts_.count(key)) {
+    auto verbose = o;
+    verbose.extra_args.insert(verbose.extra_args.end(), {"-lv", "4"});
+    verbose.log_file = dir / (label_ + "-" + safe + ".start.log");
+    auto probed = co_await launch_retried(verbose);
+    if (!probed) {
+      rpc_servers_.erase(backend);
+      co_return unexpected{probed.error()};
+    }
+    start_facts_[key] = server_log_machine(running_[backend]->log_file());
+    stop_process(backend);
+  }
+  auto url = co_await launch_retried(o);
+  if (url) {
+    launch_key_[backend] = key;
+    co_return *url;
   }
   rpc_servers_.erase(backend);  // its ggml-rpc-servers, which nothing uses now
-  co_return unexpected{last_error};
+  co_return unexpected{url.error()};
 }
 
 void managed_servers::stop(const std::string& backend) {
@@ -298,11 +326,18 @@ void managed_servers::stop(const std::string& backend) {
     rpc_servers_.erase(backend);  // RPC servers of a start that failed: stopped as they go
     return;
   }
+  stop_process(backend);
+  rpc_servers_.erase(backend);  // its ggml-rpc-servers, after the llama-server that used them
+}
+
+void managed_servers::stop_process(const std::string& backend) {
+  auto it = running_.find(backend);
+  if (it == running_.end()) return;
   spdlog::info("{}: stopping llama-server for {} (pid {})", label_, backend, it->second->pid());
   it->second->stop();
   running_.erase(it);
   devices_.erase(backend);
-  rpc_servers_.erase(backend);  // its ggml-rpc-servers, after the llama-server that used them
+  launch_key_.erase(backend);
 }
 
 void managed_servers::stop_all() {

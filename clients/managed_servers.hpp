@@ -87,9 +87,9 @@ class managed_servers {
   static std::optional<std::string> path_of(const managed_options& o, const std::string& model);
   static bool has_model(const managed_options& o, const std::string& model) { return path_of(o, model).has_value(); }
   std::vector<pid_t> pids() const;  // of the servers running now
-  // What is known of the machine of `backend`'s running server, read now: the ggml CPU
-  // variant and features its log names (it runs with -lv 4), and the devices its binary
-  // listed when it started. Empty when it does not run.
+  // What is known of the machine of `backend`'s running server: the ggml CPU variant and
+  // features, and the devices and layers offloaded, that the -lv 4 log of the same launch named
+  // (start), and the devices its binary listed when it started. Empty when it does not run.
   machine_facts machine_of(const std::string& backend) const;
 
  private:
@@ -106,6 +106,8 @@ class managed_servers {
   net::awaitable<expected<std::string, launch_failure>> launch(std::string backend, llama_server_options o,
                                                                std::vector<std::string> env);
 
+  void stop_process(const std::string& backend);  // the llama-server alone, its RPC servers kept
+
   net::any_io_executor ex_;
   managed_options options_;
   std::string label_;
@@ -113,6 +115,10 @@ class managed_servers {
   // by backend: the ggml-rpc-servers its llama-server splits the model over (device rpc:N)
   std::map<std::string, std::vector<std::unique_ptr<llama_server_process>>> rpc_servers_;
   std::map<std::string, std::string> devices_;  // by backend: its binary's --list-devices
+  // A launch (model, program, arguments, environment) -> what its -lv 4 start-up log said; and
+  // each running backend's launch.
+  std::map<std::string, machine_facts> start_facts_;
+  std::map<std::string, std::string> launch_key_;
 };
 
 }  // namespace logitaudit::clients

@@ -4,6 +4,17 @@
 import { badge, h, table } from './dom.js';
 
 const OUTCOME_BADGE = { certified: 'identical', refuted: 'diverged', incomplete: 'undecided', invalid: 'invalid', failed: 'invalid', not_tried: 'undecided' };
+// The median of the rounds' costs, each round's two measured back to back (as
+// advice_section::confirmed_cost); the medians' ratio where no round has both.
+function confirmedCost(c) {
+  const costs = [];
+  for (let i = 0; i < Math.min(c.fastest_rounds.length, c.certified_rounds.length); i++)
+    if (c.fastest_rounds[i] > 0 && c.certified_rounds[i] >= 0) costs.push(1 - c.certified_rounds[i] / c.fastest_rounds[i]);
+  if (!costs.length) return 1 - c.certified / c.fastest;
+  costs.sort((x, y) => x - y);
+  const n = costs.length;
+  return n % 2 ? costs[(n - 1) / 2] : (costs[n / 2 - 1] + costs[n / 2]) / 2;
+}
 const ms = (p50, p99) => (p50 < 0 ? '–' : `${p50.toFixed(1)} / ${p99.toFixed(1)}`);
 
 export function render({ report }) {
@@ -21,7 +32,7 @@ export function render({ report }) {
     a.confirmation && a.confirmation.fastest > 0 && a.confirmation.certified >= 0
       ? h('p', { 'data-testid': 'advice-confirmation' }, `Measured again in ${a.confirmation.rounds} alternating rounds on fresh servers (`,
         h('a', { href: `#/audits/${Number(a.confirmation.audit)}` }, `audit ${a.confirmation.audit}`),
-        `): ${a.confirmation.certified.toFixed(0)} against ${a.confirmation.fastest.toFixed(0)}, a cost of ${Math.round(100 * (1 - a.confirmation.certified / a.confirmation.fastest))}%.`)
+        `): ${a.confirmation.certified.toFixed(0)} against ${a.confirmation.fastest.toFixed(0)} by the medians, a cost of ${Math.round(100 * confirmedCost(a.confirmation))}% by the median round.`)
       : null,
     h('p', { class: 'muted' }, `Ranked by ${a.ranked_by} under ${a.load}. The advice holds for this host, this llama-server build and these model files only.`),
     table(head, a.rows.map((r) => h('tr', { 'data-configuration': r.configuration }, h('td', null, r.configuration),

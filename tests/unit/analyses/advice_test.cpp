@@ -191,7 +191,10 @@ TEST(advice, the_cost_measured_again_is_the_medians_of_alternating_rounds) {
   audit::advice_section a;
   a.confirmation = c;
   ASSERT_TRUE(a.confirmed_cost());
+  // The median round's cost (rounds: 50%, 62.5%, 22.2%), not the medians' ratio (50%).
   EXPECT_DOUBLE_EQ(*a.confirmed_cost(), 0.5);
+  a.confirmation->certified_rounds = {400, 450, 700};
+  EXPECT_DOUBLE_EQ(*a.confirmed_cost(), 0.6);  // rounds 60%, 62.5%, 22.2%; medians' ratio 55%
   EXPECT_EQ(c.fastest_rounds, (std::vector<double>{1000, 1200, 900}));
   EXPECT_EQ(c.certified_rounds, (std::vector<double>{500, 450, 700}));
 }
