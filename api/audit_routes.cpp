@@ -153,9 +153,10 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   static const std::map<std::string, std::string> content_types = {{"text", "text/plain; charset=utf-8"},
                                                                     {"markdown", "text/markdown; charset=utf-8"},
                                                                     {"csv", "text/csv; charset=utf-8"},
+                                                                    {"junit", "application/xml; charset=utf-8"},
                                                                     {"json", "application/json"}};
   if (!content_types.count(format))
-    co_return error_response(service_errc::invalid, "invalid_query", "format must be json, text, markdown or csv", "format");
+    co_return error_response(service_errc::invalid, "invalid_query", "format must be json, text, markdown, csv or junit", "format");
   const std::string key = "report?" + format;
   if (auto hit = kept(*st, *id, key)) co_return *hit;
   auto j = co_await st->svc->job(*id);
@@ -174,6 +175,7 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   std::string body = format == "json"       ? report_json(*f, j->findings_json)
                      : format == "text"     ? audit::render_text(*f)
                      : format == "markdown" ? audit::render_markdown(*f)
+                     : format == "junit"    ? junit_report(*j, *f)
                                             : audit::render_csv(*f);
   co_return keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)});
 }
@@ -379,7 +381,7 @@ void add_audit_evidence_routes(router& r, const route_state_ptr& st) {
         [st](const request_context& ctx) { return route_get_spec(st, ctx); });
   r.add(verb::get, "/v1/audits/{id}/report",
         {.operation_id = "getReport", .summary = "The findings table of an ended audit (json, text, markdown or csv)",
-         .query = {{"format", "string", "the rendering (default json)", {"json", "text", "markdown", "csv"}}},
+         .query = {{"format", "string", "the rendering (default json; junit: JUnit XML for CI)", {"json", "text", "markdown", "csv", "junit"}}},
          .response_schema = "Report", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_report(st, ctx); });
   r.add(verb::get, "/v1/audits/{id}/runs",

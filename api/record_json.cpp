@@ -1,4 +1,10 @@
 // Record -> JSON.
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "audit/junit.hpp"
 #include "audit/predictions.hpp"
 #include "record_json.hpp"
 
@@ -249,6 +255,33 @@ json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_compa
   }
   out["summary"] = {{"compared", compared}, {"logit_identical", logit}, {"token_identical", token}, {"not_solo", not_solo}};
   return out;
+}
+
+namespace {
+
+// Seconds since the epoch of a stored time ("2026-12-05T13:02:42.411Z"); -1 when it is not one.
+double epoch_seconds(const std::string& iso) {
+  std::tm t{};
+  int ms = 0;
+  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &t.tm_year, &t.tm_mon, &t.tm_mday, &t.tm_hour, &t.tm_min, &t.tm_sec, &ms) < 6)
+    return -1;
+  t.tm_year -= 1900;
+  t.tm_mon -= 1;
+  return static_cast<double>(timegm(&t)) + ms / 1000.0;
+}
+
+}  // namespace
+
+std::string junit_report(const storage::job_record& j, const audit::findings& f) {
+  audit::junit_context c;
+  c.audit = j.id;
+  c.timestamp = j.started_at.empty() ? j.created_at : j.started_at;
+  if (auto dot = c.timestamp.find('.'); dot != std::string::npos) c.timestamp.resize(dot);  // xs:dateTime without a zone
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) c.hostname = host;
+  const double a = epoch_seconds(j.started_at), b = epoch_seconds(j.finished_at);
+  c.seconds = a >= 0 && b >= a ? b - a : 0;
+  return audit::render_junit(f, c);
 }
 
 }  // namespace logitaudit::api

@@ -24,6 +24,10 @@ nlohmann::json fingerprint_fields_json(const audit::backend_fingerprint& f);
 nlohmann::json schedule_json(const storage::schedule_record& s);
 nlohmann::json comparison_json(std::int64_t a, std::int64_t b, const audit::baseline_comparison& c);
 
+// An ended audit's findings as JUnit XML (audit/junit.hpp), with its id, start time, this host's
+// name and its wall time (started to finished).
+std::string junit_report(const storage::job_record& j, const audit::findings& f);
+
 // JSON text with untrusted strings (prompts, server text) made safe.
 std::string dump(const nlohmann::json& j);
 

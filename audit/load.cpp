@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "numbers.hpp"
 
@@ -77,7 +78,7 @@ std::optional<scheduled_request> schedule_cursor::next() {
   if (s.arrival == arrival_kind::trace) {
     if (i_ >= n_) return std::nullopt;
     const auto& e = s.trace[i_++];
-    return scheduled_request{static_cast<std::int64_t>(e.at_ms * 1e6 / (v_ > 0 ? v_ : 1)), e.prompt_tokens, e.output_tokens};
+    return scheduled_request{static_cast<std::int64_t>(e.at_ms * 1e6 / (v_ > 0 ? v_ : 1)), e.prompt_tokens, e.output_tokens, &e};
   }
   if (s.arrival == arrival_kind::concurrency) {
     if (i_ >= n_) return std::nullopt;
@@ -120,6 +121,89 @@ std::vector<std::int64_t> background_prompt(int tokens, std::uint64_t request_se
   std::uint64_t x = request_seed;
   for (int i = 0; i < tokens; ++i) ids.push_back(lo + static_cast<std::int64_t>(splitmix(x) % static_cast<std::uint64_t>(hi - lo)));
   return ids;
+}
+
+bool trace_has_blocks(const load_settings& s) {
+  return s.arrival == arrival_kind::trace &&
+         std::any_of(s.trace.begin(), s.trace.end(), [](const trace_entry& e) { return !e.hash_ids.empty(); });
+}
+
+std::vector<std::int64_t> trace_block_ids(std::uint64_t hash_id, int n) {
+  std::vector<std::int64_t> ids;
+  ids.reserve(static_cast<std::size_t>(std::max(0, n)));
+  std::uint64_t x = hash_id ^ 0x6d6f6f6e63616b65ull;  // "mooncake": block ids apart from other seeds
+  for (int i = 0; i < n; ++i) ids.push_back(300 + static_cast<std::int64_t>(splitmix(x) % 97));
+  return ids;
+}
+
+std::vector<std::int64_t> trace_prompt(const trace_entry& e, int block_size, std::uint64_t request_seed) {
+  std::vector<std::int64_t> ids;
+  const auto want = static_cast<std::size_t>(std::max(0, e.prompt_tokens));
+  ids.reserve(want);
+  for (auto id : e.hash_ids) {
+    if (ids.size() >= want) break;
+    const auto block = trace_block_ids(id, static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(block_size), want - ids.size())));
+    ids.insert(ids.end(), block.begin(), block.end());
+  }
+  // Beyond its blocks: ids of its own, from a walk no block takes.
+  for (std::uint64_t x = request_seed * 0x9e3779b97f4a7c15ull + 1; ids.size() < want;)
+    ids.push_back(300 + static_cast<std::int64_t>(splitmix(x) % 97));
+  return ids;
+}
+
+std::vector<int> trace_implied_cached(const std::vector<trace_entry>& trace, int block_size) {
+  // Each prefix of blocks seen (as a hash of its ids, in order) -> the most tokens of its last
+  // block that an earlier request had (its last block may be cut short by its length).
+  std::unordered_map<std::uint64_t, int> seen;
+  std::vector<int> out;
+  out.reserve(trace.size());
+  for (const auto& e : trace) {
+    const int bs = std::max(1, block_size);
+    int implied = 0;
+    bool matching = true;
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (std::size_t k = 0; k < e.hash_ids.size(); ++k) {
+      const int start = static_cast<int>(k) * bs;
+      if (start >= e.prompt_tokens) break;
+      const int mine = std::min(bs, e.prompt_tokens - start);  // this block's tokens in this request
+      std::uint64_t x = h ^ e.hash_ids[k];
+      h = splitmix(x);
+      auto it = seen.find(h);
+      if (matching) {
+        if (it == seen.end()) matching = false;
+        else {
+          implied = start + std::min(mine, it->second);
+          matching = it->second == bs && mine == bs;  // a block cut short ends the shared prefix
+        }
+      }
+      if (it == seen.end()) seen.emplace(h, mine);
+      else it->second = std::max(it->second, mine);
+    }
+    out.push_back(std::max(0, std::min(implied, e.prompt_tokens - 1)));
+  }
+  return out;
+}
+
+std::size_t trace_probe_entry(const load_settings& s, int probe) {
+  if (s.trace.empty()) return 0;
+  const double at = (probe + 0.5) / std::max(1, s.probes) * s.trace.back().at_ms;
+  auto it = std::upper_bound(s.trace.begin(), s.trace.end(), at, [](double t, const trace_entry& e) { return t < e.at_ms; });
+  return it == s.trace.begin() ? 0 : static_cast<std::size_t>(it - s.trace.begin() - 1);
+}
+
+std::vector<std::int64_t> trace_probe_prompt(const load_settings& s, int probe) {
+  if (s.trace.empty()) return {};
+  auto e = s.trace[trace_probe_entry(s, probe)];
+  // Its whole blocks only: the probe shares the request's prefix, never its last, cut block.
+  const auto whole = static_cast<std::size_t>(e.prompt_tokens / std::max(1, s.block_size));
+  if (e.hash_ids.size() > whole) e.hash_ids.resize(whole);
+  return trace_prompt(e, s.block_size, 0x70726f6265ull + static_cast<std::uint64_t>(probe));  // "probe"
+}
+
+int cache_share_class(const probe_context& p) {
+  if (p.cached_tokens < 0 || p.prompt_tokens <= 0) return -1;
+  if (p.cached_tokens == 0) return 0;
+  return 2 * p.cached_tokens < p.prompt_tokens ? 1 : 2;
 }
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -224,6 +308,10 @@ level_recorder::level_recorder(const load_settings& s, std::size_t level, std::s
     replay_.resize(s.trace.size());
     replayed_.resize(s.trace.size(), false);
   }
+  if (trace_has_blocks(s)) {
+    implied_ = trace_implied_cached(s.trace, s.block_size);
+    m_.implied_cached_tokens = 0;
+  }
 }
 
 void level_recorder::advance(std::int64_t t) {
@@ -283,6 +371,10 @@ void level_recorder::on_end(std::int64_t now_ns, const request_timing& r, std::s
     const auto out_tokens = static_cast<std::int64_t>(r.token_ns.size());
     m_.output_tokens += out_tokens;
     if (r.prompt_tokens > 0) m_.prompt_tokens += r.prompt_tokens;
+    if (probe < 0 && index < implied_.size()) {
+      m_.implied_cached_tokens += implied_[index];
+      if (r.cached_tokens >= 0) m_.cached_tokens = std::max<std::int64_t>(0, m_.cached_tokens) + r.cached_tokens;
+    }
     e2el_.add(r.done_ns - r.sent_ns);
     if (r.first_token_ns >= 0) {
       ttft_.add(r.first_token_ns - r.sent_ns);
@@ -298,6 +390,10 @@ void level_recorder::on_end(std::int64_t now_ns, const request_timing& r, std::s
   // The probe's company over its decode (first token to last; sent to done without two tokens).
   auto& track = probes_[static_cast<std::size_t>(probe)];
   auto& p = m_.probes[static_cast<std::size_t>(probe)];
+  if (!r.failed) {
+    p.prompt_tokens = r.prompt_tokens;
+    p.cached_tokens = r.cached_tokens;
+  }
   std::int64_t a = -1, b = -1;
   if (!r.failed && r.token_ns.size() >= 2) a = r.token_ns.front(), b = r.token_ns.back();
   else if (!r.failed && r.done_ns > r.sent_ns) a = r.sent_ns, b = r.done_ns;
@@ -442,6 +538,13 @@ std::string describe_curve(const load_curve& c) {
       s += ", against " + fixed(before->measurement.request_throughput, 2) + " and " +
            fixed(before->measurement.output_throughput, 0) + " at " + before->measurement.label + ", where " +
            std::to_string(before->logit_identical) + "/" + std::to_string(before->probes) + " were identical";
+    // A trace with blocks: the prefix cache is the other thing that moved between the probes.
+    std::string shares;
+    for (std::size_t k = 0; k < kCacheShareClasses.size(); ++k)
+      if (l.by_cache_probes[k] > 0)
+        shares += (shares.empty() ? "" : ", ") + std::string(kCacheShareClasses[k]) + " " + std::to_string(l.by_cache_identical[k]) + "/" +
+                  std::to_string(l.by_cache_probes[k]);
+    if (!shares.empty()) s += "; identical by the share of each probe's prompt the server served from its cache: " + shares;
     s += ".";
   } else {
     const load_level_finding* top = nullptr;

@@ -48,6 +48,10 @@ struct trace_entry {
   double at_ms = 0;  // offset from the start of the trace; non-decreasing
   int prompt_tokens = 1;
   int output_tokens = 1;
+  // Mooncake's and Bailian's `hash_ids`: the prompt's blocks of load_settings::block_size
+  // tokens, in order; two requests with the same first k ids share those k blocks as a prefix.
+  // Empty: a prompt of its own (background_prompt).
+  std::vector<std::uint64_t> hash_ids;
   bool operator==(const trace_entry&) const = default;
 };
 
@@ -67,6 +71,7 @@ struct load_settings {
   length_mix prompt_tokens{{32}, {}, 0, 0};
   length_mix output_tokens{{32}, {}, 0, 0};
   std::vector<trace_entry> trace;
+  int block_size = 512;     // trace only: the tokens of one hash id (Mooncake's 512, Bailian's 16)
   int max_in_flight = 64;   // the generator's cap: a level that needs more is not reached
   std::uint64_t seed = 1;   // of the arrivals and lengths (the same curve sends the same traffic)
   // Saturation first (GuideLLM's sweep): before the first level, the server's synchronous rate
@@ -88,6 +93,7 @@ struct scheduled_request {
   std::int64_t at_ns = 0;  // from the level's start (concurrency: 0, sent as slots free up)
   int prompt_tokens = 1;
   int output_tokens = 1;
+  const trace_entry* entry = nullptr;  // a trace's request (its hash ids), in the settings the cursor reads
 };
 
 // The background schedule of one level (concurrency: the lengths of enough requests; the
@@ -106,6 +112,28 @@ std::string level_label(const load_settings& s, std::size_t level);
 // serves it.
 std::vector<std::int64_t> background_prompt(int tokens, std::uint64_t request_seed, std::int64_t n_vocab = -1);
 
+// Whether a trace names its prompts' blocks (Mooncake's hash_ids): its requests then share the
+// prefixes the ids say, and its probes are prompts of the trace (trace_probe_prompt).
+bool trace_has_blocks(const load_settings& s);
+// A trace request's prompt: its blocks' token ids in order (each hash id always the same
+// `block_size` ids, trace_block_ids), cut at its prompt_tokens; a prompt longer than its blocks
+// ends in ids of its own (request_seed), so that only the blocks are shared.
+std::vector<std::int64_t> trace_prompt(const trace_entry& e, int block_size, std::uint64_t request_seed);
+// One hash id's `n` token ids: pseudo-random ids in [300, 397), ordinary text pieces in every
+// vocabulary of 400 or more (certify_token_ids' range), the same wherever the id appears.
+std::vector<std::int64_t> trace_block_ids(std::uint64_t hash_id, int n);
+// Per request of the trace, in its order: the prompt tokens an unbounded prefix cache would
+// serve it from the requests before it (the longest prefix of blocks an earlier request sent,
+// as far as both had those blocks' tokens), at most its prompt_tokens - 1 (a server evaluates
+// at least the last one). What the trace implies, against what a server's cache served.
+std::vector<int> trace_implied_cached(const std::vector<trace_entry>& trace, int block_size);
+// The trace request that probe i of `probes` stands for, at (i + 0.5) / probes of the trace's
+// length (the last one sent by then), and the probe's prompt: that request's whole blocks,
+// then a tail of its own up to the request's length. A level's probes are then requests of the
+// trace, with its prefix sharing, each compared with its own solo baseline.
+std::size_t trace_probe_entry(const load_settings& s, int probe);
+std::vector<std::int64_t> trace_probe_prompt(const load_settings& s, int probe);
+
 // What one request of a level did, as the client timed it (steady clock, ns).
 struct request_timing {
   std::int64_t scheduled_ns = 0;  // when it should have been sent, from the level's start
@@ -114,6 +142,7 @@ struct request_timing {
   std::int64_t done_ns = -1;      // its last byte; -1: failed
   std::vector<std::int64_t> token_ns;  // each token's arrival (streamed)
   int prompt_tokens = -1;         // as the server counted them
+  int cached_tokens = -1;         // of them served from its prefix cache, as it says (timings.cache_n); -1: not said
   int target_prompt_tokens = 0, target_output_tokens = 0;
   bool probe = false;
   bool failed = false;
@@ -155,8 +184,15 @@ struct probe_context {
   std::int64_t scheduled_ns = 0, sent_ns = 0;
   double in_flight = 0;  // mean over its decode, itself included
   double width = 0;      // in_flight capped at the server's slots (uncapped when unknown)
+  // Its prompt tokens and those the server served from its prefix cache (-1: not said).
+  std::int64_t prompt_tokens = -1, cached_tokens = -1;
   bool operator==(const probe_context&) const = default;
 };
+
+// A probe's share of its prompt served from the server's cache, in three classes: none, under
+// half, half or more (-1: the server did not say).
+inline constexpr std::array<std::string_view, 3> kCacheShareClasses = {"none", "under half", "half or more"};
+int cache_share_class(const probe_context& p);
 
 // A level whose arrivals were sent later than scheduled by more than this at p99 was not
 // reached: the generator fell behind, so the traffic was not the level's.
@@ -192,6 +228,10 @@ struct load_measurement {
   // of both (-1: the server has no such gauges), over `server_samples` readings.
   double server_in_flight = -1, sampled_in_flight = -1;
   int server_samples = 0;
+  // A trace with hash ids: the prompt tokens the server served from its cache over the level's
+  // completed background requests (its timings.cache_n; -1: it did not say), and those the
+  // trace implies for the same requests (trace_implied_cached; -1: a trace without blocks).
+  std::int64_t cached_tokens = -1, implied_cached_tokens = -1;
   // A trace's achieved requests, in trace order: [sent offset ms, prompt tokens (server's),
   // output tokens]; empty for the other arrivals (they are never stored per request).
   std::vector<std::array<double, 3>> replay;
@@ -266,6 +306,7 @@ class level_recorder {
   std::vector<probe_track> probes_;
   std::vector<std::array<double, 3>> replay_;
   std::vector<bool> replayed_;
+  std::vector<int> implied_;  // a trace with blocks: each request's implied cached tokens
 };
 
 // The figures of one level from its requests' timings, fed to a level_recorder in time order
@@ -286,6 +327,9 @@ struct load_level_finding {
   int failed = 0;
   double logit_low = 0, logit_high = 1;  // 95% Jeffreys interval of the logit-identical share
   double mean_width = 0;       // the batch the judged probes shared, on average
+  // The judged probes by their share served from the cache (kCacheShareClasses), and the
+  // logit-identical among them; all zero where no probe's server said.
+  std::array<int, 3> by_cache_probes{}, by_cache_identical{};
   bool operator==(const load_level_finding&) const = default;
 };
 

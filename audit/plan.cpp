@@ -298,6 +298,17 @@ class planner {
         break;
       case condition_kind::load: {
         // One group per level: its probes, the target greedy, each compared with the baseline.
+        // A trace with blocks: each probe a request of the trace (its prefix blocks, the cache
+        // on), compared with its own prompt's solo baseline.
+        if (trace_has_blocks(c.load)) {
+          std::vector<planned_request> probes;
+          for (int i = 0; i < c.load.probes; ++i) {
+            const auto probe = token_prompt(trace_probe_prompt(c.load, i));
+            probes.push_back({probe, params, true, std::nullopt, true, baseline(backend, probe, params)});
+          }
+          for (std::size_t level = 0; level < c.load.levels.size(); ++level) out.push_back({group_mode::load, probes});
+          break;
+        }
         const int base = baseline(backend, prompt, params);
         for (std::size_t level = 0; level < c.load.levels.size(); ++level)
           out.push_back({group_mode::load, std::vector<planned_request>(static_cast<std::size_t>(c.load.probes),

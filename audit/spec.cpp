@@ -571,8 +571,12 @@ void validate_load(const condition& c, const std::string& f, const spec_limits& 
         add(at + ".prompt_tokens", "must be between 1 and " + std::to_string(kMaxLoadPromptTokens));
       if (e.output_tokens < 1 || e.output_tokens > lim.max_n_predict)
         add(at + ".output_tokens", "must be between 1 and " + std::to_string(lim.max_n_predict));
+      if (e.hash_ids.size() > static_cast<std::size_t>(kMaxLoadPromptTokens))
+        add(at + ".hash_ids", "at most " + std::to_string(kMaxLoadPromptTokens) + " blocks");
       problems += p.size() > before;
     }
+    if (l.block_size < 1 || l.block_size > kMaxLoadPromptTokens)
+      add(f + ".load.block_size", "must be between 1 and " + std::to_string(kMaxLoadPromptTokens));
   } else if (!l.trace.empty()) {
     add(f + ".load.trace", "only a trace arrival has a trace");
   }

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/bench_result.hpp"
 #include "audit/advice.hpp"
 #include "audit/certify.hpp"
 #include "audit/numbers.hpp"
@@ -79,6 +81,19 @@ class adviser {
     if (end.status != audit::job_status::done || !advice)
       throw cli_failure(exit_unreachable, "advise: audit " + std::to_string(id) + " ended " + std::string(audit::to_string(end.status)) +
                                               (end.error.empty() ? "" : ": " + end.error));
+    if (!a_.save_result.empty()) {
+      // Each configuration's load level as a vLLM result; the model is its file.
+      api::bench_result_context c;
+      c.audit = id;
+      const auto now = std::time(nullptr);
+      char date[32];
+      std::strftime(date, sizeof date, "%Y%m%d-%H%M%S", std::gmtime(&now));
+      c.date = date;
+      std::string lines;
+      for (const auto& row : advice->rows) c.apis[row.configuration] = "llama";
+      for (const auto& line : api::vllm_results(*end.findings, c)) lines += line + "\n";
+      write_report_file("--save-result", a_.save_result, lines);
+    }
     print(id, *advice);
     return exit_ok;
   }
@@ -138,7 +153,8 @@ class adviser {
     if (!a_.trace.empty()) {
       auto parsed = read_trace_file(a_.trace);
       if (!parsed) throw cli_failure(exit_usage, "advise: --trace " + parsed.error());
-      trace_ = std::move(*parsed);
+      trace_ = std::move(parsed->entries);
+      trace_block_size_ = parsed->block_size;
     }
     for (const auto& f : quantized()) {
       files_.push_back(f);
@@ -207,6 +223,7 @@ class adviser {
     if (!trace_.empty()) {
       load.arrival = audit::arrival_kind::trace;
       load.trace = trace_;
+      load.block_size = trace_block_size_;
       load.levels = {1};
     } else if (a_.rate > 0) {
       load.arrival = audit::arrival_kind::poisson;
@@ -256,6 +273,7 @@ class adviser {
   std::unique_ptr<storage::db_worker> db_;
   std::unique_ptr<daemon::job_lifecycle> lifecycle_;
   std::vector<audit::trace_entry> trace_;
+  int trace_block_size_ = 512;  // its format's tokens per hash id
 };
 
 }  // namespace
@@ -303,6 +321,8 @@ void add_advise_command(CLI::App& app) {
       ->check(CLI::Range(0, 99));
   cmd->add_option("--db", args->db, "store the sweep and the certificates in this SQLite file (default: in memory)");
   cmd->add_option("--format", args->format, "output")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--save-result", args->save_result,
+                  "also write each configuration's load figures as vllm bench serve --save-result does, a JSON object a line");
   cmd->add_flag("--quiet", args->quiet, "no progress on stderr");
   cmd->callback([args] {
     const int code = run_advise(*args);

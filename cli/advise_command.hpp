@@ -37,6 +37,7 @@ struct advise_args {
   int measurement_priority = 10;  // of the thread that times the jobs (daemon/measurement_thread.hpp)
   std::string db;            // empty: in memory
   std::string format = "text";
+  std::string save_result;   // --save-result FILE: each configuration's load level as a vLLM result
   bool quiet = false;
 };
 

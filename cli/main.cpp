@@ -16,6 +16,7 @@
 #include "run_command.hpp"
 #include "repro_command.hpp"
 #include "selftest_command.hpp"
+#include "trace_file.hpp"
 
 int main(int argc, char** argv) {
   using namespace logitaudit::cli;
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   add_run_command(app);
   add_advise_command(app);
   add_selftest_command(app);
+  add_trace_command(app);
   add_repro_command(app);
   add_db_commands(app);
   add_bundle_commands(app);

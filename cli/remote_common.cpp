@@ -1,6 +1,7 @@
 // What the daemon-facing subcommands share (remote_common.hpp).
 #include "remote_common.hpp"
 #include "remote_commands.hpp"
+#include "run_command.hpp"
 
 #include <unistd.h>
 
@@ -290,6 +291,11 @@ int print_report(const daemon_client& c, std::int64_t id, const std::string& for
   else std::cout << c.call(verb::get, id_path("/v1/audits", id) + "/report?format=" + format).body;
   std::cout.flush();
   return verdict_code(findings, strict);
+}
+
+void save_junit(const daemon_client& c, std::int64_t id, const std::string& path) {
+  if (path.empty()) return;
+  write_report_file("--junit", path, c.call(verb::get, id_path("/v1/audits", id) + "/report?format=junit").body);
 }
 
 std::string progress_cell(const json& job) {

@@ -67,6 +67,9 @@ json wait_for(const daemon_client& c, std::int64_t id, bool show_progress);
 // exit_findings when the findings are invalid (or, strict, a prediction did not hold), else exit_ok.
 int verdict_code(const json& findings, bool strict);
 int print_report(const daemon_client& c, std::int64_t id, const std::string& format, bool strict, bool short_form = false);
+// `--junit FILE`: the ended audit's report as JUnit XML (GET .../report?format=junit) written to
+// `path` (nothing when it is empty); an unwritable file is exit 2, naming it.
+void save_junit(const daemon_client& c, std::int64_t id, const std::string& path);
 std::string progress_cell(const json& job);
 void print_status(const json& job);
 

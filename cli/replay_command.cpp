@@ -36,6 +36,7 @@ struct replay_args {
   std::string reference;  // an audit id, or a bundle file
   std::vector<std::string> backends;
   bool quiet = false;
+  std::string junit;  // --junit FILE
 };
 
 // Two backends' streams of the same requests: solo (the baselines, by prompt and sampling) and
@@ -83,6 +84,7 @@ void add_replay_impl(CLI::App& app) {
   sub->add_option("reference", a->reference, "the reference: an audit id, or a bundle file (imported first)")->required();
   sub->add_option("--backend", a->backends, "a backend the daemon is configured with (repeat for several)")->required();
   sub->add_flag("--quiet", a->quiet, "no progress display");
+  sub->add_option("--junit", a->junit, "also write the replay's report as JUnit XML to this file (for CI)");
   sub->callback([a] {
     const auto c = connect(a->common);
     std::int64_t ref = 0;
@@ -112,6 +114,7 @@ void add_replay_impl(CLI::App& app) {
     const json last = wait_for(c, id, !a->quiet && !a->common.json);
     if (text(last, "status") != "done")
       throw cli_failure(exit_findings, "audit " + std::to_string(id) + " ended " + text(last, "status"));
+    save_junit(c, id, a->junit);
     digest_table t;
     add_runs(t, c.get_json(id_path("/v1/audits", ref) + "/runs"), "reference");
     add_runs(t, c.get_json(id_path("/v1/audits", id) + "/runs"), "");

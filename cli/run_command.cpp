@@ -5,12 +5,18 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "api/bench_result.hpp"
+#include "api/record_json.hpp"
 #include "api/spec_json.hpp"
 #include "audit/report.hpp"
 #include "audit/verdict.hpp"
@@ -59,7 +65,8 @@ audit::audit_spec build_spec(const run_args& a) {
     audit::condition c{"load_trace", audit::condition_kind::load, 1, 1, false, false};
     c.load.arrival = audit::arrival_kind::trace;
     c.load.levels = a.trace_speeds.empty() ? std::vector<double>{1} : a.trace_speeds;
-    c.load.trace = std::move(*trace);
+    c.load.block_size = a.trace_block_size > 0 ? a.trace_block_size : trace->block_size;
+    c.load.trace = std::move(trace->entries);
     // Before the controls, so that the report's order stays the spec's.
     spec.conditions.insert(spec.conditions.begin(), std::move(c));
   }
@@ -131,6 +138,25 @@ std::vector<config::backend_entry> backend_entries(const run_args& a) {
   return out;
 }
 
+namespace {
+
+// The load levels of `f` as vLLM results, a line each (api/bench_result.hpp).
+std::string bench_results_of(const audit::findings& f, const storage::job_record& job) {
+  api::bench_result_context c;
+  c.audit = job.id;
+  const auto now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y%m%d-%H%M%S", std::gmtime(&now));
+  c.date = date;
+  if (job.spec)
+    for (const auto& b : job.spec->backends) c.apis[b.name] = b.api;
+  std::string out;
+  for (const auto& line : api::vllm_results(f, c)) out += line + "\n";
+  return out;
+}
+
+}  // namespace
+
 int run_audit(const run_args& a) {
   if (a.resume && a.db.empty()) throw cli_failure(exit_usage, "run: --resume needs --db");
   const std::string location = a.db.empty() ? ":memory:" : a.db;
@@ -195,6 +221,12 @@ int run_audit(const run_args& a) {
     std::cerr << "logitaudit run: every request failed; first error: " << first << "\n";
     return exit_unreachable;
   }
+  if (!a.junit.empty() || !a.save_result.empty()) {
+    auto row = db->submit([job](storage::store& s) { return s.jobs().get(job); }).get();
+    if (!row) throw cli_failure(exit_database, "run: job " + std::to_string(job) + " is gone from the database");
+    if (!a.junit.empty()) write_report_file("--junit", a.junit, api::junit_report(*row, f));
+    if (!a.save_result.empty()) write_report_file("--save-result", a.save_result, bench_results_of(f, *row));
+  }
   if (a.short_form && a.format == "json") std::cout << api::verdict_json(f) << "\n";
   else if (a.short_form && a.format == "markdown") std::cout << audit::verdict_markdown(audit::summarize(f));
   else if (a.short_form) std::cout << audit::verdict_text(audit::summarize(f));
@@ -227,6 +259,13 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--trace-speed", args->trace_speeds, "the trace's speeds, one level each (default 1: as recorded)")
       ->check(CLI::Range(0.01, 100.0));
+  cmd->add_option("--trace-block-size", args->trace_block_size,
+                  "the tokens of one hash id of a Mooncake or Bailian trace (default: its format's, 512 or 16)")
+      ->check(CLI::Range(1, audit::kMaxLoadPromptTokens));
+  cmd->add_option("--junit", args->junit, "also write the report as JUnit XML to this file (for CI: docs/cli.md)");
+  cmd->add_option("--save-result", args->save_result,
+                  "write each load level's figures to this file as vllm bench serve --save-result does, a JSON object a line "
+                  "(docs/load.md)");
   cmd->add_option("--spec", args->spec_file, "a spec JSON file (docs/protocol.md); --preset is then ignored");
   cmd->add_option("--backend", args->backends, "NAME=URL (or a bare URL) of a backend to audit (repeatable)");
   cmd->add_option("--ca-file", args->ca_file,
@@ -252,6 +291,23 @@ void add_run_command(CLI::App& app) {
     const int code = run_audit(*args);
     if (code != exit_ok) throw cli_failure(code, "");
   });
+}
+
+void write_report_file(const std::string& flag, const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw cli_failure(exit_usage, flag + " " + path + ": cannot be written (" + std::strerror(errno) + ")");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw cli_failure(exit_usage, flag + " " + path + ": cannot be written (" + ec.message() + ")");
 }
 
 }  // namespace logitaudit::cli

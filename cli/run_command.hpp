@@ -32,6 +32,9 @@ struct run_args {
   std::string ca_file;  // https --backend servers: the PEM file of the CAs to trust (default: the system's)
   std::string load_trace;         // a trace file (cli/trace_file.hpp): a load condition that replays it
   std::vector<double> trace_speeds;  // its levels (1: as recorded)
+  std::string junit;                 // --junit FILE: the report as JUnit XML, beside the printed one
+  std::string save_result;           // --save-result FILE: the load levels as vLLM results
+  int trace_block_size = 0;          // a hash id's tokens (0: the trace format's)
 };
 
 // Runs `task` on `io` to its end (the offline commands' one coroutine at a time) and returns
@@ -64,5 +67,10 @@ std::vector<config::backend_entry> backend_entries(const run_args& a);
 
 // Adds the subcommand to `app`.
 void add_run_command(CLI::App& app);
+
+// A report file of `flag` (`--junit FILE` of run, submit --wait and replay; `--save-result FILE`
+// of run and advise) written whole: a temporary file beside it, then renamed, so that CI never
+// reads half of one; a file that cannot be written is exit 2, naming the flag, the file and why.
+void write_report_file(const std::string& flag, const std::string& path, const std::string& text);
 
 }  // namespace logitaudit::cli

@@ -35,6 +35,7 @@ struct submit_args {
   common_args common;
   spec_args spec;
   bool wait = false, strict = false, quiet = false, short_form = false;
+  std::string junit;  // --junit FILE
   std::string format = "text";
 };
 
@@ -48,9 +49,11 @@ void add_submit_impl(CLI::App& app) {
   sub->add_flag("--strict", a->strict, "with --wait: exit 1 when a prediction failed");
   sub->add_flag("--short", a->short_form, "with --wait: print the verdict alone");
   sub->add_flag("--quiet", a->quiet, "with --wait: no progress display");
+  sub->add_option("--junit", a->junit, "with --wait: also write the report as JUnit XML to this file (for CI)");
   sub->callback([a] {
     const json spec = build_spec(a->spec);
     const auto c = connect(a->common);
+    if (!a->junit.empty() && !a->wait) throw cli_failure(exit_usage, "submit: --junit needs --wait (the report comes when the audit ends)");
     const json job = c.send_json(verb::post, "/v1/audits", spec);
     const std::int64_t id = job.value("id", std::int64_t{0});
     if (!a->wait) {
@@ -68,6 +71,7 @@ void add_submit_impl(CLI::App& app) {
                 << (last.contains("error") ? ": " + text(last, "error") : "") << "\n";
       throw cli_failure(exit_findings, "");
     }
+    save_junit(c, id, a->junit);
     int code = exit_ok;
     if (a->common.json) {
       const json findings = c.get_json(id_path("/v1/audits", id) + "/report");

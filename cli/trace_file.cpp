@@ -2,9 +2,11 @@
 // by the spec's own table of a trace entry (storage/spec_document.cpp).
 #include "trace_file.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "storage/documents.hpp"
 
@@ -23,15 +25,26 @@ bool parse_double(std::string_view s, double& out) {
 
 }  // namespace
 
-expected<std::vector<audit::trace_entry>, std::string> parse_trace(std::string_view text) {
-  std::vector<audit::trace_entry> out;
+bool trace_read::has_blocks() const {
+  return std::any_of(entries.begin(), entries.end(), [](const audit::trace_entry& e) { return !e.hash_ids.empty(); });
+}
+
+expected<trace_read, std::string> parse_trace(std::string_view text) {
+  trace_read read;
+  read.format = "logitaudit";
+  auto& out = read.entries;
   auto too_many = [&] {
     return "more than " + std::to_string(audit::kMaxTraceEntries) + " requests: split the trace";
   };
   std::size_t start = 0;
   while (start < text.size() && (text[start] == ' ' || text[start] == '\n' || text[start] == '\r' || text[start] == '\t')) ++start;
   if (start == text.size()) return unexpected{std::string("the trace is empty")};
-  if (text[start] == '[') return storage::decode_trace_array(text);  // one JSON array
+  if (text[start] == '[') {  // one JSON array
+    auto entries = storage::decode_trace_array(text);
+    if (!entries) return unexpected{entries.error()};
+    read.entries = std::move(*entries);
+    return read;
+  }
   const bool csv = text[start] != '{';
   std::size_t line_no = 0;
   bool header = csv;
@@ -69,13 +82,55 @@ expected<std::vector<audit::trace_entry>, std::string> parse_trace(std::string_v
     }
     auto e = storage::decode_trace_entry(line);
     if (!e) return unexpected{at_line(line_no) + e.error()};
+    // The first request names the format (a file is one format throughout).
+    if (out.empty()) {
+      if (line.find("\"chat_id\"") != std::string_view::npos) read.format = "bailian", read.block_size = 16;
+      else if (line.find("\"input_length\"") != std::string_view::npos) read.format = "mooncake";
+    }
     out.push_back(*e);
   }
   if (out.empty()) return unexpected{std::string("the trace has no request")};
-  return out;
+  // Bailian's timestamps are seconds from an arbitrary origin, Mooncake's may start late: the
+  // replay starts at the first request.
+  if (read.format != "logitaudit") {
+    const double first = out.front().at_ms;
+    for (auto& e : out) e.at_ms -= first;
+  }
+  return read;
 }
 
-expected<std::vector<audit::trace_entry>, std::string> read_trace_file(const std::string& path) {
+trace_summary summarize_trace(const std::vector<audit::trace_entry>& trace, int block_size) {
+  trace_summary s;
+  s.requests = trace.size();
+  if (trace.empty()) return s;
+  s.span_s = (trace.back().at_ms - trace.front().at_ms) / 1000;
+  s.rate_rps = s.span_s > 0 ? static_cast<double>(trace.size() - 1) / s.span_s : 0;
+  std::vector<double> in, out;
+  std::unordered_set<std::uint64_t> unique;
+  s.prompt_min = s.prompt_max = trace.front().prompt_tokens;
+  s.output_min = s.output_max = trace.front().output_tokens;
+  for (const auto& e : trace) {
+    in.push_back(e.prompt_tokens);
+    out.push_back(e.output_tokens);
+    s.prompt_min = std::min(s.prompt_min, e.prompt_tokens), s.prompt_max = std::max(s.prompt_max, e.prompt_tokens);
+    s.output_min = std::min(s.output_min, e.output_tokens), s.output_max = std::max(s.output_max, e.output_tokens);
+    s.total_prompt_tokens += e.prompt_tokens;
+    s.blocks += e.hash_ids.size();
+    s.overfull += e.hash_ids.size() > 1 &&
+                  static_cast<std::int64_t>(e.prompt_tokens) <= static_cast<std::int64_t>(e.hash_ids.size() - 1) * block_size;
+    unique.insert(e.hash_ids.begin(), e.hash_ids.end());
+  }
+  s.unique_blocks = unique.size();
+  s.prompt_tokens = audit::summarize_ms(std::move(in));
+  s.output_tokens = audit::summarize_ms(std::move(out));
+  for (int cached : audit::trace_implied_cached(trace, block_size)) {
+    s.implied_cached_tokens += cached;
+    s.requests_reusing += cached > 0;
+  }
+  return s;
+}
+
+expected<trace_read, std::string> read_trace_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return unexpected{path + ": cannot be read"};
   std::stringstream text;

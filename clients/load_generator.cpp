@@ -31,7 +31,12 @@ struct level_state {
 
 completion_request background_request(const level_state& st, const audit::scheduled_request& e, std::size_t i) {
   completion_request q;
-  q.prompt_ids = audit::background_prompt(e.prompt_tokens, st.seed * 0x100000001b3ull + i, st.n_vocab);
+  // A trace's hash ids are its prefix blocks, the same ids wherever they appear; otherwise a
+  // prompt no cache serves.
+  q.prompt_ids = e.entry && !e.entry->hash_ids.empty()
+                     ? audit::trace_prompt(*e.entry, st.settings.block_size, st.seed * 0x100000001b3ull + i)
+                     : audit::background_prompt(e.prompt_tokens, st.seed * 0x100000001b3ull + i, st.n_vocab);
+  q.cache_prompt = e.entry && !e.entry->hash_ids.empty();  // the server may then serve the shared blocks
   q.n_predict = e.output_tokens;
   q.ignore_eos = true;
   q.n_probs = st.background_top_k;
@@ -59,6 +64,7 @@ net::awaitable<void> send_one(std::shared_ptr<level_state> st, std::int64_t sche
     // A kind that answers whole has no per-token times: its tokens count, its latencies are E2E.
     if (rec.token_ns.empty()) rec.token_ns.assign(res->tokens.size(), rec.done_ns);
     rec.prompt_tokens = static_cast<int>(res->prompt_tokens);
+    rec.cached_tokens = static_cast<int>(res->server.cache_n);
   } else {
     rec.failed = true;
   }

@@ -104,6 +104,11 @@ bool read_value(reader& r, const json& v, const std::string& at, std::vector<dou
   });
 }
 
+bool read_value(reader& r, const json& v, const std::string& at, std::vector<std::uint64_t>& out) {
+  return read_list(r, v, at, out, "must be an array of non-negative integers",
+                   [](reader& rr, const json& x, const std::string& xat, std::uint64_t& o) { return read_value(rr, x, xat, o); });
+}
+
 json decorate(json schema, const bounds& range, json (*choices)(), std::string_view doc) {
   // A list's bounds and choices are its elements'.
   json& value = schema.value("type", "") == "array" ? schema["items"] : schema;

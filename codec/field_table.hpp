@@ -56,6 +56,7 @@ bool read_value(reader& r, const json& v, const std::string& at, std::vector<std
 bool read_value(reader& r, const json& v, const std::string& at, std::vector<int>& out);
 bool read_value(reader& r, const json& v, const std::string& at, std::vector<bool>& out);
 bool read_value(reader& r, const json& v, const std::string& at, std::vector<double>& out);
+bool read_value(reader& r, const json& v, const std::string& at, std::vector<std::uint64_t>& out);
 
 // The schema of a value of a C++ type.
 template <class V>

@@ -27,6 +27,7 @@ packages=(
   systemd                           # systemd-analyze verify of daemon/logitauditd.service
   wrk                               # the HTTP load baseline of bench/run.sh
   prometheus                        # promtool: the tests check /metrics with Prometheus' own parser
+  libxml2-utils                     # xmllint: the tests check the JUnit report against its schema
 )
 # The console's browser tests (no browser download); a private PostgreSQL cluster; a TLS
 # terminator in front of llama-server for the https tests.

@@ -293,33 +293,67 @@ field<audit::load_settings> mix_field(std::string_view name) {
   return f;
 }
 
-// A trace: [{"at_ms": 0, "prompt_tokens": 32, "output_tokens": 16}, ...] or [[0, 32, 16], ...];
-// written as the short form.
+// A trace: [{"at_ms": 0, "prompt_tokens": 32, "output_tokens": 16, "hash_ids": [1, 2]}, ...] or
+// [[0, 32, 16], [5, 40, 16, [1, 2, 3]], ...]; written as the short form.
 const object_table<audit::trace_entry>& trace_entry_table() {
   using E = audit::trace_entry;
-  static const std::vector<field<E>> rows = {
-      fields::member<&E::at_ms>("at_ms", "", {0, audit::kMaxTraceMs}, true),
-      fields::member<&E::prompt_tokens>("prompt_tokens", "", {1, audit::kMaxLoadPromptTokens}, true),
-      fields::member<&E::output_tokens>("output_tokens", "", {1}, true),
-  };
+  static const std::vector<field<E>> rows = [] {
+    auto hash_ids = fields::member<&E::hash_ids>("hash_ids", "the prompt's blocks of load.block_size tokens (Mooncake's hash_ids): "
+                                                             "requests with the same first ids share that prefix");
+    hash_ids.omit = [](const E& in, const field<E>&) { return in.hash_ids.empty(); };
+    return std::vector{
+        fields::member<&E::at_ms>("at_ms", "", {0, audit::kMaxTraceMs}, true),
+        fields::member<&E::prompt_tokens>("prompt_tokens", "", {1, audit::kMaxLoadPromptTokens}, true),
+        fields::member<&E::output_tokens>("output_tokens", "", {1}, true),
+        hash_ids,
+    };
+  }();
   static const object_table<E> t{"", "", rows};
   return t;
 }
 
-// One request of a trace: [at_ms, prompt_tokens, output_tokens] or its object; false when it
-// is neither (an object's problems are named).
+// A request as Mooncake's trace writes it (AIPerf's mooncake_trace): {"timestamp" (ms),
+// "input_length", "output_length", "hash_ids"}; or as Bailian's does (AIPerf's bailian_trace,
+// told apart by its "chat_id"): the timestamp in seconds, its other members (parent_chat_id,
+// turn, type) not needed to replay it. Its problems are named on `r`.
+void read_foreign_entry(reader& r, const json& x, const std::string& at, audit::trace_entry& t) {
+  const bool bailian = x.contains("chat_id");
+  auto name = [&](const char* key) { return at.empty() ? std::string(key) : at + "." + key; };
+  auto need = [&](const char* key) -> const json* {
+    auto it = x.find(key);
+    if (it != x.end()) return &*it;
+    r.problem(name(key), std::string("is required (a ") + (bailian ? "Bailian" : "Mooncake") + " trace's request)");
+    return nullptr;
+  };
+  double ts = 0;
+  if (const auto* v = need("timestamp"); v && fields::read_value(r, *v, name("timestamp"), ts)) t.at_ms = bailian ? ts * 1000 : ts;
+  if (const auto* v = need("input_length")) fields::read_value(r, *v, name("input_length"), t.prompt_tokens);
+  if (const auto* v = need("output_length")) fields::read_value(r, *v, name("output_length"), t.output_tokens);
+  if (auto it = x.find("hash_ids"); it != x.end()) fields::read_value(r, *it, name("hash_ids"), t.hash_ids);
+}
+
+// One request of a trace: [at_ms, prompt_tokens, output_tokens(, hash_ids)], its object, or a
+// Mooncake or Bailian request; false when it is none (an object's problems are named).
 bool read_trace_entry(reader& r, const json& x, const std::string& at, audit::trace_entry& t) {
-  if (x.is_array() && x.size() == 3 && x[0].is_number() && x[1].is_number_integer() && x[2].is_number_integer()) {
+  if (x.is_array() && (x.size() == 3 || x.size() == 4) && x[0].is_number() && x[1].is_number_integer() && x[2].is_number_integer()) {
     t.at_ms = x[0].get<double>();
     t.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(x[1].get<std::int64_t>(), -1, 1 << 30));
     t.output_tokens = static_cast<int>(std::clamp<std::int64_t>(x[2].get<std::int64_t>(), -1, 1 << 30));
-    return true;
+    if (x.size() == 3) return true;
+    std::vector<audit::spec_problem> problems;
+    reader ids(problems);
+    fields::read_value(ids, x[3], at + "[3]", t.hash_ids);
+    for (const auto& p : problems) r.problem(p.field, p.message);
+    return problems.empty();
   }
   if (!x.is_object())
-    return r.problem(at, "must be {at_ms, prompt_tokens, output_tokens} or [at_ms, prompt_tokens, output_tokens]"), false;
+    return r.problem(at, "must be {at_ms, prompt_tokens, output_tokens} or [at_ms, prompt_tokens, output_tokens], or a "
+                         "Mooncake request {timestamp, input_length, output_length, hash_ids}"),
+           false;
   std::vector<audit::spec_problem> problems;
   reader entry(problems);
-  fields::read_object(entry, x, at, trace_entry_table(), t);
+  if (x.contains("input_length") || x.contains("timestamp") || x.contains("chat_id")) read_foreign_entry(entry, x, at, t);
+  else fields::read_object(entry, x, at, trace_entry_table(), t);
   for (const auto& p : problems) r.problem(p.field, p.message);
   return problems.empty();
 }
@@ -343,11 +377,15 @@ field<audit::load_settings> trace_field() {
   f.read = [](reader& r, const json& v, const std::string& at, L& out, const field<L>&) { read_trace(r, v, at, out.trace); };
   f.write = [](json& j, const L& in, const field<L>&) {
     json t = json::array();
-    for (const auto& e : in.trace) t.push_back(json::array({e.at_ms, e.prompt_tokens, e.output_tokens}));
+    for (const auto& e : in.trace) {
+      t.push_back(json::array({e.at_ms, e.prompt_tokens, e.output_tokens}));
+      if (!e.hash_ids.empty()) t.back().push_back(e.hash_ids);
+    }
     j["trace"] = std::move(t);
   };
   f.schema = [](const field<L>& self) {
-    json short_form = {{"type", "array"}, {"minItems", 3}, {"maxItems", 3}, {"items", {{"type", "number"}}}};
+    json short_form = {{"type", "array"}, {"minItems", 3}, {"maxItems", 4},
+                       {"description", "[at_ms, prompt_tokens, output_tokens] or with hash_ids fourth"}};
     json entry = {{"oneOf", json::array({fields::object_schema(trace_entry_table()), std::move(short_form)})}};
     return json{{"type", "array"}, {"maxItems", audit::kMaxTraceEntries}, {"description", self.doc}, {"items", std::move(entry)}};
   };
@@ -371,6 +409,12 @@ const object_table<audit::load_settings>& load_table() {
         mix_field<&L::prompt_tokens>("prompt_tokens"),
         mix_field<&L::output_tokens>("output_tokens"),
         trace_field(),
+        [] {
+          auto f = fields::member<&L::block_size>("block_size", "trace only: the tokens of one hash id (Mooncake's 512, Bailian's 16)",
+                                                  {1, audit::kMaxLoadPromptTokens});
+          f.omit = [](const L& in, const field<L>&) { return !audit::trace_has_blocks(in); };
+          return f;
+        }(),
         fields::member<&L::max_in_flight>("max_in_flight", "", {1, 4096}),
         fields::member<&L::seed>("seed"),
         [] {

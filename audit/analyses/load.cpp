@@ -1,6 +1,8 @@
 // The load analysis (audit/load.hpp, docs/load.md): per backend and load condition, identity
 // level by level against the offered load, with each level's figures; the curve's sentence, and
 // the curve first in the report, since it is the answer of an audit that has one.
+#include <algorithm>
+
 #include "audit/analysis.hpp"
 #include "audit/findings.hpp"
 #include "audit/load.hpp"
@@ -31,7 +33,14 @@ load_level_finding judge_level(const condition& c, const request_group& g, const
       ++l.probes;
       l.logit_identical += v.result->logit_identical;
       l.token_identical += v.result->token_identical;
-      if (v.request < l.measurement.probes.size()) width += l.measurement.probes[v.request].width;
+      if (v.request < l.measurement.probes.size()) {
+        const auto& probe = l.measurement.probes[v.request];
+        width += probe.width;
+        if (const int share = cache_share_class(probe); share >= 0) {
+          ++l.by_cache_probes[static_cast<std::size_t>(share)];
+          l.by_cache_identical[static_cast<std::size_t>(share)] += v.result->logit_identical;
+        }
+      }
     }
   }
   if (l.probes > 0) l.mean_width = width / l.probes;
@@ -105,6 +114,31 @@ grid load_latency_grid(const load_curve& c) {
   return g;
 }
 
+// A trace with blocks: per level, the prompt tokens the server served from its cache against
+// those the trace implies, and the probes' identity by how much of each was served from it.
+bool has_prefix_evidence(const load_curve& c) {
+  return std::any_of(c.levels.begin(), c.levels.end(), [](const load_level_finding& l) { return l.measurement.implied_cached_tokens >= 0; });
+}
+
+grid load_cache_grid(const load_curve& c) {
+  grid g{{"level", "cached tokens served", "implied by the trace", "served / implied", "prompt tokens"}};
+  for (const auto& name : kCacheShareClasses) g.front().push_back("probes cached: " + std::string(name));
+  for (const auto& l : c.levels) {
+    const auto& m = l.measurement;
+    std::vector<std::string> row{m.label, m.cached_tokens >= 0 ? std::to_string(m.cached_tokens) : "not said",
+                                 std::to_string(m.implied_cached_tokens),
+                                 m.cached_tokens >= 0 && m.implied_cached_tokens > 0
+                                     ? fixed(100.0 * static_cast<double>(m.cached_tokens) / static_cast<double>(m.implied_cached_tokens), 0) + "%"
+                                     : "-",
+                                 std::to_string(m.prompt_tokens)};
+    for (std::size_t k = 0; k < kCacheShareClasses.size(); ++k)
+      row.push_back(l.by_cache_probes[k] ? std::to_string(l.by_cache_identical[k]) + "/" + std::to_string(l.by_cache_probes[k]) + " identical"
+                                         : "-");
+    g.push_back(std::move(row));
+  }
+  return g;
+}
+
 // The load curves: per backend and condition, identity against the level, then the latencies
 // at each level (docs/load.md); a level not reached says why beneath.
 void load_sections(std::string& out, const findings& f, bool markdown) {
@@ -121,6 +155,11 @@ void load_sections(std::string& out, const findings& f, bool markdown) {
     markdown ? grid_markdown(out, load_identity_grid(c)) : grid_text(out, load_identity_grid(c));
     out += markdown ? "\n" : "\n Latencies (every request of the level, probes included):\n";
     markdown ? grid_markdown(out, load_latency_grid(c)) : grid_text(out, load_latency_grid(c));
+    if (has_prefix_evidence(c)) {
+      out += markdown ? "\nPrefix cache (the trace's blocks; background requests' tokens, probes by their share served from the cache):\n\n"
+                      : "\n Prefix cache (the trace's blocks; background requests' tokens, probes by their share served from the cache):\n";
+      markdown ? grid_markdown(out, load_cache_grid(c)) : grid_text(out, load_cache_grid(c));
+    }
     for (const auto& l : c.levels)
       if (!l.measurement.reached) out += (markdown ? "\n- " : " ") + l.measurement.label + " not reached: " + l.measurement.not_reached + "\n";
   }

@@ -29,11 +29,21 @@ field<audit::probe_context> in_milliseconds(std::string_view name) {
   return f;
 }
 
+// A count that is -1 where nothing was said: left out then (absent before 2026-12-05).
+template <auto M>
+field<typename fields::member_of<M>::owner> unless_unsaid(std::string_view name) {
+  using T = typename fields::member_of<M>::owner;
+  auto f = member<M>(name);
+  f.omit = [](const T& in, const field<T>&) { return in.*M == -1; };
+  return f;
+}
+
 const object_table<audit::probe_context>& probe_table() {
   using P = audit::probe_context;
   static const std::vector<field<P>> rows = {in_milliseconds<&P::scheduled_ns>("scheduled_ms"),
                                              in_milliseconds<&P::sent_ns>("sent_ms"), must<&P::in_flight>("in_flight"),
-                                             must<&P::width>("width")};
+                                             must<&P::width>("width"), unless_unsaid<&P::prompt_tokens>("prompt_tokens"),
+                                             unless_unsaid<&P::cached_tokens>("cached_tokens")};
   static const auto t = stored(rows);
   return t;
 }
@@ -96,6 +106,8 @@ const object_table<audit::load_measurement>& load_measurement_table() {
         unless_default<&L::within_slo>(member<&L::within_slo>("within_slo")),
         unless_default<&L::goodput>(member<&L::goodput>("goodput")),
         unless_default<&L::goodput_rps>(member<&L::goodput_rps>("goodput_rps")),
+        unless_unsaid<&L::cached_tokens>("cached_tokens"),  // since 2026-12-05
+        unless_unsaid<&L::implied_cached_tokens>("implied_cached_tokens"),
     };
   }();
   static const auto t = stored(rows);
@@ -115,6 +127,8 @@ const object_table<audit::load_level_finding>& load_level_table() {
         must<&Y::token_identical>("token_identical"), must<&Y::flagged>("flagged"),
         must<&Y::failed>("failed"),       must<&Y::logit_low>("logit_low"),
         must<&Y::logit_high>("logit_high"), must<&Y::mean_width>("mean_width"),
+        unless_default<&Y::by_cache_probes>(fields::as_is<&Y::by_cache_probes>("by_cache_probes")),  // since 2026-12-05
+        unless_default<&Y::by_cache_identical>(fields::as_is<&Y::by_cache_identical>("by_cache_identical")),
     };
   }();
   static const auto t = stored(rows);

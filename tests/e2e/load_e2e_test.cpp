@@ -195,6 +195,72 @@ TEST(load_e2e, a_recorded_trace_is_replayed_at_its_offsets_with_its_exact_length
   }
 }
 
+// A Mooncake-shaped trace: requests that share hash ids share those blocks as a prompt prefix.
+// What the stored level says must be what happened: the tokens the trace implies are the sum
+// over its completed requests of what an unbounded cache would serve (recomputed here), the
+// tokens the server says it served are stored beside them, every probe keeps its own count,
+// and the identity split by cache share adds up to the judged probes.
+TEST(load_e2e, a_mooncake_trace_shares_its_prefixes_and_the_level_stores_what_the_server_served_beside_what_the_trace_implies) {
+  auto server = test_support::start_llama_server({.model = "tiny", .parallel = 4, .metrics = true});
+  audit::load_settings t;
+  t.arrival = audit::arrival_kind::trace;
+  t.levels = {1};
+  t.probes = 3;
+  t.block_size = 16;
+  // Three conversations of 3 opening blocks, each request then 0-2 blocks of its own, its last
+  // block cut short; every fifth request shares nothing.
+  std::uint64_t next = 100;
+  for (int i = 0; i < 30; ++i) {
+    audit::trace_entry e;
+    e.at_ms = i * 60.0;
+    if (i % 5 == 4) e.hash_ids = {next++, next++};
+    else e.hash_ids = {static_cast<std::uint64_t>(10 * (i % 3)), static_cast<std::uint64_t>(10 * (i % 3) + 1),
+                       static_cast<std::uint64_t>(10 * (i % 3) + 2)};
+    for (int k = 0; k < i % 3; ++k) e.hash_ids.push_back(next++);
+    e.prompt_tokens = static_cast<int>(e.hash_ids.size()) * 16 - (i % 7);
+    e.output_tokens = 4 + i % 5;
+    t.trace.push_back(e);
+  }
+  const auto implied = audit::trace_implied_cached(t.trace, t.block_size);
+  const auto a = ls::run(ls::load_spec(server->url(), {ls::load_condition("load_mooncake", t)}));
+  ASSERT_EQ(audit::section<audit::load_section>(a.findings).curves.size(), 1u);
+  const auto& level = audit::section<audit::load_section>(a.findings).curves[0].levels.at(0);
+  const auto& m = level.measurement;
+  ASSERT_EQ(m.replay.size(), t.trace.size());
+  std::int64_t want_implied = 0;
+  for (std::size_t i = 0; i < t.trace.size(); ++i) {
+    // Each prompt is its recorded length as the server counts it, blocks and all.
+    EXPECT_LE(m.replay[i][1] - t.trace[i].prompt_tokens, 1) << "request " << i;
+    EXPECT_GE(m.replay[i][1] - t.trace[i].prompt_tokens, 0) << "request " << i;
+    want_implied += implied[i];
+  }
+  EXPECT_GT(want_implied, 0) << "the trace shares prefixes";
+  if (m.failed == 0) {
+    EXPECT_EQ(m.implied_cached_tokens, want_implied);
+  } else {
+    EXPECT_LE(m.implied_cached_tokens, want_implied);
+  }
+  // llama-server says how many prompt tokens its cache served (timings.cache_n), and none that
+  // a request did not have.
+  ASSERT_GE(m.cached_tokens, 0) << "llama-server reports cache_n";
+  EXPECT_LE(m.cached_tokens, m.prompt_tokens);
+  std::printf("mooncake trace: cached tokens served %lld, implied by the trace %lld, of %lld prompt tokens\n",
+              static_cast<long long>(m.cached_tokens), static_cast<long long>(m.implied_cached_tokens),
+              static_cast<long long>(m.prompt_tokens));
+  // Every probe that answered keeps its prompt and cached counts, and the split adds up.
+  int split = 0, split_identical = 0;
+  for (std::size_t k = 0; k < 3; ++k) split += level.by_cache_probes[k], split_identical += level.by_cache_identical[k];
+  EXPECT_EQ(split, level.probes);
+  EXPECT_EQ(split_identical, level.logit_identical);
+  for (const auto& p : m.probes)
+    if (p.prompt_tokens > 0) {
+      EXPECT_GE(p.cached_tokens, 0);
+      EXPECT_LT(p.cached_tokens, p.prompt_tokens);
+    }
+  // The report shows the prefix cache beside the curve.
+  EXPECT_NE(audit::render_text(a.findings).find("Prefix cache (the trace's blocks"), std::string::npos);
+}
+
 TEST(load_e2e, a_level_whose_queue_outgrows_the_generator_is_not_reached_and_its_probes_are_counted_apart) {
   auto server = test_support::start_llama_server({.model = "tiny", .parallel = 2, .metrics = true});
   audit::load_settings l;

@@ -4,10 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
+#include "api/bench_result.hpp"
 #include "api/spec_json.hpp"
 #include "audit/findings.hpp"
 #include "audit/load.hpp"
@@ -113,6 +118,117 @@ TEST(load_schedule, background_prompts_are_exact_lengths_of_ordinary_ids_within_
     EXPECT_LT(id, 512);
   }
   for (auto id : audit::background_prompt(200, 3)) EXPECT_LT(id, 2000);
+}
+
+// A trace's hash ids are prompt blocks: the same id is the same token ids wherever it appears,
+// so requests that share their first ids share exactly that prefix and nothing after it.
+TEST(load_trace_blocks, shared_hash_ids_are_shared_prefixes_and_the_trace_implies_what_an_unbounded_cache_serves) {
+  const audit::trace_entry a{0, 40, 4, {7, 8, 9}}, b{10, 36, 4, {7, 8, 10}}, c{20, 12, 4, {7}}, d{30, 20, 4, {11}};
+  const auto pa = audit::trace_prompt(a, 16, 1), pb = audit::trace_prompt(b, 16, 2), pc = audit::trace_prompt(c, 16, 3);
+  ASSERT_EQ(pa.size(), 40u);
+  ASSERT_EQ(pb.size(), 36u);
+  EXPECT_TRUE(std::equal(pa.begin(), pa.begin() + 32, pb.begin())) << "blocks 7 and 8 shared";
+  EXPECT_NE(std::vector<std::int64_t>(pa.begin() + 32, pa.end()), std::vector<std::int64_t>(pb.begin() + 32, pb.begin() + 40));
+  EXPECT_TRUE(std::equal(pc.begin(), pc.end(), pa.begin())) << "a request cut inside block 7 is its first 12 ids";
+  for (auto id : pa) {
+    EXPECT_GE(id, 300);
+    EXPECT_LT(id, 397);
+  }
+  // Beyond its blocks a prompt is its own: d has one block of 16 and 4 ids nobody else has.
+  const auto pd = audit::trace_prompt(d, 16, 4), pd2 = audit::trace_prompt(d, 16, 5);
+  EXPECT_TRUE(std::equal(pd.begin(), pd.begin() + 16, pd2.begin()));
+  EXPECT_NE(std::vector<std::int64_t>(pd.begin() + 16, pd.end()), std::vector<std::int64_t>(pd2.begin() + 16, pd2.end()));
+
+  // a: nothing before it; b: blocks 7, 8 (32); c: 12 of block 7, capped at 11 (its last token
+  // is always evaluated); d: nothing; a again: 39 (all of it but its last token).
+  const std::vector<audit::trace_entry> trace = {a, b, c, d, a};
+  EXPECT_EQ(audit::trace_implied_cached(trace, 16), (std::vector<int>{0, 32, 11, 0, 39}));
+  // A block an earlier request had only part of is shared as far as that part.
+  const std::vector<audit::trace_entry> cut = {{0, 20, 1, {1, 2}}, {1, 40, 1, {1, 2, 3}}};
+  EXPECT_EQ(audit::trace_implied_cached(cut, 16), (std::vector<int>{0, 20}));
+
+  // The probes are requests of the trace: probe 1 of 2 stands for the request sent by 3/4 of
+  // its length (c, at 20 of 30 ms... the last one by 22.5 ms), its whole blocks then its own tail.
+  audit::load_settings s;
+  s.arrival = audit::arrival_kind::trace;
+  s.levels = {1};
+  s.probes = 2;
+  s.block_size = 16;
+  s.trace = trace;
+  s.trace.back().at_ms = 30;
+  EXPECT_TRUE(audit::trace_has_blocks(s));
+  EXPECT_EQ(audit::trace_probe_entry(s, 0), 0u);
+  EXPECT_EQ(audit::trace_probe_entry(s, 1), 2u);
+  const auto probe0 = audit::trace_probe_prompt(s, 0);
+  ASSERT_EQ(probe0.size(), 40u);
+  EXPECT_TRUE(std::equal(probe0.begin(), probe0.begin() + 32, pa.begin())) << "a's two whole blocks";
+  EXPECT_NE(std::vector<std::int64_t>(probe0.begin() + 32, probe0.end()), std::vector<std::int64_t>(pa.begin() + 32, pa.end()));
+  // The plan: each probe its own prompt and baseline, with the cache on.
+  auto spec = audit::load_curve_preset({{"b", "http://127.0.0.1:1", "llama"}});
+  spec.conditions[1].load = s;
+  const auto plan = audit::make_plan(spec);
+  int load_groups = 0;
+  for (const auto& g : plan.groups)
+    if (g.mode == audit::group_mode::load) {
+      ++load_groups;
+      ASSERT_EQ(g.requests.size(), 2u);
+      EXPECT_EQ(g.requests[0].prompt, audit::token_prompt(probe0));
+      EXPECT_TRUE(g.requests[0].cache_prompt);
+      EXPECT_NE(g.requests[0].baseline, g.requests[1].baseline);
+    }
+  EXPECT_EQ(load_groups, 1);
+  audit::load_settings plain = s;
+  for (auto& e : plain.trace) e.hash_ids.clear();
+  EXPECT_FALSE(audit::trace_has_blocks(plain));
+}
+
+// A level of a trace with blocks sums what the server said it served from its cache and what
+// the trace implies, over the completed background requests, and keeps each probe's share.
+TEST(load_trace_blocks, a_level_sums_the_served_and_implied_cached_tokens_and_each_probe_keeps_its_own) {
+  audit::load_settings s;
+  s.arrival = audit::arrival_kind::trace;
+  s.levels = {1};
+  s.probes = 1;
+  s.block_size = 16;
+  s.trace = {{0, 40, 2, {7, 8, 9}}, {10, 36, 2, {7, 8, 10}}, {20, 40, 2, {7, 8, 9}}};
+  audit::level_recorder r(s, 0, 1);
+  auto timing = [](std::int64_t at, int prompt, int cached) {
+    audit::request_timing t;
+    t.sent_ns = at;
+    t.first_token_ns = at + 1000;
+    t.token_ns = {at + 1000, at + 2000};
+    t.done_ns = at + 2000;
+    t.prompt_tokens = prompt;
+    t.cached_tokens = cached;
+    return t;
+  };
+  r.on_send(0, 0, 0, -1);
+  r.on_end(2000, timing(0, 40, 0), 0, -1);
+  r.on_send(10'000, 10'000, 1, -1);
+  r.on_end(12'000, timing(10'000, 36, 32), 1, -1);
+  r.on_send(15'000, 15'000, 0, 0);  // the probe
+  r.on_end(17'000, timing(15'000, 40, 30), 0, 0);
+  r.on_send(20'000, 20'000, 2, -1);
+  auto failed = timing(20'000, 40, 39);
+  failed.failed = true, failed.done_ns = -1;
+  r.on_end(22'000, failed, 2, -1);  // a failed request counts in neither sum
+  const auto m = r.finish(4);
+  EXPECT_EQ(m.implied_cached_tokens, 32);
+  EXPECT_EQ(m.cached_tokens, 32);
+  ASSERT_EQ(m.probes.size(), 1u);
+  EXPECT_EQ(m.probes[0].cached_tokens, 30);
+  EXPECT_EQ(m.probes[0].prompt_tokens, 40);
+  EXPECT_EQ(audit::cache_share_class(m.probes[0]), 2);
+  EXPECT_EQ(audit::cache_share_class({0, 0, 1, 1, 40, 0}), 0);
+  EXPECT_EQ(audit::cache_share_class({0, 0, 1, 1, 40, 19}), 1);
+  EXPECT_EQ(audit::cache_share_class({0, 0, 1, 1, 40, -1}), -1);
+  // Without blocks, nothing is implied and nothing summed.
+  audit::load_settings plain = s;
+  for (auto& e : plain.trace) e.hash_ids.clear();
+  audit::level_recorder q(plain, 0, 0);
+  q.on_send(0, 0, 0, -1);
+  q.on_end(2000, timing(0, 40, 0), 0, -1);
+  EXPECT_EQ(q.finish(4).implied_cached_tokens, -1);
 }
 
 TEST(load_figures, percentiles_interpolate_like_numpy_and_a_level_is_measured_as_vllm_bench_serve_defines_it) {
@@ -334,7 +450,8 @@ TEST(load_curves, levels_are_judged_apart_and_the_first_reached_level_that_lost_
       m.not_reached = m.reached ? "" : "the server's queue grew";
       m.request_throughput = 1.0 + g.replicate;
       m.output_throughput = 30.0 * (1 + g.replicate);
-      for (int i = 0; i < 4; ++i) m.probes.push_back({0, 0, 2.0, 2.0});
+      // The probes' shares served from the cache: none, none, under half, half or more.
+      for (int i = 0; i < 4; ++i) m.probes.push_back({0, 0, 2.0, 2.0, 40, std::array<std::int64_t, 4>{0, 0, 10, 30}[i]});
       ev.loads[g.index] = m;
     }
   }
@@ -347,6 +464,9 @@ TEST(load_curves, levels_are_judged_apart_and_the_first_reached_level_that_lost_
   EXPECT_EQ(c.levels[2].flagged, 4) << "a level not reached: its probes counted apart";
   EXPECT_EQ(c.levels[2].probes, 0);
   EXPECT_EQ(c.first_lost, 1);
+  // Identity split by the probes' cache share: at 2 req/s the moved probe (0) had none cached.
+  EXPECT_EQ(c.levels[1].by_cache_probes, (std::array<int, 3>{2, 1, 1}));
+  EXPECT_EQ(c.levels[1].by_cache_identical, (std::array<int, 3>{1, 1, 1}));
   for (const auto& t : f.pooled) EXPECT_NE(t.condition, "load_poisson") << "a curve is never pooled over its levels";
   bool said = false;
   for (const auto& s : f.sentences)
@@ -401,3 +521,77 @@ TEST(never_pooled, a_concurrency_threshold_is_said_per_backend_and_a_sweeps_sent
   EXPECT_NE(said(sweep, "Execution context (plain): under concurrency, 4/4 (100%)"), "");
   EXPECT_NE(said(sweep, "Serial reproducibility (plain): 1/1"), "");
 }
+
+namespace {
+
+// A level as vllm bench serve --save-result writes a result: its keys where our figure is the
+// one vLLM defines (recomputed here from the stored measurement), no std_ keys (not kept), no
+// request_goodput without an objective, max_concurrency only for a fixed concurrency.
+TEST(vllm_results, each_level_is_a_line_with_vllms_keys_from_the_stored_figures_and_nothing_made_up) {
+  audit::findings f;
+  audit::load_curve curve;
+  curve.backend = "tiny";
+  curve.condition = "load_poisson";
+  curve.arrival = audit::arrival_kind::poisson;
+  audit::load_level_finding l;
+  auto& m = l.measurement;
+  m.label = "2 req/s", m.level = 2, m.arrival = audit::arrival_kind::poisson, m.reached = true;
+  m.sent = 19, m.completed = 23, m.failed = 1, m.prompt_tokens = 700, m.output_tokens = 736, m.bench_duration_s = 9.5;
+  m.request_throughput = 23 / 9.5, m.output_throughput = 736 / 9.5, m.max_in_flight = 3;
+  m.ttft_ms = {23, 12.5, 11, 20, 31};
+  m.itl_ms = {690, 0.9, 0.8, 1.2, 4.1};
+  l.probes = 4, l.logit_identical = 3, l.token_identical = 4;
+  curve.levels = {l};
+  audit::load_curve fixed = curve;
+  fixed.condition = "load_c4";
+  fixed.arrival = audit::arrival_kind::concurrency;
+  fixed.levels[0].measurement.arrival = audit::arrival_kind::concurrency;
+  fixed.levels[0].measurement.level = 4;
+  fixed.levels[0].measurement.goodput_rps = 1.5;
+  f.sections.put<audit::load_section>().curves = {curve, fixed};
+  const auto lines = api::vllm_results(f, {7, "20261205-130242", {{"tiny", "llama"}}});
+  ASSERT_EQ(lines.size(), 2u);
+  const auto j = nlohmann::json::parse(lines[0]);
+  EXPECT_EQ(j["date"], "20261205-130242");
+  EXPECT_EQ(j["backend"], "llama.cpp");
+  EXPECT_EQ(j["num_prompts"], 19);
+  EXPECT_EQ(j["request_rate"], 2.0);
+  EXPECT_EQ(j["burstiness"], 1.0);
+  EXPECT_FALSE(j.contains("max_concurrency"));
+  EXPECT_EQ(j["completed"], 23);
+  EXPECT_EQ(j["failed"], 1);
+  EXPECT_DOUBLE_EQ(j["duration"].get<double>(), 9.5);
+  EXPECT_DOUBLE_EQ(j["total_token_throughput"].get<double>(), (700 + 736) / 9.5);
+  EXPECT_DOUBLE_EQ(j["output_throughput"].get<double>(), 736 / 9.5);
+  EXPECT_DOUBLE_EQ(j["median_ttft_ms"].get<double>(), 11);
+  EXPECT_DOUBLE_EQ(j["p99_itl_ms"].get<double>(), 4.1);
+  EXPECT_FALSE(j.contains("mean_tpot_ms")) << "no TPOT values: no TPOT keys";
+  EXPECT_FALSE(j.contains("std_ttft_ms")) << "the standard deviation is not kept";
+  EXPECT_FALSE(j.contains("request_goodput")) << "no objective";
+  EXPECT_FALSE(j.contains("model_id")) << "the model is not named: left out";
+  EXPECT_EQ(j["logitaudit"]["probes_logit_identical"], 3);
+  const auto c = nlohmann::json::parse(lines[1]);
+  EXPECT_EQ(c["request_rate"], "inf");
+  EXPECT_EQ(c["max_concurrency"], 4);
+  EXPECT_FALSE(c.contains("burstiness"));
+  EXPECT_DOUBLE_EQ(c["request_goodput"].get<double>(), 1.5);
+  // Every key written is in the docs' table, with the meaning the code gives it.
+  std::ifstream in(std::string(LOGITAUDIT_SOURCE_DIR) + "/docs/load.md");
+  const std::string docs{std::istreambuf_iterator<char>(in), {}};
+  for (const auto& k : api::vllm_result_keys()) {
+    std::string keys = k.key;
+    for (std::size_t at = 0; (at = keys.find(", ", at)) != std::string::npos; at += 4) keys.replace(at, 2, "`, `");
+    EXPECT_NE(docs.find("| `" + keys + "` | " + k.meaning + " |"), std::string::npos) << k.key;
+  }
+  for (const auto& line : lines) {
+    const auto written = nlohmann::json::parse(line);
+    for (const auto& [key, value] : written.items()) {
+      if (key == "logitaudit") continue;
+      bool listed = false;
+      for (const auto& k : api::vllm_result_keys()) listed = listed || std::string(k.key).find(key) != std::string::npos;
+      EXPECT_TRUE(listed) << key << " is written but not documented";
+    }
+  }
+}
+
+}  // namespace

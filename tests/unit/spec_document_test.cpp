@@ -44,7 +44,7 @@ audit::audit_spec everything() {
   load.load.burstiness = 2.5;
   load.load.prompt_tokens = {{16, 64}, {3, 1}, 0, 0};
   load.load.output_tokens = {{}, {}, 8, 24};
-  load.load.trace = {{0, 4, 2}, {10.5, 8, 3}};
+  load.load.trace = {{0, 4, 2}, {10.5, 8, 3, {5, 6}}};
   load.load.seed = 7;
   s.conditions = {{"r", audit::condition_kind::repeat, 1, 2, true, true, 3}, search, neighbours, load};
   s.predictions = {{"P1", "it holds", {"r"}, audit::identity_level::token, audit::expectation::diverges, 0.5}};
@@ -194,10 +194,11 @@ TEST(trace_file, every_form_gives_the_same_requests_and_a_bad_one_is_named_by_li
   const std::vector<audit::trace_entry> want = {{0, 32, 16}, {12.5, 8, 4}};
   EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0, \"prompt_tokens\": 32, \"output_tokens\": 16}\n"
                              "{\"at_ms\": 12.5, \"prompt_tokens\": 8, \"output_tokens\": 4}\n")
-                .value(),
+                .value()
+                .entries,
             want);
-  EXPECT_EQ(cli::parse_trace("[[0, 32, 16], {\"at_ms\": 12.5, \"prompt_tokens\": 8, \"output_tokens\": 4}]").value(), want);
-  EXPECT_EQ(cli::parse_trace("at_ms,prompt_tokens,output_tokens\n0,32,16\n12.5,8,4\n").value(), want);
+  EXPECT_EQ(cli::parse_trace("[[0, 32, 16], {\"at_ms\": 12.5, \"prompt_tokens\": 8, \"output_tokens\": 4}]").value().entries, want);
+  EXPECT_EQ(cli::parse_trace("at_ms,prompt_tokens,output_tokens\n0,32,16\n12.5,8,4\n").value().entries, want);
   EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0, \"prompt_tokens\": 32, \"output_tokens\": 16}\n"
                              "{\"at_ms\": \"soon\", \"prompt_tokens\": 8, \"output_tokens\": 4}\n")
                 .error(),
@@ -207,6 +208,59 @@ TEST(trace_file, every_form_gives_the_same_requests_and_a_bad_one_is_named_by_li
   EXPECT_EQ(cli::parse_trace("[[0, 32, 16], {\"at_ms\": 1, \"prompt_tokens\": 8}]").error(),
             "request 1: output_tokens: is required");
   EXPECT_EQ(cli::parse_trace("{\"at_ms\": 0,").error(), "line 1: not JSON");
+}
+
+// Mooncake's JSON Lines (ms, 512-token blocks) and Bailian's (seconds, 16-token blocks) are
+// read as AIPerf documents them, the replay starting at the first request; the spec's own
+// forms carry hash ids too, and round-trip through the stored spec.
+TEST(trace_file, mooncake_and_bailian_lines_keep_their_blocks_and_their_formats_block_size) {
+  auto mooncake = cli::parse_trace("{\"timestamp\": 100, \"input_length\": 1100, \"output_length\": 8, \"hash_ids\": [0, 1, 2]}\n"
+                                   "{\"timestamp\": 350, \"input_length\": 700, \"output_length\": 3, \"hash_ids\": [0, 3]}\n");
+  ASSERT_TRUE(mooncake) << mooncake.error();
+  EXPECT_EQ(mooncake->format, "mooncake");
+  EXPECT_EQ(mooncake->block_size, 512);
+  const std::vector<audit::trace_entry> want = {{0, 1100, 8, {0, 1, 2}}, {250, 700, 3, {0, 3}}};
+  EXPECT_EQ(mooncake->entries, want);
+  auto bailian = cli::parse_trace(
+      "{\"chat_id\": 159, \"parent_chat_id\": -1, \"timestamp\": 61.114, \"input_length\": 40, \"output_length\": 12, "
+      "\"type\": \"text\", \"turn\": 1, \"hash_ids\": [1089, 1090, 1091]}\n"
+      "{\"chat_id\": 160, \"parent_chat_id\": 159, \"timestamp\": 62.5, \"input_length\": 20, \"output_length\": 5, "
+      "\"type\": \"text\", \"turn\": 2, \"hash_ids\": [1089, 1092]}\n");
+  ASSERT_TRUE(bailian) << bailian.error();
+  EXPECT_EQ(bailian->format, "bailian");
+  EXPECT_EQ(bailian->block_size, 16);
+  ASSERT_EQ(bailian->entries.size(), 2u);
+  EXPECT_NEAR(bailian->entries[1].at_ms, 1386, 1e-6);
+  EXPECT_EQ(bailian->entries[1].hash_ids, (std::vector<std::uint64_t>{1089, 1092}));
+  EXPECT_EQ(cli::parse_trace("{\"timestamp\": 0, \"output_length\": 8}\n").error(), "line 1: input_length: is required (a Mooncake trace's request)");
+  EXPECT_EQ(cli::parse_trace("{\"timestamp\": 0, \"input_length\": 8, \"output_length\": 8, \"hash_ids\": [1, -2]}\n").error(),
+            "line 1: hash_ids[1]: must be a non-negative integer");
+  EXPECT_EQ(cli::parse_trace("[[0, 32, 16, [7, 8]]]").value().entries, (std::vector<audit::trace_entry>{{0, 32, 16, {7, 8}}}));
+
+  // What an unbounded prefix cache would serve: the second request shares block 0 (512 tokens).
+  const auto summary = cli::summarize_trace(mooncake->entries, 512);
+  EXPECT_EQ(summary.requests, 2u);
+  EXPECT_EQ(summary.unique_blocks, 4u);
+  EXPECT_EQ(summary.implied_cached_tokens, 512);
+  EXPECT_EQ(summary.requests_reusing, 1u);
+  EXPECT_DOUBLE_EQ(summary.span_s, 0.25);
+
+  auto spec = audit::load_curve_preset({{"a", "http://127.0.0.1:1", "llama"}});
+  const auto at = static_cast<std::size_t>(std::find_if(spec.conditions.begin(), spec.conditions.end(), [](const audit::condition& c) {
+                                             return c.kind == audit::condition_kind::load;
+                                           }) - spec.conditions.begin());
+  ASSERT_LT(at, spec.conditions.size());
+  auto& load = spec.conditions[at].load;
+  load.arrival = audit::arrival_kind::trace;
+  load.levels = {1};
+  load.trace = mooncake->entries;
+  load.trace[0].prompt_tokens = 1000;
+  load.block_size = 64;
+  const auto doc = storage::encode_spec(spec);
+  auto back = storage::read_spec_format1(doc);
+  ASSERT_TRUE(back) << back.error().front().field << ": " << back.error().front().message;
+  EXPECT_EQ(back->conditions[at].load.trace, load.trace);
+  EXPECT_EQ(back->conditions[at].load.block_size, 64);
 }
 
 }  // namespace
