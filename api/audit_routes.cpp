@@ -154,9 +154,10 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
                                                                     {"markdown", "text/markdown; charset=utf-8"},
                                                                     {"csv", "text/csv; charset=utf-8"},
                                                                     {"junit", "application/xml; charset=utf-8"},
+                                                                    {"html", "text/html; charset=utf-8"},
                                                                     {"json", "application/json"}};
   if (!content_types.count(format))
-    co_return error_response(service_errc::invalid, "invalid_query", "format must be json, text, markdown, csv or junit", "format");
+    co_return error_response(service_errc::invalid, "invalid_query", "format must be json, text, markdown, csv, junit or html", "format");
   const std::string key = "report?" + format;
   if (auto hit = kept(*st, *id, key)) co_return *hit;
   auto j = co_await st->svc->job(*id);
@@ -172,10 +173,15 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   const auto& f = j->findings;
   if (!f && format == "json") co_return keep(*st, j->status, *id, key, json_response(200, j->findings_json));  // as stored
   if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
+  // The plot of the streams that moved reads their runs' verdicts (the findings keep none).
+  std::optional<std::vector<storage::run_record>> runs;
+  const std::vector<storage::run_record> no_runs;
+  if (format == "html") runs = co_await st->svc->runs(*id, {});
   std::string body = format == "json"       ? report_json(*f, j->findings_json)
                      : format == "text"     ? audit::render_text(*f)
                      : format == "markdown" ? audit::render_markdown(*f)
                      : format == "junit"    ? junit_report(*j, *f)
+                     : format == "html"     ? html_report(*j, *f, runs ? &*runs : &no_runs)
                                             : audit::render_csv(*f);
   co_return keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)});
 }
@@ -381,7 +387,7 @@ void add_audit_evidence_routes(router& r, const route_state_ptr& st) {
         [st](const request_context& ctx) { return route_get_spec(st, ctx); });
   r.add(verb::get, "/v1/audits/{id}/report",
         {.operation_id = "getReport", .summary = "The findings table of an ended audit (json, text, markdown or csv)",
-         .query = {{"format", "string", "the rendering (default json; junit: JUnit XML for CI)", {"json", "text", "markdown", "csv", "junit"}}},
+         .query = {{"format", "string", "the rendering (default json; junit: JUnit XML for CI; html: one self-contained file)", {"json", "text", "markdown", "csv", "junit", "html"}}},
          .response_schema = "Report", .tag = "audits"},
         [st](const request_context& ctx) { return route_get_report(st, ctx); });
   r.add(verb::get, "/v1/audits/{id}/runs",

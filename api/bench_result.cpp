@@ -24,9 +24,9 @@ void latency(json& j, const char* name, const audit::latency_summary& s) {
 
 const std::vector<bench_key>& vllm_result_keys() {
   static const std::vector<bench_key> keys = {
-      {"date", "when the audit was stored, as vLLM dates a result (YYYYMMDD-HHMMSS, UTC)"},
+      {"date", "when the result was written, as vLLM dates one (YYYYMMDD-HHMMSS, UTC)"},
       {"backend", "the API kind: `llama.cpp` or `openai`"},
-      {"num_prompts", "background requests sent in the level, probes apart"},
+      {"num_prompts", "requests sent in the level, its probes included (as `completed` and `failed` count them)"},
       {"request_rate", "the level's rate in requests/s (constant, Poisson, gamma: its level; a trace: its requests over its scaled length); `inf` for a fixed concurrency, as vLLM writes an unbounded rate"},
       {"burstiness", "1.0 for Poisson arrivals, as vLLM writes them; absent otherwise (vLLM has no constant rate, and a gamma level's shape is its spec's)"},
       {"max_concurrency", "the requests kept in flight, for a fixed concurrency; absent otherwise"},
@@ -58,7 +58,7 @@ std::vector<std::string> vllm_results(const audit::findings& f, const bench_resu
       json j;
       if (!c.date.empty()) j["date"] = c.date;
       if (!api.empty()) j["backend"] = api;
-      j["num_prompts"] = m.sent;
+      j["num_prompts"] = m.sent + static_cast<std::int64_t>(m.probes.size());
       if (m.arrival == audit::arrival_kind::concurrency) {
         j["request_rate"] = "inf";
         j["max_concurrency"] = static_cast<std::int64_t>(m.level);

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "audit/junit.hpp"
+#include "audit/report_html.hpp"
 #include "audit/predictions.hpp"
 #include "record_json.hpp"
 
@@ -282,6 +283,36 @@ std::string junit_report(const storage::job_record& j, const audit::findings& f)
   const double a = epoch_seconds(j.started_at), b = epoch_seconds(j.finished_at);
   c.seconds = a >= 0 && b >= a ? b - a : 0;
   return audit::render_junit(f, c);
+}
+
+std::string html_report(const storage::job_record& j, const audit::findings& f, const std::vector<storage::run_record>* runs) {
+  const bool in_process = runs == nullptr;
+  audit::html_context c;
+  c.audit = j.id;
+  if (runs) {
+    for (const auto& r : *runs)
+      if (r.verdict && r.verdict->flag == audit::evidence_flag::none && !r.verdict->logit_identical)
+        c.moved.push_back({r.backend, r.verdict->first_logit_difference, r.verdict->max_abs_delta});
+  } else {
+    c.moved = audit::moved_streams(f);
+  }
+  c.started = j.started_at;
+  c.spec_json = j.spec_json.empty() ? "" : nlohmann::json::parse(j.spec_json, nullptr, false).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (c.spec_json == "<discarded>") c.spec_json = j.spec_json;
+  const std::string id = std::to_string(j.id);
+  if (in_process) {
+    std::string run = "logitaudit run --spec spec.json";
+    if (j.spec)
+      for (const auto& b : j.spec->backends)
+        if (!b.url.empty()) run += " --backend " + b.name + "=" + b.url;
+    c.commands = {"# spec.json: the spec below", run};
+  } else {
+    c.commands = {"logitaudit report " + id + " --format html > audit-" + id + ".html"};
+    if (j.spec)
+      for (const auto& b : j.spec->backends) c.commands.push_back("logitaudit replay " + id + " --backend " + b.name);
+    c.commands.push_back("logitaudit export " + id + " -o audit-" + id + ".bundle");
+  }
+  return audit::render_html(f, c);
 }
 
 }  // namespace logitaudit::api

@@ -27,6 +27,12 @@ nlohmann::json comparison_json(std::int64_t a, std::int64_t b, const audit::base
 // An ended audit's findings as JUnit XML (audit/junit.hpp), with its id, start time, this host's
 // name and its wall time (started to finished).
 std::string junit_report(const storage::job_record& j, const audit::findings& f);
+// An ended audit's report as one HTML file (audit/report_html.hpp): its start, its spec, and the
+// commands that run it again (`in_process`: `logitaudit run` with the spec's backends' URLs;
+// otherwise against the daemon that stores it: `replay` per backend).
+// `runs`: the audit's stored runs, whose verdicts give the streams that moved (stored findings
+// keep none); nullptr: `f` was just evaluated and has them.
+std::string html_report(const storage::job_record& j, const audit::findings& f, const std::vector<storage::run_record>* runs);
 
 // JSON text with untrusted strings (prompts, server text) made safe.
 std::string dump(const nlohmann::json& j);

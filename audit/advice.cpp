@@ -206,7 +206,7 @@ namespace {
 std::string round_costs(const advice_confirmation& c) {
   double lo = 2, hi = -2;
   for (std::size_t i = 0; i < std::min(c.fastest_rounds.size(), c.certified_rounds.size()); ++i)
-    if (c.fastest_rounds[i] > 0) {
+    if (c.fastest_rounds[i] > 0 && c.certified_rounds[i] >= 0) {
       const double cost = 1 - c.certified_rounds[i] / c.fastest_rounds[i];
       lo = std::min(lo, cost);
       hi = std::max(hi, cost);
@@ -246,7 +246,8 @@ std::string advice_sentence(const advice_section& a) {
     s += "; measured again in " + std::to_string(a.confirmation->rounds) + " alternating rounds on fresh servers (audit " +
          std::to_string(a.confirmation->audit) + "): " + fixed(a.confirmation->certified, 0) + " against " +
          fixed(a.confirmation->fastest, 0) + (a.ranked_by.starts_with("goodput") ? " requests/s" : " tokens/s") +
-         " by the medians, a cost of " + fixed(100 * *cost, 0) + "% by the median round" + round_costs(*a.confirmation);
+         " by the medians, a cost of " + fixed(100 * *cost, 0) + (round_costs(*a.confirmation).empty() ? "% by the medians" : "% by the median round") +
+         round_costs(*a.confirmation);
   return s + "; certificate: audit " + std::to_string(c->certify_audit) + ". It holds for this host, this llama-server build and these files only.";
 }
 

@@ -1,6 +1,7 @@
 // JUnit XML from the findings (audit/junit.hpp).
 #include "junit.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -32,13 +33,20 @@ struct testsuite {
   }
 };
 
-// The length of the UTF-8 sequence at `s[i]`, or 0 when it is not one.
+// The length of the UTF-8 sequence at `s[i]` of a character XML 1.0 can hold, or 0: a
+// malformed, overlong or truncated sequence, a surrogate, past U+10FFFF, or U+FFFE/U+FFFF.
 std::size_t utf8_length(std::string_view s, std::size_t i) {
   const auto b = static_cast<unsigned char>(s[i]);
   const std::size_t n = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xe ? 3 : (b >> 3) == 0x1e ? 4 : 0;
   if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
+  std::uint32_t cp = n == 1 ? b : n == 2 ? (b & 0x1f) : n == 3 ? (b & 0x0f) : (b & 0x07);
+  for (std::size_t k = 1; k < n; ++k) {
+    const auto c = static_cast<unsigned char>(s[i + k]);
+    if ((c >> 6) != 0x2) return 0;
+    cp = (cp << 6) | (c & 0x3f);
+  }
+  static constexpr std::uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return 0;
   return n;
 }
 
@@ -86,20 +94,28 @@ testsuite verdict_suite(const findings& f) {
 testsuite backend_suite(const findings& f, const std::string& backend) {
   testsuite s{backend, {}};
   const std::string cls = "logitaudit." + backend;
-  // Each prediction judged on this backend's streams alone.
-  audit_spec claims;
-  for (const auto& p : section<prediction_section>(f).results) claims.predictions.push_back(p.claim);
-  std::vector<run_verdict> mine;
-  for (const auto& v : f.verdicts)
-    if (v.backend == backend) mine.push_back(v);
-  for (const auto& p : judge_predictions(claims, mine)) {
-    testcase t{cls + ".predictions", p.claim.id + ": " + p.claim.statement};
-    const std::string counts = std::to_string(p.k) + "/" + std::to_string(p.n) + " streams as predicted on " + backend +
-                               (p.flagged ? " (" + std::to_string(p.flagged) + " counted apart)" : "");
-    if (p.outcome == prediction_outcome::failed)
-      t.outcome = result::failed, t.type = "prediction_failed", t.message = "Prediction " + p.claim.id + " failed: " + counts;
-    else if (p.outcome == prediction_outcome::undecided)
-      t.outcome = result::skipped, t.message = "Prediction " + p.claim.id + " undecided: no counted stream on " + backend;
+  // Each prediction judged on this backend's counted streams alone, from its tallies (stored
+  // findings keep tallies, not a verdict per stream): what judge_predictions counts.
+  const auto tallies = f.per_backend.find(backend);
+  for (const auto& r : section<prediction_section>(f).results) {
+    const auto& p = r.claim;
+    int k = 0, n = 0, flagged = 0;
+    if (tallies != f.per_backend.end())
+      for (const auto& t : tallies->second) {
+        if (std::find(p.conditions.begin(), p.conditions.end(), t.condition) == p.conditions.end()) continue;
+        const int identical = p.level == identity_level::logit ? t.logit_identical : t.token_identical;
+        n += t.n;
+        k += p.expect == expectation::identical ? identical : t.n - identical;
+        flagged += t.flagged;
+      }
+    const auto outcome = decide(p, k, n);
+    testcase t{cls + ".predictions", p.id + ": " + p.statement};
+    const std::string counts = std::to_string(k) + "/" + std::to_string(n) + " streams as predicted on " + backend +
+                               (flagged ? " (" + std::to_string(flagged) + " counted apart)" : "");
+    if (outcome == prediction_outcome::failed)
+      t.outcome = result::failed, t.type = "prediction_failed", t.message = "Prediction " + p.id + " failed: " + counts;
+    else if (outcome == prediction_outcome::undecided)
+      t.outcome = result::skipped, t.message = "Prediction " + p.id + " undecided: no counted stream on " + backend;
     s.cases.push_back(std::move(t));
   }
   // Each family of its certificate.
@@ -141,7 +157,10 @@ std::string xml_escape(std::string_view text) {
     else if (ch == '>') out += "&gt;";
     else if (ch == '"') out += "&quot;";
     else if (ch == '\'') out += "&apos;";
-    else if (b < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') out += "\xEF\xBF\xBD";
+    else if (ch == '\n') out += "&#10;";  // kept in an attribute too, where a raw one reads as a space
+    else if (ch == '\r') out += "&#13;";
+    else if (ch == '\t') out += "&#9;";
+    else if (b < 0x20) out += "\xEF\xBF\xBD";
     else if (b >= 0x80) {
       const auto n = utf8_length(text, i);
       if (n == 0) {
@@ -155,6 +174,21 @@ std::string xml_escape(std::string_view text) {
     } else out += ch;
     ++i;
   }
+  return out;
+}
+
+std::string render_junit_error(const junit_context& c, std::string_view why) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites";
+  attribute(out, "name", "logitaudit audit " + std::to_string(c.audit));
+  out += " tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\" time=\"" + fixed(c.seconds, 3) + "\">\n  <testsuite name=\"audit\" tests=\"1\" failures=\"0\" errors=\"1\" skipped=\"0\"";
+  attribute(out, "time", fixed(c.seconds, 3));
+  if (!c.timestamp.empty()) attribute(out, "timestamp", c.timestamp);
+  if (!c.hostname.empty()) attribute(out, "hostname", c.hostname);
+  out += ">\n    <testcase";
+  attribute(out, "name", "audit " + std::to_string(c.audit));
+  out += " classname=\"logitaudit.audit\" time=\"0\">\n      <error";
+  attribute(out, "message", why);
+  out += " type=\"audit_not_judged\">" + xml_escape(why) + "</error>\n    </testcase>\n  </testsuite>\n</testsuites>\n";
   return out;
 }
 

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "findings.hpp"
 
@@ -27,9 +28,13 @@ struct junit_context {
 
 // Pure: reads nothing but `f` and `c`.
 std::string render_junit(const findings& f, const junit_context& c);
+// An audit that has no judgement (it failed, was cancelled, or every request failed): one
+// testcase in error, its message `why`, so that CI finds a report exactly when the job broke.
+std::string render_junit_error(const junit_context& c, std::string_view why);
 
-// `text` with &, <, >, " and ' as entities and every character XML 1.0 cannot hold (controls
-// but tab and newlines, malformed UTF-8) as U+FFFD.
+// `text` with &, <, >, " and ' as entities, tab and line ends as character references (an
+// attribute keeps them so), and every character XML 1.0 cannot hold (other controls, malformed
+// or overlong UTF-8, surrogates, U+FFFE and U+FFFF) as U+FFFD.
 std::string xml_escape(std::string_view text);
 
 }  // namespace logitaudit::audit

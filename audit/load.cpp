@@ -540,7 +540,7 @@ std::string describe_curve(const load_curve& c) {
            std::to_string(before->logit_identical) + "/" + std::to_string(before->probes) + " were identical";
     // A trace with blocks: the prefix cache is the other thing that moved between the probes.
     std::string shares;
-    for (std::size_t k = 0; k < kCacheShareClasses.size(); ++k)
+    for (std::size_t k = 0; k < kCacheShareClasses.size() && l.measurement.implied_cached_tokens >= 0; ++k)
       if (l.by_cache_probes[k] > 0)
         shares += (shares.empty() ? "" : ", ") + std::string(kCacheShareClasses[k]) + " " + std::to_string(l.by_cache_identical[k]) + "/" +
                   std::to_string(l.by_cache_probes[k]);

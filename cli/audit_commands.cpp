@@ -89,8 +89,8 @@ void add_report(CLI::App& app) {
   auto* sub = app.add_subcommand("report", "an ended audit's verdict, findings table, findings and predictions");
   add_common(sub, a->common);
   sub->add_option("id", a->id, "audit id")->required()->check(positive_id);
-  sub->add_option("--format", *format, "text, markdown, csv, json or junit (JUnit XML for CI)")
-      ->check(CLI::IsMember({"text", "markdown", "csv", "json", "junit"}));
+  sub->add_option("--format", *format, "text, markdown, csv, json, junit (JUnit XML for CI) or html (one file that fetches nothing)")
+      ->check(CLI::IsMember({"text", "markdown", "csv", "json", "junit", "html"}));
   sub->add_flag("--strict", *strict, "exit 1 when a prediction failed");
   sub->add_flag("--short", *short_form, "the verdict alone (seven lines at most; with --json or --format json, its array)");
   sub->callback([a, format, strict, short_form] {

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "audit/enum_names.hpp"
+#include "audit/junit.hpp"
 #include "audit/report.hpp"
 #include "audit/spec.hpp"
 #include "audit/states.hpp"
@@ -296,6 +297,13 @@ int print_report(const daemon_client& c, std::int64_t id, const std::string& for
 void save_junit(const daemon_client& c, std::int64_t id, const std::string& path) {
   if (path.empty()) return;
   write_report_file("--junit", path, c.call(verb::get, id_path("/v1/audits", id) + "/report?format=junit").body);
+}
+
+void save_junit_error(std::int64_t id, const std::string& path, const std::string& why) {
+  if (path.empty()) return;
+  audit::junit_context c;
+  c.audit = id;
+  write_report_file("--junit", path, audit::render_junit_error(c, why));
 }
 
 std::string progress_cell(const json& job) {

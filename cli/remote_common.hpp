@@ -70,6 +70,8 @@ int print_report(const daemon_client& c, std::int64_t id, const std::string& for
 // `--junit FILE`: the ended audit's report as JUnit XML (GET .../report?format=junit) written to
 // `path` (nothing when it is empty); an unwritable file is exit 2, naming it.
 void save_junit(const daemon_client& c, std::int64_t id, const std::string& path);
+// The same for an audit that ended without a judgement: one testcase in error, saying `why`.
+void save_junit_error(std::int64_t id, const std::string& path, const std::string& why);
 std::string progress_cell(const json& job);
 void print_status(const json& job);
 

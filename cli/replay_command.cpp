@@ -112,8 +112,10 @@ void add_replay_impl(CLI::App& app) {
     const std::int64_t id = job.value("id", std::int64_t{0});
     std::cerr << "replay: audit " << id << " on " << join(job["backends"]) << " against audit " << ref << "\n";
     const json last = wait_for(c, id, !a->quiet && !a->common.json);
-    if (text(last, "status") != "done")
+    if (text(last, "status") != "done") {
+      save_junit_error(id, a->junit, "audit " + std::to_string(id) + " ended " + text(last, "status"));
       throw cli_failure(exit_findings, "audit " + std::to_string(id) + " ended " + text(last, "status"));
+    }
     save_junit(c, id, a->junit);
     digest_table t;
     add_runs(t, c.get_json(id_path("/v1/audits", ref) + "/runs"), "reference");

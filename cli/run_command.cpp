@@ -18,6 +18,7 @@
 #include "api/bench_result.hpp"
 #include "api/record_json.hpp"
 #include "api/spec_json.hpp"
+#include "audit/junit.hpp"
 #include "audit/report.hpp"
 #include "audit/verdict.hpp"
 #include "clients/api_registry.hpp"
@@ -65,7 +66,9 @@ audit::audit_spec build_spec(const run_args& a) {
     audit::condition c{"load_trace", audit::condition_kind::load, 1, 1, false, false};
     c.load.arrival = audit::arrival_kind::trace;
     c.load.levels = a.trace_speeds.empty() ? std::vector<double>{1} : a.trace_speeds;
-    c.load.block_size = a.trace_block_size > 0 ? a.trace_block_size : trace->block_size;
+    if (a.trace_block_size > 0) trace->block_size = a.trace_block_size;
+    if (a.trace_scale != 1) scale_trace(*trace, a.trace_scale);
+    c.load.block_size = trace->block_size;
     c.load.trace = std::move(trace->entries);
     // Before the controls, so that the report's order stays the spec's.
     spec.conditions.insert(spec.conditions.begin(), std::move(c));
@@ -209,7 +212,10 @@ int run_audit(const run_args& a) {
   const auto end = run_on(io, lifecycle.run(job, controls));
   if (!a.db.empty() && !a.quiet)
     std::cerr << "logitaudit run: stored as job " << job << " in " << a.db << " (" << audit::to_string(end.status) << ")\n";
-  if (end.storage_failed || !end.findings) throw cli_failure(exit_database, "run: " + end.error);
+  if (end.storage_failed || !end.findings) {
+    if (!a.junit.empty()) write_report_file("--junit", a.junit, audit::render_junit_error({job}, "not judged: " + end.error));
+    throw cli_failure(exit_database, "run: " + end.error);
+  }
   const auto& f = *end.findings;
   if (f.failed_runs > 0 && static_cast<std::size_t>(f.failed_runs) == f.verdicts.size()) {
     std::string first;
@@ -219,10 +225,12 @@ int run_audit(const run_args& a) {
         break;
       }
     std::cerr << "logitaudit run: every request failed; first error: " << first << "\n";
+    if (!a.junit.empty()) write_report_file("--junit", a.junit, audit::render_junit_error({job}, "every request failed; first error: " + first));
     return exit_unreachable;
   }
-  if (!a.junit.empty() || !a.save_result.empty()) {
-    auto row = db->submit([job](storage::store& s) { return s.jobs().get(job); }).get();
+  std::optional<storage::job_record> row;
+  if (!a.junit.empty() || !a.save_result.empty() || a.format == "html") {
+    row = db->submit([job](storage::store& s) { return s.jobs().get(job); }).get();
     if (!row) throw cli_failure(exit_database, "run: job " + std::to_string(job) + " is gone from the database");
     if (!a.junit.empty()) write_report_file("--junit", a.junit, api::junit_report(*row, f));
     if (!a.save_result.empty()) write_report_file("--save-result", a.save_result, bench_results_of(f, *row));
@@ -233,6 +241,7 @@ int run_audit(const run_args& a) {
   else if (a.format == "markdown") std::cout << audit::render_markdown(f);
   else if (a.format == "csv") std::cout << audit::render_csv(f);
   else if (a.format == "json") std::cout << api::report_json(f) << "\n";
+  else if (a.format == "html") std::cout << api::html_report(*row, f, nullptr);
   else std::cout << audit::render_text(f);
   std::cout.flush();
   if (!f.valid) return exit_findings;
@@ -262,6 +271,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--trace-block-size", args->trace_block_size,
                   "the tokens of one hash id of a Mooncake or Bailian trace (default: its format's, 512 or 16)")
       ->check(CLI::Range(1, audit::kMaxLoadPromptTokens));
+  cmd->add_option("--trace-scale", args->trace_scale,
+                  "multiply the trace's prompt lengths and its block size by this, to fit a small model's context "
+                  "(1/32: Mooncake's 512-token blocks become 16); the sharing is kept")
+      ->check(CLI::Range(0.001, 1.0));
   cmd->add_option("--junit", args->junit, "also write the report as JUnit XML to this file (for CI: docs/cli.md)");
   cmd->add_option("--save-result", args->save_result,
                   "write each load level's figures to this file as vllm bench serve --save-result does, a JSON object a line "
@@ -272,7 +285,8 @@ void add_run_command(CLI::App& app) {
                   "PEM file of the CAs that sign the https --backend servers' certificates (default: the system's "
                   "CA store); a bearer token for the servers comes from LOGITAUDIT_BACKEND_TOKEN");
   cmd->add_option("--api", args->api, "API kind of the --backend servers")->check(CLI::IsMember(clients::api_kinds().names()));
-  cmd->add_option("--format", args->format, "report format")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
+  cmd->add_option("--format", args->format, "report format (html: one self-contained file)")
+      ->check(CLI::IsMember({"text", "markdown", "csv", "json", "html"}));
   cmd->add_option("--n-predict", args->n_predict, "tokens per request (overrides the spec)")->check(CLI::Range(1, 4096));
   cmd->add_option("--top-k", args->top_k, "top logprobs per token (overrides the spec)")->check(CLI::Range(1, 100));
   cmd->add_option("--tag", args->tags, "label the stored audit; repeatable");

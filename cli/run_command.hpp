@@ -35,6 +35,7 @@ struct run_args {
   std::string junit;                 // --junit FILE: the report as JUnit XML, beside the printed one
   std::string save_result;           // --save-result FILE: the load levels as vLLM results
   int trace_block_size = 0;          // a hash id's tokens (0: the trace format's)
+  double trace_scale = 1;            // prompt lengths and the block size times this (scale_trace)
 };
 
 // Runs `task` on `io` to its end (the offline commands' one coroutine at a time) and returns

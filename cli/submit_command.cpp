@@ -66,6 +66,8 @@ void add_submit_impl(CLI::App& app) {
     }
     const json last = wait_for(c, id, !a->quiet && !a->common.json);
     if (text(last, "status") != "done") {
+      save_junit_error(id, a->junit, "audit " + std::to_string(id) + " ended " + text(last, "status") +
+                                         (last.contains("error") ? ": " + text(last, "error") : ""));
       if (a->common.json) print_json({{"audit", last}, {"report", nullptr}});
       std::cerr << "logitaudit: audit " << id << " ended " << text(last, "status")
                 << (last.contains("error") ? ": " + text(last, "error") : "") << "\n";

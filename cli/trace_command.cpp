@@ -16,6 +16,7 @@ namespace {
 struct trace_args {
   std::string file;
   int block_size = 0;
+  double scale = 1;
   std::string format = "text";
 };
 
@@ -26,7 +27,9 @@ nlohmann::json lengths_json(const audit::latency_summary& s, int min, int max) {
 void run_analyze(const trace_args& a) {
   auto read = read_trace_file(a.file);
   if (!read) throw cli_failure(exit_usage, "trace analyze: " + read.error());
-  const int block_size = a.block_size > 0 ? a.block_size : read->block_size;
+  if (a.block_size > 0) read->block_size = a.block_size;
+  if (a.scale != 1) scale_trace(*read, a.scale);
+  const int block_size = read->block_size;
   const auto s = summarize_trace(read->entries, block_size);
   if (a.format == "json") {
     nlohmann::json j = {{"file", a.file},
@@ -36,7 +39,8 @@ void run_analyze(const trace_args& a) {
                         {"request_rate", s.rate_rps},
                         {"input_length", lengths_json(s.prompt_tokens, s.prompt_min, s.prompt_max)},
                         {"output_length", lengths_json(s.output_tokens, s.output_min, s.output_max)},
-                        {"total_input_tokens", s.total_prompt_tokens}};
+                        {"total_input_tokens", s.total_prompt_tokens},
+                        {"requests_too_long", s.too_long}};
     if (read->has_blocks())
       j["prefix"] = {{"block_size", block_size},
                      {"blocks", s.blocks},
@@ -57,6 +61,9 @@ void run_analyze(const trace_args& a) {
             << fixed(s.rate_rps, 2) << " requests/s\n"
             << "  input tokens:  " << lengths(s.prompt_tokens, s.prompt_min, s.prompt_max) << " (" << s.total_prompt_tokens << " in all)\n"
             << "  output tokens: " << lengths(s.output_tokens, s.output_min, s.output_max) << "\n";
+  if (s.too_long > 0)
+    std::cout << "  note: " << s.too_long << " requests are longer than " << audit::kMaxLoadPromptTokens
+              << " tokens, the most a replay sends: scale the trace (--scale, run --trace-scale)\n";
   if (!read->has_blocks()) {
     std::cout << "  no hash_ids: every request's prompt is its own (no shared prefix to replay)\n";
     return;
@@ -83,6 +90,8 @@ void add_trace_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   analyze->add_option("--block-size", args->block_size, "the tokens of one hash id (default: the format's, 512 or Bailian's 16)")
       ->check(CLI::Range(1, audit::kMaxLoadPromptTokens));
+  analyze->add_option("--scale", args->scale, "as run --trace-scale: the prompt lengths and the block size times this")
+      ->check(CLI::Range(0.001, 1.0));
   analyze->add_option("--format", args->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   analyze->callback([args] { run_analyze(*args); });
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -39,10 +40,24 @@ expected<trace_read, std::string> parse_trace(std::string_view text) {
   std::size_t start = 0;
   while (start < text.size() && (text[start] == ' ' || text[start] == '\n' || text[start] == '\r' || text[start] == '\t')) ++start;
   if (start == text.size()) return unexpected{std::string("the trace is empty")};
+  // The first request names the format (a file is one format throughout).
+  auto name_format = [&read](std::string_view first) {
+    if (first.find("\"chat_id\"") != std::string_view::npos) read.format = "bailian", read.block_size = 16;
+    else if (first.find("\"input_length\"") != std::string_view::npos) read.format = "mooncake";
+  };
+  // Bailian's timestamps are seconds from an arbitrary origin, Mooncake's may start late: the
+  // replay starts at the first request.
+  auto rebase = [&read] {
+    if (read.format == "logitaudit" || read.entries.empty()) return;
+    const double first = read.entries.front().at_ms;
+    for (auto& e : read.entries) e.at_ms -= first;
+  };
   if (text[start] == '[') {  // one JSON array
     auto entries = storage::decode_trace_array(text);
     if (!entries) return unexpected{entries.error()};
     read.entries = std::move(*entries);
+    name_format(text.substr(start, std::min<std::size_t>(text.size() - start, text.find('}', start) - start + 1)));
+    rebase();
     return read;
   }
   const bool csv = text[start] != '{';
@@ -82,21 +97,17 @@ expected<trace_read, std::string> parse_trace(std::string_view text) {
     }
     auto e = storage::decode_trace_entry(line);
     if (!e) return unexpected{at_line(line_no) + e.error()};
-    // The first request names the format (a file is one format throughout).
-    if (out.empty()) {
-      if (line.find("\"chat_id\"") != std::string_view::npos) read.format = "bailian", read.block_size = 16;
-      else if (line.find("\"input_length\"") != std::string_view::npos) read.format = "mooncake";
-    }
+    if (out.empty()) name_format(line);
     out.push_back(*e);
   }
   if (out.empty()) return unexpected{std::string("the trace has no request")};
-  // Bailian's timestamps are seconds from an arbitrary origin, Mooncake's may start late: the
-  // replay starts at the first request.
-  if (read.format != "logitaudit") {
-    const double first = out.front().at_ms;
-    for (auto& e : out) e.at_ms -= first;
-  }
+  rebase();
   return read;
+}
+
+void scale_trace(trace_read& t, double factor) {
+  t.block_size = std::max(1, static_cast<int>(std::lround(t.block_size * factor)));
+  for (auto& e : t.entries) e.prompt_tokens = std::max(1, static_cast<int>(std::lround(e.prompt_tokens * factor)));
 }
 
 trace_summary summarize_trace(const std::vector<audit::trace_entry>& trace, int block_size) {
@@ -116,6 +127,7 @@ trace_summary summarize_trace(const std::vector<audit::trace_entry>& trace, int 
     s.output_min = std::min(s.output_min, e.output_tokens), s.output_max = std::max(s.output_max, e.output_tokens);
     s.total_prompt_tokens += e.prompt_tokens;
     s.blocks += e.hash_ids.size();
+    s.too_long += e.prompt_tokens > audit::kMaxLoadPromptTokens;
     s.overfull += e.hash_ids.size() > 1 &&
                   static_cast<std::int64_t>(e.prompt_tokens) <= static_cast<std::int64_t>(e.hash_ids.size() - 1) * block_size;
     unique.insert(e.hash_ids.begin(), e.hash_ids.end());

@@ -24,6 +24,12 @@ struct trace_read {
   bool has_blocks() const;
 };
 
+// A production trace made to fit a small model's context: each request's prompt length and the
+// block size times `factor` (rounded, at least 1), so that each request keeps its share of
+// blocks and what they share; output lengths and times kept. Mooncake's 512-token blocks at
+// 1/32 are 16-token blocks, its 6,955-token request 217 tokens.
+void scale_trace(trace_read& t, double factor);
+
 // Errors name the line ("line 7: not a JSON object") and stop at the first; a file of more
 // than audit::kMaxTraceEntries requests is refused. Mooncake's JSON Lines ({"timestamp" ms,
 // "input_length", "output_length", "hash_ids"}) and Bailian's ({"chat_id", "timestamp" s, ...})
@@ -44,6 +50,7 @@ struct trace_summary {
   std::int64_t total_prompt_tokens = 0, implied_cached_tokens = 0;
   std::size_t requests_reusing = 0;                 // with an implied cached prefix
   std::size_t overfull = 0;  // requests with more hash ids than their length fills at this block size
+  std::size_t too_long = 0;  // requests longer than a replay sends (audit::kMaxLoadPromptTokens)
   double reuse_share() const {
     return total_prompt_tokens > 0 ? static_cast<double>(implied_cached_tokens) / static_cast<double>(total_prompt_tokens) : 0;
   }

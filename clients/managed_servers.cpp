@@ -234,6 +234,21 @@ net::awaitable<expected<std::string, managed_servers::launch_failure>> managed_s
                                       true}};
 }
 
+net::awaitable<expected<std::string, std::string>> managed_servers::launch_retried(std::string backend, llama_server_options o,
+                                                                                  std::vector<std::string> env) {
+  // A port found free can be taken before the server binds it: then the server exits at once,
+  // and another port is tried.
+  std::string last_error;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto url = co_await launch(backend, o, env);
+    if (url) co_return *url;
+    last_error = url.error().why;
+    if (!url.error().exited || (last_error.find("bind") == std::string::npos && last_error.find("address already in use") == std::string::npos))
+      break;
+  }
+  co_return unexpected{last_error};
+}
+
 net::awaitable<expected<std::string, std::string>> managed_servers::start(std::string backend, audit::server_settings s) {
   stop(backend);
   const auto path = model_path(s.model);
@@ -277,41 +292,31 @@ net::awaitable<expected<std::string, std::string>> managed_servers::start(std::s
   o.log_file = dir / (label_ + "-" + safe + ".log");
   std::vector<std::string> env;
   for (const auto& [name, value] : launch_with.env) env.push_back(name + "=" + value);
-  // A port found free can be taken before the server binds it: then the server exits at once,
-  // and another port is tried.
-  auto launch_retried = [&](llama_server_options lo) -> net::awaitable<expected<std::string, std::string>> {
-    std::string last_error;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      auto url = co_await launch(backend, lo, env);
-      if (url) co_return *url;
-      last_error = url.error().why;
-      if (!url.error().exited ||
-          (last_error.find("bind") == std::string::npos && last_error.find("address already in use") == std::string::npos))
-        break;
-    }
-    co_return unexpected{last_error};
-  };
   // The machine in the fingerprint (the CPU variant ggml loads, its features, the devices and
   // layers offloaded) is in a -lv 4 log only; the measured server runs at llama-server's own
-  // verbosity, since -lv 4 logs about 4 KB a request and cost the fastest configuration of the
-  // tiny model 15% of its throughput on 2 cores (docs/advise.md). So one start of each launch
-  // (the same program, arguments and environment) with -lv 4 until it is healthy, read, stopped.
+  // verbosity, since -lv 4 logs about 4 KB a request and slowed the fastest configuration of the
+  // tiny model by 4 to 22% on 2 cores (docs/advise.md). So one start of each launch (the model,
+  // the program, its environment and its device's flags, an RPC server's changing address left
+  // out) with -lv 4 until it is healthy; stopped, then its log read.
   std::string key = o.model + '\n' + o.executable;
-  for (const auto& a : o.extra_args) key += '\n' + a;
+  for (std::size_t i = 0; i < launch_with.args.size(); ++i)
+    key += '\n' + (i > 0 && launch_with.args[i - 1] == "--rpc"
+                       ? "rpc x" + std::to_string(std::count(launch_with.args[i].begin(), launch_with.args[i].end(), ',') + 1)
+                       : launch_with.args[i]);
   for (const auto& e : o.env) key += '\n' + e.first + '=' + e.second;
   if (!start_facts_.count(key)) {
     auto verbose = o;
     verbose.extra_args.insert(verbose.extra_args.end(), {"-lv", "4"});
     verbose.log_file = dir / (label_ + "-" + safe + ".start.log");
-    auto probed = co_await launch_retried(verbose);
+    auto probed = co_await launch_retried(backend, verbose, env);
     if (!probed) {
       rpc_servers_.erase(backend);
       co_return unexpected{probed.error()};
     }
-    start_facts_[key] = server_log_machine(running_[backend]->log_file());
-    stop_process(backend);
+    stop_process(backend);  // its log complete: llama.cpp writes it from a thread of its own
+    start_facts_[key] = server_log_machine(verbose.log_file);
   }
-  auto url = co_await launch_retried(o);
+  auto url = co_await launch_retried(backend, o, env);
   if (url) {
     launch_key_[backend] = key;
     co_return *url;

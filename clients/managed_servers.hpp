@@ -106,6 +106,9 @@ class managed_servers {
   net::awaitable<expected<std::string, launch_failure>> launch(std::string backend, llama_server_options o,
                                                                std::vector<std::string> env);
 
+  // launch, again on another port when the first one was taken before the server bound it.
+  net::awaitable<expected<std::string, std::string>> launch_retried(std::string backend, llama_server_options o,
+                                                                    std::vector<std::string> env);
   void stop_process(const std::string& backend);  // the llama-server alone, its RPC servers kept
 
   net::any_io_executor ex_;
@@ -115,8 +118,8 @@ class managed_servers {
   // by backend: the ggml-rpc-servers its llama-server splits the model over (device rpc:N)
   std::map<std::string, std::vector<std::unique_ptr<llama_server_process>>> rpc_servers_;
   std::map<std::string, std::string> devices_;  // by backend: its binary's --list-devices
-  // A launch (model, program, arguments, environment) -> what its -lv 4 start-up log said; and
-  // each running backend's launch.
+  // A launch (model, program, environment, device flags) -> what its -lv 4 start-up log said;
+  // and each running backend's launch.
   std::map<std::string, machine_facts> start_facts_;
   std::map<std::string, std::string> launch_key_;
 };

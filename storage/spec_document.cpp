@@ -368,6 +368,12 @@ void read_trace(reader& r, const json& j, const std::string& at, std::vector<aud
     if (read_trace_entry(r, j[i], at + "[" + std::to_string(i) + "]", t)) out.push_back(t);
     else ++bad;
   }
+  // Mooncake's and Bailian's timestamps start where their recording did (Bailian's in seconds
+  // from an arbitrary origin): the replay starts at the first request.
+  if (!j.empty() && j[0].is_object() && j[0].contains("timestamp") && !out.empty()) {
+    const double first = out.front().at_ms;
+    for (auto& e : out) e.at_ms -= first;
+  }
 }
 
 field<audit::load_settings> trace_field() {
@@ -386,7 +392,23 @@ field<audit::load_settings> trace_field() {
   f.schema = [](const field<L>& self) {
     json short_form = {{"type", "array"}, {"minItems", 3}, {"maxItems", 4},
                        {"description", "[at_ms, prompt_tokens, output_tokens] or with hash_ids fourth"}};
-    json entry = {{"oneOf", json::array({fields::object_schema(trace_entry_table()), std::move(short_form)})}};
+    // A Mooncake request as AIPerf documents it, or a Bailian one (its chat_id, its timestamp in
+    // seconds; parent_chat_id, turn and type read past).
+    json ids = {{"type", "array"}, {"items", {{"type", "integer"}, {"minimum", 0}}}};
+    json foreign = {{"type", "object"},
+                    {"description", "a Mooncake request (timestamp in ms) or a Bailian one (with chat_id; timestamp in s), "
+                                    "rebased to the first request's timestamp"},
+                    {"required", json::array({"timestamp", "input_length", "output_length"})},
+                    {"properties",
+                     {{"timestamp", {{"type", "number"}}},
+                      {"input_length", {{"type", "integer"}, {"minimum", 1}}},
+                      {"output_length", {{"type", "integer"}, {"minimum", 1}}},
+                      {"hash_ids", ids},
+                      {"chat_id", {{"type", "integer"}}},
+                      {"parent_chat_id", {{"type", "integer"}}},
+                      {"turn", {{"type", "integer"}}},
+                      {"type", {{"type", "string"}}}}}};
+    json entry = {{"oneOf", json::array({fields::object_schema(trace_entry_table()), std::move(short_form), std::move(foreign)})}};
     return json{{"type", "array"}, {"maxItems", audit::kMaxTraceEntries}, {"description", self.doc}, {"items", std::move(entry)}};
   };
   return f;

@@ -585,6 +585,32 @@ await check('the token never appeared in a URL, and every API request carried it
   }
 });
 
+await check('the HTML report of an audit whose numbers moved opens offline, fetches nothing, and shows the verdict first and the plot', async () => {
+  const kvuAudit = Number(process.env.KVU_AUDIT);
+  const html = (await api(`/v1/audits/${kvuAudit}/report?format=html`)).text;
+  const file = `${artifacts}/audit-${kvuAudit}.html`;
+  writeFileSync(file, html);
+  const offline = await browser.newContext({ offline: true, javaScriptEnabled: false, viewport: { width: 1200, height: 900 } });
+  const fetched = [];
+  await offline.route('**/*', (route) => {
+    if (!route.request().url().startsWith('file://')) fetched.push(route.request().url());
+    return route.request().url().startsWith('file://') ? route.continue() : route.abort();
+  });
+  const report = await offline.newPage();
+  await report.goto(`file://${file}`);
+  assert.deepEqual(fetched, [], 'the report asked for nothing');
+  const order = await report.evaluate(() => [...document.querySelectorAll('section[data-testid]')].map((s) => s.dataset.testid));
+  assert.deepEqual(order.slice(0, 3), ['verdict', 'delta', 'report']);
+  assert.ok((await report.locator('[data-testid=verdict] li[data-answer=moves], [data-testid=verdict] li[data-answer=mixed]').count()) > 0);
+  const dots = await report.locator('[data-testid=delta-plot] circle').count();
+  assert.ok(dots > 0, 'the streams that moved are plotted');
+  const box = await report.locator('[data-testid=delta-plot]').boundingBox();
+  assert.ok(box && box.width > 300 && box.height > 150, JSON.stringify(box));
+  assert.ok((await report.locator('[data-testid=reproduce] pre').innerText()).includes(`logitaudit replay ${kvuAudit}`));
+  await report.screenshot({ path: `${artifacts}/html-report.png`, fullPage: true });
+  await offline.close();
+});
+
 await browser.close();
 writeFileSync(`${artifacts}/timings.json`, JSON.stringify({ audit_page_ms: auditMs }));
 if (failures) {

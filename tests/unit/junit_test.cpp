@@ -1,4 +1,5 @@
-// JUnit XML (audit/junit.hpp): what CI reads of an audit. Each testcase fails, passes or is
+// The report formats that leave logitaudit: JUnit XML (audit/junit.hpp), what CI reads of an
+// audit, and the HTML file (audit/report_html.hpp), what travels. JUnit: Each testcase fails, passes or is
 // skipped as the findings say, a failure's message is its verdict line, the prediction that
 // held on one backend and failed on the other fails in that backend's suite alone, and the
 // document is valid against the JUnit schema Jenkins and GitLab read (tests/data/junit.xsd,
@@ -12,9 +13,12 @@
 #include "audit/certify.hpp"
 #include "audit/findings.hpp"
 #include "audit/junit.hpp"
+#include "audit/report_html.hpp"
 #include "audit/plan.hpp"
+#include "audit/predictions.hpp"
 #include "audit/reference.hpp"
 #include "audit/verdict.hpp"
+#include "storage/documents.hpp"
 #include "support/process.hpp"
 
 using namespace logitaudit;
@@ -85,6 +89,12 @@ TEST(junit, a_prediction_fails_in_the_suite_of_the_backend_it_failed_on_with_the
   EXPECT_NE(b.find("tests=\"1\" failures=\"1\""), std::string::npos) << b;
   EXPECT_NE(a.find("tests=\"1\" failures=\"0\""), std::string::npos) << a;
   EXPECT_NE(xml.find("timestamp=\"2026-12-05T13:02:42\" hostname=\"host-1\""), std::string::npos);
+  // The daemon renders stored findings, which keep tallies and no verdict per stream: the same
+  // document.
+  const auto stored = storage::decode_findings(storage::encode_findings(f));
+  ASSERT_TRUE(stored);
+  EXPECT_TRUE(stored->verdicts.empty());
+  EXPECT_EQ(audit::render_junit(*stored, {42, "2026-12-05T13:02:42", "host-1", 12.5}), xml);
 }
 
 TEST(junit, each_certify_family_passes_fails_with_the_certificate_line_or_is_skipped_and_a_reference_gate_fails_when_a_baseline_moved) {
@@ -130,6 +140,51 @@ TEST(junit, each_certify_family_passes_fails_with_the_certificate_line_or_is_ski
             std::string::npos)
       << verdict;
   EXPECT_EQ(xml.find("timestamp="), std::string::npos) << "no start time, no attribute";
+  // An audit with no judgement is one testcase in error; a line end stays one in an attribute,
+  // and bytes XML cannot hold (an overlong sequence, a lone continuation byte) are replaced.
+  const auto err = audit::render_junit_error({44}, "ended failed: line\nbreak \xC0\xAF <x>");
+  expect_valid(err);
+  EXPECT_NE(err.find("errors=\"1\""), std::string::npos) << err;
+  EXPECT_NE(err.find("<error message=\"ended failed: line&#10;break \xEF\xBF\xBD\xEF\xBF\xBD &lt;x&gt;\" type=\"audit_not_judged\">"),
+            std::string::npos)
+      << err;
+  std::string replaced;
+  for (int i = 0; i < 10; ++i) replaced += "\xEF\xBF\xBD";  // byte by byte: a surrogate (3), U+FFFE (3), past U+10FFFF (4)
+  EXPECT_EQ(audit::xml_escape("\xED\xA0\x80\xEF\xBF\xBE\xF4\x90\x80\x80ok"), replaced + "ok");
+  EXPECT_EQ(audit::xml_escape("caf\xC3\xA9 \xF0\x9F\x99\x82"), "caf\xC3\xA9 \xF0\x9F\x99\x82") << "valid UTF-8 stays";
+}
+
+// The HTML report fetches nothing (no script, stylesheet, image, font or link: the one URL in it
+// is the SVG namespace), opens with the verdict, plots each stream that moved, escapes what the
+// findings hold (a prediction's statement here), and keeps the Markdown report's tables.
+TEST(report_html, one_file_that_fetches_nothing_with_the_verdict_first_the_moved_streams_plotted_and_everything_escaped) {
+  auto f = two_backends();
+  auto& p = f.sections.put<audit::prediction_section>().results.at(0).claim;  // the section evaluate wrote
+  p.statement = "<script>alert(1)</script> & more";
+  const auto html =
+      audit::render_html(f, {42, audit::moved_streams(f), "2026-12-05T13:02:42.411Z", {"logitaudit replay 42 --backend b"}, "{\"a\": \"<b>\"}"});
+  for (const char* fetch : {"<script", "src=", "href=", "url(", "@import", "<link", "<img", "<iframe"})
+    EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;
+  for (std::size_t at = html.find("http"); at != std::string::npos; at = html.find("http", at + 1))
+    EXPECT_EQ(html.compare(at, 26, "http://www.w3.org/2000/svg"), 0) << html.substr(at, 40);
+  EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt; &amp; more"), std::string::npos);
+  const auto verdict = html.find("data-testid=\"verdict\""), plot = html.find("data-testid=\"delta-plot\""),
+             report = html.find("data-testid=\"report\"");
+  ASSERT_NE(verdict, std::string::npos);
+  EXPECT_LT(verdict, plot);
+  EXPECT_LT(plot, report);
+  int moved = 0;
+  for (const auto& v : f.verdicts) moved += v.result && !v.result->logit_identical;
+  int circles = 0;
+  for (std::size_t at = html.find("<circle"); at != std::string::npos; at = html.find("<circle", at + 1)) ++circles;
+  EXPECT_EQ(circles, moved);
+  EXPECT_GT(moved, 0);
+  EXPECT_NE(html.find("<th>condition</th>"), std::string::npos) << "the pooled table";
+  EXPECT_NE(html.find("<pre>logitaudit replay 42 --backend b\n</pre>"), std::string::npos);
+  EXPECT_NE(html.find("{&quot;a&quot;: &quot;&lt;b&gt;&quot;}"), std::string::npos);
+  EXPECT_EQ(audit::markdown_to_html("### T `x<y`\n\n| a | b |\n| --- | --- |\n| 1 | **2** |\n- one\n"),
+            "<h4>T <code>x&lt;y</code></h4>\n<table><thead><tr><th>a</th><th>b</th></tr></thead><tbody>\n<tr><td>1</td><td><strong>2</strong>"
+            "</td></tr>\n</tbody></table>\n<ul>\n<li>one</li>\n</ul>\n");
 }
 
 }  // namespace

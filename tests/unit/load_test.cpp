@@ -539,6 +539,7 @@ TEST(vllm_results, each_level_is_a_line_with_vllms_keys_from_the_stored_figures_
   m.sent = 19, m.completed = 23, m.failed = 1, m.prompt_tokens = 700, m.output_tokens = 736, m.bench_duration_s = 9.5;
   m.request_throughput = 23 / 9.5, m.output_throughput = 736 / 9.5, m.max_in_flight = 3;
   m.ttft_ms = {23, 12.5, 11, 20, 31};
+  m.probes.resize(2);
   m.itl_ms = {690, 0.9, 0.8, 1.2, 4.1};
   l.probes = 4, l.logit_identical = 3, l.token_identical = 4;
   curve.levels = {l};
@@ -554,7 +555,7 @@ TEST(vllm_results, each_level_is_a_line_with_vllms_keys_from_the_stored_figures_
   const auto j = nlohmann::json::parse(lines[0]);
   EXPECT_EQ(j["date"], "20261205-130242");
   EXPECT_EQ(j["backend"], "llama.cpp");
-  EXPECT_EQ(j["num_prompts"], 19);
+  EXPECT_EQ(j["num_prompts"], 19 + 2) << "the probes are requests too";
   EXPECT_EQ(j["request_rate"], 2.0);
   EXPECT_EQ(j["burstiness"], 1.0);
   EXPECT_FALSE(j.contains("max_concurrency"));
