@@ -5,6 +5,9 @@
 // numbers too, and the history explains it by the tokenisation of the prompts. The CLI's
 // `history` says the same in text.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 
 #include <cstdlib>
 #include <chrono>
@@ -140,6 +143,31 @@ TEST(history_e2e, a_swapped_checkpoint_is_an_unexplained_step_and_new_flags_are_
       << "five audits of 8 requests: " << metrics;
   const auto promtool = test_support::run_process({"/usr/bin/promtool", "check", "metrics"}, {}, std::chrono::seconds(60), &metrics);
   EXPECT_EQ(promtool.code, 0) << promtool.out << promtool.err;
+  // The Grafana dashboard (docker/grafana): every query is PromQL that promtool accepts (as
+  // recording rules), and every metric it reads is one this daemon exposes, with the labels it
+  // groups by.
+  std::ifstream dashboard_file(std::string(LOGITAUDIT_SOURCE_DIR) + "/docker/grafana/dashboards/logitaudit.json");
+  const auto dashboard = nlohmann::json::parse(dashboard_file);
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  int queries = 0;
+  for (const auto& panel : dashboard["panels"])
+    for (const auto& target : panel["targets"]) {
+      const std::string expr = target["expr"];
+      rules += "      - record: dashboard:query" + std::to_string(++queries) + "\n        expr: " + nlohmann::json(expr).dump() + "\n";
+      for (std::size_t at = expr.find("logitaudit_"); at != std::string::npos; at = expr.find("logitaudit_", at + 1)) {
+        const auto end = expr.find_first_not_of("abcdefghijklmnopqrstuvwxyz_", at);
+        const auto name = expr.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        EXPECT_NE(metrics.find("\n" + name + "{"), std::string::npos) << panel["title"] << " reads " << name << ", which /metrics lacks";
+      }
+      for (const char* label : {"backend", "loop", "series", "state"})
+        if (expr.find(std::string("by (") + label) != std::string::npos || expr.find(std::string(", ") + label + ")") != std::string::npos)
+          EXPECT_NE(metrics.find(std::string(label) + "=\""), std::string::npos) << expr;
+    }
+  EXPECT_GE(queries, 8);
+  const auto rules_file = dir / "dashboard-rules.yml";
+  std::ofstream(rules_file) << rules;
+  const auto checked = test_support::run_process({"/usr/bin/promtool", "check", "rules", rules_file.string()}, {}, std::chrono::seconds(60));
+  EXPECT_EQ(checked.code, 0) << checked.out << checked.err << rules;
   server.reset();
   fs::remove_all(dir);
 }
