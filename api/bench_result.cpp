@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ctime>
+
 #include "audit/load.hpp"
 
 namespace logitaudit::api {
@@ -21,6 +23,15 @@ void latency(json& j, const char* name, const audit::latency_summary& s) {
 }
 
 }  // namespace
+
+std::string vllm_date_now() {
+  const auto now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y%m%d-%H%M%S", &utc);
+  return date;
+}
 
 const std::vector<bench_key>& vllm_result_keys() {
   static const std::vector<bench_key> keys = {

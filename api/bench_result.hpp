@@ -20,6 +20,9 @@ struct bench_result_context {
   std::map<std::string, std::string> apis;  // backend -> its API kind ("llama", "openai")
 };
 
+// Now, as vLLM dates a result: "20261205-130242" (UTC).
+std::string vllm_date_now();
+
 // Every level of every load curve of `f`, in curve order: one JSON text each, without newline.
 std::vector<std::string> vllm_results(const audit::findings& f, const bench_result_context& c);
 

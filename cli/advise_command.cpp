@@ -85,10 +85,7 @@ class adviser {
       // Each configuration's load level as a vLLM result; the model is its file.
       api::bench_result_context c;
       c.audit = id;
-      const auto now = std::time(nullptr);
-      char date[32];
-      std::strftime(date, sizeof date, "%Y%m%d-%H%M%S", std::gmtime(&now));
-      c.date = date;
+      c.date = api::vllm_date_now();
       std::string lines;
       for (const auto& row : advice->rows) c.apis[row.configuration] = "llama";
       for (const auto& line : api::vllm_results(*end.findings, c)) lines += line + "\n";

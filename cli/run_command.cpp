@@ -147,10 +147,7 @@ namespace {
 std::string bench_results_of(const audit::findings& f, const storage::job_record& job) {
   api::bench_result_context c;
   c.audit = job.id;
-  const auto now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y%m%d-%H%M%S", std::gmtime(&now));
-  c.date = date;
+  c.date = api::vllm_date_now();
   if (job.spec)
     for (const auto& b : job.spec->backends) c.apis[b.name] = b.api;
   std::string out;
