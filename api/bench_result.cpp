@@ -52,7 +52,7 @@ const std::vector<bench_key>& vllm_result_keys() {
       {"total_token_throughput", "(total_input_tokens + total_output_tokens) / duration"},
       {"max_concurrent_requests", "the most requests the generator had in flight at once"},
       {"mean_ttft_ms, median_ttft_ms, p90_ttft_ms, p99_ttft_ms", "time to first token: send to the first streamed token"},
-      {"mean_tpot_ms, median_tpot_ms, p90_tpot_ms, p99_tpot_ms", "time per output token after the first: (last - first token) / (tokens - 1), per request"},
+      {"mean_tpot_ms, median_tpot_ms, p90_tpot_ms, p99_tpot_ms", "time per output token after the first: (last byte - first token) / (tokens - 1), per request"},
       {"mean_itl_ms, median_itl_ms, p90_itl_ms, p99_itl_ms", "inter-token latency: every gap between two streamed tokens"},
       {"mean_e2el_ms, median_e2el_ms, p90_e2el_ms, p99_e2el_ms", "end to end: send to the last byte"},
   };

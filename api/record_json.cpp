@@ -301,11 +301,7 @@ std::string html_report(const storage::job_record& j, const audit::findings& f, 
   if (c.spec_json == "<discarded>") c.spec_json = j.spec_json;
   const std::string id = std::to_string(j.id);
   if (in_process) {
-    std::string run = "logitaudit run --spec spec.json";
-    if (j.spec)
-      for (const auto& b : j.spec->backends)
-        if (!b.url.empty()) run += " --backend " + b.name + "=" + b.url;
-    c.commands = {"# spec.json: the spec below", run};
+    c.commands = {"# spec.json: the spec below, its backends' URLs in it", "logitaudit run --spec spec.json"};
   } else {
     c.commands = {"logitaudit report " + id + " --format html > audit-" + id + ".html"};
     if (j.spec)

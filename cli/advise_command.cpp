@@ -150,6 +150,8 @@ class adviser {
     if (!a_.trace.empty()) {
       auto parsed = read_trace_file(a_.trace);
       if (!parsed) throw cli_failure(exit_usage, "advise: --trace " + parsed.error());
+      if (a_.trace_block_size > 0) parsed->block_size = a_.trace_block_size;
+      if (a_.trace_scale != 1) scale_trace(*parsed, a_.trace_scale);
       trace_ = std::move(parsed->entries);
       trace_block_size_ = parsed->block_size;
     }
@@ -305,6 +307,10 @@ void add_advise_command(CLI::App& app) {
       ->check(CLI::Range(0.01, 10000.0));
   cmd->add_option("--trace", args->trace, "the load: a recorded trace (docs/load.md: JSON Lines, a JSON array or CSV)")
       ->excludes("--rate");
+  cmd->add_option("--trace-block-size", args->trace_block_size, "as run's: the tokens of one hash id of a Mooncake or Bailian trace")
+      ->check(CLI::Range(1, 8192));
+  cmd->add_option("--trace-scale", args->trace_scale, "as run's: the trace's prompt lengths and block size times this")
+      ->check(CLI::Range(0.001, 1.0));
   cmd->add_option("--prompt-tokens", args->prompt_tokens, "the load's prompt length")->check(CLI::Range(1, 8192));
   cmd->add_option("--output-tokens", args->output_tokens, "the load's answer length")->check(CLI::Range(1, 8192));
   cmd->add_option("--load-seconds", args->load_seconds, "how long each configuration runs under the load")->check(CLI::Range(2.0, 600.0));

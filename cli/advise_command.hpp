@@ -28,6 +28,8 @@ struct advise_args {
   // arrivals at `rate`, else `trace`; its lengths, its length, and its objectives (0: none).
   double rate = 0;
   std::string trace;
+  int trace_block_size = 0;  // a hash id's tokens (0: the trace format's)
+  double trace_scale = 1;    // prompt lengths and the block size times this (cli/trace_file.hpp scale_trace)
   int prompt_tokens = 64, output_tokens = 64;
   double load_seconds = 8;
   double ttft_ms = 0, itl_ms = 0;

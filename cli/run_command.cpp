@@ -270,7 +270,7 @@ void add_run_command(CLI::App& app) {
       ->check(CLI::Range(1, audit::kMaxLoadPromptTokens));
   cmd->add_option("--trace-scale", args->trace_scale,
                   "multiply the trace's prompt lengths and its block size by this, to fit a small model's context "
-                  "(1/32: Mooncake's 512-token blocks become 16); the sharing is kept")
+                  "(0.03125: Mooncake's 512-token blocks become 16); the sharing is kept")
       ->check(CLI::Range(0.001, 1.0));
   cmd->add_option("--junit", args->junit, "also write the report as JUnit XML to this file (for CI: docs/cli.md)");
   cmd->add_option("--save-result", args->save_result,

@@ -45,7 +45,8 @@ void add_submit_impl(CLI::App& app) {
   add_common(sub, a->common);
   add_spec_options(sub, a->spec);
   sub->add_flag("--wait", a->wait, "wait for the audit to end (progress on stderr), then print its report");
-  sub->add_option("--format", a->format, "report format with --wait")->check(CLI::IsMember({"text", "markdown", "csv", "json"}));
+  sub->add_option("--format", a->format, "report format with --wait (html: one self-contained file)")
+      ->check(CLI::IsMember({"text", "markdown", "csv", "json", "html"}));
   sub->add_flag("--strict", a->strict, "with --wait: exit 1 when a prediction failed");
   sub->add_flag("--short", a->short_form, "with --wait: print the verdict alone");
   sub->add_flag("--quiet", a->quiet, "with --wait: no progress display");

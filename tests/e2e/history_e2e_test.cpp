@@ -159,9 +159,11 @@ TEST(history_e2e, a_swapped_checkpoint_is_an_unexplained_step_and_new_flags_are_
         const auto name = expr.substr(at, end == std::string::npos ? std::string::npos : end - at);
         EXPECT_NE(metrics.find("\n" + name + "{"), std::string::npos) << panel["title"] << " reads " << name << ", which /metrics lacks";
       }
-      for (const char* label : {"backend", "loop", "series", "state"})
-        if (expr.find(std::string("by (") + label) != std::string::npos || expr.find(std::string(", ") + label + ")") != std::string::npos)
+      for (const char* label : {"backend", "loop", "series", "state"}) {
+        if (expr.find(std::string("by (") + label) != std::string::npos || expr.find(std::string(", ") + label + ")") != std::string::npos) {
           EXPECT_NE(metrics.find(std::string(label) + "=\""), std::string::npos) << expr;
+        }
+      }
     }
   EXPECT_GE(queries, 8);
   const auto rules_file = dir / "dashboard-rules.yml";
