@@ -174,14 +174,19 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   if (!f && format == "json") co_return keep(*st, j->status, *id, key, json_response(200, j->findings_json));  // as stored
   if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
   // The plot of the streams that moved reads their runs' verdicts (the findings keep none).
-  std::optional<std::vector<storage::run_record>> runs;
-  const std::vector<storage::run_record> no_runs;
-  if (format == "html") runs = co_await st->svc->runs(*id, {});
+  // (The filter is named and the result awaited into its own variable: GCC 12 miscompiles a
+  // braced temporary inside a co_await's full expression, and the daemon aborted.)
+  std::vector<storage::run_record> runs;
+  if (format == "html") {
+    const storage::run_filter every;
+    auto fetched = co_await st->svc->runs(*id, every);
+    if (fetched) runs = std::move(*fetched);
+  }
   std::string body = format == "json"       ? report_json(*f, j->findings_json)
                      : format == "text"     ? audit::render_text(*f)
                      : format == "markdown" ? audit::render_markdown(*f)
                      : format == "junit"    ? junit_report(*j, *f)
-                     : format == "html"     ? html_report(*j, *f, runs ? &*runs : &no_runs)
+                     : format == "html"     ? html_report(*j, *f, &runs)
                                             : audit::render_csv(*f);
   co_return keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)});
 }
