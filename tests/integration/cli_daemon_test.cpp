@@ -505,6 +505,9 @@ TEST_F(cli, every_json_output_is_one_document_on_standard_output) {
                                  R"({"name":"control_prompt","kind":"control_prompt"}],"predictions":[]})";
   std::ofstream(quick) << R"({"backends":["fake"],)" + conditions;
   std::ofstream(offline) << "{" + conditions;
+  const fs::path mooncake = dir_ / "mooncake.jsonl";
+  std::ofstream(mooncake) << "{\"timestamp\": 0, \"input_length\": 40, \"output_length\": 4, \"hash_ids\": [1, 2, 3]}\n"
+                             "{\"timestamp\": 250, \"input_length\": 36, \"output_length\": 4, \"hash_ids\": [1, 2, 4]}\n";
   const auto a = cli_json({"submit", quick.string(), "--wait"})["audit"].value("id", std::int64_t{0});
   const auto b = cli_json({"submit", quick.string(), "--wait"})["audit"].value("id", std::int64_t{0});
   ASSERT_GT(b, a);
@@ -539,6 +542,7 @@ TEST_F(cli, every_json_output_is_one_document_on_standard_output) {
       {{"run", "--spec", offline.string(), "--backend", "x=" + fake_->url(), "--format", "json"}},
       {{"run", "--spec", offline.string(), "--backend", "x=" + fake_->url(), "--format", "json", "--short"}},
       {{"selftest", "--backend", "x=" + fake_->url(), "--json"}},
+      {{"trace", "analyze", mooncake.string(), "--block-size", "16", "--format", "json"}},
       {{"submit", quick.string(), "--json"}},
       {{"submit", quick.string(), "--wait", "--format", "json"}},
       {{"submit", quick.string(), "--wait", "--json", "--short"}},  // the verdict's array alone
@@ -569,7 +573,7 @@ TEST_F(cli, every_json_output_is_one_document_on_standard_output) {
     SCOPED_TRACE(c.args[0] + " " + c.args[1]);
     const auto r = cli_run(c.args);
     EXPECT_TRUE(c.codes.count(r.code)) << r.code << ": " << r.err;
-    exercised.insert(c.args[0] == "schedule" ? "schedule " + c.args[1] : c.args[0]);
+    exercised.insert(c.args[0] == "schedule" || c.args[0] == "trace" ? c.args[0] + " " + c.args[1] : c.args[0]);
     if (r.code != 0 && r.out.empty()) continue;  // a refusal says so on standard error alone
     const json j = json::parse(r.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << "not one JSON document: " << r.out.substr(0, 300);

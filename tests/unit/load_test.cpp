@@ -128,7 +128,8 @@ TEST(load_trace_blocks, shared_hash_ids_are_shared_prefixes_and_the_trace_implie
   ASSERT_EQ(pa.size(), 40u);
   ASSERT_EQ(pb.size(), 36u);
   EXPECT_TRUE(std::equal(pa.begin(), pa.begin() + 32, pb.begin())) << "blocks 7 and 8 shared";
-  EXPECT_NE(std::vector<std::int64_t>(pa.begin() + 32, pa.end()), std::vector<std::int64_t>(pb.begin() + 32, pb.begin() + 40));
+  EXPECT_NE(std::vector<std::int64_t>(pa.begin() + 32, pa.begin() + 36), std::vector<std::int64_t>(pb.begin() + 32, pb.end()))
+      << "blocks 9 and 10 differ";
   EXPECT_TRUE(std::equal(pc.begin(), pc.end(), pa.begin())) << "a request cut inside block 7 is its first 12 ids";
   for (auto id : pa) {
     EXPECT_GE(id, 300);
