@@ -19,6 +19,9 @@ struct burst_measurement {
   std::optional<double> busy_slots_per_decode;  // llama.cpp --metrics, during the burst
   std::optional<double> timed_concurrency;      // the members' own server times over wall_ns
   std::vector<std::string> warnings;
+  // How the barrier wrote (clients/burst.hpp): last_byte or whole; empty for bursts stored
+  // before the mode was chosen per width (all last_byte).
+  std::string write_mode;
 
   bool operator==(const burst_measurement&) const = default;
 };

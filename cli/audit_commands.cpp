@@ -232,8 +232,8 @@ void add_bursts(CLI::App& app) {
   sub->callback([a] {
     const json out = connect(a->common).get_json(id_path("/v1/audits", a->id) + "/bursts");
     if (a->common.json) return print_json(out);
-    table t({"GROUP", "BACKEND", "CONDITION", "REP", "WIDTH", "SLOTS", "SPREAD-us", "OVERLAP", "BUSY/DECODE", "TIMED-CONC",
-             "BATCHED", "WHY NOT"});
+    table t({"GROUP", "BACKEND", "CONDITION", "REP", "WIDTH", "SLOTS", "WRITES", "SPREAD-us", "OVERLAP", "BUSY/DECODE",
+             "TIMED-CONC", "BATCHED", "WHY NOT"});
     int unbatched = 0, judged = 0;
     for (const auto& b : out["bursts"]) {
       const json& v = b["verdict"];
@@ -246,7 +246,7 @@ void add_bursts(CLI::App& app) {
       }
       t.add({std::to_string(b.value("group", 0)), text(b, "backend"), text(b, "condition"), std::to_string(b.value("replicate", 0)),
              std::to_string(b.value("width", 0)), b["server_slots"].is_null() ? "?" : text(b, "server_slots"),
-             fixed(json(b.value("launch_spread_ns", 0) / 1000.0), 1), fixed(b["overlap"], 2), fixed(b["busy_slots_per_decode"], 2),
+             b.value("write_mode", json()).is_string() ? text(b, "write_mode") : "-", fixed(json(b.value("launch_spread_ns", 0) / 1000.0), 1), fixed(b["overlap"], 2), fixed(b["busy_slots_per_decode"], 2),
              fixed(b["timed_concurrency"], 2), batched, why});
     }
     if (t.size() == 0) {

@@ -1,10 +1,13 @@
 // Warm connections, prepared wires, then the barrier itself: one loop that writes all C
 // requests back to back with one non-blocking send() each, before any response is read.
-// Nothing else runs between two sends, so the launch spread is C send() calls long. With
+// Nothing else runs between two sends: no co_await, so no executor hop, strand post or timer;
+// one thread, the sockets in request order. The launch spread is C send() calls long. With
 // last-byte sync, a first loop writes each request but its final byte (the server cannot act
 // on any of them yet), and the barrier sends C single bytes. Over TLS each write is a record,
 // written whole: the spread is then C record encryptions long.
 #include "burst.hpp"
+
+#include <sched.h>
 
 #include <algorithm>
 #include <functional>
@@ -49,6 +52,19 @@ net::awaitable<client_result<http_exchange>> warm_one(http_client* h) {
 net::awaitable<client_result<connection>> acquire_one(http_client* h) { co_return co_await h->acquire(); }
 
 }  // namespace
+
+const char* to_string(burst_write_mode m) {
+  switch (m) {
+    case burst_write_mode::automatic: return "automatic";
+    case burst_write_mode::last_byte: return "last_byte";
+    case burst_write_mode::whole: return "whole";
+  }
+  return "?";
+}
+
+burst_write_mode choose_write_mode(std::size_t width, bool realtime_writer) {
+  return realtime_writer || width >= kWholeWritesFromWidth ? burst_write_mode::whole : burst_write_mode::last_byte;
+}
 
 std::size_t burst_result::failures() const {
   return static_cast<std::size_t>(std::count_if(results.begin(), results.end(), [](const auto& r) { return !r; }));
@@ -141,8 +157,12 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
   //    With last-byte sync the prefixes go first; a prefix the socket did not take whole
   //    leaves that request to the exchange (it is then written whole, late, and the spread
   //    shows it).
+  const int policy = ::sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;  // the daemon's thread sets that flag
+  out.realtime_writer = policy == SCHED_FIFO || policy == SCHED_RR;
+  out.write_mode = o.write_mode == burst_write_mode::automatic ? choose_write_mode(c, out.realtime_writer) : o.write_mode;
+  const bool last_byte = out.write_mode == burst_write_mode::last_byte;
   std::vector<bool> held(c, false);
-  if (o.last_byte_sync) {
+  if (last_byte) {
     for (std::size_t i = 0; i < c; ++i) {
       if (!connections[i] || wires[i].wire.size() < 2 || late[i]) continue;
       const std::size_t prefix = wires[i].wire.size() - 1;
@@ -154,7 +174,7 @@ net::awaitable<burst_result> run_burst(backend& b, std::vector<completion_reques
     }
   }
   for (std::size_t i = 0; i < c; ++i) {
-    if (!connections[i] || late[i] || (o.last_byte_sync && !held[i] && sent[i] > 0)) continue;
+    if (!connections[i] || late[i] || (last_byte && !held[i] && sent[i] > 0)) continue;
     sent_ns[i] = steady_ns();
     boost::system::error_code ec;
     const std::size_t n = connections[i]->write_now(net::buffer(wires[i].wire) + sent[i], ec);

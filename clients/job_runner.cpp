@@ -173,7 +173,7 @@ net::awaitable<group_outcome> run_burst_group(backend& b, const audit::request_g
   auto res = co_await run_burst(b, std::move(reqs), o);
   out.burst = audit::burst_measurement{static_cast<int>(g.requests.size()), server_slots, res.launch_spread_ns,
                                        res.wall_ns, res.overlap, res.busy_slots_per_decode, res.timed_concurrency,
-                                       res.warnings};
+                                       res.warnings, to_string(res.write_mode)};
   for (std::size_t i = 0; i < res.results.size(); ++i) {
     audit::observed_run r{g.index, i, std::nullopt, {}};
     if (res.results[i]) r.stream = std::move(*res.results[i]);

@@ -305,6 +305,10 @@ CREATE INDEX repros_by_status ON repros(status, member, id);
 ALTER TABLE backend_leases ALTER COLUMN job_id DROP NOT NULL;
 ALTER TABLE backend_leases ADD COLUMN holder TEXT NOT NULL DEFAULT '';
 )sql",
+    // 9: how a burst's barrier wrote its requests (last-byte sync or whole), chosen per width.
+    R"sql(
+ALTER TABLE bursts ADD COLUMN write_mode TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kPostgresMigrationCount = sizeof(kPostgresMigrations) / sizeof(kPostgresMigrations[0]);

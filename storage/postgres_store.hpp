@@ -15,7 +15,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kPostgresSchemaVersion = 8;
+inline constexpr int kPostgresSchemaVersion = 9;
 
 std::span<const char* const> postgres_migrations();
 

@@ -344,6 +344,10 @@ CREATE TABLE repros (
 );
 CREATE INDEX repros_by_status ON repros(status, member, id);
 )sql",
+    // 12: how a burst's barrier wrote its requests (last-byte sync or whole), chosen per width.
+    R"sql(
+ALTER TABLE bursts ADD COLUMN write_mode TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kMigrationCount = sizeof(kMigrations) / sizeof(kMigrations[0]);

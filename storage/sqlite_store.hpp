@@ -13,7 +13,7 @@
 
 namespace logitaudit::storage {
 
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 // The numbered migrations (migration N brings version N-1 to N), for tests that build an
 // older database and open it with this program.

@@ -1,5 +1,7 @@
 // The client against the in-process fake backend over real loopback sockets: every fault
 // comes back as its own typed error, streams match, connections are reused, bursts overlap.
+#include <sched.h>
+
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -258,7 +260,25 @@ TEST(backend_client, a_burst_is_in_flight_together_and_the_server_sees_it) {
   EXPECT_NE(burst.warnings[0].find("exceeds the server's 4 slots"), std::string::npos);
 }
 
-// Last-byte sync (the default) and whole writes give the server the same requests: every
+// The crossover: whole writes from a real-time writer at every width, and from an ordinary one
+// above 128; last-byte sync below. A burst left to choose records the choice and the policy.
+TEST(backend_client, a_burst_chooses_its_write_mode_by_width_and_writer) {
+  EXPECT_EQ(choose_write_mode(8, true), burst_write_mode::whole);
+  EXPECT_EQ(choose_write_mode(256, true), burst_write_mode::whole);
+  EXPECT_EQ(choose_write_mode(8, false), burst_write_mode::last_byte);
+  EXPECT_EQ(choose_write_mode(128, false), burst_write_mode::last_byte);
+  EXPECT_EQ(choose_write_mode(129, false), burst_write_mode::whole);
+  fake_backend f;
+  net::io_context io;
+  backend b(io.get_executor(), config_for(f));
+  auto burst = run(io, run_burst(b, std::vector<completion_request>(4, greedy("burst"))));
+  EXPECT_EQ(burst.failures(), 0u);
+  const int policy = ::sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+  EXPECT_EQ(burst.realtime_writer, policy == SCHED_FIFO || policy == SCHED_RR);
+  EXPECT_EQ(burst.write_mode, choose_write_mode(4, burst.realtime_writer));
+}
+
+// Last-byte sync and whole writes give the server the same requests: every
 // member's stream is the solo answer, with prompts small and large (256 KiB: more than a fresh
 // socket's send buffer takes at once, so the prefix is left to the exchange to finish).
 TEST(backend_client, last_byte_sync_and_whole_writes_deliver_the_same_requests) {
@@ -268,11 +288,12 @@ TEST(backend_client, last_byte_sync_and_whole_writes_deliver_the_same_requests) 
   for (const std::string& prompt : {std::string("burst"), std::string(256u << 10, 'p')}) {
     auto solo = run(io, b.complete(greedy(prompt)));
     ASSERT_TRUE(solo) << solo.error().message;
-    for (bool last_byte : {true, false}) {
+    for (auto mode : {burst_write_mode::last_byte, burst_write_mode::whole}) {
       burst_options o;
-      o.last_byte_sync = last_byte;
+      o.write_mode = mode;
       f.clear_arrivals();
       auto burst = run(io, run_burst(b, std::vector<completion_request>(8, greedy(prompt)), o));
+      EXPECT_EQ(burst.write_mode, mode);
       ASSERT_EQ(burst.results.size(), 8u);
       EXPECT_EQ(burst.failures(), 0u) << (burst.warnings.empty() ? "" : burst.warnings[0]);
       for (const auto& r : burst.results) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "api/audit_routes.hpp"
+#include "clients/burst.hpp"
 #include "config/daemon_config.hpp"
 #include "daemon/settings.hpp"
 #include "support/daemon_harness.hpp"
@@ -151,6 +152,12 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
     EXPECT_EQ(b["condition"], stored[i].condition);
     EXPECT_EQ(b["width"], stored[i].measurement.width);
     EXPECT_EQ(b["launch_spread_ns"], stored[i].measurement.launch_spread_ns);
+    // The mode the barrier chose for this width and this thread's scheduling, stored with it.
+    const auto width = static_cast<std::size_t>(stored[i].measurement.width);
+    EXPECT_TRUE(stored[i].measurement.write_mode == clients::to_string(clients::choose_write_mode(width, true)) ||
+                stored[i].measurement.write_mode == clients::to_string(clients::choose_write_mode(width, false)))
+        << stored[i].measurement.write_mode;
+    EXPECT_EQ(b["write_mode"], stored[i].measurement.write_mode);
     EXPECT_DOUBLE_EQ(b["overlap"].get<double>(), stored[i].measurement.overlap);
     EXPECT_DOUBLE_EQ(b["busy_slots_per_decode"].get<double>(), *stored[i].measurement.busy_slots_per_decode);
     EXPECT_EQ(b["server_slots"], 8);
