@@ -22,6 +22,9 @@ using json = nlohmann::json;
 struct route_state {
   audit_service* svc;
   route_options options;
+  // The bodies being rendered for the read model, each with a timer that its waiters sleep on
+  // until the reader rendering it is done (render_flight).
+  std::map<std::string, std::shared_ptr<net::steady_timer>> rendering{};
 };
 using state_ptr = std::shared_ptr<route_state>;
 
@@ -34,6 +37,58 @@ std::optional<api_response> kept(const route_state& st, std::int64_t id, const s
   r.content_type = b->content_type;
   r.shared_body = std::shared_ptr<const std::string>(b, &b->text);
   return r;
+}
+
+// One body rendered once for a crowd: readers that miss the same (audit, key) while another is
+// rendering it wait for that one and take what it kept, instead of each reading the database
+// and rendering. 100 connections on a fresh daemon over a 1M-stream database all missed the
+// runs of one audit at once: 100 renderings, and the p99 of the first 10 s was 17 ms against 5
+// once warm (docs/performance.md). The reader that renders holds the flight until destroyed;
+// then its waiters wake (the timer cancelled) and read the model. Everything here runs on the
+// API's executor, as the read model does.
+class render_flight {
+ public:
+  render_flight() = default;
+  render_flight(state_ptr st, std::string key, const net::any_io_executor& ex) : st_(std::move(st)), key_(std::move(key)) {
+    timer_ = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
+    st_->rendering[key_] = timer_;
+  }
+  render_flight(render_flight&& o) noexcept { *this = std::move(o); }
+  render_flight& operator=(render_flight&& o) noexcept {
+    end();
+    st_ = std::move(o.st_);
+    key_ = std::move(o.key_);
+    timer_ = std::move(o.timer_);
+    return *this;
+  }
+  ~render_flight() { end(); }
+
+ private:
+  void end() {
+    if (!timer_) return;
+    st_->rendering.erase(key_);
+    timer_->cancel();
+    timer_.reset();
+  }
+  state_ptr st_;
+  std::string key_;
+  std::shared_ptr<net::steady_timer> timer_;
+};
+
+// A final audit's body from the read model; when another reader is rendering it, after that
+// reader is done. A miss with nobody rendering makes this reader the one (`flight`).
+net::awaitable<std::optional<api_response>> kept_or_wait(state_ptr st, std::int64_t id, std::string key, render_flight& flight) {
+  if (auto hit = kept(*st, id, key)) co_return hit;
+  if (!st->options.reads) co_return std::nullopt;
+  std::string k = std::to_string(id) + "\x1e" + key;
+  if (auto it = st->rendering.find(k); it != st->rendering.end()) {
+    auto timer = it->second;
+    co_await timer->async_wait(net::as_tuple(net::use_awaitable));
+    co_return kept(*st, id, key);  // nothing kept (the audit is not final): this reader renders alone
+  }
+  auto ex = co_await net::this_coro::executor;
+  flight = render_flight(st, std::move(k), ex);
+  co_return std::nullopt;
 }
 
 // Keeps a 200 body of a final audit for the next reader.
@@ -159,7 +214,8 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   if (!content_types.count(format))
     co_return error_response(service_errc::invalid, "invalid_query", "format must be json, text, markdown, csv, junit or html", "format");
   const std::string key = "report?" + format;
-  if (auto hit = kept(*st, *id, key)) co_return *hit;
+  render_flight flight;
+  if (auto hit = co_await kept_or_wait(st, *id, key, flight)) co_return *hit;
   auto j = co_await st->svc->job(*id);
   if (!j) co_return no_audit(ctx.params[0]);
   if (!audit::is_final(j->status))
@@ -200,7 +256,8 @@ net::awaitable<api_response> audit_rows(state_ptr st, request_context ctx, std::
                                         Gone gone) {
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
-  if (auto hit = kept(*st, *id, key)) co_return *hit;
+  render_flight flight;
+  if (auto hit = co_await kept_or_wait(st, *id, key, flight)) co_return *hit;
   auto j = co_await st->svc->job(*id);
   if (!j) co_return no_audit(ctx.params[0]);
   auto rows = co_await fetch(*id);

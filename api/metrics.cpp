@@ -129,6 +129,9 @@ std::string daemon_metrics::render(const std::map<audit::job_status, std::int64_
            "# TYPE logitaudit_read_cache_lookups_total counter\n"
            "logitaudit_read_cache_lookups_total{result=\"hit\"} " + std::to_string(reads->hits()) + "\n"
            "logitaudit_read_cache_lookups_total{result=\"miss\"} " + std::to_string(reads->misses()) + "\n";
+    out += "# HELP logitaudit_read_cache_renders_total Bodies of final audits rendered and kept (once for a crowd of readers).\n"
+           "# TYPE logitaudit_read_cache_renders_total counter\n"
+           "logitaudit_read_cache_renders_total " + std::to_string(reads->kept()) + "\n";
   }
   return out;
 }

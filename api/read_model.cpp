@@ -25,6 +25,7 @@ std::shared_ptr<const rendered_body> read_model::find(std::int64_t audit, const 
 void read_model::keep(std::int64_t audit, const std::string& key, std::shared_ptr<const rendered_body> body) {
   const std::size_t cost = body->text.size() + body->content_type.size() + 2 * key.size() + kEntryOverhead;
   if (cost > max_bytes_) return;
+  ++kept_;
   const std::string ik = index_key(audit, key);
   if (auto it = index_.find(ik); it != index_.end()) drop(it->second);
   lru_.push_front({audit, key, std::move(body), cost});

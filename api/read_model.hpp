@@ -37,6 +37,7 @@ class read_model {
   std::size_t entries() const { return lru_.size(); }
   std::uint64_t hits() const { return hits_; }
   std::uint64_t misses() const { return misses_; }
+  std::uint64_t kept() const { return kept_; }  // bodies rendered and kept, over the process's life
 
  private:
   struct entry {
@@ -50,7 +51,7 @@ class read_model {
 
   std::size_t max_bytes_;
   std::size_t bytes_ = 0;
-  std::uint64_t hits_ = 0, misses_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, kept_ = 0;
   std::list<entry> lru_;  // most recent first
   std::unordered_map<std::string, std::list<entry>::iterator> index_;
   std::map<std::int64_t, std::set<std::string>> keys_of_;

@@ -191,6 +191,26 @@ TEST_F(daemon_api, a_seed_protocol_job_runs_to_a_report_in_every_format) {
   EXPECT_EQ(call(http::verb::get, "/v1/audits?tag=weekly").json()["audits"].size(), 0u);
 
   expect_error(call(http::verb::post, "/v1/audits/" + std::to_string(id) + "/cancel"), 409, "already_finished");
+  // A crowd of readers missing the same body renders it once: the others wait for that one.
+  auto renders = [&] {
+    const std::string m = call(http::verb::get, "/metrics").body;
+    const std::string name = "\nlogitaudit_read_cache_renders_total ";
+    const auto at = m.find(name);
+    return at == std::string::npos ? -1L : std::stol(m.substr(at + name.size()));
+  };
+  const long rendered_before = renders();
+  ASSERT_GE(rendered_before, 0);
+  {
+    std::vector<std::future<std::string>> crowd;
+    for (int i = 0; i < 16; ++i)
+      crowd.push_back(std::async(std::launch::async, [&] {
+        return call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs?backend=a&condition=cache_reuse").body;
+      }));
+    std::set<std::string> bodies;
+    for (auto& f : crowd) bodies.insert(f.get());
+    EXPECT_EQ(bodies.size(), 1u);
+  }
+  EXPECT_EQ(renders() - rendered_before, 1) << "16 readers of one final audit's runs rendered them more than once";
   // Ended audits are served from memory after the first read; a delete forgets them at once.
   const std::string before = call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body;
   EXPECT_EQ(call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body, before);
