@@ -166,6 +166,7 @@ json burst_json(const storage::burst_record& b) {
             {"server_slots", reported(m.server_slots)},
             {"launch_spread_ns", m.launch_spread_ns},
             {"write_mode", m.write_mode.empty() ? json(nullptr) : json(m.write_mode)},
+            {"streamed", m.streamed},
             {"wall_ns", m.wall_ns},
             {"overlap", m.overlap},
             {"busy_slots_per_decode", maybe(m.busy_slots_per_decode)},

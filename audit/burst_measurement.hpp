@@ -22,6 +22,9 @@ struct burst_measurement {
   // How the barrier wrote (clients/burst.hpp): last_byte or whole; empty for bursts stored
   // before the mode was chosen per width (all last_byte).
   std::string write_mode;
+  // Its answers came streamed, each token's arrival kept (the condition reconstructs decode
+  // steps); false: plain answers. True for bursts stored before plain bursts existed.
+  bool streamed = true;
 
   bool operator==(const burst_measurement&) const = default;
 };

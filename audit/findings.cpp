@@ -78,7 +78,10 @@ burst_summary summarize_bursts(const audit_plan& plan, const findings& f, const 
       measured.push_back(*v->second.measured);
       s.measured_by = v->second.measured_by;
     }
-    if (auto m = ev.bursts.find(g.index); m != ev.bursts.end()) overlap.push_back(m->second.overlap);
+    if (auto m = ev.bursts.find(g.index); m != ev.bursts.end()) {
+      overlap.push_back(m->second.overlap);
+      s.streamed = s.streamed.value_or(0) + (m->second.streamed ? 1 : 0);
+    }
   }
   if (!measured.empty()) s.median_measured = median(measured);
   s.median_overlap = median(overlap);

@@ -66,6 +66,9 @@ struct burst_summary {
   std::optional<double> median_measured;  // busy slots per decode (or timed concurrency)
   concurrency_measure measured_by = concurrency_measure::none;
   double median_overlap = 0;
+  // Of `bursts`, how many streamed for decode steps (the rest were plain); unset in findings
+  // stored before plain bursts existed (they all streamed).
+  std::optional<int> streamed;
 };
 
 struct condition_tally {

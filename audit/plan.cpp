@@ -349,6 +349,7 @@ class planner {
           g.kind = c.kind;
           g.replicate = replicate++;
           g.mode = p.mode;
+          g.decode_steps = p.mode == group_mode::burst && streams_decode_steps(c);
           g.requests = std::move(p.requests);
           g.conditional = p.point >= 0;
           g.point = p.point;

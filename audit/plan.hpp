@@ -55,6 +55,7 @@ struct request_group {
   bool conditional = false;
   bool replay = false;
   int point = -1;
+  bool decode_steps = false;  // a burst that streams for decode steps (streams_decode_steps)
 };
 
 // A solo reference stream: one per (backend, prompt, sampling) that some condition needs.

@@ -55,6 +55,8 @@ std::optional<condition_kind> parse_condition_kind(std::string_view s) {
   return parse_by_name(kConditionKinds, s);
 }
 
+bool streams_decode_steps(const condition& c) { return c.decode_steps.value_or(c.kind == condition_kind::neighbours); }
+
 evidence_flag flag_of(condition_kind k) {
   switch (k) {
     case condition_kind::concurrent:
@@ -642,6 +644,10 @@ void validate_kind_settings(const audit_spec& s, const condition& c, const std::
   if (c.shared_prefix < 0 || (c.shared_prefix > 0 && c.kind != condition_kind::cache_reuse))
     add(f + ".shared_prefix", "only a cache_reuse condition shares a prefix (a positive number of tokens)");
   if (!c.cache_prompt && c.kind != condition_kind::cache_reuse) add(f + ".cache_prompt", "only a cache_reuse condition sets cache_prompt");
+  if (c.decode_steps && !burst)
+    add(f + ".decode_steps", "only a burst condition (concurrent, cross_batch, neighbours, threshold_search) chooses whether it streams");
+  if (c.decode_steps == false && c.kind == condition_kind::neighbours)
+    add(f + ".decode_steps", "a neighbours condition needs its decode steps: its late joiners wait on the target's tokens");
   if (!c.family.empty() && std::find(kCertifyFamilies.begin(), kCertifyFamilies.end(), c.family) == kCertifyFamilies.end())
     add(f + ".family", "must be one of the certify families (" + certify_family_names() + ")");
   // Conditional points are certify's own (written when a certify job is created): each a width a

@@ -121,9 +121,20 @@ struct condition {
   // one its first bursts' measured speeds call for). Each point is planned `replicates` times,
   // and the runner sends only those certify asks for (audit::certify_wants); empty: none.
   std::vector<int> points;
+  // Burst kinds only: whether the requests stream (SSE, each token's arrival kept) so that the
+  // server's decode steps can be reconstructed from their token times, for the attribution of a
+  // first difference and for judging a neighbours burst. Unset: streams_decode_steps decides.
+  // Streaming perturbs the server it measures (docs/performance.md), so a plain burst does not:
+  // its batching evidence is the server's own counters.
+  std::optional<bool> decode_steps;
 
   bool operator==(const condition&) const = default;
 };
+
+// Whether condition `c`'s bursts stream for decode steps: as the spec says, else only a
+// neighbours condition (its late joiners wait on the first request's tokens, and its judgement
+// reads the steps: explain's and certify's neighbours and chunked-prefill families).
+bool streams_decode_steps(const condition& c);
 
 BOOST_DEFINE_ENUM_CLASS(identity_level, logit, token)
 std::string_view to_string(identity_level l);

@@ -117,14 +117,16 @@ net::awaitable<sweep_point> place_level(backend& b, const audit::condition& c, s
   co_return p;
 }
 
-// The group's requests as streamed completions: a burst's or a load level's token arrivals (and,
-// from llama.cpp, their server times) are what the server's decode steps are reconstructed
-// from. Kinds that cannot stream answer whole.
-std::vector<completion_request> streamed(const audit::request_group& g, const audit::audit_plan& plan) {
+// The group's requests, streamed when `stream`: a load level's token arrivals (its TTFT and
+// ITL), and a burst's when its condition reconstructs decode steps (and, from llama.cpp, their
+// server times): what the server's decode steps are reconstructed from. A plain burst is not
+// streamed, since streaming perturbs the server being measured. Kinds that cannot stream
+// answer whole.
+std::vector<completion_request> requests_of(const audit::request_group& g, const audit::audit_plan& plan, bool stream) {
   std::vector<completion_request> out;
   for (const auto& r : g.requests) {
     auto q = to_request(r, plan);
-    q.stream = true;
+    q.stream = stream;
     out.push_back(std::move(q));
   }
   return out;
@@ -145,7 +147,7 @@ net::awaitable<group_outcome> run_load_group(backend& b, const audit::request_gr
   const auto level = static_cast<std::size_t>(g.replicate);
   sweep_point p;  // named: GCC 12 mis-builds a temporary in a co_await's arguments
   if (c) p = co_await place_level(b, *c, level, w, o);
-  auto probes = streamed(g, plan);  // named: see above
+  auto probes = requests_of(g, plan, true);  // named: see above
   auto res = co_await run_load_level(b, p.settings, level, std::move(probes), o);
   out.load = std::move(res.measurement);
   if (p.fraction >= 0) {
@@ -162,6 +164,18 @@ net::awaitable<group_outcome> run_load_group(backend& b, const audit::request_gr
   co_return out;
 }
 
+// Whether a burst's answers came streamed: every answered member with its tokens' arrival times
+// (what its decode steps are read from), at least one answered.
+bool streamed_whole(const burst_result& res) {
+  bool any = false;
+  for (const auto& r : res.results) {
+    if (!r) continue;
+    if (r->client.token_ns.empty()) return false;
+    any = true;
+  }
+  return any;
+}
+
 net::awaitable<group_outcome> run_burst_group(backend& b, const audit::request_group& g, const audit::audit_plan& plan,
                                               std::int64_t server_slots) {
   group_outcome out;
@@ -169,11 +183,11 @@ net::awaitable<group_outcome> run_burst_group(backend& b, const audit::request_g
   out.backend = g.backend;
   burst_options o;
   o.total_slots = server_slots;
-  auto reqs = streamed(g, plan);  // named: GCC 12 mis-builds a temporary in a co_await's arguments
+  auto reqs = requests_of(g, plan, g.decode_steps);  // named: GCC 12 mis-builds a temporary in a co_await's arguments
   auto res = co_await run_burst(b, std::move(reqs), o);
   out.burst = audit::burst_measurement{static_cast<int>(g.requests.size()), server_slots, res.launch_spread_ns,
                                        res.wall_ns, res.overlap, res.busy_slots_per_decode, res.timed_concurrency,
-                                       res.warnings, to_string(res.write_mode)};
+                                       res.warnings, to_string(res.write_mode), streamed_whole(res)};
   for (std::size_t i = 0; i < res.results.size(); ++i) {
     audit::observed_run r{g.index, i, std::nullopt, {}};
     if (res.results[i]) r.stream = std::move(*res.results[i]);

@@ -52,6 +52,7 @@ const object_table<audit::burst_summary>& burst_summary_table() {
       nullable<&B::median_measured>("median_measured", "", true),
       named<&B::measured_by, audit::kEnumerators<audit::concurrency_measure>>("measured_by", "", true),
       must<&B::median_overlap>("median_overlap"),
+      fields::optional<&B::streamed>("streamed", "of the bursts, how many streamed for decode steps"),  // since schema 12
   };
   static const auto t = stored(rows);
   return t;

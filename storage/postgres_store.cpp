@@ -305,9 +305,11 @@ CREATE INDEX repros_by_status ON repros(status, member, id);
 ALTER TABLE backend_leases ALTER COLUMN job_id DROP NOT NULL;
 ALTER TABLE backend_leases ADD COLUMN holder TEXT NOT NULL DEFAULT '';
 )sql",
-    // 9: how a burst's barrier wrote its requests (last-byte sync or whole), chosen per width.
+    // 9: how a burst's barrier wrote its requests (last-byte sync or whole), chosen per width,
+    // and whether its answers streamed (every burst did before plain bursts).
     R"sql(
 ALTER TABLE bursts ADD COLUMN write_mode TEXT NOT NULL DEFAULT '';
+ALTER TABLE bursts ADD COLUMN streamed BIGINT NOT NULL DEFAULT 1;
 )sql",
 };
 

@@ -509,6 +509,9 @@ const object_table<audit::condition>& condition_table() {
         f.omit = [](const C& in, const field<C>&) { return in.cache_prompt; };
         return f;
       }(),
+      fields::optional<&C::decode_steps>("decode_steps",
+                                         "burst kinds: stream so that the server's decode steps are reconstructed (default: "
+                                         "neighbours only)"),
       [] {
         auto f = fields::member<&C::family>("family", "the certify family this condition belongs to (docs/certify.md)");
         f.omit = [](const C& in, const field<C>&) { return in.family.empty(); };

@@ -176,14 +176,14 @@ class sql_evidence final : public evidence_repository {
       if (gw.burst) with_burst.push_back(&gw);
     insert_rows(db_,
                 "INSERT INTO bursts (job_id, group_index, launch_spread_ns, wall_ns, overlap, busy_slots_per_decode, warnings, "
-                "width, server_slots, timed_concurrency, write_mode)",
-                11, with_burst.size(), [&](sql_statement& s, int p, std::size_t i) {
+                "width, server_slots, timed_concurrency, write_mode, streamed)",
+                12, with_burst.size(), [&](sql_statement& s, int p, std::size_t i) {
                   const auto& b = *with_burst[i]->burst;
                   std::string warnings;
                   for (const auto& w : b.warnings) warnings += w + "\n";
                   s.bind(p, job).bind(p + 1, with_burst[i]->group->index).bind(p + 2, b.launch_spread_ns).bind(p + 3, b.wall_ns);
                   s.bind(p + 4, b.overlap).bind(p + 5, b.busy_slots_per_decode).bind(p + 6, warnings).bind(p + 7, b.width);
-                  s.bind(p + 8, b.server_slots).bind(p + 9, b.timed_concurrency).bind(p + 10, b.write_mode);
+                  s.bind(p + 8, b.server_slots).bind(p + 9, b.timed_concurrency).bind(p + 10, b.write_mode).bind(p + 11, b.streamed);
                 });
   }
 
@@ -348,7 +348,7 @@ class sql_evidence final : public evidence_repository {
     auto& s = db_.prepare(
         "SELECT b.group_index, g.backend, g.condition, g.replicate, b.width, b.server_slots, b.launch_spread_ns, "
         "b.wall_ns, b.overlap, b.busy_slots_per_decode, b.timed_concurrency, b.warnings, b.batched, b.expected, "
-        "b.needed, b.measured, b.measured_by, b.needed_overlap, b.verdict_reason, b.foreign_load, b.write_mode "
+        "b.needed, b.measured, b.measured_by, b.needed_overlap, b.verdict_reason, b.foreign_load, b.write_mode, b.streamed "
         "FROM bursts b JOIN groups g ON g.job_id = b.job_id AND g.group_index = b.group_index "
         "WHERE b.job_id = ? ORDER BY b.group_index");
     s.bind(1, job);
@@ -375,6 +375,7 @@ class sql_evidence final : public evidence_repository {
         i = nl + 1;
       }
       m.write_mode = s.text(20);
+      m.streamed = s.integer(21) != 0;
       if (!s.is_null(12)) {
         audit::burst_verdict v;
         v.batched = s.integer(12) != 0;

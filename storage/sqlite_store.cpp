@@ -344,9 +344,11 @@ CREATE TABLE repros (
 );
 CREATE INDEX repros_by_status ON repros(status, member, id);
 )sql",
-    // 12: how a burst's barrier wrote its requests (last-byte sync or whole), chosen per width.
+    // 12: how a burst's barrier wrote its requests (last-byte sync or whole), chosen per width,
+    // and whether its answers streamed (every burst did before plain bursts).
     R"sql(
 ALTER TABLE bursts ADD COLUMN write_mode TEXT NOT NULL DEFAULT '';
+ALTER TABLE bursts ADD COLUMN streamed INTEGER NOT NULL DEFAULT 1;
 )sql",
 };
 

@@ -27,6 +27,17 @@ std::string measured_cell(const burst_summary& b) {
 
 std::string overlap_cell(const burst_summary& b) { return fixed(100 * b.median_overlap, 0) + "%"; }
 
+constexpr const char* kAnswersNote =
+    "streamed (each token's arrival kept, the decode steps reconstructed; condition.decode_steps) or plain";
+
+// Whether the bursts streamed for decode steps (condition.decode_steps) or were plain.
+std::string streamed_cell(const burst_summary& b) {
+  if (!b.streamed) return "streamed";  // stored before plain bursts: every burst streamed
+  if (*b.streamed == b.bursts) return "streamed";
+  if (*b.streamed == 0) return "plain";
+  return std::to_string(*b.streamed) + "/" + std::to_string(b.bursts) + " streamed";
+}
+
 bool any_bursts(const std::vector<condition_tally>& rows) {
   for (const auto& t : rows)
     if (t.bursts && t.bursts->bursts > 0) return true;
@@ -44,24 +55,25 @@ std::string thresholds_line(const evidence_thresholds& t) {
 std::vector<burst_summary> rows_of(const condition_tally& t) { return t.widths.empty() ? std::vector<burst_summary>{*t.bursts} : t.widths; }
 
 void evidence_text(std::string& out, const findings& f) {
-  out += "\nBatching evidence (" + thresholds_line(f.thresholds) + "):\n";
-  out += " " + pad("condition", 26) + pad("width", 7) + pad("batched", 9) + pad("server concurrency (median)", 37) + "overlap\n";
+  out += "\nBatching evidence (" + thresholds_line(f.thresholds) + "; answers: " + kAnswersNote + "):\n";
+  out += " " + pad("condition", 26) + pad("width", 7) + pad("batched", 9) + pad("server concurrency (median)", 37) +
+         pad("overlap", 9) + "answers\n";
   for (const auto& t : f.pooled) {
     if (!t.bursts || t.bursts->bursts == 0) continue;
     for (const auto& b : rows_of(t))
       out += " " + pad(t.condition, 26) + pad(std::to_string(b.width), 7) +
-             pad(std::to_string(b.batched) + "/" + std::to_string(b.bursts), 9) + pad(measured_cell(b), 37) + overlap_cell(b) + "\n";
+             pad(std::to_string(b.batched) + "/" + std::to_string(b.bursts), 9) + pad(measured_cell(b), 37) + pad(overlap_cell(b), 9) + streamed_cell(b) + "\n";
   }
 }
 
 void evidence_markdown(std::string& out, const findings& f) {
-  out += "\n### Batching evidence\n\nMedians per burst; " + thresholds_line(f.thresholds) +
-         ".\n\n| condition | width | bursts batched | server concurrency | overlap |\n| --- | --- | --- | --- | --- |\n";
+  out += "\n### Batching evidence\n\nMedians per burst; " + thresholds_line(f.thresholds) + "; answers: " + kAnswersNote +
+         ".\n\n| condition | width | bursts batched | server concurrency | overlap | answers |\n| --- | --- | --- | --- | --- | --- |\n";
   for (const auto& t : f.pooled) {
     if (!t.bursts || t.bursts->bursts == 0) continue;
     for (const auto& b : rows_of(t))
       out += "| " + t.condition + " | " + std::to_string(b.width) + " | " + std::to_string(b.batched) + "/" +
-             std::to_string(b.bursts) + " | " + measured_cell(b) + " | " + overlap_cell(b) + " |\n";
+             std::to_string(b.bursts) + " | " + measured_cell(b) + " | " + overlap_cell(b) + " | " + streamed_cell(b) + " |\n";
   }
 }
 

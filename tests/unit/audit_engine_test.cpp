@@ -220,6 +220,31 @@ TEST(spec_validation, every_problem_at_once_each_naming_its_field) {
   auto p3 = validate(huge, lim, kApis);
   ASSERT_FALSE(p3.empty());
   EXPECT_NE(p3.back().message.find("limit is 1000"), std::string::npos);
+
+  // decode_steps: a burst condition's choice; a neighbours condition cannot do without them.
+  audit_spec steps = seed_protocol({{"a", "", "llama"}});
+  std::size_t repeat = 0, burst = 0;
+  for (std::size_t i = 0; i < steps.conditions.size(); ++i) {
+    if (steps.conditions[i].kind == condition_kind::repeat) repeat = i;
+    if (steps.conditions[i].kind == condition_kind::concurrent) burst = i;
+  }
+  steps.conditions[repeat].decode_steps = true;
+  steps.conditions[burst].decode_steps = true;
+  condition n;
+  n.name = "n";
+  n.kind = condition_kind::neighbours;
+  n.concurrency = 2;
+  n.decode_steps = false;
+  steps.conditions.push_back(n);
+  std::map<std::string, std::string> by_field;
+  for (const auto& p : validate(steps, {}, kApis)) by_field[p.field] = p.message;
+  EXPECT_NE(by_field["conditions[" + std::to_string(repeat) + "].decode_steps"].find("only a burst condition"), std::string::npos);
+  EXPECT_EQ(by_field.count("conditions[" + std::to_string(burst) + "].decode_steps"), 0u);
+  EXPECT_NE(by_field["conditions[" + std::to_string(steps.conditions.size() - 1) + "].decode_steps"].find("late joiners"),
+            std::string::npos);
+  EXPECT_FALSE(streams_decode_steps(seed_protocol({}).conditions[burst])) << "a plain burst by default";
+  n.decode_steps.reset();
+  EXPECT_TRUE(streams_decode_steps(n)) << "a neighbours condition streams by default";
 }
 
 TEST(findings, a_known_world_gives_a_known_table_and_predictions) {

@@ -5,6 +5,7 @@
 #include "audit/predictions.hpp"
 #include "audit/findings.hpp"
 #include "audit/plan.hpp"
+#include "audit/report.hpp"
 #include "clients/job_runner.hpp"
 #include "support/fake_backend.hpp"
 #include "support/outcome.hpp"
@@ -81,6 +82,57 @@ TEST(job_runner, the_seed_protocol_on_a_fake_that_jitters_under_overlap_gives_th
   EXPECT_FALSE(f.sections.put<audit::prediction_section>().results[3].held()) << "the fake keeps seeded tokens under overlap";
   EXPECT_TRUE(f.fingerprint_changes.empty());
   EXPECT_EQ(outcome.fingerprints.at("a").before.build_info, "b0-fake");
+}
+
+// Bursts stream only where their condition reconstructs decode steps: a plain burst goes out as
+// plain requests (streaming perturbs the server measured), its evidence says so, and the report
+// names it; a condition asking for decode steps streams and its differences are attributed.
+TEST(job_runner, only_conditions_that_reconstruct_decode_steps_stream_their_bursts) {
+  test_support::fake_knobs k;
+  k.delay = test_support::overlapping_delay;
+  k.jitter_when_overlapping = true;
+  test_support::fake_backend a(k);
+  auto spec = audit::seed_protocol({{"a", a.url(), "llama"}});
+  spec.n_predict = 8;
+  std::size_t streamed_requests = 0;
+  for (auto& c : spec.conditions)
+    if (c.name == "concurrent_greedy_c4") {
+      c.decode_steps = true;
+      streamed_requests = static_cast<std::size_t>(c.concurrency * c.replicates);
+    }
+  ASSERT_GT(streamed_requests, 0u);
+  const auto plan = audit::make_plan(spec);
+  std::map<std::string, clients::backend_config> configs;
+  configs["a"].name = "a";
+  configs["a"].url = a.url();
+  clients::net::io_context io;
+  auto outcome = test_support::run(io, clients::run_audit(spec, plan, configs, {}));
+  ASSERT_TRUE(outcome.errors.empty());
+  EXPECT_EQ(a.completions_streamed(), streamed_requests) << "only concurrent_greedy_c4's bursts streamed";
+
+  const auto ev = evidence_of(outcome);
+  for (const auto& g : plan.groups) {
+    if (g.mode != audit::group_mode::burst) continue;
+    ASSERT_TRUE(ev.bursts.count(g.index)) << g.condition;
+    EXPECT_EQ(g.decode_steps, g.condition == "concurrent_greedy_c4") << g.condition;
+    EXPECT_EQ(ev.bursts.at(g.index).streamed, g.decode_steps) << g.condition;
+  }
+  auto f = audit::evaluate(spec, plan, outcome.runs(), ev);
+  const auto& streamed = row(f, "concurrent_greedy_c4");
+  const auto& plain = row(f, "concurrent_greedy_c8");
+  ASSERT_TRUE(streamed.bursts && plain.bursts);
+  EXPECT_EQ(streamed.bursts->streamed, streamed.bursts->bursts);
+  EXPECT_EQ(plain.bursts->streamed, 0);
+  EXPECT_EQ(plain.logit_identical, 0) << "plain bursts still measure: the fake's logprobs move under overlap";
+  // Their differences: attributed to decode steps where the condition streamed, said not where it did not.
+  for (const auto& v : f.verdicts) {
+    if (v.condition != "concurrent_greedy_c4" && v.condition != "concurrent_greedy_c8") continue;
+    if (v.condition == "concurrent_greedy_c8") EXPECT_FALSE(v.has_steps) << "a plain burst has no decode steps";
+    else EXPECT_TRUE(v.has_steps) << "a streamed burst's members have their decode steps";
+  }
+  const std::string text = audit::render_text(f);
+  EXPECT_NE(text.find("plain"), std::string::npos) << text;
+  EXPECT_NE(text.find("streamed"), std::string::npos) << text;
 }
 
 // A server that takes one request at a time (llama-server -np 1): its bursts are measured
