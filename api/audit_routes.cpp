@@ -22,9 +22,13 @@ using json = nlohmann::json;
 struct route_state {
   audit_service* svc;
   route_options options;
-  // The bodies being rendered for the read model, each with a timer that its waiters sleep on
-  // until the reader rendering it is done (render_flight).
-  std::map<std::string, std::shared_ptr<net::steady_timer>> rendering{};
+  // The bodies being rendered, each with a timer that its waiters sleep on until the reader
+  // rendering it is done, and the answer it gave (render_flight).
+  struct flight {
+    std::shared_ptr<net::steady_timer> done;
+    std::shared_ptr<std::optional<api_response>> answer;
+  };
+  std::map<std::string, flight> rendering{};
 };
 using state_ptr = std::shared_ptr<route_state>;
 
@@ -40,8 +44,8 @@ std::optional<api_response> kept(const route_state& st, std::int64_t id, const s
 }
 
 // One body rendered once for a crowd: readers that miss the same (audit, key) while another is
-// rendering it wait for that one and take what it kept, instead of each reading the database
-// and rendering. 100 connections on a fresh daemon over a 1M-stream database all missed the
+// rendering it wait for that one and take its answer (what it kept, else what it answered:
+// a running audit's rows, an error), instead of each reading the database and rendering. 100 connections on a fresh daemon over a 1M-stream database all missed the
 // runs of one audit at once: 100 renderings, and the p99 of the first 10 s was 17 ms against 5
 // once warm (docs/performance.md). The reader that renders holds the flight until destroyed;
 // then its waiters wake (the timer cancelled) and read the model. Everything here runs on the
@@ -51,7 +55,13 @@ class render_flight {
   render_flight() = default;
   render_flight(state_ptr st, std::string key, const net::any_io_executor& ex) : st_(std::move(st)), key_(std::move(key)) {
     timer_ = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
-    st_->rendering[key_] = timer_;
+    answer_ = std::make_shared<std::optional<api_response>>();
+    st_->rendering[key_] = {timer_, answer_};
+  }
+  // The renderer's answer, for its waiters too.
+  api_response publish(api_response r) {
+    if (answer_) *answer_ = r;
+    return r;
   }
   render_flight(render_flight&& o) noexcept { *this = std::move(o); }
   render_flight& operator=(render_flight&& o) noexcept {
@@ -59,6 +69,7 @@ class render_flight {
     st_ = std::move(o.st_);
     key_ = std::move(o.key_);
     timer_ = std::move(o.timer_);
+    answer_ = std::move(o.answer_);
     return *this;
   }
   ~render_flight() { end(); }
@@ -73,6 +84,7 @@ class render_flight {
   state_ptr st_;
   std::string key_;
   std::shared_ptr<net::steady_timer> timer_;
+  std::shared_ptr<std::optional<api_response>> answer_;
 };
 
 // A final audit's body from the read model; when another reader is rendering it, after that
@@ -82,9 +94,11 @@ net::awaitable<std::optional<api_response>> kept_or_wait(state_ptr st, std::int6
   if (!st->options.reads) co_return std::nullopt;
   std::string k = std::to_string(id) + "\x1e" + key;
   if (auto it = st->rendering.find(k); it != st->rendering.end()) {
-    auto timer = it->second;
+    auto timer = it->second.done;
+    auto answer = it->second.answer;
     co_await timer->async_wait(net::as_tuple(net::use_awaitable));
-    co_return kept(*st, id, key);  // nothing kept (the audit is not final): this reader renders alone
+    if (auto hit = kept(*st, id, key)) co_return hit;
+    co_return *answer;  // empty when the renderer ended without answering: this reader renders
   }
   auto ex = co_await net::this_coro::executor;
   flight = render_flight(st, std::move(k), ex);
@@ -244,7 +258,7 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
                      : format == "junit"    ? junit_report(*j, *f)
                      : format == "html"     ? html_report(*j, *f, &runs)
                                             : audit::render_csv(*f);
-  co_return keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)});
+  co_return flight.publish(keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)}));
 }
 
 // The skeleton of every GET of one audit's stored rows: the id parsed, a final audit's body
@@ -262,7 +276,7 @@ net::awaitable<api_response> audit_rows(state_ptr st, request_context ctx, std::
   if (!j) co_return no_audit(ctx.params[0]);
   auto rows = co_await fetch(*id);
   if (!rows) co_return gone(*id);
-  co_return keep(*st, j->status, *id, key, json_response(200, dump(render(*id, *rows))));
+  co_return flight.publish(keep(*st, j->status, *id, key, json_response(200, dump(render(*id, *rows)))));
 }
 
 template <class Fetch, class Render>

@@ -56,7 +56,11 @@ std::vector<attribution_tally> tally_attributions(const audit_spec& spec, const 
         t.at_join += join;
       }
       if (t.divergent == 0) continue;
-      if (!any_steps) t.no_steps_reason = "the answers were not streamed with per-token times (a kind that cannot stream)";
+      if (!any_steps)
+        t.no_steps_reason = streams_decode_steps(c)
+                                ? "the answers were not streamed with per-token times (a kind that cannot stream)"
+                                : "the bursts were plain requests (the condition's decode_steps is off: set it to attribute its "
+                                  "differences)";
       t.p_width_change = binomial_upper_tail(t.at_width_change, t.tested, t.base_rate());
       out.push_back(std::move(t));
     }

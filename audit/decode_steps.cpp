@@ -188,7 +188,7 @@ decode_reconstruction reconstruct_steps(std::span<const logit_stream* const> mem
     if (!has_tokens(s)) continue;
     any = true;
     if (s->client.token_ns.size() != s->tokens.size()) {
-      out.why_not = "the answers were not streamed (a plain burst: its condition's decode_steps is off), so no token has its own arrival time";
+      out.why_not = "the answers were not streamed, so no token has its own arrival time";
       return out;
     }
     server = server && s->server_token_ms.size() == s->tokens.size();

@@ -102,10 +102,22 @@ function reproButton(id, run) {
 
 // The batch at every decode step (burst members): the width of each position's step, on the same
 // x axis as |Δ| with a synced cursor, joins and finishes of the burst's other requests marked.
-function widthTrack(main, id, run, n) {
+async function widthTrack(main, id, run, n) {
   const v = run.verdict;
   const steps = run.decode_steps;
-  if (!steps || !steps.width || !steps.width.length) return;
+  if (!steps || !steps.width || !steps.width.length) {
+    // A plain burst (its condition's decode_steps off) has no steps, but its difference can
+    // still be reproduced.
+    if (!v || v.logit_identical) return;
+    const bursts = await api(`/v1/audits/${id}/bursts`);
+    const b = bursts.bursts.find((x) => x.group === run.group);
+    if (!b) return;
+    main.append(h('section', { 'data-testid': 'plain-burst' }, h('h2', null, 'Batch width at each decode step'),
+      h('p', { class: 'muted' }, b.streamed ? 'This burst streamed, but no decode steps could be read from its token times.'
+        : "This burst's answers were plain (its condition's decode_steps is off), so its decode steps were not reconstructed."),
+      reproButton(id, run)));
+    return;
+  }
   const widthBox = h('section', { 'data-testid': 'width-track' }, h('h2', null, 'Batch width at each decode step'),
     h('p', { class: 'muted' }, `${steps.steps} steps of this burst, from the ${steps.clock}'s per-token times; separation ${num(steps.separation)} (above 1: every token nearer its own step than the next)` +
       (v && v.at_difference ? `; at the first difference: width ${v.at_difference.width}${v.at_difference.width_before === null ? ' (the first token)' : ' (was ' + v.at_difference.width_before + ')'}${v.at_difference.events ? ', ' + v.at_difference.events : ''}` : '')));
@@ -153,7 +165,7 @@ export async function pageRun(main, id, runId) {
   }
   const d = deltas(run, base);
   deltaChart(main, run, d);
-  widthTrack(main, id, run, d.n);
+  await widthTrack(main, id, run, d.n);
   // The top-k lists side by side where the streams first differ.
   const v = run.verdict;
   const at = v && v.first_logit_difference >= 0 ? v.first_logit_difference : -1;

@@ -395,13 +395,15 @@ await check('a run: |Δ logprob| by position against its baseline, markers, top-
 });
 
 await check('a burst run: the batch width at each decode step under the |Δ| chart, one cursor, events marked; log labels by decade', async () => {
-  const runs = (await get(`/v1/audits/${seedAudit}/runs`)).runs;
-  const run = runs.find((r) => r.decode_steps && r.verdict && r.condition.startsWith('concurrent'));
-  assert.ok(run, 'a compared burst run has decode steps');
-  // The previous check shows the first diverged run, which is this one on a machine whose
-  // batches move the numbers: leave it first, so that opening the run renders it anew.
-  const target = `#/audits/${seedAudit}/runs/${run.id}`;
-  if ((await page.evaluate(() => location.hash)) === target) await open(`#/audits/${seedAudit}`);
+  // The -kvu audit's concurrent_c4 streams for its decode steps (decode_steps: true); the seed
+  // protocol's bursts are plain.
+  const kvuAudit = Number(process.env.KVU_AUDIT);
+  const runs = (await get(`/v1/audits/${kvuAudit}/runs`)).runs;
+  const run = runs.find((r) => r.decode_steps && r.verdict && r.condition === 'concurrent_c4');
+  assert.ok(run, 'a compared run of a burst that streamed has decode steps');
+  assert.ok(!runs.some((r) => r.decode_steps && r.condition === 'plain_c4'), 'a plain burst has none');
+  const target = `#/audits/${kvuAudit}/runs/${run.id}`;
+  if ((await page.evaluate(() => location.hash)) === target) await open(`#/audits/${kvuAudit}`);
   await open(target);
   assert.equal(await page.$$eval('[data-testid=width-track] canvas', (c) => c.length), 1);
   const data = await page.evaluate(() => window.__console.charts.width.data);
@@ -431,6 +433,14 @@ await check('a divergent burst run starts its repro from the run page and its sc
   const runs = (await get(`/v1/audits/${kvuAudit}/runs`)).runs;
   const divergent = runs.find((r) => r.decode_steps && r.verdict && !r.verdict.logit_identical);
   const identical = runs.find((r) => r.decode_steps && r.verdict && r.verdict.logit_identical);
+  // A plain burst's divergent run has no decode steps, and still its repro button.
+  const plain = runs.find((r) => r.condition === 'plain_c4' && r.verdict && !r.verdict.logit_identical);
+  if (plain) {
+    await open(`#/audits/${kvuAudit}/runs/${plain.id}`);
+    await page.waitForSelector('[data-testid=plain-burst]');
+    assert.equal(await page.$$eval('[data-testid=plain-burst] [data-testid=repro-start]', (b) => b.length), 1);
+    assert.ok((await page.textContent('[data-testid=plain-burst]')).includes('plain'));
+  }
   if (identical) {
     await open(`#/audits/${kvuAudit}/runs/${identical.id}`);
     assert.equal(await page.$$eval('[data-testid=repro-start]', (b) => b.length), 0, 'no repro for a run that did not diverge');

@@ -83,7 +83,8 @@ search=$(submit '{"preset": "threshold", "backends": ["tiny"], "n_predict": 8, "
   "concurrency": 2, "search": {"reference": 4, "min_trials": 1, "max_trials": 2}}, {"name": "k", "kind": "control_prompt"}]}')
 sweep=$(submit '{"preset": "sweep", "n_predict": 8, "sweep": {"models": ["tiny-q4"], "parallel": [1, 2], "probe_width": 2, "probe_bursts": 2}}')
 kvu=$(submit '{"backends": ["tiny-kvu"], "prompts": ["The history of the printing press begins", "Once upon a time"], "n_predict": 12,
-  "conditions": [{"name": "concurrent_c4", "kind": "concurrent", "concurrency": 4, "replicates": 2}, {"name": "k", "kind": "control_prompt"}]}')
+  "conditions": [{"name": "concurrent_c4", "kind": "concurrent", "concurrency": 4, "replicates": 2, "decode_steps": true},
+  {"name": "plain_c4", "kind": "concurrent", "concurrency": 4, "replicates": 2}, {"name": "k", "kind": "control_prompt"}]}')
 load=$(submit '{"backends": ["tiny"], "prompts": ["The history of the printing press begins", "Once upon a time"], "n_predict": 8,
   "conditions": [{"name": "load_c", "kind": "load", "load": {"arrival": "concurrency", "levels": [1, 2], "duration_s": 2, "probes": 2,
   "prompt_tokens": [8, 32], "output_tokens": 8}}, {"name": "k", "kind": "control_prompt"}]}')
