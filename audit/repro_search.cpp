@@ -16,6 +16,7 @@ repro_case burst_repro_case(const audit_plan& plan, const request_group& g, std:
   };
   repro_case c;
   c.top_k = plan.top_k;
+  c.stream = g.decode_steps;
   c.target = as_request(g.requests.at(target));
   c.target.join_after = 0;
   for (std::size_t i = 0; i < g.requests.size(); ++i)

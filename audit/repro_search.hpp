@@ -29,6 +29,9 @@ struct repro_case {
   repro_request target;
   std::vector<repro_request> neighbours;
   int top_k = 5;
+  // Sent streamed, as its burst was (the condition reconstructed decode steps); a case with a
+  // late joiner streams whatever this says (the joiner waits on the target's tokens).
+  bool stream = false;
   bool operator==(const repro_case&) const = default;
 };
 std::string describe(const repro_case& c);

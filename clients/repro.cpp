@@ -65,8 +65,11 @@ struct search {
     std::vector<std::string> digests;
     for (int t = 0; t < o.limits.trials && !stop_now(); ++t) {
       std::vector<completion_request> reqs;  // no initializer list: GCC 12 mis-handles them in coroutines
-      reqs.push_back(to_completion(c.target, c.top_k, true));
-      for (const auto& n : c.neighbours) reqs.push_back(to_completion(n, c.top_k, true));
+      // Streamed as the burst it reproduces was, or when a neighbour waits on the target's tokens.
+      const bool stream = c.stream || std::any_of(c.neighbours.begin(), c.neighbours.end(),
+                                                  [](const audit::repro_request& n) { return n.join_after > 0; });
+      reqs.push_back(to_completion(c.target, c.top_k, stream));
+      for (const auto& n : c.neighbours) reqs.push_back(to_completion(n, c.top_k, stream));
       const burst_options options;  // named: GCC 12 mis-destroys a braced temporary in a co_await
       auto res = co_await run_burst(b, std::move(reqs), options);
       ++r.bursts;
