@@ -128,12 +128,17 @@ TEST(job_runner, only_conditions_that_reconstruct_decode_steps_stream_their_burs
   // Their differences: attributed to decode steps where the condition streamed, said not where it did not.
   for (const auto& v : f.verdicts) {
     if (v.condition != "concurrent_greedy_c4" && v.condition != "concurrent_greedy_c8") continue;
-    if (v.condition == "concurrent_greedy_c8") EXPECT_FALSE(v.has_steps) << "a plain burst has no decode steps";
-    else EXPECT_TRUE(v.has_steps) << "a streamed burst's members have their decode steps";
+    if (v.condition == "concurrent_greedy_c8") {
+      EXPECT_FALSE(v.has_steps) << "a plain burst has no decode steps";
+    } else {
+      EXPECT_TRUE(v.has_steps) << "a streamed burst's members have their decode steps";
+    }
   }
-  for (const auto& t : audit::section<audit::attribution_section>(f).tallies)
-    if (t.condition == "concurrent_greedy_c8" && t.divergent > 0)
+  for (const auto& t : audit::section<audit::attribution_section>(f).tallies) {
+    if (t.condition == "concurrent_greedy_c8" && t.divergent > 0) {
       EXPECT_NE(t.no_steps_reason.find("decode_steps is off"), std::string::npos) << t.no_steps_reason;
+    }
+  }
   const std::string text = audit::render_text(f);
   EXPECT_NE(text.find("plain"), std::string::npos) << text;
   EXPECT_NE(text.find("streamed"), std::string::npos) << text;
