@@ -10,8 +10,8 @@ namespace logitaudit::clients {
 
 std::unique_ptr<stream_reader> backend_api::read_stream(std::size_t) const { return nullptr; }
 
-net::awaitable<std::optional<decode_counters>> backend_api::read_decode_counters(http_client&) const {
-  co_return std::nullopt;
+net::awaitable<counters_reading> backend_api::read_decode_counters(http_client&) const {
+  co_return counters_reading{std::nullopt, true};
 }
 
 api_kind api_registry::add(std::unique_ptr<backend_api> api) {

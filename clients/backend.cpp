@@ -185,7 +185,10 @@ net::awaitable<client_result<backend::canary_reading>> backend::canary() {
 }
 
 net::awaitable<std::optional<decode_counters>> backend::read_decode_counters() {
-  co_return co_await config_.api->read_decode_counters(http_);
+  if (no_counters_) co_return std::nullopt;
+  auto r = co_await config_.api->read_decode_counters(http_);
+  no_counters_ = r.none_served;
+  co_return r.counters;
 }
 
 }  // namespace logitaudit::clients

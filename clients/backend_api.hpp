@@ -71,6 +71,14 @@ struct decode_counters {
   double requests_deferred = -1;    // the server's gauge of queued requests now; -1: not reported
 };
 
+// One read of the counters: what it found, and whether the server said it has none (llama-server
+// without --metrics answers 501; a kind without counters is not asked), which holds for the
+// server's life, as against a read that got no answer this time (a restart, a timeout).
+struct counters_reading {
+  std::optional<decode_counters> counters;
+  bool none_served = false;
+};
+
 // The server's busy slots per decode between two readings (1 when one request ran alone);
 // nullopt when nothing was decoded between them or the counters went backwards (a restart).
 std::optional<double> busy_slots_between(const decode_counters& before, const decode_counters& after);
@@ -111,8 +119,8 @@ class backend_api {
   virtual net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(http_client& http,
                                                                                std::vector<std::string> prompts,
                                                                                api_options o) const = 0;
-  // The decode counters, or nullopt when the server does not expose them. Suspends.
-  virtual net::awaitable<std::optional<decode_counters>> read_decode_counters(http_client& http) const;
+  // The decode counters, or none (and whether the server said it has none). Suspends.
+  virtual net::awaitable<counters_reading> read_decode_counters(http_client& http) const;
 };
 
 }  // namespace logitaudit::clients

@@ -44,7 +44,6 @@ void fail(group_outcome& g, audit::observed_run& r, const client_error& e) {
 // What one backend's run has seen of its server: the last reading of its counters (a
 // counter that goes backwards is a restart), and the longest solo answer (the deadlines).
 struct server_watch {
-  bool counters = true;  // false once the server answered without counters
   std::optional<decode_counters> last;
   // The counters a serial group ended on, while they are the server's latest: the next group, if
   // serial and nothing else reached the server between, starts from them instead of reading
@@ -77,7 +76,6 @@ struct server_watch {
 };
 
 net::awaitable<std::optional<decode_counters>> read_counters(backend& b, server_watch& w, std::size_t group) {
-  if (!w.counters) co_return std::nullopt;
   auto c = co_await b.read_decode_counters();
   if (c) w.observe(*c, group);
   co_return c;
@@ -577,7 +575,7 @@ net::awaitable<bool> run_groups(backend& b, shared_state* st, const std::string&
 net::awaitable<void> take_after(backend& b, shared_state* st, const std::string& name, const fingerprint_result& before,
                                 server_watch& watch) {
   auto ex = co_await net::this_coro::executor;
-  if (watch.counters) co_await read_counters(b, watch, st->plan->groups.size());
+  co_await read_counters(b, watch, st->plan->groups.size());
   auto after = co_await b.fingerprint(st->spec->prompts);
   if (after && before && !before->canary_logit_digest.empty()) {
     for (int retake = 0; retake < 2 && after->canary_logit_digest != before->canary_logit_digest; ++retake) {

@@ -294,15 +294,21 @@ class llama_api final : public backend_api {
     co_return f;
   }
 
-  net::awaitable<std::optional<decode_counters>> read_decode_counters(http_client& http) const override {
+  net::awaitable<counters_reading> read_decode_counters(http_client& http) const override {
     auto x = co_await http.request(http::verb::get, "/metrics");
-    if (!x) co_return std::nullopt;
+    // 501: started without --metrics; 404: a build or a proxy without the route.
+    if (!x) {
+      const auto& e = x.error();
+      co_return counters_reading{
+          std::nullopt, e.code == client_errc::http_status && (e.http_status == 501 || e.http_status == 404)};
+    }
     auto decodes = metric_value(x->body, "llamacpp:n_decode_total");
     auto busy = metric_value(x->body, "llamacpp:n_busy_slots_per_decode");
-    if (!decodes || !busy) co_return std::nullopt;
-    co_return decode_counters{*decodes, *busy, metric_value(x->body, "llamacpp:requests_processing").value_or(-1),
-                              metric_value(x->body, "llamacpp:tokens_predicted_total").value_or(-1),
-                              metric_value(x->body, "llamacpp:requests_deferred").value_or(-1)};
+    if (!decodes || !busy) co_return counters_reading{std::nullopt, true};
+    co_return counters_reading{decode_counters{*decodes, *busy,
+                                               metric_value(x->body, "llamacpp:requests_processing").value_or(-1),
+                                               metric_value(x->body, "llamacpp:tokens_predicted_total").value_or(-1),
+                                               metric_value(x->body, "llamacpp:requests_deferred").value_or(-1)}};
   }
 };
 

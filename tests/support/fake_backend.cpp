@@ -71,6 +71,7 @@ struct fake_backend::state {
   std::vector<std::int64_t> arrivals;
   std::size_t served = 0;
   std::atomic<int> completion_requests{0};
+  std::atomic<int> metrics_requests{0};
   std::size_t streamed = 0;
   std::size_t accepted = 0;
   // Only touched on the server thread:
@@ -258,6 +259,7 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
       continue;
     }
     if (target == "/metrics") {
+      ++st->metrics_requests;
       if (!k.metrics) {
         std::string body = R"({"error":{"code":501,"message":"This server does not support metrics endpoint. Start it with `--metrics`","type":"not_supported_error"}})";
         if (!co_await write_all(socket, plain_header(501, body.size()) + body)) co_return;
@@ -576,6 +578,7 @@ void fake_backend::clear_arrivals() {
   state_->arrivals.clear();
 }
 int fake_backend::completion_requests() const { return state_->completion_requests.load(); }
+int fake_backend::metrics_requests() const { return state_->metrics_requests.load(); }
 
 std::size_t fake_backend::completions_served() const {
   std::lock_guard lock(state_->mutex);

@@ -89,6 +89,7 @@ class fake_backend {
   void clear_arrivals();
   std::size_t completions_served() const;
   int completion_requests() const;  // every completion request read, answered or not
+  int metrics_requests() const;     // GET /metrics, answered or not
   std::size_t completions_streamed() const;  // of those, asked for as an event stream
   std::size_t connections_accepted() const;
 

@@ -179,6 +179,36 @@ TEST(job_runner, a_server_that_cannot_batch_is_measured_as_such) {
   }
 }
 
+// llama-server without --metrics answers 501 for its counters: one read says so, and no solo
+// request of the audit waits for another (a server with counters is read around each).
+TEST(job_runner, a_server_without_counters_is_asked_for_them_once_per_audit) {
+  for (bool metrics : {true, false}) {
+    test_support::fake_knobs k;
+    k.metrics = metrics;
+    test_support::fake_backend f(k);
+    auto spec = audit::seed_protocol({{"a", f.url(), "llama"}});
+    spec.n_predict = 4;
+    auto plan = audit::make_plan(spec);
+    clients::backend_config c;
+    c.name = "a";
+    c.url = f.url();
+    clients::net::io_context io;
+    auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", c}}, {}));
+    std::size_t solo = 0;
+    for (const auto& g : plan.groups)
+      if (g.mode == audit::group_mode::serial) solo += g.requests.size();
+    ASSERT_GT(solo, 1u);
+    if (metrics) {
+      EXPECT_GT(f.metrics_requests(), static_cast<int>(solo)) << "read around each solo request";
+      for (const auto& r : outcome.runs())
+        if (plan.groups[r.group].mode == audit::group_mode::serial) EXPECT_TRUE(r.company.has_value()) << r.group;
+    } else {
+      EXPECT_EQ(f.metrics_requests(), 1);
+      for (const auto& r : outcome.runs()) EXPECT_FALSE(r.company.has_value()) << r.group;
+    }
+  }
+}
+
 TEST(job_runner, transport_failures_are_retried_then_recorded_and_cancel_stops_at_a_group) {
   test_support::fake_knobs k;
   k.status = 503;

@@ -207,7 +207,7 @@ class streaming_llama final : public clients::backend_api {
     if (f) f->api = "llama-sse";
     co_return f;
   }
-  clients::net::awaitable<std::optional<clients::decode_counters>> read_decode_counters(clients::http_client& http) const override {
+  clients::net::awaitable<clients::counters_reading> read_decode_counters(clients::http_client& http) const override {
     co_return co_await clients::default_api_kind()->read_decode_counters(http);
   }
 };
