@@ -117,6 +117,7 @@ ROWS = [
     ("throughput ratio (goal >= 0.5)", ["throughput", "ratio"]),
     ("real server: wall / server's own times", ["overhead", "ratio"]),
     ("real server: (server + our gaps) / server (<= 1.05)", ["overhead", "client_ratio"]),
+    ("real server with --metrics: (server + our gaps) / server", ["overhead_counters", "client_ratio"]),
     ("streaming: plain bursts, tiny (tokens/s)", ["streaming", "plain_tokens_per_s"]),
     ("streaming: streamed bursts, tiny (tokens/s)", ["streaming", "streamed_tokens_per_s"]),
     ("streaming: streamed / plain (goal >= 0.95)", ["streaming", "ratio"]),

@@ -6,8 +6,9 @@
 #   1. arrival spread at the server, C = 8/64/256: logitaudit vs Python threads, asyncio,
 #      curl --parallel, and the floor the fake server itself adds       (bench_burst)
 #   2. throughput with all the work (parse, digests, SQLite) vs wrk     (bench_throughput)
-#   3. overhead on a real llama-server (tiny): serial wall time / the server's own time; and
-#      what streaming costs: tokens/s of streamed bursts against plain ones, alternately  (bench_streaming)
+#   3. overhead on a real llama-server (tiny): serial wall time / the server's own time, on a
+#      server without counters and on one with them (--metrics: one more read after each solo
+#      request, the evidence that it ran alone); and what streaming costs: tokens/s of streamed bursts against plain ones, alternately  (bench_streaming)
 #   4. the API over a database of 1,000,000 streams: the rate they were stored at, and report and
 #      runs p50/p99 with 100 connections (wrk), on SQLite and then on PostgreSQL
 #   5. logitauditd's memory: idle, during a 256-wide burst, serving the 1M-stream database
@@ -114,7 +115,16 @@ if want 3; then
   "$build/bench/bench_streaming" --url "http://127.0.0.1:$p" --bursts "$bursts" --width 4 --n-predict 64 \
     --json "$parts/streaming.json" >&2 || failure "the streaming benchmark had failures"
   kill "$llama_pid"
-  cat "$parts/overhead.json" >&2
+  # The same on a server with counters: each solo request is followed by a read of them.
+  p=$(port)
+  .cache/bin/llama-server -m .cache/models/tiny.gguf --host 127.0.0.1 --port "$p" -np 8 -t "$(nproc)" --no-webui --metrics \
+    >"$tmp/llama-metrics.log" 2>&1 &
+  llama_pid=$!; pids+=("$llama_pid")
+  wait_url "http://127.0.0.1:$p/health" "$tmp/llama-metrics.log"
+  "$build/cli/logitaudit" run --backend "tiny=http://127.0.0.1:$p" --db "$tmp/overhead-counters.db" --format csv >/dev/null 2>&1 || true
+  python3 bench/report.py overhead "$tmp/overhead-counters.db" >"$parts/overhead_counters.json"
+  kill "$llama_pid"
+  cat "$parts/overhead.json" "$parts/overhead_counters.json" >&2
 fi
 
 memory='{}'

@@ -28,6 +28,17 @@ void stamp(audit::logit_stream& s, const http_exchange& x) {
   s.client.last_byte_ns = x.last_byte_ns;
 }
 
+// A request that asked for logprobs gets a logprob with every token, never an id alone.
+client_result<audit::logit_stream> with_logprobs(client_result<audit::logit_stream> s, bool expected) {
+  if (s && expected)
+    for (std::size_t i = 0; i < s->tokens.size(); ++i)
+      if (std::isnan(s->tokens[i].logprob))
+        return unexpected{unexpected_shape("token " + std::to_string(i) +
+                                           " carries no logprob (a probability after sampling, `prob`, which this request "
+                                           "did not ask for)")};
+  return s;
+}
+
 std::string lowercase(std::string h) {
   for (auto& ch : h) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return h;
@@ -94,27 +105,33 @@ prepared_completion backend::prepare(const completion_request& r) const {
 net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connection c, prepared_completion p,
                                                                         std::size_t sent, std::int64_t sent_ns) {
   std::unique_ptr<stream_reader> reader = p.stream ? config_.api->read_stream(http_.options().max_body) : nullptr;
-  chunk_sink sink;
+  if (!reader) {
+    const bool expected = p.logprobs_expected;
+    auto x = co_await http_.exchange(std::move(c), std::move(p.wire), {}, sent, sent_ns);
+    if (!x) co_return unexpected{x.error()};
+    // One pass reads the stream and how its numbers are written.
+    audit::number_format seen;
+    auto s = with_logprobs(config_.api->parse(x->body, seen), expected);
+    if (s) {
+      stamp(*s, *x);
+      written_.merge(seen);
+    }
+    co_return s;
+  }
   std::string streamed;  // the event stream's bytes, for how its numbers are written
-  if (reader)
-    sink = [r = reader.get(), &streamed, on_tokens = std::move(p.on_tokens)](std::string_view piece, std::int64_t t) {
-      streamed.append(piece);
-      const bool ok = r->feed(piece, t);
-      if (on_tokens) on_tokens(r->tokens());
-      return ok;
-    };
+  chunk_sink sink = [r = reader.get(), &streamed, on_tokens = std::move(p.on_tokens)](std::string_view piece,
+                                                                                       std::int64_t t) {
+    streamed.append(piece);
+    const bool ok = r->feed(piece, t);
+    if (on_tokens) on_tokens(r->tokens());
+    return ok;
+  };
   auto x = co_await http_.exchange(std::move(c), std::move(p.wire), std::move(sink), sent, sent_ns);
   if (!x) co_return unexpected{x.error()};
-  auto s = reader ? reader->finish() : config_.api->parse(x->body);
-  if (s && p.logprobs_expected)
-    for (std::size_t i = 0; i < s->tokens.size(); ++i)
-      if (std::isnan(s->tokens[i].logprob))
-        co_return unexpected{unexpected_shape("token " + std::to_string(i) +
-                                              " carries no logprob (a probability after sampling, `prob`, which this request "
-                                              "did not ask for)")};
+  auto s = with_logprobs(reader->finish(), p.logprobs_expected);
   if (s) {
     stamp(*s, *x);
-    scan_logprob_text(reader ? std::string_view(streamed) : std::string_view(x->body), reader != nullptr, written_);
+    scan_logprob_text(streamed, true, written_);
   }
   co_return s;
 }

@@ -14,6 +14,7 @@
 
 #include "audit/fingerprint.hpp"
 #include "audit/logit_stream.hpp"
+#include "audit/number_format.hpp"
 #include "http_client.hpp"
 
 namespace logitaudit::clients {
@@ -110,8 +111,13 @@ class backend_api {
   // The request for `r`, serialized by `http` (which knows the host and base path).
   virtual prepared_completion prepare(const http_client& http, const completion_request& r,
                                       const api_options& o) const = 0;
-  // The logit stream of a whole answer body. Errors: malformed_json, unexpected_shape.
-  virtual client_result<audit::logit_stream> parse(std::string_view body) const = 0;
+  // The logit stream of a whole answer body; how its logprobs were written goes into `written`
+  // (audit/number_format.hpp), on success only. Errors: malformed_json, unexpected_shape.
+  virtual client_result<audit::logit_stream> parse(std::string_view body, audit::number_format& written) const = 0;
+  client_result<audit::logit_stream> parse(std::string_view body) const {
+    audit::number_format unused;
+    return parse(body, unused);
+  }
   // A reader for answers prepared with stream = true; the default kind never streams.
   virtual std::unique_ptr<stream_reader> read_stream(std::size_t max_event_bytes) const;
   // The server's fingerprint, with the hash of each prompt's token ids where the server can

@@ -29,8 +29,11 @@ class handler : public json::json_sax_t {
   bool number_unsigned(number_unsigned_t v) override { return integer(static_cast<std::int64_t>(v)); }
   // Logprobs arrive as decimals printed from float32; nlohmann reads them with strtod, which
   // rounds correctly, so the same text always gives the same double.
-  bool number_float(number_float_t v, const string_t&) override {
-    if (in_entry() && key_ == "logprob") return set_logprob(v);
+  bool number_float(number_float_t v, const string_t& text) override {
+    if (in_entry() && key_ == "logprob") {
+      o_.written.add(text, v);
+      return set_logprob(v);
+    }
     if (top_is(frame::prob) && key_ == "prob") post_sampling_ = true;
     if (top_is(frame::timings)) {
       if (key_ == "prompt_ms") o_.timings.prompt_ms = v;
@@ -173,7 +176,10 @@ class handler : public json::json_sax_t {
         (top_is(frame::prob) ? step_id_ : entry_id_) = true;
         return true;
       }
-      if (key_ == "logprob") return set_logprob(static_cast<double>(v));
+      if (key_ == "logprob") {
+        o_.written.add(std::to_string(v), static_cast<double>(v));
+        return set_logprob(static_cast<double>(v));
+      }
       if (key_ == "prob" && top_is(frame::prob)) post_sampling_ = true;
       return true;
     }
@@ -237,9 +243,14 @@ class number_scanner : public json::json_sax_t {
 
   bool null() override { return scalar(); }
   bool boolean(bool) override { return scalar(); }
-  bool number_integer(number_integer_t v) override { return number(std::to_string(v), static_cast<double>(v), false); }
-  bool number_unsigned(number_unsigned_t v) override { return number(std::to_string(v), static_cast<double>(v), false); }
-  bool number_float(number_float_t v, const string_t& text) override { return number(text, v, true); }
+  // An integer's text is made only where it is kept (token ids and byte values are not).
+  bool number_integer(number_integer_t v) override {
+    return wanted(false) ? number(std::to_string(v), static_cast<double>(v)) : scalar();
+  }
+  bool number_unsigned(number_unsigned_t v) override {
+    return wanted(false) ? number(std::to_string(v), static_cast<double>(v)) : scalar();
+  }
+  bool number_float(number_float_t v, const string_t& text) override { return wanted(true) ? number(text, v) : scalar(); }
   bool string(string_t&) override { return scalar(); }
   bool binary(binary_t&) override { return scalar(); }
   bool start_object(std::size_t) override {
@@ -269,14 +280,18 @@ class number_scanner : public json::json_sax_t {
     key_.clear();
     return true;
   }
-  bool number(const std::string& text, double v, bool decimal) {
+  // Whether the number here is a logprob.
+  bool wanted(bool decimal) const {
     const bool in_array = !stack_.empty() && stack_.back().array;
     const std::string& holder = in_array ? stack_.back().key : key_;
     // Legacy OpenAI: token_logprobs is an array of numbers, top_logprobs an array of objects
     // whose every member is a logprob.
     const bool legacy_top = decimal && !in_array && key_ != "id" && stack_.size() >= 2 && stack_[stack_.size() - 2].array &&
                             stack_[stack_.size() - 2].key == "top_logprobs";
-    if (holder == "logprob" || (in_array && holder == "token_logprobs") || legacy_top) f_.add(text, v);
+    return holder == "logprob" || (in_array && holder == "token_logprobs") || legacy_top;
+  }
+  bool number(const std::string& text, double v) {
+    f_.add(text, v);
     key_.clear();
     return true;
   }

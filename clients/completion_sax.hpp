@@ -26,6 +26,9 @@ struct completion_object {
   // "tokens": the generated ids, which llama.cpp sends with return_tokens (the answer to a
   // request with n_probs 0 carries no probabilities: its ids are these).
   std::vector<std::int64_t> token_ids;
+  // How its logprobs were written (the oracle's resolution), read in the same pass: what
+  // scan_logprob_text finds in a /completion answer, without reading it twice.
+  audit::number_format written;
 };
 
 // Parses `json` and appends its completion_probabilities to `into.tokens` (and `now_ns` to

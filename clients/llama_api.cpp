@@ -77,7 +77,7 @@ void append_ids(const std::vector<std::int64_t>& ids, audit::logit_stream& s) {
 
 }  // namespace
 
-client_result<audit::logit_stream> parse_completion(std::string_view body) {
+client_result<audit::logit_stream> parse_completion(std::string_view body, audit::number_format* written) {
   audit::logit_stream s;
   auto o = read_completion_object(body, s);
   if (!o) return unexpected{o.error()};
@@ -87,6 +87,7 @@ client_result<audit::logit_stream> parse_completion(std::string_view body) {
     return unexpected{unexpected_shape("completion_probabilities is missing (was n_probs > 0 sent?)")};
   s.content = std::move(o->content);
   apply_summary(*o, s);
+  if (written) written->merge(o->written);
   return s;
 }
 
@@ -269,7 +270,9 @@ class llama_api final : public backend_api {
     return {http.serialize(http::verb::post, "/completion", completion_body(r)), r.stream};
   }
 
-  client_result<audit::logit_stream> parse(std::string_view body) const override { return parse_completion(body); }
+  client_result<audit::logit_stream> parse(std::string_view body, audit::number_format& written) const override {
+    return parse_completion(body, &written);
+  }
 
   std::unique_ptr<stream_reader> read_stream(std::size_t max_event_bytes) const override {
     return std::make_unique<completion_sse_parser>(max_event_bytes);

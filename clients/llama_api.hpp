@@ -20,9 +20,10 @@ namespace logitaudit::clients {
 // The JSON body for POST /completion.
 std::string completion_body(const completion_request& r);
 
-// Parses a non-streaming /completion response. Errors: malformed_json, unexpected_shape
-// (including the pre-2025 `probs` shape, named as such).
-client_result<audit::logit_stream> parse_completion(std::string_view body);
+// Parses a non-streaming /completion response, and adds how its logprobs were written to
+// `written` when given (on success only). Errors: malformed_json, unexpected_shape (including
+// the pre-2025 `probs` shape, named as such).
+client_result<audit::logit_stream> parse_completion(std::string_view body, audit::number_format* written = nullptr);
 
 // Incremental parser of a /completion SSE stream (`data: {...}` events). Feed it the body
 // in pieces as they arrive; `finish` returns the stream, or `truncated` when the final

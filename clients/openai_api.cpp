@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/stream_encoding.hpp"
+#include "completion_sax.hpp"
 
 namespace logitaudit::clients {
 namespace {
@@ -238,7 +239,11 @@ class openai_api final : public backend_api {
     return {http.serialize(http::verb::post, "/v1/completions", openai_completion_body(r, o)), false};
   }
 
-  client_result<audit::logit_stream> parse(std::string_view body) const override { return parse_openai_completion(body); }
+  client_result<audit::logit_stream> parse(std::string_view body, audit::number_format& written) const override {
+    auto s = parse_openai_completion(body);
+    if (s) scan_logprob_text(body, false, written);
+    return s;
+  }
 
   net::awaitable<client_result<audit::backend_fingerprint>> fingerprint(http_client& http, std::vector<std::string> prompts,
                                                                        api_options o) const override {

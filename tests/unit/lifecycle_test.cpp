@@ -195,8 +195,8 @@ class streaming_llama final : public clients::backend_api {
     streamed.stream = true;
     return {http.serialize(http::verb::post, "/completion", clients::completion_body(streamed)), true};
   }
-  clients::client_result<audit::logit_stream> parse(std::string_view body) const override {
-    return clients::parse_completion(body);
+  clients::client_result<audit::logit_stream> parse(std::string_view body, audit::number_format& written) const override {
+    return clients::parse_completion(body, &written);
   }
   std::unique_ptr<clients::stream_reader> read_stream(std::size_t max) const override {
     return std::make_unique<clients::completion_sse_parser>(max);

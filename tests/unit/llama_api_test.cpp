@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "audit/stream_encoding.hpp"
+#include "clients/completion_sax.hpp"
 #include "clients/llama_api.hpp"
 
 using namespace logitaudit;
@@ -44,6 +45,33 @@ TEST(llama_api, parses_a_recorded_completion_with_top5) {
   EXPECT_EQ(s->server.predicted_n, 8);
   EXPECT_GT(s->server.predicted_ms, 0);
   EXPECT_FALSE(s->content.empty());
+}
+
+// How the numbers are written is read in the parse's own pass: the same as a separate scan
+// finds, on a real answer and on one rounded to 4 decimals; and nothing from an answer that fails.
+TEST(llama_api, the_parse_reads_how_logprobs_are_written_as_the_scan_does) {
+  const std::string real = recorded("completion_n_probs5.json");
+  std::string rounded = real;
+  for (std::size_t at = 0; (at = rounded.find("\"logprob\":", at)) != std::string::npos;) {
+    at += 10;
+    const std::size_t end = rounded.find_first_of(",}", at);
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4f", std::stod(rounded.substr(at, end - at)));
+    rounded.replace(at, end - at, text);
+  }
+  for (const auto& body : {real, rounded}) {
+    audit::number_format parsed, scanned;
+    ASSERT_TRUE(parse_completion(body, &parsed));
+    scan_logprob_text(body, false, scanned);
+    EXPECT_GT(parsed.values, 0);
+    EXPECT_EQ(parsed, scanned) << parsed.describe() << " / " << scanned.describe();
+  }
+  audit::number_format seen;
+  EXPECT_TRUE(parse_completion(rounded, &seen));
+  EXPECT_TRUE(seen.fixed_decimals().has_value()) << seen.describe();
+  audit::number_format none;
+  EXPECT_FALSE(parse_completion(real.substr(0, real.size() / 2), &none));
+  EXPECT_EQ(none.values, 0);
 }
 
 TEST(llama_api, sse_stream_gives_the_same_stream_as_the_plain_response_in_any_chunking) {
