@@ -105,10 +105,15 @@ net::awaitable<std::optional<api_response>> kept_or_wait(state_ptr st, std::int6
   co_return std::nullopt;
 }
 
-// Keeps a 200 body of a final audit for the next reader.
-api_response keep(const route_state& st, audit::job_status status, std::int64_t id, const std::string& key, api_response r) {
+// Where the read model's forgets stood when a reader began reading the database (keep's `read_at`).
+std::uint64_t read_begins(const route_state& st) { return st.options.reads ? st.options.reads->forgets() : 0; }
+
+// Keeps a 200 body of a final audit for the next reader, unless an audit was deleted since the
+// reader began (`read_at`).
+api_response keep(const route_state& st, audit::job_status status, std::int64_t id, const std::string& key, api_response r,
+                  std::uint64_t read_at) {
   if (st.options.reads && r.status == 200 && audit::is_final(status))
-    st.options.reads->keep(id, key, std::make_shared<rendered_body>(rendered_body{r.body, r.content_type}));
+    st.options.reads->keep(id, key, std::make_shared<rendered_body>(rendered_body{r.body, r.content_type}), read_at);
   return r;
 }
 
@@ -184,6 +189,7 @@ net::awaitable<api_response> route_get_audit(state_ptr st, request_context ctx) 
   auto id = parse_positive_id(ctx.params[0]);
   if (!id) co_return no_audit(ctx.params[0]);
   if (auto hit = kept(*st, *id, "summary")) co_return *hit;
+  const auto read_at = read_begins(*st);
   std::optional<storage::job_record> j;
   if (ctx.query.count("done") && !ctx.query.count("wait"))
     co_return error_response(service_errc::invalid, "invalid_query", "done= goes with wait=", "done");
@@ -202,7 +208,7 @@ net::awaitable<api_response> route_get_audit(state_ptr st, request_context ctx) 
     j = co_await st->svc->job(*id);
   }
   if (!j) co_return no_audit(ctx.params[0]);
-  co_return keep(*st, j->status, *id, "summary", json_response(200, dump(job_json(*j))));
+  co_return keep(*st, j->status, *id, "summary", json_response(200, dump(job_json(*j))), read_at);
 }
 
 // GET /v1/audits/{id}/spec
@@ -230,6 +236,7 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   const std::string key = "report?" + format;
   render_flight flight;
   if (auto hit = co_await kept_or_wait(st, *id, key, flight)) co_return *hit;
+  const auto read_at = read_begins(*st);
   auto j = co_await st->svc->job(*id);
   if (!j) co_return no_audit(ctx.params[0]);
   if (!audit::is_final(j->status))
@@ -241,7 +248,7 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
   // The findings were stored as this JSON when the audit ended; the JSON report is those members
   // with the verdict beside them, and the other formats render them.
   const auto& f = j->findings;
-  if (!f && format == "json") co_return keep(*st, j->status, *id, key, json_response(200, j->findings_json));  // as stored
+  if (!f && format == "json") co_return keep(*st, j->status, *id, key, json_response(200, j->findings_json), read_at);  // as stored
   if (!f) co_return error_response(service_errc::internal, "internal", "the stored findings of audit " + std::to_string(*id) + " do not parse");
   // The plot of the streams that moved reads their runs' verdicts (the findings keep none).
   // (The filter is named and the result awaited into its own variable: GCC 12 miscompiles a
@@ -258,7 +265,7 @@ net::awaitable<api_response> route_get_report(state_ptr st, request_context ctx)
                      : format == "junit"    ? junit_report(*j, *f)
                      : format == "html"     ? html_report(*j, *f, &runs)
                                             : audit::render_csv(*f);
-  co_return flight.publish(keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)}));
+  co_return flight.publish(keep(*st, j->status, *id, key, api_response{200, std::move(body), content_types.at(format)}, read_at));
 }
 
 // The skeleton of every GET of one audit's stored rows: the id parsed, a final audit's body
@@ -272,11 +279,12 @@ net::awaitable<api_response> audit_rows(state_ptr st, request_context ctx, std::
   if (!id) co_return no_audit(ctx.params[0]);
   render_flight flight;
   if (auto hit = co_await kept_or_wait(st, *id, key, flight)) co_return *hit;
+  const auto read_at = read_begins(*st);
   auto j = co_await st->svc->job(*id);
   if (!j) co_return no_audit(ctx.params[0]);
   auto rows = co_await fetch(*id);
   if (!rows) co_return gone(*id);
-  co_return flight.publish(keep(*st, j->status, *id, key, json_response(200, dump(render(*id, *rows)))));
+  co_return flight.publish(keep(*st, j->status, *id, key, json_response(200, dump(render(*id, *rows))), read_at));
 }
 
 template <class Fetch, class Render>

@@ -22,9 +22,10 @@ std::shared_ptr<const rendered_body> read_model::find(std::int64_t audit, const 
   return it->second->body;
 }
 
-void read_model::keep(std::int64_t audit, const std::string& key, std::shared_ptr<const rendered_body> body) {
+void read_model::keep(std::int64_t audit, const std::string& key, std::shared_ptr<const rendered_body> body,
+                      std::uint64_t read_at) {
   const std::size_t cost = body->text.size() + body->content_type.size() + 2 * key.size() + kEntryOverhead;
-  if (cost > max_bytes_) return;
+  if (cost > max_bytes_ || read_at != forgets_) return;
   ++kept_;
   const std::string ik = index_key(audit, key);
   if (auto it = index_.find(ik); it != index_.end()) drop(it->second);
@@ -36,6 +37,7 @@ void read_model::keep(std::int64_t audit, const std::string& key, std::shared_pt
 }
 
 void read_model::forget(std::int64_t audit) {
+  ++forgets_;
   auto it = keys_of_.find(audit);
   if (it == keys_of_.end()) return;
   const auto keys = it->second;

@@ -1,8 +1,9 @@
 // What the API serves about final audits, built once: their rendered bodies (summary, report
 // in each format, runs, one run, streams, bursts, fingerprints), kept by audit in a cache
-// bounded in bytes (`read_cache_bytes`), least recently used out first. A final audit does not
-// change until it is deleted, and deletion goes through the API, which forgets it here; so a
-// dashboard polling finished audits never reaches the database. Not thread-safe: it lives on
+// bounded in bytes (`read_cache_bytes`), least recently used out first. A final audit changes
+// only when it is deleted (through the API, which forgets it here) or when the retention policy
+// prunes its streams' bytes (the daemon's retention loop forgets it here); so a dashboard
+// polling finished audits never reaches the database. Not thread-safe: it lives on
 // the API's executor.
 #pragma once
 
@@ -28,10 +29,16 @@ class read_model {
   // The body kept under (`audit`, `key`), or nullptr; a hit makes it the most recent.
   std::shared_ptr<const rendered_body> find(std::int64_t audit, const std::string& key);
   // Keeps `body`, then drops the least recently used bodies until the total fits. A body larger
-  // than the whole budget is not kept.
-  void keep(std::int64_t audit, const std::string& key, std::shared_ptr<const rendered_body> body);
+  // than the whole budget is not kept, nor one read from the database before an audit was
+  // forgotten: `read_at` is forgets() when its reader began (a reader that read an audit, then
+  // waited while a DELETE removed it and forgot it here, would otherwise keep the deleted
+  // audit's body for every later reader). Any forget counts; a delete is rare, and the next
+  // reader renders.
+  void keep(std::int64_t audit, const std::string& key, std::shared_ptr<const rendered_body> body,
+            std::uint64_t read_at);
   // Drops everything kept for `audit` (it was deleted).
   void forget(std::int64_t audit);
+  std::uint64_t forgets() const { return forgets_; }
 
   std::size_t bytes() const { return bytes_; }
   std::size_t entries() const { return lru_.size(); }
@@ -51,7 +58,7 @@ class read_model {
 
   std::size_t max_bytes_;
   std::size_t bytes_ = 0;
-  std::uint64_t hits_ = 0, misses_ = 0, kept_ = 0;
+  std::uint64_t hits_ = 0, misses_ = 0, kept_ = 0, forgets_ = 0;
   std::list<entry> lru_;  // most recent first
   std::unordered_map<std::string, std::list<entry>::iterator> index_;
   std::map<std::int64_t, std::set<std::string>> keys_of_;

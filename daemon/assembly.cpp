@@ -90,6 +90,9 @@ assembly::assembly(const config::daemon_config& conf, storage::db_worker& db, st
   scheduler_.health = &loops_;
   queue_.health = &loops_;
   retention_.health = &loops_;
+  retention_.pruned = [this](const std::set<std::int64_t>& audits) {
+    for (const auto id : audits) reads_.forget(id);
+  };
   alerts_.health = &loops_;
   service_.loops = &loops_;
   loops_.on_unhealthy = [this](const loop_status& s) { alerts_.loop_unhealthy(s, name_); };

@@ -7,6 +7,9 @@
 #include <boost/asio.hpp>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <set>
 
 #include "loop_health.hpp"
 #include "storage/db_worker.hpp"
@@ -22,6 +25,9 @@ class retention_keeper {
   void stop();
 
   loop_health* health = nullptr;  // where the loop reports its passes (null: nowhere)
+  // Called on the keeper's executor with the audits whose stream bytes a pass removed (the API's
+  // read model forgets their bodies, which showed those bytes).
+  std::function<void(const std::set<std::int64_t>&)> pruned;
 
  private:
   net::awaitable<void> loop();

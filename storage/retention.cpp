@@ -40,6 +40,13 @@ prune_result prune_stream_bytes(store& st, const std::string& finished_before, c
   r.streams = count.integer(0);
   r.bytes = count.integer(1);
   count.reset();
+  if (r.streams > 0) {
+    auto& audits = db.prepare("SELECT DISTINCT r.job_id FROM runs r JOIN streams s ON s.run_id = r.id WHERE s.run_id IN "
+                              "(SELECT run_id" + which + ")");
+    audits.bind(1, finished_before);
+    while (audits.step()) r.audits.insert(audits.integer(0));
+    audits.reset();
+  }
   // substr(x, 1, 0) is an empty value of the column's own type on both engines.
   auto& prune = db.prepare("UPDATE streams SET encoding = substr(encoding, 1, 0), pruned_at = ?2 WHERE run_id IN "
                            "(SELECT run_id" + which + ")");

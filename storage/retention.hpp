@@ -18,6 +18,7 @@ struct prune_result {
   std::int64_t streams = 0;  // streams whose bytes were removed now
   std::int64_t bytes = 0;    // their encodings' bytes
   std::set<std::int64_t> kept_as_reference;  // ended audits left whole because a spec names them
+  std::set<std::int64_t> audits;             // the audits whose streams were pruned now
 };
 
 // Removes the bytes of the compared streams of audits that ended before `finished_before`

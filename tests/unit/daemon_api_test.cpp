@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "api/audit_routes.hpp"
+#include "api/read_model.hpp"
 #include "clients/burst.hpp"
 #include "config/daemon_config.hpp"
 #include "daemon/settings.hpp"
@@ -728,4 +729,22 @@ TEST(fleet_cancel, a_queued_audit_leased_by_another_daemon_is_cancelled_through_
   EXPECT_EQ(r.status, 202u) << r.body;
   EXPECT_EQ(other.jobs().get(job)->status, audit::job_status::queued) << "the holder's job, not rewritten here";
   EXPECT_EQ(other.fleet()->heartbeat("other", 60, {job}, {}), std::vector<std::int64_t>{job}) << "the holder is asked to stop it";
+}
+
+// A body read from the database before an audit was forgotten (deleted, or its streams pruned)
+// is not kept: the reader that began before a DELETE and rendered after it would otherwise leave
+// the deleted audit's body for every later reader.
+TEST(read_model, a_body_read_before_a_forget_is_not_kept) {
+  api::read_model reads(1 << 20);
+  auto body = std::make_shared<api::rendered_body>(api::rendered_body{"{}", "application/json"});
+  const auto began = reads.forgets();
+  reads.keep(1, "runs", body, began);
+  ASSERT_NE(reads.find(1, "runs"), nullptr);
+  const auto reader = reads.forgets();  // a reader begins reading audit 1
+  reads.forget(1);                      // a DELETE of audit 1 ends meanwhile
+  EXPECT_EQ(reads.find(1, "runs"), nullptr);
+  reads.keep(1, "runs", body, reader);  // the reader renders what it read
+  EXPECT_EQ(reads.find(1, "runs"), nullptr) << "the deleted audit's body came back";
+  reads.keep(1, "runs", body, reads.forgets());
+  EXPECT_NE(reads.find(1, "runs"), nullptr) << "a reader that began after the forget keeps";
 }

@@ -751,6 +751,7 @@ TEST_P(storage_suite, retention_prunes_compared_stream_bytes_but_keeps_baselines
   EXPECT_EQ(r.streams, static_cast<std::int64_t>(compared)) << "the compared streams of the old audit, none of the reference";
   EXPECT_GT(r.bytes, 0);
   EXPECT_EQ(r.kept_as_reference, std::set<std::int64_t>{reference});
+  EXPECT_EQ(r.audits, std::set<std::int64_t>{old}) << "the audits whose bodies the API must forget";
   const auto after = s().evidence().stored_streams(old);
   ASSERT_EQ(after.size(), before.size());
   for (std::size_t i = 0; i < after.size(); ++i) {
