@@ -78,10 +78,14 @@ burst_summary summarize_bursts(const audit_plan& plan, const findings& f, const 
       measured.push_back(*v->second.measured);
       s.measured_by = v->second.measured_by;
     }
+    // Whether it streamed: as measured, else as planned (a burst with no stored measurement was
+    // still sent one way or the other, and counting it neither way read "k/n streamed").
+    bool streamed = g.decode_steps;
     if (auto m = ev.bursts.find(g.index); m != ev.bursts.end()) {
       overlap.push_back(m->second.overlap);
-      s.streamed = s.streamed.value_or(0) + (m->second.streamed ? 1 : 0);
+      streamed = m->second.streamed;
     }
+    s.streamed = s.streamed.value_or(0) + (streamed ? 1 : 0);
   }
   if (!measured.empty()) s.median_measured = median(measured);
   s.median_overlap = median(overlap);

@@ -124,6 +124,18 @@ TEST(job_runner, only_conditions_that_reconstruct_decode_steps_stream_their_burs
   ASSERT_TRUE(streamed.bursts && plain.bursts);
   EXPECT_EQ(streamed.bursts->streamed, streamed.bursts->bursts);
   EXPECT_EQ(plain.bursts->streamed, 0);
+  // A burst with no stored measurement counts as it was sent (its plan), not as neither way.
+  auto partial = ev;
+  for (const auto& g : plan.groups)
+    if (g.condition == "concurrent_greedy_c4") {
+      partial.bursts.erase(g.index);
+      break;
+    }
+  const auto fp = audit::evaluate(spec, plan, outcome.runs(), partial);
+  const auto& unmeasured = row(fp, "concurrent_greedy_c4");
+  ASSERT_TRUE(unmeasured.bursts);
+  EXPECT_EQ(unmeasured.bursts->bursts, streamed.bursts->bursts) << "the burst still counts";
+  EXPECT_EQ(unmeasured.bursts->streamed, unmeasured.bursts->bursts);
   EXPECT_EQ(plain.logit_identical, 0) << "plain bursts still measure: the fake's logprobs move under overlap";
   // Their differences: attributed to decode steps where the condition streamed, said not where it did not.
   for (const auto& v : f.verdicts) {
