@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "audit/stream_encoding.hpp"
-#include "completion_sax.hpp"
 #include "machine.hpp"
 #include "model_file.hpp"
 #include "audit/numbers.hpp"
@@ -106,22 +105,19 @@ net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connecti
                                                                         std::size_t sent, std::int64_t sent_ns) {
   std::unique_ptr<stream_reader> reader = p.stream ? config_.api->read_stream(http_.options().max_body) : nullptr;
   if (!reader) {
-    const bool expected = p.logprobs_expected;
-    auto x = co_await http_.exchange(std::move(c), std::move(p.wire), {}, sent, sent_ns);
+    chunk_sink none;  // named: GCC 12 mis-builds a temporary in a co_await's arguments
+    auto x = co_await http_.exchange(std::move(c), std::move(p.wire), std::move(none), sent, sent_ns);
     if (!x) co_return unexpected{x.error()};
     // One pass reads the stream and how its numbers are written.
     audit::number_format seen;
-    auto s = with_logprobs(config_.api->parse(x->body, seen), expected);
+    auto s = with_logprobs(config_.api->parse(x->body, seen), p.logprobs_expected);
     if (s) {
       stamp(*s, *x);
       written_.merge(seen);
     }
     co_return s;
   }
-  std::string streamed;  // the event stream's bytes, for how its numbers are written
-  chunk_sink sink = [r = reader.get(), &streamed, on_tokens = std::move(p.on_tokens)](std::string_view piece,
-                                                                                       std::int64_t t) {
-    streamed.append(piece);
+  chunk_sink sink = [r = reader.get(), on_tokens = std::move(p.on_tokens)](std::string_view piece, std::int64_t t) {
     const bool ok = r->feed(piece, t);
     if (on_tokens) on_tokens(r->tokens());
     return ok;
@@ -131,7 +127,7 @@ net::awaitable<client_result<audit::logit_stream>> backend::complete_on(connecti
   auto s = with_logprobs(reader->finish(), p.logprobs_expected);
   if (s) {
     stamp(*s, *x);
-    scan_logprob_text(streamed, true, written_);
+    written_.merge(reader->written());
   }
   co_return s;
 }
@@ -204,7 +200,10 @@ net::awaitable<client_result<backend::canary_reading>> backend::canary() {
 net::awaitable<std::optional<decode_counters>> backend::read_decode_counters() {
   if (no_counters_) co_return std::nullopt;
   auto r = co_await config_.api->read_decode_counters(http_);
-  no_counters_ = r.none_served;
+  // Latched only while the server never served them: once it has, a 404 or a page without them
+  // (a proxy in front of a restarting server) is a read that failed this time.
+  if (r.counters) served_counters_ = true;
+  no_counters_ = r.none_served && !served_counters_;
   co_return r.counters;
 }
 

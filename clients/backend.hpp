@@ -93,8 +93,8 @@ class backend {
   net::awaitable<client_result<canary_reading>> canary();
 
   // The server's cumulative decode counters; nullopt when its kind or its configuration
-  // does not expose them (asked once: a server that said it has none is not asked again by
-  // this backend, which lives for one audit), or the read got no answer. Suspends.
+  // does not expose them (a server that said so before it ever served them is not asked again
+  // by this backend, which lives for one audit), or the read got no answer. Suspends.
   net::awaitable<std::optional<decode_counters>> read_decode_counters();
 
   // How this server wrote the logprobs of every answer this backend received so far (the
@@ -105,7 +105,8 @@ class backend {
   backend_config config_;
   http_client http_;
   audit::number_format written_;
-  bool no_counters_ = false;  // the server said it has none
+  bool no_counters_ = false;       // the server said it has none, and never served them
+  bool served_counters_ = false;  // a read found them
 };
 
 }  // namespace logitaudit::clients

@@ -92,6 +92,9 @@ class stream_reader {
   virtual bool feed(std::string_view piece, std::int64_t now_ns) = 0;
   virtual client_result<audit::logit_stream> finish() = 0;
   virtual std::size_t tokens() const = 0;  // how many tokens arrived so far
+  // How the logprobs of the events read so far were written (audit/number_format.hpp), read in
+  // the same pass as the events.
+  virtual const audit::number_format& written() const = 0;
 };
 
 // What a backend's configuration may add to every request of its kind.
@@ -114,6 +117,8 @@ class backend_api {
   // The logit stream of a whole answer body; how its logprobs were written goes into `written`
   // (audit/number_format.hpp), on success only. Errors: malformed_json, unexpected_shape.
   virtual client_result<audit::logit_stream> parse(std::string_view body, audit::number_format& written) const = 0;
+  // The same, where how the numbers are written is not wanted (called through the base: an
+  // override hides it).
   client_result<audit::logit_stream> parse(std::string_view body) const {
     audit::number_format unused;
     return parse(body, unused);

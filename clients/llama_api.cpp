@@ -146,6 +146,7 @@ bool completion_sse_parser::on_event(std::string_view data, std::int64_t now_ns)
     return false;
   }
   stream_.content += o->content;
+  written_.merge(o->written);
   // The server's time of each token of this event (timings_per_token): its generation time so
   // far. An event without timings leaves the series incomplete, and then it is dropped whole.
   for (std::size_t i = before; i < stream_.tokens.size(); ++i) {

@@ -35,6 +35,7 @@ class completion_sse_parser final : public stream_reader {
   bool feed(std::string_view chunk, std::int64_t now_ns) override;
   client_result<audit::logit_stream> finish() override;
   std::size_t tokens() const override { return stream_.tokens.size(); }
+  const audit::number_format& written() const override { return written_; }
 
  private:
   bool on_event(std::string_view data, std::int64_t now_ns);
@@ -42,6 +43,7 @@ class completion_sse_parser final : public stream_reader {
   std::string pending_;
   std::size_t max_event_bytes_;
   audit::logit_stream stream_;
+  audit::number_format written_;
   bool done_ = false;
   std::optional<client_error> error_;
 };

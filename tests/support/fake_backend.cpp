@@ -260,6 +260,11 @@ net::awaitable<void> serve_connection(std::shared_ptr<fake_backend::state> st, t
     }
     if (target == "/metrics") {
       ++st->metrics_requests;
+      if (k.metrics_status != 0) {
+        const std::string body = R"({"error":{"message":"not now"}})";
+        if (!co_await write_all(socket, plain_header(k.metrics_status, body.size()) + body)) co_return;
+        continue;
+      }
       if (!k.metrics) {
         std::string body = R"({"error":{"code":501,"message":"This server does not support metrics endpoint. Start it with `--metrics`","type":"not_supported_error"}})";
         if (!co_await write_all(socket, plain_header(501, body.size()) + body)) co_return;

@@ -46,6 +46,7 @@ struct fake_knobs {
   int total_slots = 8;
   bool batching = true;                // false: one completion at a time (llama-server -np 1)
   bool metrics = true;                 // /metrics answers (llama-server --metrics)
+  unsigned metrics_status = 0;         // nonzero: /metrics answers this status instead (a proxy's 404, a loading 503)
   bool record_arrivals = true;         // keep each completion's arrival (request_arrivals); a benchmark's hours of them would not fit
   bool timings = true;                 // completions carry `timings` (prompt_ms, predicted_ms, cache_n)
   bool prompt_cache = true;            // cache_prompt reuses a slot's previous prompt (cache_n)

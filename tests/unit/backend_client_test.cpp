@@ -69,6 +69,43 @@ TEST(backend_client, plain_completion_matches_what_the_server_sent) {
   EXPECT_EQ(s->server.predicted_n, 8);
 }
 
+// A server that says it has no counters before it ever served them (501, 404) is not asked
+// again; a read that failed otherwise (503), or a 404 after counters were served (a proxy in
+// front of a restarting server), is a failed read, asked again next time.
+TEST(backend_client, counters_a_server_says_it_lacks_are_asked_for_once_and_a_failed_read_is_not_taken_for_none) {
+  auto reads = [](fake_backend& f, backend& b, net::io_context& io) {
+    const int before = f.metrics_requests();
+    const bool got = run(io, b.read_decode_counters()).has_value();
+    return std::pair{got, f.metrics_requests() - before};
+  };
+  {
+    fake_knobs k;
+    k.metrics_status = 503;
+    fake_backend f(k);
+    net::io_context io;
+    backend b(io.get_executor(), config_for(f));
+    EXPECT_EQ(reads(f, b, io), std::pair(false, 1));
+    EXPECT_EQ(reads(f, b, io), std::pair(false, 1)) << "a 503 is a failed read, not none";
+    k.metrics_status = 404;
+    f.set_knobs(k);
+    EXPECT_EQ(reads(f, b, io), std::pair(false, 1));
+    EXPECT_EQ(reads(f, b, io), std::pair(false, 0)) << "a 404 before any counters: none, not asked again";
+  }
+  {
+    fake_knobs k;
+    fake_backend f(k);
+    net::io_context io;
+    backend b(io.get_executor(), config_for(f));
+    EXPECT_EQ(reads(f, b, io), std::pair(true, 1));
+    k.metrics_status = 404;
+    f.set_knobs(k);
+    EXPECT_EQ(reads(f, b, io), std::pair(false, 1));
+    k.metrics_status = 0;
+    f.set_knobs(k);
+    EXPECT_EQ(reads(f, b, io), std::pair(true, 1)) << "served once: a 404 is a failed read";
+  }
+}
+
 TEST(backend_client, streamed_completion_equals_the_plain_one_and_has_token_times) {
   fake_backend f;
   auto r = greedy("stream me", 12);

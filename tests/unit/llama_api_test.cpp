@@ -72,6 +72,15 @@ TEST(llama_api, the_parse_reads_how_logprobs_are_written_as_the_scan_does) {
   audit::number_format none;
   EXPECT_FALSE(parse_completion(real.substr(0, real.size() / 2), &none));
   EXPECT_EQ(none.values, 0);
+  // An event stream's reader, the same as a scan of its events.
+  const std::string sse = recorded("completion_n_probs5.sse");
+  completion_sse_parser p;
+  ASSERT_TRUE(p.feed(sse, 0));
+  ASSERT_TRUE(p.finish());
+  audit::number_format scanned_events;
+  scan_logprob_text(sse, true, scanned_events);
+  EXPECT_GT(p.written().values, 0);
+  EXPECT_EQ(p.written(), scanned_events);
 }
 
 TEST(llama_api, sse_stream_gives_the_same_stream_as_the_plain_response_in_any_chunking) {
