@@ -27,6 +27,7 @@ struct route_state {
   struct flight {
     std::shared_ptr<net::steady_timer> done;
     std::shared_ptr<std::optional<api_response>> answer;
+    std::uint64_t read_at = 0;  // the read model's forgets when the renderer began
   };
   std::map<std::string, flight> rendering{};
 };
@@ -56,7 +57,7 @@ class render_flight {
   render_flight(state_ptr st, std::string key, const net::any_io_executor& ex) : st_(std::move(st)), key_(std::move(key)) {
     timer_ = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
     answer_ = std::make_shared<std::optional<api_response>>();
-    st_->rendering[key_] = {timer_, answer_};
+    st_->rendering[key_] = {timer_, answer_, st_->options.reads ? st_->options.reads->forgets() : 0};
   }
   // The renderer's answer, for its waiters too.
   api_response publish(api_response r) {
@@ -96,9 +97,14 @@ net::awaitable<std::optional<api_response>> kept_or_wait(state_ptr st, std::int6
   if (auto it = st->rendering.find(k); it != st->rendering.end()) {
     auto timer = it->second.done;
     auto answer = it->second.answer;
+    const auto renderer_read_at = it->second.read_at;
     co_await timer->async_wait(net::as_tuple(net::use_awaitable));
     if (auto hit = kept(*st, id, key)) co_return hit;
-    co_return *answer;  // empty when the renderer ended without answering: this reader renders
+    // The renderer's answer, unless an audit was deleted or pruned since the renderer began
+    // reading (its body may be of what is gone), or it ended without answering: then this
+    // reader renders.
+    if (st->options.reads->forgets() != renderer_read_at) co_return std::nullopt;
+    co_return *answer;
   }
   auto ex = co_await net::this_coro::executor;
   flight = render_flight(st, std::move(k), ex);

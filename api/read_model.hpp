@@ -1,9 +1,10 @@
 // What the API serves about final audits, built once: their rendered bodies (summary, report
 // in each format, runs, one run, streams, bursts, fingerprints), kept by audit in a cache
 // bounded in bytes (`read_cache_bytes`), least recently used out first. A final audit changes
-// only when it is deleted (through the API, which forgets it here) or when the retention policy
-// prunes its streams' bytes (the daemon's retention loop forgets it here); so a dashboard
-// polling finished audits never reaches the database. Not thread-safe: it lives on
+// only when it is deleted or the retention policy prunes its streams' bytes; this daemon's API
+// and retention loop forget it here when they do, so a dashboard polling finished audits never
+// reaches the database. (Another daemon of a fleet, or `logitaudit db prune`, does not reach this
+// cache: its bodies stand until they age out.) Not thread-safe: it lives on
 // the API's executor.
 #pragma once
 
@@ -36,8 +37,9 @@ class read_model {
   // reader renders.
   void keep(std::int64_t audit, const std::string& key, std::shared_ptr<const rendered_body> body,
             std::uint64_t read_at);
-  // Drops everything kept for `audit` (it was deleted).
+  // Drops everything kept for `audit` (it was deleted, or retention pruned its streams' bytes).
   void forget(std::int64_t audit);
+  // How many forgets so far: a reader notes it before it reads the database (keep's `read_at`).
   std::uint64_t forgets() const { return forgets_; }
 
   std::size_t bytes() const { return bytes_; }

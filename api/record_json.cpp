@@ -147,6 +147,8 @@ json stream_json(const storage::stream_record& s) {
   json j = run_json(s.run);
   j["content"] = s.stream.content;
   j["keying"] = s.stream.keying == audit::token_keying::id ? "id" : "text";
+  // Pruned by the retention policy: the digests stay (in the run), the tokens are gone.
+  if (!s.pruned_at.empty()) j["pruned_at"] = s.pruned_at;
   j["tokens"] = json::array();
   for (const auto& t : s.stream.tokens) {
     json top = json::array();

@@ -31,10 +31,11 @@ net::awaitable<void> retention_keeper::loop() {
     std::string error;
     try {
       const auto r = co_await on_db(db_, std::move(prune));
-      if (r.streams > 0 && pruned) pruned(r.audits);
-      if (r.streams > 0)
+      if (r.streams > 0) {
+        if (pruned) pruned(r.audits);
         spdlog::info("retention: pruned the bytes of {} stream(s) ({} bytes) of audits that ended before {}", r.streams,
                      r.bytes, cutoff);
+      }
       if (health) health->progress(loop_names::retention);
     } catch (const std::exception& e) {
       error = e.what();

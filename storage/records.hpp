@@ -229,6 +229,7 @@ struct run_filter {
 struct stream_record {
   run_record run;
   audit::logit_stream stream;
+  std::string pruned_at;  // its bytes were removed by the retention policy then ("": kept); stream is then empty
 };
 
 // A stored stream's bytes and digests, as written: what `verify` recomputes.

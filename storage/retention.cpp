@@ -41,8 +41,7 @@ prune_result prune_stream_bytes(store& st, const std::string& finished_before, c
   r.bytes = count.integer(1);
   count.reset();
   if (r.streams > 0) {
-    auto& audits = db.prepare("SELECT DISTINCT r.job_id FROM runs r JOIN streams s ON s.run_id = r.id WHERE s.run_id IN "
-                              "(SELECT run_id" + which + ")");
+    auto& audits = db.prepare("SELECT DISTINCT job_id FROM runs WHERE id IN (SELECT run_id" + which + ")");
     audits.bind(1, finished_before);
     while (audits.step()) r.audits.insert(audits.integer(0));
     audits.reset();

@@ -309,14 +309,15 @@ class sql_evidence final : public evidence_repository {
   }
 
   std::optional<stream_record> stream(std::int64_t job, std::int64_t run) override {
-    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content" + kRunJoins +
+    auto& s = db_.prepare(std::string("SELECT ") + kRunColumns + ", s.encoding, s.content, s.pruned_at" + kRunJoins +
                           "WHERE r.id = ?2 AND r.job_id = ?1");
     s.bind(1, job).bind(2, run);
     std::optional<stream_record> out;
     if (s.step()) {
       stream_record rec;
       rec.run = read_run(s);
-      if (rec.run.ok)
+      rec.pruned_at = s.text(kRunColumnCount + 2);
+      if (rec.run.ok && rec.pruned_at.empty())
         if (auto st = stream_of(rec.run, s.blob(kRunColumnCount), s.text(kRunColumnCount + 1))) rec.stream = std::move(*st);
       out = std::move(rec);
     }

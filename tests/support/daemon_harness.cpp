@@ -40,6 +40,7 @@ config::daemon_config config_of(const harness_options& o, const std::string& dat
   c.history = o.history;
   c.alerts = o.alerts;
   c.read_cache_bytes = o.read_cache_bytes;
+  c.retention = o.retention;
   c.managed = o.managed;
   return c;
 }

@@ -40,6 +40,7 @@ struct harness_options {
   audit::history_thresholds history;
   config::alerts_config alerts;
   std::size_t read_cache_bytes = 64u << 20;
+  config::daemon_config::retention_config retention;  // off by default (stream_bytes_days 0)
   config::managed_config managed;  // models and llama-server of managed backends and sweeps
   std::string database;  // default: a fresh file in the temp folder, removed at the end
   std::function<void(storage::db_worker&)> before_start;  // rows an earlier process left

@@ -16,6 +16,7 @@
 
 #include "api/audit_routes.hpp"
 #include "api/read_model.hpp"
+#include "storage/copy.hpp"
 #include "clients/burst.hpp"
 #include "config/daemon_config.hpp"
 #include "daemon/settings.hpp"
@@ -747,4 +748,46 @@ TEST(read_model, a_body_read_before_a_forget_is_not_kept) {
   EXPECT_EQ(reads.find(1, "runs"), nullptr) << "the deleted audit's body came back";
   reads.keep(1, "runs", body, reads.forgets());
   EXPECT_NE(reads.find(1, "runs"), nullptr) << "a reader that began after the forget keeps";
+}
+
+// The retention policy prunes an ended audit's stream bytes while the API holds the stream's
+// rendered body: the next read says it was pruned (pruned_at, no tokens), instead of serving
+// the bytes that are gone from the read cache.
+TEST(daemon_retention, a_stream_pruned_while_its_body_is_cached_is_served_as_pruned) {
+  test_support::fake_backend f;
+  test_support::harness_options o;
+  o.backends = {{"a", f.url()}};
+  o.retention.stream_bytes_days = 1;
+  o.retention.interval_s = 1;
+  test_support::daemon_harness d(o);
+  const auto done = d.run(R"({"preset":"seed-protocol","backends":["a"],"n_predict":4})");
+  const std::int64_t id = done["id"].get<std::int64_t>();
+  std::int64_t run = 0;
+  const auto runs = json::parse(d.call(http::verb::get, "/v1/audits/" + std::to_string(id) + "/runs").body);
+  for (const auto& r : runs["runs"])
+    if (r["compared"].get<bool>()) {
+      run = r["id"].get<std::int64_t>();
+      break;
+    }
+  ASSERT_GT(run, 0) << "a compared run, which retention prunes";
+  const std::string target = "/v1/audits/" + std::to_string(id) + "/runs/" + std::to_string(run) + "/stream";
+  const auto before = json::parse(d.call(http::verb::get, target).body);
+  ASSERT_FALSE(before["tokens"].empty());
+  EXPECT_FALSE(before.contains("pruned_at"));
+  ASSERT_EQ(json::parse(d.call(http::verb::get, target).body), before) << "served again (from the read cache)";
+  // The audit ended three days ago: the next pass prunes its compared streams' bytes.
+  d.db()
+      .submit([id](storage::store& s) {
+        auto& c = storage::connection_of(s);
+        c.prepare("UPDATE jobs SET finished_at = '2020-01-01T00:00:00Z' WHERE id = ?1").bind(1, id).run();
+      })
+      .get();
+  json after;
+  for (int i = 0; i < 100 && !after.contains("pruned_at"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    after = json::parse(d.call(http::verb::get, target).body);
+  }
+  ASSERT_TRUE(after.contains("pruned_at")) << "the cached body of a pruned stream was still served after 10 s";
+  EXPECT_TRUE(after["tokens"].empty());
+  EXPECT_EQ(after["digests"], before["digests"]) << "the digests stay";
 }
