@@ -212,8 +212,11 @@ TEST(job_runner, a_server_without_counters_is_asked_for_them_once_per_audit) {
     ASSERT_GT(solo, 1u);
     if (metrics) {
       EXPECT_GT(f.metrics_requests(), static_cast<int>(solo)) << "read around each solo request";
-      for (const auto& r : outcome.runs())
-        if (plan.groups[r.group].mode == audit::group_mode::serial) EXPECT_TRUE(r.company.has_value()) << r.group;
+      for (const auto& r : outcome.runs()) {
+        if (plan.groups[r.group].mode == audit::group_mode::serial) {
+          EXPECT_TRUE(r.company.has_value()) << r.group;
+        }
+      }
     } else {
       EXPECT_EQ(f.metrics_requests(), 1);
       for (const auto& r : outcome.runs()) EXPECT_FALSE(r.company.has_value()) << r.group;
