@@ -21,6 +21,24 @@ namespace {
 
 using test_support::evidence_of;
 
+// The seed protocol (4 tokens a request) on one fake backend named "a", run to its end.
+struct seed_run {
+  audit::audit_spec spec;
+  audit::audit_plan plan;
+  clients::job_outcome outcome;
+};
+seed_run run_seed_protocol(const test_support::fake_backend& f) {
+  seed_run r;
+  r.spec = audit::seed_protocol({{"a", f.url(), "llama"}});
+  r.spec.n_predict = 4;
+  r.plan = audit::make_plan(r.spec);
+  clients::backend_config c;
+  c.name = "a";
+  c.url = f.url();
+  clients::net::io_context io;
+  r.outcome = test_support::run(io, clients::run_audit(r.spec, r.plan, {{"a", c}}, {}));
+  return r;
+}
 
 }  // namespace
 
@@ -166,14 +184,7 @@ TEST(job_runner, a_server_that_cannot_batch_is_measured_as_such) {
     k.total_slots = 1;
     k.metrics = metrics;
     test_support::fake_backend f(k);
-    auto spec = audit::seed_protocol({{"a", f.url(), "llama"}});
-    spec.n_predict = 4;
-    auto plan = audit::make_plan(spec);
-    clients::backend_config c;
-    c.name = "a";
-    c.url = f.url();
-    clients::net::io_context io;
-    auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", c}}, {}));
+    const auto [spec, plan, outcome] = run_seed_protocol(f);
     auto result = audit::evaluate(spec, plan, outcome.runs(), evidence_of(outcome));
     ASSERT_FALSE(result.bursts.empty());
     for (const auto& g : outcome.groups) {
@@ -198,14 +209,7 @@ TEST(job_runner, a_server_without_counters_is_asked_for_them_once_per_audit) {
     test_support::fake_knobs k;
     k.metrics = metrics;
     test_support::fake_backend f(k);
-    auto spec = audit::seed_protocol({{"a", f.url(), "llama"}});
-    spec.n_predict = 4;
-    auto plan = audit::make_plan(spec);
-    clients::backend_config c;
-    c.name = "a";
-    c.url = f.url();
-    clients::net::io_context io;
-    auto outcome = test_support::run(io, clients::run_audit(spec, plan, {{"a", c}}, {}));
+    const auto [spec, plan, outcome] = run_seed_protocol(f);
     std::size_t solo = 0;
     for (const auto& g : plan.groups)
       if (g.mode == audit::group_mode::serial) solo += g.requests.size();
