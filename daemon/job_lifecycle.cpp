@@ -105,6 +105,20 @@ std::vector<audit::spec_problem> job_lifecycle::resolve_backends(audit::audit_sp
       p.push_back({f + ".url", "'" + b.url.substr(0, 200) + "' " + ep.error()});
     }
   }
+  // A condition that asks for its decode steps (decode_steps: true) needs its answers streamed
+  // token by token; a backend whose kind this version reads only whole would run its bursts
+  // plain and store no steps, which the report would then say only in passing.
+  for (std::size_t c = 0; c < spec.conditions.size(); ++c) {
+    if (spec.conditions[c].decode_steps != true) continue;
+    for (const auto& b : spec.backends) {
+      auto kind = clients::parse_api_kind(b.api);
+      if (kind && !(*kind)->read_stream(1))
+        p.push_back({"conditions[" + std::to_string(c) + "].decode_steps",
+                     "backend '" + b.name + "' speaks the '" + b.api +
+                         "' API, whose answers this version reads only whole: its bursts cannot stream, so no decode "
+                         "steps could be reconstructed (leave decode_steps out, or audit a llama backend)"});
+    }
+  }
   return p;
 }
 

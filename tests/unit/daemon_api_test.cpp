@@ -791,3 +791,20 @@ TEST(daemon_retention, a_stream_pruned_while_its_body_is_cached_is_served_as_pru
   EXPECT_TRUE(after["tokens"].empty());
   EXPECT_EQ(after["digests"], before["digests"]) << "the digests stay";
 }
+
+// decode_steps: true on a backend whose kind cannot stream is refused at submission, naming the
+// field, rather than run plain with no decode steps stored.
+TEST(daemon_admission, decode_steps_on_a_backend_that_cannot_stream_is_refused_naming_the_field) {
+  test_support::fake_backend f;
+  test_support::harness_options o;
+  o.backends = {{"v", f.url()}};
+  o.api = "openai";
+  test_support::daemon_harness d(o);
+  const auto spec = R"({"backends":["v"],"n_predict":4,"prompts":["The history of the printing press begins","Water boils at"],
+    "conditions":[{"name":"control","kind":"control_prompt"},{"name":"plain_c4","kind":"concurrent","concurrency":4},
+                  {"name":"steps_c4","kind":"concurrent","concurrency":4,"decode_steps":true}]})";
+  expect_error(d.call(http::verb::post, "/v1/audits", spec), 400, "invalid_spec", "conditions[2].decode_steps");
+  const auto plain = R"({"backends":["v"],"n_predict":4,"prompts":["The history of the printing press begins","Water boils at"],
+    "conditions":[{"name":"control","kind":"control_prompt"},{"name":"plain_c4","kind":"concurrent","concurrency":4}]})";
+  EXPECT_EQ(d.call(http::verb::post, "/v1/audits", plain).status, 202u) << "without decode_steps it runs";
+}
