@@ -16,6 +16,7 @@ function runMeta(id, run, base) {
       ['sampling', `temperature ${run.params.temperature}, seed ${run.params.seed ?? '–'}, cache_prompt ${run.params.cache_prompt}, slot ${run.params.id_slot ?? 'any'}`],
       ['status', run.status + (run.error ? ': ' + run.error : '')],
       run.digests ? ['digests', h('span', { class: 'mono' }, `logit ${run.digests.logit}  token ${run.digests.token}  (${run.digests.tokens} tokens)`)] : null,
+      run.pruned_at ? ['bytes', h('span', { 'data-testid': 'pruned' }, `pruned by the retention policy at ${run.pruned_at}: its tokens are gone, its digests and verdict stay`)] : null,
       v ? ['verdict', `logits ${v.logit_identical ? 'identical' : 'differ from position ' + v.first_logit_difference}; tokens ${v.token_identical ? 'identical' : 'differ from position ' + v.first_token_difference}; max |Δ| ${num(v.max_abs_delta)}, max ${v.max_ulp} ulp` + (v.margin_at_flip !== null ? `, margin at the flip ${num(v.margin_at_flip)}` : '')] : null,
       v && v.flag !== 'none' ? ['evidence', `${v.flag}: ${v.flag_reason || ''} (counted apart)`] : null,
       base ? ['baseline', h('a', { href: `#/audits/${Number(id)}/runs/${Number(base.id)}` }, `run ${base.id}`)] : ['baseline', run.condition === 'baseline' ? 'this run is a baseline' : 'none'],
@@ -159,6 +160,7 @@ export async function pageRun(main, id, runId) {
     if (b) base = await api(`/v1/audits/${id}/runs/${b.id}/stream`);
   }
   put(main, runMeta(id, run, base));
+  if (run.pruned_at) return;  // nothing to chart: the verdict above was judged while the bytes were kept
   if (!base) {
     main.append(h('h2', null, 'Output'), h('pre', null, run.content));
     return;
